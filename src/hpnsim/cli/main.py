@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from hpnsim import __version__
-from hpnsim.cli import bench, collective, demo, fabric, workload
+from hpnsim.cli import bench, collective, demo, fabric, train, workload
 
 app = typer.Typer(
     name="hpnsim",
@@ -31,7 +31,7 @@ def _root(
     """hpnsim: HPN 7.0-style fabrics, LLM traffic, collectives, Crux scheduling and faults."""
 
 
-for module in (demo, fabric, collective, workload, bench):
+for module in (demo, fabric, collective, workload, train, bench):
     module.register(app)
 
 
