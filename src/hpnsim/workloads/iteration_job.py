@@ -1,0 +1,268 @@
+"""A training job as the iteration simulator sees it: model, parallelism, batch, GPU.
+
+:class:`TrainJob` validates the layout and derives, per *virtual stage* (a contiguous
+chunk of layers held by one pipeline stage), what one micro-batch costs: forward and
+backward compute time, TP all-reduce count, gradient parameters per GPU, and the
+per-block split of the backward pass that decides when gradient buckets become ready.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hpnsim.errors import InputError
+from hpnsim.workloads import models
+from hpnsim.workloads.gpus import GPUSpec, get_gpu
+from hpnsim.workloads.iteration_schedule import SCHEDULES
+
+ZERO_STAGES = (0, 1, 2)
+#: HBM bytes the mixed-precision Adam step moves per parameter: fp32 master weight, m and v
+#: read and written (2 x 12), the 16-bit gradient read (2) and the 16-bit weight written (2).
+OPTIMIZER_BYTES_PER_PARAM = 28.0
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """Cost of one micro-batch on one virtual stage (per GPU; every GPU of the stage alike).
+
+    ``blocks_*`` describe the backward pass block by block in execution order (output head
+    first, embedding last): compute seconds, TP all-reduces and parameters per GPU of each
+    block. Gradients of a block are ready when its backward finishes.
+    """
+
+    forward_compute: float
+    backward_compute: float
+    forward_tp_ops: int
+    backward_tp_ops: int
+    params_per_gpu: float
+    blocks_compute: tuple[float, ...]
+    blocks_tp_ops: tuple[int, ...]
+    blocks_params: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """Model + parallel layout + batch + GPU of one data-parallel training job.
+
+    Parameters
+    ----------
+    model : str or ModelSpec
+    tp, pp, dp : int
+        Tensor-, pipeline- and data-parallel degrees (GPUs = tp * pp * dp).
+    micro_batch : int
+        Sequences per micro-batch.
+    global_batch : int, optional
+        Sequences per iteration; default ``dp * micro_batch * 4 * pp`` (enough micro-batches to
+        keep a 1F1B bubble at about 20%).
+    seq_len : int, optional
+        Defaults to the model's.
+    gpu : str or GPUSpec
+    mfu : float, optional
+        Achievable fraction of peak during compute (default: the GPU's).
+    schedule : {"1f1b", "interleaved", "gpipe"}
+    virtual_stages : int
+        Model chunks per stage (interleaved schedule).
+    zero : {0, 1, 2}
+        0: gradient all-reduce; 1 and 2 (distributed optimizer): gradient reduce-scatter,
+        optimizer on the 1/dp shard, parameter all-gather.
+    bucket_params : int, optional
+        Parameters per gradient bucket; default Megatron-LM's ``max(40e6, 1e6 * dp)``.
+    grad_bytes : int
+        Bytes per gradient element on the wire (2: BF16; 4: FP32 reduction).
+    recompute : bool
+        Full activation recomputation (backward re-runs the forward, TP included).
+
+    Examples
+    --------
+    >>> job = TrainJob("llama3-70b", tp=8, pp=8, dp=16, global_batch=2048)
+    >>> job.gpus, job.micro_batches, job.layers_per_chunk
+    (1024, 128, 10)
+    >>> round(job.stage_cost(0).forward_compute * 1e3, 1)       # ms per micro-batch
+    49.4
+    """
+
+    model: models.ModelSpec | str
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    micro_batch: int = 1
+    global_batch: int | None = None
+    seq_len: int | None = None
+    gpu: GPUSpec | str = "h800"
+    mfu: float | None = None
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
+    zero: int = 0
+    bucket_params: int | None = None
+    grad_bytes: int = 2
+    recompute: bool = False
+    _costs: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self):
+        spec = models.get(self.model)
+        if spec.kind != "transformer":
+            raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
+                                      "needs a transformer (layers, hidden size)")
+        object.__setattr__(self, "model", spec)
+        object.__setattr__(self, "gpu", get_gpu(self.gpu, mfu=self.mfu))
+        for name in ("tp", "pp", "dp", "micro_batch", "virtual_stages", "grad_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(name, f"must be a positive integer, got {value!r}")
+        if self.schedule not in SCHEDULES:
+            raise InputError("schedule", f"one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.schedule != "interleaved" and self.virtual_stages != 1:
+            raise InputError("virtual_stages", "only the interleaved schedule uses virtual stages")
+        if self.zero not in ZERO_STAGES:
+            raise InputError("zero", f"one of {', '.join(map(str, ZERO_STAGES))} "
+                                     f"(ZeRO-3/FSDP is not simulated), got {self.zero!r}")
+        if self.seq_len is None:
+            object.__setattr__(self, "seq_len", spec.seq_len)
+        if self.global_batch is None:
+            object.__setattr__(self, "global_batch", self.dp * self.micro_batch * 4 * self.pp)
+        per_step = self.dp * self.micro_batch
+        if self.global_batch < per_step or self.global_batch % per_step:
+            raise InputError("global_batch", f"must be a positive multiple of dp x micro_batch "
+                                             f"= {per_step}, got {self.global_batch}")
+        chunks = self.pp * self.virtual_stages
+        if spec.layers % chunks:
+            raise InputError("pp", f"pp x virtual_stages = {chunks} must divide the "
+                                   f"{spec.layers} layers of {spec.name}")
+        if spec.heads % self.tp or spec.kv_heads % self.tp and self.tp % spec.kv_heads:
+            raise InputError("tp", f"must divide the {spec.heads} attention heads of "
+                                   f"{spec.name}, got {self.tp}")
+        if self.bucket_params is None:
+            object.__setattr__(self, "bucket_params", int(max(40e6, 1e6 * self.dp)))
+        elif self.bucket_params < 1:
+            raise InputError("bucket_params", f"must be >= 1, got {self.bucket_params}")
+
+    # ----- sizes -----------------------------------------------------------------------
+    @property
+    def gpus(self) -> int:
+        """GPUs of the job: ``tp * pp * dp``."""
+        return self.tp * self.pp * self.dp
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches per pipeline per iteration."""
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    @property
+    def chunks(self) -> int:
+        """Virtual stages: ``pp * virtual_stages``."""
+        return self.pp * self.virtual_stages
+
+    @property
+    def layers_per_chunk(self) -> int:
+        """Transformer layers per virtual stage."""
+        return self.model.layers // self.chunks
+
+    @property
+    def tokens_per_iteration(self) -> int:
+        """Tokens per iteration: ``global_batch * seq_len``."""
+        return self.global_batch * self.seq_len
+
+    @property
+    def model_flops(self) -> float:
+        """Model FLOPs per iteration (3x forward; recomputation is not model work)."""
+        return self.model.training_flops_per_token(self.seq_len) * self.tokens_per_iteration
+
+    @property
+    def activation_bytes(self) -> float:
+        """One micro-batch's hidden state ``b x s x h`` (a TP all-reduce buffer)."""
+        return self.model.hidden_state_bytes(self.micro_batch, self.seq_len)
+
+    # ----- costs -----------------------------------------------------------------------
+    def stage_cost(self, chunk: int) -> StageCost:
+        """Per-micro-batch cost of virtual stage ``chunk`` (0 .. chunks-1), per GPU.
+
+        >>> job = TrainJob("llama3-8b", tp=1, pp=2, dp=1)
+        >>> c0, c1 = job.stage_cost(0), job.stage_cost(1)
+        >>> c1.forward_compute > c0.forward_compute       # the output head sits on the last stage
+        True
+        >>> len(c1.blocks_compute), len(c0.blocks_compute)   # head + 16 layers; 16 layers + embedding
+        (17, 17)
+        """
+        if not 0 <= chunk < self.chunks:
+            raise InputError("chunk", f"must be in 0..{self.chunks - 1}, got {chunk}")
+        if chunk not in self._costs:
+            self._costs[chunk] = self._stage_cost(chunk)
+        return self._costs[chunk]
+
+    def _stage_cost(self, chunk: int) -> StageCost:
+        spec, tp = self.model, self.tp
+        tokens = self.micro_batch * self.seq_len
+        rate = self.gpu.achieved_flops
+        backward_factor = 3.0 if self.recompute else 2.0
+        tp_fwd, tp_bwd = (2, 6 if self.recompute else 4) if tp > 1 else (0, 0)
+        first = chunk * self.layers_per_chunk
+        blocks: list[tuple[float, int, float]] = []  # forward seconds, tp ops, params per GPU
+        for layer in range(first, first + self.layers_per_chunk):
+            seconds = spec.layer_forward_flops_per_token(layer, self.seq_len) * tokens / tp / rate
+            blocks.append((seconds, 1, spec.layer_parameters(layer) / tp))
+        table = spec.vocab * spec.hidden / tp
+        if chunk == self.chunks - 1:  # final norm and output head (untied) on the last chunk
+            head = spec.head_forward_flops_per_token() * tokens / tp / rate
+            blocks.append((head, 0, (0 if spec.tied_embeddings else table) + spec.hidden))
+        if chunk == 0:  # embedding lookup: no matmul, its gradient is ready last
+            blocks.insert(0, (0.0, 0, table + (spec.seq_len * spec.hidden / tp
+                                               if spec.learned_positions else 0)))
+        blocks.reverse()  # backward order
+        return StageCost(
+            forward_compute=sum(b[0] for b in blocks),
+            backward_compute=backward_factor * sum(b[0] for b in blocks),
+            forward_tp_ops=tp_fwd * sum(b[1] for b in blocks),
+            backward_tp_ops=tp_bwd * sum(b[1] for b in blocks),
+            params_per_gpu=sum(b[2] for b in blocks),
+            blocks_compute=tuple(backward_factor * b[0] for b in blocks),
+            blocks_tp_ops=tuple(tp_bwd * b[1] for b in blocks),
+            blocks_params=tuple(b[2] for b in blocks),
+        )
+
+    def stage_params(self, stage: int) -> float:
+        """Parameters held by one GPU of pipeline stage ``stage`` (all its chunks).
+
+        >>> round(TrainJob("llama3-70b", tp=8, pp=8, dp=16).stage_params(0) / 1e9, 3)
+        1.201
+        """
+        return sum(self.stage_cost(k * self.pp + stage).params_per_gpu
+                   for k in range(self.virtual_stages))
+
+    def optimizer_time(self, stage: int) -> float:
+        """Adam step on one GPU of ``stage``: memory-bound, ZeRO shards it over ``dp``."""
+        params = self.stage_params(stage) / (self.dp if self.zero else 1)
+        return params * OPTIMIZER_BYTES_PER_PARAM / self.gpu.memory_bandwidth
+
+    def buckets(self, chunk: int) -> list[tuple[float, int]]:
+        """Gradient buckets of virtual stage ``chunk``: ``(parameters, block index)`` each,
+        in launch order; a bucket is ready when backward block ``block index`` finishes.
+
+        >>> job = TrainJob("llama3-8b", tp=1, pp=1, dp=2, bucket_params=10**12)
+        >>> [(round(p / 1e9, 2), b) for p, b in job.buckets(0)]
+        [(8.03, 33)]
+        """
+        cost = self.stage_cost(chunk)
+        out: list[tuple[float, int]] = []
+        filled = 0.0
+        size = float(self.bucket_params)
+        for index, params in enumerate(cost.blocks_params):
+            filled += params
+            while filled >= size:
+                out.append((size, index))
+                filled -= size
+        if filled > 0:
+            out.append((filled, len(cost.blocks_params) - 1))
+        return out
+
+    def to_dict(self) -> dict:
+        """Job description for JSON output."""
+        return {
+            "model": self.model.name, "tp": self.tp, "pp": self.pp, "dp": self.dp,
+            "gpus": self.gpus, "micro_batch": self.micro_batch, "global_batch": self.global_batch,
+            "micro_batches": self.micro_batches, "seq_len": self.seq_len,
+            "gpu": self.gpu.name, "mfu_compute": self.gpu.mfu, "schedule": self.schedule,
+            "virtual_stages": self.virtual_stages, "zero": self.zero,
+            "bucket_params": self.bucket_params, "grad_bytes": self.grad_bytes,
+            "recompute": self.recompute,
+        }
+
