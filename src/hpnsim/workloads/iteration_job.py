@@ -78,7 +78,7 @@ class TrainJob:
     >>> job.gpus, job.micro_batches, job.layers_per_chunk
     (1024, 128, 10)
     >>> round(job.stage_cost(0).forward_compute * 1e3, 1)       # ms per micro-batch
-    49.4
+    45.5
     """
 
     model: models.ModelSpec | str
