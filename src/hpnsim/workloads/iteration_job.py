@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from hpnsim.errors import InputError
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
-from hpnsim.workloads.iteration_schedule import SCHEDULES
+from hpnsim.workloads.layout import Layout, make_layout
 
 ZERO_STAGES = (0, 1, 2)
 #: HBM bytes the mixed-precision Adam step moves per parameter: fp32 master weight, m and v
@@ -59,9 +59,14 @@ class TrainJob:
     gpu : str or GPUSpec
     mfu : float, optional
         Achievable fraction of peak during compute (default: the GPU's).
-    schedule : {"1f1b", "interleaved", "gpipe"}
+    schedule : {"", "1f1b", "interleaved", "gpipe"}
+        Empty: 1F1B, or interleaved 1F1B when ``virtual_stages > 1``.
     virtual_stages : int
         Model chunks per stage (interleaved schedule).
+    sequence_parallel : bool
+        Megatron sequence parallelism: a pipeline message is split over the TP ranks (each
+        sends ``1/tp`` of the hidden state); TP all-reduces become reduce-scatter + all-gather
+        pairs, which move the same bytes and are timed as the all-reduce.
     zero : {0, 1, 2}
         0: gradient all-reduce; 1 and 2 (distributed optimizer): gradient reduce-scatter,
         optimizer on the 1/dp shard, parameter all-gather.
@@ -90,12 +95,14 @@ class TrainJob:
     seq_len: int | None = None
     gpu: GPUSpec | str = "h800"
     mfu: float | None = None
-    schedule: str = "1f1b"
+    schedule: str = ""
     virtual_stages: int = 1
     zero: int = 0
+    sequence_parallel: bool = False
     bucket_params: int | None = None
     grad_bytes: int = 2
     recompute: bool = False
+    layout: Layout | None = field(default=None, compare=False, repr=False)
     _costs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
@@ -109,10 +116,6 @@ class TrainJob:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(name, f"must be a positive integer, got {value!r}")
-        if self.schedule not in SCHEDULES:
-            raise InputError("schedule", f"one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        if self.schedule != "interleaved" and self.virtual_stages != 1:
-            raise InputError("virtual_stages", "only the interleaved schedule uses virtual stages")
         if self.zero not in ZERO_STAGES:
             raise InputError("zero", f"one of {', '.join(map(str, ZERO_STAGES))} "
                                      f"(ZeRO-3/FSDP is not simulated), got {self.zero!r}")
@@ -120,17 +123,12 @@ class TrainJob:
             object.__setattr__(self, "seq_len", spec.seq_len)
         if self.global_batch is None:
             object.__setattr__(self, "global_batch", self.dp * self.micro_batch * 4 * self.pp)
-        per_step = self.dp * self.micro_batch
-        if self.global_batch < per_step or self.global_batch % per_step:
-            raise InputError("global_batch", f"must be a positive multiple of dp x micro_batch "
-                                             f"= {per_step}, got {self.global_batch}")
-        chunks = self.pp * self.virtual_stages
-        if spec.layers % chunks:
-            raise InputError("pp", f"pp x virtual_stages = {chunks} must divide the "
-                                   f"{spec.layers} layers of {spec.name}")
-        if spec.heads % self.tp or spec.kv_heads % self.tp and self.tp % spec.kv_heads:
-            raise InputError("tp", f"must divide the {spec.heads} attention heads of "
-                                   f"{spec.name}, got {self.tp}")
+        layout = make_layout(spec, tp=self.tp, pp=self.pp, dp=self.dp, vpp=self.virtual_stages,
+                             zero=self.zero, sequence_parallel=self.sequence_parallel,
+                             micro_batch=self.micro_batch, global_batch=self.global_batch,
+                             schedule=self.schedule, gpus_per_host=None)
+        object.__setattr__(self, "layout", layout)
+        object.__setattr__(self, "schedule", layout.schedule)
         if self.bucket_params is None:
             object.__setattr__(self, "bucket_params", int(max(40e6, 1e6 * self.dp)))
         elif self.bucket_params < 1:
@@ -263,6 +261,6 @@ class TrainJob:
             "gpu": self.gpu.name, "mfu_compute": self.gpu.mfu, "schedule": self.schedule,
             "virtual_stages": self.virtual_stages, "zero": self.zero,
             "bucket_params": self.bucket_params, "grad_bytes": self.grad_bytes,
-            "recompute": self.recompute,
+            "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
         }
 
