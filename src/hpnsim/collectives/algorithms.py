@@ -1,0 +1,82 @@
+"""Build the :class:`Schedule` of an operation with a chosen algorithm (pure index math)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from hpnsim.collectives.ops import check_supported, normalize_algorithm, normalize_op
+from hpnsim.collectives.p2p import alltoall_stages, p2p_stages
+from hpnsim.collectives.ring import hier_stages, ring_stages
+from hpnsim.collectives.schedule import Schedule, check_group, host_groups, uniform_hosts
+from hpnsim.collectives.tree import hd_stages, tree_stages
+from hpnsim.errors import InputError
+
+
+def default_channels(op: str, algo: str, gpus: np.ndarray, gpus_per_host: int) -> int:
+    """Channels NCCL would open, roughly: one ring per rail of the group (so every NIC of a
+    host carries traffic), one per rail for trees; one otherwise (hier already runs one ring
+    per rail; all-to-all and send/recv use one connection per peer).
+
+    >>> default_channels("allreduce", "ring", np.arange(16), 8)
+    8
+    >>> default_channels("allreduce", "hier", np.arange(16), 8)
+    1
+    """
+    if algo in ("ring", "tree", "hd"):
+        groups = host_groups(np.asarray(gpus), gpus_per_host)
+        if len(groups) > 1 and uniform_hosts(groups, gpus_per_host):
+            return int(groups[0].size)
+    return 1
+
+
+def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int = 8,
+                   channels: int | None = None, root: int = 0, pxn: bool = True) -> Schedule:
+    """Schedule of ``op`` over the GPU group ``gpus`` (GPU indices, rank order) for a buffer of
+    ``size`` bytes (nccl-tests convention: the all-reduce buffer, the gathered all-gather
+    output, each rank's all-to-all send buffer, the message of send/recv).
+
+    ``algo`` is one of ring, tree, hd, hier, direct (not auto: see
+    :func:`hpnsim.collectives.cost.choose_algorithm`); ``channels`` independent copies each
+    carry size/channels over their own connections; ``root`` is a rank index for
+    broadcast/reduce; ``pxn`` relays cross-rail hops over NVLink.
+
+    >>> sch = build_schedule("allreduce", range(16), 2**20, "hier")
+    >>> [s.name for s in sch.stages][:2], sch.final
+    (['allreduce/hier/intra-rs', 'allreduce/hier/rail0/ch0'], (9,))
+    """
+    op, algo = normalize_op(op), normalize_algorithm(algo)
+    if algo == "auto":
+        raise InputError("algo", "build_schedule needs a concrete algorithm, not auto")
+    check_supported(op, algo)
+    gpus = check_group(gpus)
+    if not (isinstance(size, int | float | np.number) and math.isfinite(size) and size > 0):
+        raise InputError("size", f"must be a finite number of bytes > 0, got {size!r}")
+    if int(gpus_per_host) < 1:
+        raise InputError("gpus_per_host", f"must be >= 1, got {gpus_per_host!r}")
+    if channels is None:
+        channels = default_channels(op, algo, gpus, gpus_per_host)
+    if int(channels) != channels or channels < 1:
+        raise InputError("channels", f"must be an integer >= 1, got {channels!r}")
+    if not 0 <= root < gpus.size:
+        raise InputError("root", f"must be a rank in 0..{gpus.size - 1}, got {root!r}")
+    if op == "send" and gpus.size < 2:
+        raise InputError("gpus", "send needs at least 2 GPUs")
+    sch = Schedule(op, algo, gpus, float(size))
+    if gpus.size == 1:
+        return sch
+    channels = int(channels)
+    if algo == "ring":
+        ring_stages(sch, gpus_per_host, channels, pxn=pxn, root=root)
+    elif algo == "hier":
+        hier_stages(sch, gpus_per_host, channels)
+    elif algo == "tree":
+        tree_stages(sch, gpus_per_host, channels)
+    elif algo == "hd":
+        hd_stages(sch, gpus_per_host, channels)
+    elif op == "alltoall":
+        alltoall_stages(sch, gpus_per_host, channels, pxn=pxn)
+    else:
+        p2p_stages(sch, gpus_per_host, channels)
+    return sch

@@ -1,0 +1,109 @@
+"""Names of collective operations, algorithms and protocols, and nccl-tests bus-bandwidth factors.
+
+Everything a user types (``"all-reduce"``, ``"AllReduce"``, ``"hier"``) is normalized here, so
+the rest of the package compares canonical names only.
+"""
+
+from __future__ import annotations
+
+from hpnsim.errors import InputError
+
+#: canonical operation names
+OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce",
+       "sendrecv", "send")
+
+#: canonical algorithm names ("direct" is the only one for all-to-all and point-to-point)
+ALGORITHMS = ("ring", "tree", "hd", "hier", "direct")
+
+#: protocols and the fraction of wire bytes that is payload (NCCL: LL 8-byte lines carry
+#: 4 bytes of data plus a flag; LL128 120 of 128 bytes; Simple all)
+PROTOCOL_EFFICIENCY = {"ll": 0.5, "ll128": 0.92, "simple": 1.0}
+
+#: which algorithms implement which operation
+SUPPORTED = {
+    "allreduce": ("ring", "tree", "hd", "hier"),
+    "allgather": ("ring", "hd", "hier"),
+    "reducescatter": ("ring", "hd", "hier"),
+    "alltoall": ("direct",),
+    "broadcast": ("ring",),
+    "reduce": ("ring",),
+    "sendrecv": ("direct",),
+    "send": ("direct",),
+}
+
+_ALGO_ALIASES = {
+    "ring": "ring", "tree": "tree", "dbtree": "tree", "doublebinarytree": "tree",
+    "hd": "hd", "halvingdoubling": "hd", "rabenseifner": "hd",
+    "hier": "hier", "hierarchical": "hier", "direct": "direct", "auto": "auto",
+}
+
+
+def _key(text: str) -> str:
+    return str(text).strip().lower().replace("-", "").replace("_", "").replace(" ", "")
+
+
+def normalize_op(op: str) -> str:
+    """Canonical operation name.
+
+    >>> normalize_op("All-Reduce"), normalize_op("reduce_scatter"), normalize_op("all2all")
+    ('allreduce', 'reducescatter', 'alltoall')
+    """
+    key = _key(op).replace("all2all", "alltoall")
+    if key not in OPS:
+        raise InputError("op", f"must be one of {', '.join(OPS)}, got {op!r}")
+    return key
+
+
+def normalize_algorithm(algo: str) -> str:
+    """Canonical algorithm name (``"auto"`` stays ``"auto"``).
+
+    >>> normalize_algorithm("hierarchical"), normalize_algorithm("halving-doubling")
+    ('hier', 'hd')
+    """
+    key = _ALGO_ALIASES.get(_key(algo))
+    if key is None:
+        raise InputError("algo", f"must be one of {', '.join(ALGORITHMS)}, auto; got {algo!r}")
+    return key
+
+
+def normalize_protocol(protocol: str) -> str:
+    """Canonical protocol name: ``ll``, ``ll128``, ``simple`` or ``auto``.
+
+    >>> normalize_protocol("LL128"), normalize_protocol("Simple")
+    ('ll128', 'simple')
+    """
+    key = _key(protocol)
+    if key != "auto" and key not in PROTOCOL_EFFICIENCY:
+        raise InputError("protocol", f"must be one of ll, ll128, simple, auto; got {protocol!r}")
+    return key
+
+
+def check_supported(op: str, algo: str) -> None:
+    """Raise :class:`InputError` unless ``algo`` implements ``op`` (both canonical).
+
+    >>> check_supported("allreduce", "hier")
+    >>> check_supported("alltoall", "ring")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: algo: alltoall supports direct, got 'ring'
+    """
+    if algo not in SUPPORTED[op]:
+        raise InputError("algo", f"{op} supports {', '.join(SUPPORTED[op])}, got {algo!r}")
+
+
+def busbw_factor(op: str, n: int) -> float:
+    """nccl-tests bus-bandwidth factor: ``busbw = algbw * factor``.
+
+    All-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; others 1.
+
+    >>> busbw_factor("allreduce", 8), busbw_factor("allgather", 4), busbw_factor("broadcast", 8)
+    (1.75, 0.75, 1.0)
+    """
+    op = normalize_op(op)
+    if n < 1:
+        raise InputError("gpus", f"need at least 1 GPU, got {n}")
+    if op == "allreduce":
+        return 2.0 * (n - 1) / n
+    if op in ("allgather", "reducescatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0

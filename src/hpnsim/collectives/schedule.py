@@ -1,0 +1,155 @@
+"""Schedules: which GPU sends how many bytes to which, in which stage.
+
+A :class:`Stage` is one transfer group of the engine: member flows that move in lockstep
+(a ring phase, a tree, one halving-doubling step), or, with ``coupled=False``, a bag of
+independent flows (all-to-all, send/recv) that become one engine group each. Repeated
+identical steps are folded into one stage carrying the steps' total bytes; its step counts
+(``intra_steps`` over NVLink, ``inter_steps`` across the network) give its latency.
+
+Schedules are pure index math over GPU indices (host-major: ``host = g // gpus_per_host``),
+independent of any fabric, so they can be checked by counting bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpnsim.errors import InputError
+
+
+@dataclass
+class Stage:
+    """One transfer group: member flows ``src[i] -> dst[i]`` of ``size`` payload bytes each.
+
+    ``via[i] >= 0`` relays member i through that GPU of the source's host over NVLink first
+    (PXN: the cross-rail hop happens inside the host, then the flow stays on the right rail).
+    ``conn`` is the connection (channel) id, the entropy ECMP hashes. ``deps`` are indices
+    of stages of the same schedule that must finish first.
+
+    >>> s = Stage(np.array([0, 1]), np.array([1, 0]), size=4.0, intra_steps=1)
+    >>> s.n_members, s.total_bytes
+    (2, 8.0)
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    size: float
+    intra_steps: int = 0
+    inter_steps: int = 0
+    coupled: bool = True
+    deps: tuple[int, ...] = ()
+    conn: int = 0
+    via: np.ndarray | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        self.src = np.asarray(self.src, dtype=np.int64)
+        self.dst = np.asarray(self.dst, dtype=np.int64)
+        if self.via is not None:
+            self.via = np.asarray(self.via, dtype=np.int64)
+
+    @property
+    def n_members(self) -> int:
+        return int(self.src.size)
+
+    @property
+    def total_bytes(self) -> float:
+        return float(self.size) * self.n_members
+
+
+@dataclass
+class Schedule:
+    """A collective as a DAG of :class:`Stage` objects (dependencies point backwards).
+
+    >>> sch = Schedule("sendrecv", "direct", np.array([0, 1]), 8.0)
+    >>> sch.add(Stage([0], [1], 8.0, inter_steps=1, coupled=False))
+    0
+    >>> sch.final
+    (0,)
+    """
+
+    op: str
+    algo: str
+    gpus: np.ndarray
+    size: float
+    stages: list[Stage] = field(default_factory=list)
+
+    def add(self, stage: Stage) -> int:
+        for d in stage.deps:
+            if not 0 <= d < len(self.stages):
+                raise ValueError(f"stage dependency {d} does not exist yet")
+        self.stages.append(stage)
+        return len(self.stages) - 1
+
+    @property
+    def final(self) -> tuple[int, ...]:
+        """Stages nothing else waits for: the collective is done when they are."""
+        needed = {d for s in self.stages for d in s.deps}
+        return tuple(i for i in range(len(self.stages)) if i not in needed)
+
+    def pair_bytes(self) -> dict[tuple[int, int], float]:
+        """Payload bytes per ordered (src, dst) GPU pair over the whole schedule (for checks).
+
+        >>> sch = Schedule("send", "direct", np.array([0, 1]), 8.0)
+        >>> _ = sch.add(Stage([0], [1], 8.0, inter_steps=1))
+        >>> sch.pair_bytes()
+        {(0, 1): 8.0}
+        """
+        out: dict[tuple[int, int], float] = {}
+        for s in self.stages:
+            for a, b in zip(s.src.tolist(), s.dst.tolist(), strict=True):
+                out[(a, b)] = out.get((a, b), 0.0) + float(s.size)
+        return out
+
+
+def check_group(gpus, n_gpus: int | None = None) -> np.ndarray:
+    """Validate a GPU group: distinct non-negative indices, inside the fabric if known.
+
+    >>> check_group([3, 1, 2]).tolist()
+    [3, 1, 2]
+    """
+    arr = np.asarray(gpus, dtype=np.int64).ravel()
+    if arr.size == 0:
+        raise InputError("gpus", "need at least 1 GPU, got an empty group")
+    if arr.min() < 0:
+        raise InputError("gpus", f"GPU indices must be >= 0, got {int(arr.min())}")
+    if n_gpus is not None and arr.max() >= n_gpus:
+        raise InputError("gpus", f"the fabric has {n_gpus} GPUs, group needs GPU {int(arr.max())}")
+    if np.unique(arr).size != arr.size:
+        raise InputError("gpus", "GPU indices must be distinct")
+    return arr
+
+
+def host_groups(gpus: np.ndarray, gpus_per_host: int) -> list[np.ndarray]:
+    """The group's GPUs per host, hosts in order of first appearance, GPUs in group order.
+
+    >>> [h.tolist() for h in host_groups(np.array([8, 9, 0, 1]), 8)]
+    [[8, 9], [0, 1]]
+    """
+    hosts = np.asarray(gpus) // gpus_per_host
+    _, first = np.unique(hosts, return_index=True)
+    order = hosts[np.sort(first)]
+    return [gpus[hosts == h] for h in order]
+
+
+def uniform_hosts(groups: list[np.ndarray], gpus_per_host: int) -> bool:
+    """True when every host holds the same local GPU ids (so rails line up across hosts).
+
+    >>> uniform_hosts([np.array([0, 1]), np.array([8, 9])], 8)
+    True
+    >>> uniform_hosts([np.array([0, 1]), np.array([9, 10])], 8)
+    False
+    """
+    locals_ = [np.sort(g % gpus_per_host) for g in groups]
+    return all(x.size == locals_[0].size and np.array_equal(x, locals_[0]) for x in locals_)
+
+
+def split_steps(total: int, crossings: int) -> tuple[int, int]:
+    """``(intra_steps, inter_steps)`` for ``total`` steps of which ``crossings`` cross hosts.
+
+    >>> split_steps(14, 2)
+    (12, 2)
+    """
+    return total - crossings, crossings
