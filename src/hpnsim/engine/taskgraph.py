@@ -1,0 +1,332 @@
+"""TaskGraph: the work of a simulation as flat arrays (transfer groups, delays, dependencies).
+
+A *transfer* is one rate variable: it loads link ``links[i]`` with ``usage[i]`` times its rate
+and finishes when ``size`` bytes have moved at that rate (a ring step of N member flows is one
+transfer with ``size`` = bytes per member and usage = members per link). A *delay* is a fixed
+wait (compute). A task starts at ``max(release, finish of every dependency)``; a transfer's
+bytes start flowing ``latency`` seconds after it starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpnsim.engine.validate import find_cycle
+from hpnsim.errors import InputError
+
+TRANSFER, DELAY = 0, 1
+
+
+@dataclass(frozen=True)
+class GraphArrays:
+    """A TaskGraph frozen into validated flat arrays, ready for the event loop."""
+
+    kind: np.ndarray       # int8, TRANSFER or DELAY
+    amount: np.ndarray     # bytes per member (transfer) or seconds (delay)
+    priority: np.ndarray   # int64
+    weight: np.ndarray     # float64
+    latency: np.ndarray    # float64
+    release: np.ndarray    # float64
+    ptr: np.ndarray        # int64, task -> links CSR (empty rows for delays)
+    links: np.ndarray      # int64
+    usage: np.ndarray      # float64
+    dep_ptr: np.ndarray    # int64, task -> the tasks it waits for
+    deps: np.ndarray       # int64
+
+
+def _merge_rows(row_of_entry, links, usage):
+    """Sort entries by (row, link), add up duplicate links, drop zero usage."""
+    order = np.lexsort((links, row_of_entry))
+    rows, links, usage = row_of_entry[order], links[order], usage[order]
+    if rows.size:
+        first = np.ones(rows.size, dtype=bool)
+        first[1:] = (rows[1:] != rows[:-1]) | (links[1:] != links[:-1])
+        starts = np.flatnonzero(first)
+        usage = np.add.reduceat(usage, starts)
+        rows, links = rows[starts], links[starts]
+    keep = usage > 0
+    return rows[keep], links[keep], usage[keep]
+
+
+def _paths_arrays(paths):
+    """(ptr, links, weight) of a Paths-like object or of a list of link-id lists."""
+    if hasattr(paths, "ptr") and hasattr(paths, "links"):
+        ptr = np.asarray(paths.ptr, dtype=np.int64)
+        links = np.asarray(paths.links)
+        weight = getattr(paths, "weight", None)
+        weight = np.ones(links.size) if weight is None else np.asarray(weight, dtype=np.float64)
+    else:
+        rows = [np.asarray(p).ravel() for p in paths]
+        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum([r.size for r in rows])
+        links = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        weight = np.ones(links.size)
+    if ptr.ndim != 1 or ptr.size < 1 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) \
+            or ptr[-1] != links.size or weight.shape != links.shape:
+        raise InputError("paths", "need CSR arrays: ptr (n+1, from 0, non-decreasing, "
+                                  "ending at len(links)) and weight as long as links")
+    return ptr, links, weight
+
+
+def _as_link_ids(links, label):
+    arr = np.asarray(links).ravel()
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.all(np.isfinite(arr)) or not np.array_equal(arr, np.round(arr)):
+            raise InputError("links", f"{label}: link ids must be integers")
+    arr = arr.astype(np.int64)
+    if arr.size and arr.min() < 0:
+        raise InputError("links", f"{label}: unknown link id {int(arr.min())} (ids are >= 0)")
+    return arr
+
+
+def _check_values(values, field, label_of, positive=False):
+    arr = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(arr) | ((arr <= 0) if positive else (arr < 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        bound = "> 0" if positive else ">= 0"
+        raise InputError(field, f"{label_of(i)}: must be finite and {bound}, "
+                                f"got {arr.ravel()[i]!r}")
+    return arr
+
+
+class TaskGraph:
+    """Transfers, delays and dependencies, stored as flat columns.
+
+    Examples
+    --------
+    >>> g = TaskGraph()
+    >>> a = g.add_transfer([0, 1], [1.0, 2.0], 100.0, name="a")
+    >>> b = g.add_delay(0.5, deps=[a], name="compute")
+    >>> len(g), g.label(b)
+    (2, "task 'compute' (id 1)")
+    """
+
+    def __init__(self):
+        self._kind: list[int] = []
+        self._amount: list[float] = []
+        self._priority: list[int] = []
+        self._weight: list[float] = []
+        self._latency: list[float] = []
+        self._release: list[float] = []
+        self._names: list[str] = []
+        self._entry_rows: list[np.ndarray] = []
+        self._entry_links: list[np.ndarray] = []
+        self._entry_usage: list[np.ndarray] = []
+        self._dep_task: list[int] = []
+        self._dep_on: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._kind)
+
+    @property
+    def names(self) -> list[str]:
+        """Task names ('' where none was given)."""
+        return self._names
+
+    def label(self, task: int) -> str:
+        """How errors and reports name a task: its name if given, and always its id."""
+        name = self._names[task] if 0 <= task < len(self._names) else ""
+        return f"task {name!r} (id {task})" if name else f"task {task}"
+
+    def _next_label(self, name: str) -> str:
+        task = len(self._kind)
+        return f"task {name!r} (id {task})" if name else f"task {task}"
+
+    def _append(self, kind, amount, priority, weight, latency, release, name, deps):
+        label = self._next_label(name)
+        if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
+            raise InputError("priority", f"{label}: must be an integer, got {priority!r}")
+        _check_values(weight, "weight", lambda i: label, positive=True)
+        _check_values(latency, "latency", lambda i: label)
+        _check_values(release, "release", lambda i: label)
+        task = len(self._kind)
+        deps = [deps] if isinstance(deps, int | np.integer) else list(deps)
+        for dep in deps:
+            if isinstance(dep, bool) or not isinstance(dep, int | np.integer) or dep < 0:
+                raise InputError("deps", f"{label}: dependencies are task ids, got {dep!r}")
+            self._dep_task.append(task)
+            self._dep_on.append(int(dep))
+        self._kind.append(kind)
+        self._amount.append(float(amount))
+        self._priority.append(int(priority))
+        self._weight.append(float(weight))
+        self._latency.append(float(latency))
+        self._release.append(float(release))
+        self._names.append(str(name))
+        return task
+
+    def add_transfer(self, links, usage, size, *, priority=0, weight=1.0, latency=0.0,
+                     deps=(), release=0.0, name="") -> int:
+        """Add one transfer group (one rate variable); returns its task id.
+
+        Parameters
+        ----------
+        links : sequence of int
+            Link ids the group loads (duplicates add up).
+        usage : float or sequence of float
+            Load on ``links[i]`` per unit of the group's rate (members crossing it).
+        size : float
+            Bytes each member moves; the group finishes when ``size`` bytes moved at its rate.
+        priority, weight : int, float
+            Strict priority class (lower first) and max-min weight.
+        latency : float
+            Seconds after the start before bytes flow (alpha terms, propagation).
+        deps, release : sequence of int, float
+            Tasks that must finish first; earliest start time.
+
+        >>> g = TaskGraph()
+        >>> g.add_transfer([3, 3, 4], 1.0, 1e6)
+        0
+        """
+        label = self._next_label(name)
+        link_ids = _as_link_ids(links, label)
+        coef = np.broadcast_to(np.asarray(usage, dtype=np.float64), link_ids.shape) \
+            if np.ndim(usage) == 0 else np.asarray(usage, dtype=np.float64).ravel()
+        if coef.shape != link_ids.shape:
+            raise InputError("usage", f"{label}: needs one value per link ({link_ids.size}), "
+                                      f"got {coef.size}")
+        _check_values(coef, "usage", lambda i: label)
+        _check_values(size, "size", lambda i: label)
+        task = self._append(TRANSFER, size, priority, weight, latency, release, name, deps)
+        _, merged_links, merged_usage = _merge_rows(
+            np.zeros(link_ids.size, dtype=np.int64), link_ids, np.array(coef))
+        self._entry_rows.append(np.full(merged_links.size, task, dtype=np.int64))
+        self._entry_links.append(merged_links)
+        self._entry_usage.append(merged_usage)
+        return task
+
+    def add_transfer_paths(self, paths, size, **options) -> int:
+        """Add one transfer group from its member paths (``Paths``: CSR ptr/links/weight).
+
+        Every member's path loads its links with the member's weight (1, or the sprayed
+        fraction); see :meth:`add_transfer` for the options.
+
+        >>> g = TaskGraph()
+        >>> g.add_transfer_paths([[0, 1], [1, 2]], 8e6, name="ring-step")
+        0
+        """
+        _, links, weight = _paths_arrays(paths)
+        return self.add_transfer(links, weight, size, **options)
+
+    def add_transfers(self, paths, sizes, *, priority=0, weight=1.0, latency=0.0,
+                      release=0.0, names=None) -> np.ndarray:
+        """Add one independent transfer per path (plain flows); returns their task ids.
+
+        ``sizes``, ``priority``, ``weight``, ``latency`` and ``release`` are scalars or one
+        value per path.
+
+        >>> g = TaskGraph()
+        >>> g.add_transfers([[0], [0, 1]], [1e6, 2e6]).tolist()
+        [0, 1]
+        """
+        ptr, links, coef = _paths_arrays(paths)
+        n, first = ptr.size - 1, len(self._kind)
+
+        def label_of(i):
+            nm = names[i] if names is not None else ""
+            return f"task {nm!r} (id {first + i})" if nm else f"task {first + i}"
+
+        def column(values, field, positive=False):
+            arr = np.broadcast_to(np.asarray(values, dtype=np.float64), (n,))
+            return _check_values(arr, field, label_of, positive)
+
+        size = column(sizes, "size")
+        wgt = column(weight, "weight", positive=True)
+        lat, rel = column(latency, "latency"), column(release, "release")
+        prio_in = np.broadcast_to(np.asarray(priority), (n,))
+        prio = prio_in.astype(np.int64)
+        if not np.array_equal(prio, prio_in):
+            raise InputError("priority", "must be integers")
+        row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+        link_ids = np.asarray(links)
+        if link_ids.size and (not np.issubdtype(link_ids.dtype, np.integer)
+                              and not np.array_equal(link_ids, np.round(link_ids))):
+            raise InputError("links", f"{label_of(0)}: link ids must be integers")
+        link_ids = link_ids.astype(np.int64)
+        if link_ids.size and link_ids.min() < 0:
+            i = int(row[np.argmin(link_ids)])
+            raise InputError("links", f"{label_of(i)}: unknown link id {int(link_ids.min())}")
+        _check_values(coef, "weight", lambda e: label_of(int(row[e])))
+        rows, merged_links, merged_usage = _merge_rows(row, link_ids, coef)
+        self._entry_rows.append(rows + first)
+        self._entry_links.append(merged_links)
+        self._entry_usage.append(merged_usage)
+        self._kind.extend([TRANSFER] * n)
+        self._amount.extend(size.tolist())
+        self._priority.extend(prio.tolist())
+        self._weight.extend(wgt.tolist())
+        self._latency.extend(lat.tolist())
+        self._release.extend(rel.tolist())
+        self._names.extend([""] * n if names is None else [str(x) for x in names])
+        if len(self._names) != len(self._kind):
+            raise InputError("names", f"need one name per path ({n})")
+        return np.arange(first, first + n, dtype=np.int64)
+
+    def add_delay(self, duration, *, deps=(), release=0.0, name="") -> int:
+        """Add a fixed wait (compute, a timer); returns its task id.
+
+        >>> g = TaskGraph()
+        >>> g.add_delay(1e-3, name="fwd")
+        0
+        """
+        _check_values(duration, "duration", lambda i: self._next_label(name))
+        return self._append(DELAY, duration, 0, 1.0, 0.0, release, name, deps)
+
+    def add_dependency(self, task: int, dep: int) -> None:
+        """Make ``task`` wait for ``dep`` as well (ids may refer to tasks added later).
+
+        >>> g = TaskGraph(); a = g.add_delay(1.0); b = g.add_delay(1.0)
+        >>> g.add_dependency(a, b)
+        """
+        for value in (task, dep):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+                raise InputError("deps", f"dependencies are task ids, got {value!r}")
+        self._dep_task.append(int(task))
+        self._dep_on.append(int(dep))
+
+    def arrays(self, n_links: int) -> GraphArrays:
+        """Freeze into validated arrays: link ids in range, deps known and acyclic.
+
+        >>> g = TaskGraph(); _ = g.add_transfer([5], 1.0, 1.0)
+        >>> g.arrays(4)
+        Traceback (most recent call last):
+        ...
+        hpnsim.errors.InputError: links: task 0 uses unknown link id 5 (the fabric has 4 links)
+        """
+        n = len(self._kind)
+        rows = np.concatenate(self._entry_rows) if self._entry_rows else np.zeros(0, np.int64)
+        links = np.concatenate(self._entry_links) if self._entry_links else np.zeros(0, np.int64)
+        usage = np.concatenate(self._entry_usage) if self._entry_usage else np.zeros(0)
+        if links.size and links.max() >= n_links:
+            e = int(np.argmax(links))
+            raise InputError("links", f"{self.label(int(rows[e]))} uses unknown link id "
+                                      f"{int(links[e])} (the fabric has {n_links} links)")
+        order = np.argsort(rows, kind="stable")
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum(np.bincount(rows, minlength=n))
+        dep_task = np.asarray(self._dep_task, dtype=np.int64)
+        dep_on = np.asarray(self._dep_on, dtype=np.int64)
+        if dep_on.size and dep_on.max() >= n:
+            i = int(np.argmax(dep_on))
+            raise InputError("deps", f"{self.label(int(dep_task[i]))} depends on unknown task "
+                                     f"{int(dep_on[i])} (the graph has {n} tasks)")
+        dep_order = np.argsort(dep_task, kind="stable")
+        dep_ptr = np.zeros(n + 1, dtype=np.int64)
+        dep_ptr[1:] = np.cumsum(np.bincount(dep_task, minlength=n))
+        deps = dep_on[dep_order]
+        cycle = find_cycle(n, dep_ptr, deps)
+        if cycle is not None:
+            names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
+            raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
+        return GraphArrays(
+            kind=np.asarray(self._kind, dtype=np.int8),
+            amount=np.asarray(self._amount, dtype=np.float64),
+            priority=np.asarray(self._priority, dtype=np.int64),
+            weight=np.asarray(self._weight, dtype=np.float64),
+            latency=np.asarray(self._latency, dtype=np.float64),
+            release=np.asarray(self._release, dtype=np.float64),
+            ptr=ptr, links=links[order], usage=usage[order], dep_ptr=dep_ptr, deps=deps,
+        )

@@ -1,0 +1,160 @@
+"""Event loop: hand-checked traces, transfer groups, priorities, capacity events, errors."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from maxmin_reference import reference_run_flows
+
+from hpnsim.engine import TaskGraph, run_flows, simulate
+from hpnsim.errors import InputError
+
+
+def test_shared_link_one_finishes_early_other_speeds_up():
+    # cap 10: both at 5 B/s; A (100 B) done at 20; B moved 100, its 200 left at 10 B/s -> 40
+    assert run_flows([10.0], [[0], [0]], [100.0, 300.0]).tolist() == [20.0, 40.0]
+
+
+def test_bottleneck_moves_when_a_flow_leaves():
+    # link0 (10) shared by A (50 B) and B (200 B); B also crosses link1 (6).
+    # Fair share 5 each until A ends at t=10; then B is capped by link1 at 6 B/s:
+    # 150 B left / 6 = 25 s more -> 35.
+    finish = run_flows([10.0, 6.0], [[0], [0, 1]], [50.0, 200.0])
+    np.testing.assert_allclose(finish, [10.0, 35.0], rtol=1e-12)
+
+
+def test_staggered_start():
+    # A alone at 10 B/s for 4 s (60 B left); B joins at t=4, both 5 B/s; B (30 B) ends at 10;
+    # A then has 30 B left at 10 B/s -> 13
+    finish = run_flows([10.0], [[0], [0]], [100.0, 30.0], starts=[0.0, 4.0])
+    np.testing.assert_allclose(finish, [13.0, 10.0], rtol=1e-12)
+
+
+def test_priority_and_weight():
+    assert run_flows([10.0], [[0], [0]], [50.0, 50.0], priority=[1, 0]).tolist() == [10.0, 5.0]
+    g = TaskGraph()
+    g.add_transfer([0], 1.0, 60.0, weight=3.0)   # 6 B/s -> done at 10
+    g.add_transfer([0], 1.0, 60.0)               # 2 B/s: 40 left at 10, then 8 B/s -> 15
+    np.testing.assert_allclose(simulate(g, [8.0]).finish, [10.0, 15.0], rtol=1e-12)
+
+
+def test_transfer_group_usage_latency_and_deps():
+    g = TaskGraph()
+    # a 3-member ring step: members 0,1 collide on link 0 -> usage 2; link 0 (cap 10) gives 5
+    ring = g.add_transfer_paths([[0, 1], [0, 2], [3]], 20.0, latency=1.0, name="ring")
+    g.add_delay(2.0, deps=[ring], name="compute")
+    g.add_delay(1.0, deps=[ring], release=10.0, name="late")
+    r = simulate(g, [10.0, 10.0, 10.0, 10.0])
+    # ring: starts 0, bytes flow from 1, 20 B at 5 B/s -> 5; compute 5..7; late waits to 10
+    assert r.start.tolist() == [0.0, 5.0, 10.0]
+    assert r.finish.tolist() == [5.0, 7.0, 11.0]
+    assert r.link_bytes.tolist() == [40.0, 20.0, 20.0, 20.0]
+    assert r.to_dict()["makespan"] == 11.0
+
+
+def test_chain_of_groups_sums_step_times():
+    g = TaskGraph()
+    prev = ()
+    for step in range(5):
+        prev = [g.add_transfer([0, 1], [1.0, 2.0], 30.0, deps=prev, name=f"s{step}")]
+    r = simulate(g, [30.0, 30.0])   # usage 2 on link 1 -> 15 B/s -> 2 s per step
+    np.testing.assert_allclose(r.finish, [2.0, 4.0, 6.0, 8.0, 10.0], rtol=1e-12)
+
+
+def test_capacity_down_and_back():
+    # 100 B at 10 B/s; link down during [2, 5): 20 B moved, 80 B left at 10 B/s from 5 -> 13
+    r = simulate(_one_flow(100.0), [10.0], capacity_events=[(2.0, 0, 0.0), (5.0, 0, 10.0)])
+    assert r.finish.tolist() == [13.0] and r.complete and r.stalled.size == 0
+
+
+def test_capacity_down_forever_reports_stall():
+    r = simulate(_one_flow(100.0), [10.0], capacity_events=[(2.0, 0, 0.0)])
+    assert not r.complete and np.isinf(r.finish[0])
+    assert r.stalled.tolist() == [0] and r.remaining[0] == pytest.approx(80.0)
+    assert r.link_bytes[0] == pytest.approx(20.0)
+    d = r.to_dict()
+    assert d["finish"] == [None] and d["stalled_remaining_bytes"] == [pytest.approx(80.0)]
+
+
+def test_identical_completions_are_one_event():
+    n = 50
+    g = TaskGraph()
+    g.add_transfers([[0]] * n, 1e6)
+    r = simulate(g, [1e9])
+    np.testing.assert_allclose(r.finish, n * 1e6 / 1e9, rtol=1e-12)
+    assert r.n_events == 2   # start of all, completion of all
+
+
+def _one_flow(size):
+    g = TaskGraph()
+    g.add_transfer([0], 1.0, size)
+    return g
+
+
+def test_errors_name_the_task_or_link():
+    with pytest.raises(InputError, match="capacity: link 1"):
+        simulate(_one_flow(1.0), [1.0, -2.0])
+    with pytest.raises(InputError, match=r"task 'x' \(id 0\) uses unknown link id 7"):
+        g = TaskGraph()
+        g.add_transfer([0, 7], 1.0, 1.0, name="x")
+        simulate(g, [1.0, 1.0])
+    with pytest.raises(InputError, match="size: task 'n'"):
+        TaskGraph().add_transfer([0], 1.0, float("nan"), name="n")
+    with pytest.raises(InputError, match="size: task 1"):
+        TaskGraph().add_transfers([[0], [0]], [1.0, -1.0])
+    with pytest.raises(InputError, match="unknown link id"):
+        run_flows([1.0], [[0], [3]], [1.0, 1.0])
+    with pytest.raises(InputError, match="capacity_events: event 0: unknown link"):
+        simulate(_one_flow(1.0), [1.0], capacity_events=[(1.0, 5, 1.0)])
+    with pytest.raises(InputError, match="depends on unknown task 9"):
+        g = TaskGraph()
+        g.add_delay(1.0, deps=[9])
+        simulate(g, [1.0])
+
+
+def test_cycle_lists_its_tasks():
+    g = TaskGraph()
+    a = g.add_delay(1.0, name="a")
+    b = g.add_delay(1.0, deps=[a], name="b")
+    c = g.add_delay(1.0, deps=[b], name="c")
+    g.add_delay(1.0, name="free")
+    g.add_dependency(a, c)
+    with pytest.raises(InputError) as info:
+        simulate(g, [1.0])
+    message = str(info.value)
+    assert message.startswith("deps: dependency cycle")
+    for name in ("'a'", "'b'", "'c'"):
+        assert name in message
+    assert "free" not in message
+
+
+@st.composite
+def flow_sets(draw):
+    n_links = draw(st.integers(1, 5))
+    n = draw(st.integers(1, 7))
+    cap = draw(st.lists(st.sampled_from([1.0, 2.0, 5.0, 10.0]), min_size=n_links,
+                        max_size=n_links))
+    paths = [draw(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=3, unique=True))
+             for _ in range(n)]
+    sizes = draw(st.lists(st.sampled_from([1.0, 3.0, 10.0, 7.5]) | st.floats(0.5, 50.0),
+                          min_size=n, max_size=n))
+    starts = draw(st.lists(st.sampled_from([0.0, 0.0, 1.0, 2.5]), min_size=n, max_size=n))
+    return np.array(cap), paths, np.array(sizes), np.array(starts)
+
+
+@settings(max_examples=150, deadline=None)
+@given(flow_sets())
+def test_run_flows_matches_reference_and_conserves_bytes(case):
+    cap, paths, sizes, starts = case
+    finish = run_flows(cap, paths, sizes, starts=starts)
+    np.testing.assert_allclose(finish, reference_run_flows(cap, paths, sizes, starts),
+                               rtol=1e-9)
+    g = TaskGraph()
+    g.add_transfers(paths, sizes, release=starts)
+    r = simulate(g, cap)
+    assert np.array_equal(r.finish, finish)
+    lengths = np.array([len(p) for p in paths])
+    np.testing.assert_allclose(r.link_bytes.sum(), (sizes * lengths).sum(), rtol=1e-12)
+    # no flow beats its solo time on its slowest link
+    solo = starts + sizes / np.array([cap[p].min() for p in paths])
+    assert np.all(finish >= solo * (1 - 1e-12))
