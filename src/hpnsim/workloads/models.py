@@ -75,6 +75,7 @@ class ModelSpec:
     dtype_bytes: int = 2
     published_parameters: float | None = None
     published_active_parameters: float | None = None
+    nominal_parameters: float | None = None
 
     def __post_init__(self):
         _validate(self)
@@ -87,6 +88,15 @@ class ModelSpec:
                 object.__setattr__(self, "expert_ffn", self.ffn)
 
     # ----- structure -------------------------------------------------------------------
+    @property
+    def nominal_size(self) -> float:
+        """The size quoted in the model's name (e.g. 70e9 for Llama-3 70B), else the exact count.
+
+        >>> get("llama3-70b").nominal_size
+        70000000000.0
+        """
+        return float(self.nominal_parameters or self.num_parameters())
+
     @property
     def is_moe(self) -> bool:
         """True when some layers are mixture-of-experts layers."""
