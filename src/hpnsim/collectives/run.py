@@ -1,0 +1,123 @@
+"""Run one collective alone on a fabric and report it the way nccl-tests does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpnsim.collectives.compile import compile_into
+from hpnsim.collectives.ops import busbw_factor
+
+
+@dataclass
+class CollectiveResult:
+    """Outcome of :func:`run_collective` (SI units: seconds, bytes, bytes/s).
+
+    ``algbw = size / time`` and ``busbw = algbw * factor`` (nccl-tests definitions);
+    ``bottleneck`` is the link with the highest bytes/capacity; ``max_link_flows`` the most
+    member flows of concurrently running stages on one switch-to-switch link;
+    ``hash_collisions`` how many flows share such a link with another (sum over links of
+    flows - 1); ``link_bytes`` the bytes every link carried.
+    """
+
+    op: str
+    algo: str
+    protocol: str
+    routing: str
+    n_gpus: int
+    size: float
+    time: float
+    algbw: float
+    busbw: float
+    bottleneck: str
+    bottleneck_utilization: float
+    max_link_flows: float
+    hash_collisions: int
+    n_groups: int
+    link_bytes: np.ndarray = field(repr=False)
+    top_links: list[tuple[str, float]] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary; bandwidths also in GB/s and time in µs, like nccl-tests."""
+        return {
+            "op": self.op, "algo": self.algo, "protocol": self.protocol,
+            "routing": self.routing, "n_gpus": self.n_gpus, "size": self.size,
+            "time": self.time, "time_us": self.time * 1e6,
+            "algbw": self.algbw / 1e9, "busbw": self.busbw / 1e9,
+            "bottleneck": self.bottleneck,
+            "bottleneck_utilization": self.bottleneck_utilization,
+            "max_link_flows": self.max_link_flows, "hash_collisions": self.hash_collisions,
+            "n_groups": self.n_groups,
+            "top_links": [{"link": name, "bytes": b} for name, b in self.top_links],
+        }
+
+
+def network_links(fabric) -> np.ndarray:
+    """Boolean mask of switch-to-switch links (where ECMP hashing decides)."""
+    from hpnsim.fabrics.fabric import LinkKind
+
+    return np.isin(fabric.link_kind, (LinkKind.UPLINK, LinkKind.CORE))
+
+
+def concurrent_link_flows(compiled, fabric) -> tuple[float, int]:
+    """(most flows on one switch-to-switch link, hash collisions) over waves of stages that
+    start together (same dependencies)."""
+    mask = network_links(fabric)
+    waves: dict[tuple[int, ...], list[int]] = {}
+    for i, stage in enumerate(compiled.schedule.stages):
+        waves.setdefault(stage.deps, []).append(i)
+    worst, collisions = 0.0, 0.0
+    for members in waves.values():
+        load = np.zeros(fabric.n_links)
+        for i in members:
+            paths = compiled.paths[i]
+            load += np.bincount(paths.links, weights=paths.weight, minlength=fabric.n_links)
+        load = load[mask]
+        if load.size:
+            worst = max(worst, float(load.max()))
+            collisions += float(np.clip(load - 1.0, 0.0, None).sum())
+    return worst, int(round(collisions))
+
+
+def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
+                   protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
+                   qps: int = 1, seed: int = 0, root: int = 0, pxn: bool = True,
+                   routing_options: dict | None = None) -> CollectiveResult:
+    """Simulate one collective alone on ``fabric`` (see :func:`compile_collective` for the
+    parameters) and measure it.
+
+    Examples
+    --------
+    >>> from hpnsim.fabrics import hpn7
+    >>> fabric = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
+    ...               aggs_per_plane=2)
+    >>> r = run_collective(fabric, "allreduce", range(16), 2**30, algo="hier")
+    >>> r.algo, r.hash_collisions, r.busbw > 0
+    ('hier', 0, True)
+    """
+    from hpnsim.engine import TaskGraph, simulate
+
+    graph = TaskGraph()
+    compiled = compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,
+                            routing=routing, channels=channels, qps=qps, seed=seed, root=root,
+                            pxn=pxn, routing_options=routing_options)
+    sim = simulate(graph, fabric.link_capacity)
+    time = float(sim.finish[compiled.final].max())
+    n = compiled.schedule.gpus.size
+    algbw = size / time if time > 0 else np.inf
+    busbw = algbw * busbw_factor(op, n)
+    link_bytes = np.asarray(sim.link_bytes, dtype=np.float64)
+    ratio = link_bytes / fabric.link_capacity
+    worst = int(np.argmax(ratio)) if ratio.size else -1
+    utilization = float(ratio[worst] / time) if worst >= 0 and time > 0 else 0.0
+    top = np.argsort(-ratio, kind="stable")[:10]
+    top_links = [(fabric.link_name(int(l)), float(link_bytes[l])) for l in top if link_bytes[l] > 0]
+    max_flows, collisions = concurrent_link_flows(compiled, fabric)
+    return CollectiveResult(
+        op=compiled.schedule.op, algo=compiled.algo, protocol=compiled.protocol,
+        routing=routing, n_gpus=n, size=float(size), time=time, algbw=algbw, busbw=busbw,
+        bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
+        bottleneck_utilization=utilization, max_link_flows=max_flows,
+        hash_collisions=collisions, n_groups=len(graph), link_bytes=link_bytes,
+        top_links=top_links)
