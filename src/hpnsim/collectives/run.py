@@ -112,7 +112,8 @@ def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     worst = int(np.argmax(ratio)) if ratio.size else -1
     utilization = float(ratio[worst] / time) if worst >= 0 and time > 0 else 0.0
     top = np.argsort(-ratio, kind="stable")[:10]
-    top_links = [(fabric.link_name(int(l)), float(link_bytes[l])) for l in top if link_bytes[l] > 0]
+    top_links = [(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
+                 if link_bytes[k] > 0]
     max_flows, collisions = concurrent_link_flows(compiled, fabric)
     return CollectiveResult(
         op=compiled.schedule.op, algo=compiled.algo, protocol=compiled.protocol,
