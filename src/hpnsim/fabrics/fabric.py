@@ -1,0 +1,338 @@
+"""The :class:`Fabric`: nodes and directed links as flat numpy arrays, with derived lookups.
+
+Layout (docs/design.md): nodes carry ``node_kind`` (:class:`NodeKind`), ``node_tier``
+(0 inside a host, 1 ToR, 2 Agg, 3 Core), ``node_pod``, ``node_segment``, ``node_rail``,
+``node_plane``, ``node_host`` and ``node_index`` (a position that tells apart nodes whose
+other attributes agree, e.g. Agg 17 of plane 0), -1 where an attribute does not apply.
+Links are directed (a cable is two links): ``link_src``, ``link_dst``, ``link_capacity``
+(bytes/s), ``link_latency`` (s), ``link_kind`` (:class:`LinkKind`), ``link_port`` (the NIC
+port of an ACCESS link, else -1). Builders emit every cable as two consecutive links, so the
+reverse of link ``l`` is ``l ^ 1``.
+
+Everything derived (adjacency, link lookup, names, switch distances) is computed on first
+use and cached; the arrays themselves must not be mutated after construction.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import IntEnum
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from hpnsim.errors import InputError
+
+
+class NodeKind(IntEnum):
+    """What a node is."""
+
+    GPU = 0
+    NVSWITCH = 1
+    NIC = 2
+    TOR = 3
+    AGG = 4
+    CORE = 5
+    HOST = 6
+
+
+class LinkKind(IntEnum):
+    """What a directed link is. PEER is the ToR-ToR link of a stacked dual-ToR pair."""
+
+    NVLINK = 0
+    PCIE = 1
+    ACCESS = 2
+    UPLINK = 3
+    CORE = 4
+    PEER = 5
+
+
+SWITCH_KINDS = (NodeKind.TOR, NodeKind.AGG, NodeKind.CORE)
+#: hop count stored in :attr:`Fabric.switch_distance` when a switch cannot reach another
+UNREACHABLE = np.iinfo(np.int16).max
+
+_NODE_FIELDS = ("node_kind", "node_tier", "node_pod", "node_segment", "node_rail",
+                "node_plane", "node_host", "node_index")
+_LINK_FIELDS = ("link_src", "link_dst", "link_capacity", "link_latency", "link_kind",
+                "link_port")
+_DTYPES = {"node_kind": np.int8, "node_tier": np.int8, "link_src": np.int32,
+           "link_dst": np.int32, "link_capacity": np.float64, "link_latency": np.float64,
+           "link_kind": np.int8, "link_port": np.int8}
+_NAME_RE = re.compile(r"[a-z]+|-?\d+")
+
+
+class Fabric:
+    """Array-backed network: nodes, directed links, GPU indices and derived lookups.
+
+    Builders (:func:`hpnsim.fabrics.hpn7` and friends) create fabrics; ``meta`` holds
+    what arrays cannot (template, parameters, switch port plans, backup hosts).
+
+    Examples
+    --------
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
+    ...          aggs_per_plane=2)
+    >>> f.n_gpus, f.node_name(f.gpu_node[9])
+    (16, 'pod0/seg0/host1/gpu-r1')
+    >>> f.node_name(f.gpu_tor[9, 1])
+    'pod0/seg0/tor-r1-p1'
+    >>> bool(f.link_ids([f.gpu_nic[9]], [f.gpu_tor[9, 1]])[0] == f.gpu_access_link[9, 1])
+    True
+    """
+
+    def __init__(self, nodes: dict[str, np.ndarray], links: dict[str, np.ndarray],
+                 gpu_node: np.ndarray, gpu_nic: np.ndarray, meta: dict[str, Any] | None = None):
+        n_nodes = len(nodes["node_kind"])
+        for name in _NODE_FIELDS:
+            array = np.ascontiguousarray(nodes[name], dtype=_DTYPES.get(name, np.int32))
+            if array.shape != (n_nodes,):
+                raise ValueError(f"{name} must have shape ({n_nodes},), got {array.shape}")
+            setattr(self, name, array)
+        n_links = len(links["link_src"])
+        for name in _LINK_FIELDS:
+            array = np.ascontiguousarray(links[name], dtype=_DTYPES[name])
+            if array.shape != (n_links,):
+                raise ValueError(f"{name} must have shape ({n_links},), got {array.shape}")
+            setattr(self, name, array)
+        self.gpu_node = np.ascontiguousarray(gpu_node, dtype=np.int32)
+        self.gpu_nic = np.ascontiguousarray(gpu_nic, dtype=np.int32)
+        self.meta: dict[str, Any] = dict(meta or {})
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_nodes(self) -> int:
+        return len(self.node_kind)
+
+    @property
+    def n_links(self) -> int:
+        return len(self.link_src)
+
+    @property
+    def n_gpus(self) -> int:
+        return len(self.gpu_node)
+
+    @property
+    def gpus_per_host(self) -> int:
+        return int(self.meta.get("gpus_per_host", 8))
+
+    @property
+    def n_hosts(self) -> int:
+        return self.n_gpus // self.gpus_per_host
+
+    def __repr__(self) -> str:
+        template = self.meta.get("template", "custom")
+        return (f"Fabric({template}: {self.n_gpus} GPUs, {self.n_nodes} nodes, "
+                f"{self.n_links} links)")
+
+    # ------------------------------------------------------------ adjacency
+    @cached_property
+    def _out_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.link_src, kind="stable").astype(np.int32)
+        counts = np.bincount(self.link_src, minlength=self.n_nodes)
+        ptr = np.zeros(self.n_nodes + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return ptr, order
+
+    @property
+    def out_ptr(self) -> np.ndarray:
+        """CSR row pointer: the links leaving node ``i`` are ``out_links[out_ptr[i]:out_ptr[i+1]]``."""
+        return self._out_csr[0]
+
+    @property
+    def out_links(self) -> np.ndarray:
+        """Link ids grouped by source node (ascending link id within a node)."""
+        return self._out_csr[1]
+
+    def out_of(self, node: int) -> np.ndarray:
+        """Link ids leaving ``node``."""
+        return self.out_links[self.out_ptr[node]:self.out_ptr[node + 1]]
+
+    def neighbors(self, node: int) -> np.ndarray:
+        """Node ids one link away from ``node`` (with repeats for parallel links)."""
+        return self.link_dst[self.out_of(node)]
+
+    @cached_property
+    def _link_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        keys = self.link_src.astype(np.int64) * self.n_nodes + self.link_dst
+        order = np.argsort(keys, kind="stable")
+        return keys[order], order.astype(np.int32)
+
+    def link_ids(self, src_nodes, dst_nodes) -> np.ndarray:
+        """Vectorized link lookup: the id of a link ``src -> dst`` per pair, -1 where none.
+
+        Between nodes joined by parallel links the lowest link id is returned.
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> f = fat_tree(4)
+        >>> f.link_ids([f.gpu_nic[0], 0], [f.gpu_node[0], 1]).tolist()
+        [1, -1]
+        """
+        src = np.asarray(src_nodes, dtype=np.int64)
+        dst = np.asarray(dst_nodes, dtype=np.int64)
+        sorted_keys, order = self._link_keys
+        if len(sorted_keys) == 0:
+            return np.full(np.broadcast(src, dst).shape, -1, dtype=np.int32)
+        keys = src * self.n_nodes + dst
+        pos = np.searchsorted(sorted_keys, keys)
+        pos_clipped = np.minimum(pos, len(sorted_keys) - 1)
+        found = (sorted_keys[pos_clipped] == keys) & (src >= 0) & (dst >= 0)
+        return np.where(found, order[pos_clipped], -1).astype(np.int32)
+
+    # --------------------------------------------------------- GPU mapping
+    @cached_property
+    def _gpu_ports(self) -> tuple[np.ndarray, np.ndarray]:
+        nic_gpu = np.full(self.n_nodes, -1, dtype=np.int64)
+        nic_gpu[self.gpu_nic] = np.arange(self.n_gpus)
+        access = np.flatnonzero((self.link_kind == LinkKind.ACCESS)
+                                & (self.node_kind[self.link_src] == NodeKind.NIC))
+        ports = max(int(self.link_port[access].max()) + 1, 1) if len(access) else 1
+        tor = np.full((self.n_gpus, ports), -1, dtype=np.int32)
+        link = np.full((self.n_gpus, ports), -1, dtype=np.int32)
+        gpu = nic_gpu[self.link_src[access]]
+        port = self.link_port[access].astype(np.int64)
+        tor[gpu, port] = self.link_dst[access]
+        link[gpu, port] = access
+        return tor, link
+
+    @property
+    def gpu_tor(self) -> np.ndarray:
+        """``(n_gpus, ports)`` ToR node reached by each NIC port of each GPU (-1 if none)."""
+        return self._gpu_ports[0]
+
+    @property
+    def gpu_access_link(self) -> np.ndarray:
+        """``(n_gpus, ports)`` ACCESS link id NIC -> ToR per port (-1 if none); reverse is ``^ 1``."""
+        return self._gpu_ports[1]
+
+    @cached_property
+    def ports_per_nic(self) -> int:
+        """Number of NIC ports (columns of :attr:`gpu_tor`)."""
+        return self.gpu_tor.shape[1]
+
+    def gpu_of_node(self, nodes) -> np.ndarray:
+        """GPU index of GPU nodes (-1 for other nodes).
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> f = fat_tree(4)
+        >>> f.gpu_of_node(f.gpu_node[[3, 5]]).tolist()
+        [3, 5]
+        """
+        lookup = np.full(self.n_nodes, -1, dtype=np.int32)
+        lookup[self.gpu_node] = np.arange(self.n_gpus, dtype=np.int32)
+        return lookup[np.asarray(nodes)]
+
+    # --------------------------------------------------------------- queries
+    def nodes_where(self, **attributes) -> np.ndarray:
+        """Node ids whose attributes all match, e.g. ``nodes_where(kind=NodeKind.TOR, plane=0)``.
+
+        Keys: ``kind``, ``tier``, ``pod``, ``segment``, ``rail``, ``plane``, ``host``, ``index``;
+        a value may be a single value or a list of allowed values.
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> fat_tree(4).nodes_where(kind=NodeKind.CORE).size
+        4
+        """
+        mask = np.ones(self.n_nodes, dtype=bool)
+        for key, value in attributes.items():
+            if value is None:
+                continue
+            column = getattr(self, f"node_{key}", None)
+            if column is None or key in ("name",):
+                allowed = ", ".join(f.removeprefix("node_") for f in _NODE_FIELDS)
+                raise InputError(key, f"unknown node attribute; use one of {allowed}")
+            mask &= np.isin(column, np.atleast_1d(np.asarray(value, dtype=np.int64)))
+        return np.flatnonzero(mask).astype(np.int32)
+
+    def switches(self) -> np.ndarray:
+        """Node ids of all switches (ToR, Agg, Core), ascending."""
+        return self.nodes_where(kind=list(SWITCH_KINDS))
+
+    # ------------------------------------------------------------------ names
+    def node_name(self, node: int) -> str:
+        """Human-readable name, e.g. ``pod0/seg3/tor-r5-p1`` or ``pod0/seg0/host17/gpu-r3``."""
+        i = int(node)
+        kind = NodeKind(int(self.node_kind[i]))
+        parts = []
+        for attr, prefix in (("pod", "pod"), ("segment", "seg")):
+            value = int(getattr(self, f"node_{attr}")[i])
+            if value >= 0:
+                parts.append(f"{prefix}{value}")
+        host = int(self.node_host[i])
+        if host >= 0 and kind not in SWITCH_KINDS:
+            parts.append(f"host{host}")
+        leaf = kind.name.lower()
+        for attr, prefix in (("rail", "-r"), ("plane", "-p"), ("index", "-")):
+            value = int(getattr(self, f"node_{attr}")[i])
+            if value >= 0:
+                leaf += f"{prefix}{value}"
+        parts.append(leaf)
+        return "/".join(parts)
+
+    def link_name(self, link: int) -> str:
+        """``src->dst`` with the NIC port for access links, e.g. ``.../nic-r0->.../tor-r0-p1[port1]``."""
+        i = int(link)
+        name = f"{self.node_name(self.link_src[i])}->{self.node_name(self.link_dst[i])}"
+        port = int(self.link_port[i])
+        return name + (f"[port{port}]" if port >= 0 else "")
+
+    @cached_property
+    def _names(self) -> dict[str, int]:
+        return {self.node_name(i): i for i in range(self.n_nodes)}
+
+    def find_node(self, name: str) -> int:
+        """Node id of a name made by :meth:`node_name`; InputError if there is none.
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> f = fat_tree(4)
+        >>> f.node_name(f.find_node("pod1/seg1/tor"))
+        'pod1/seg1/tor'
+        """
+        node = self._names.get(name)
+        if node is None:
+            raise InputError("node", f"no node named {name!r} (e.g. {self.node_name(0)!r})")
+        return node
+
+    # ------------------------------------------------------- switch distances
+    @cached_property
+    def switch_nodes(self) -> np.ndarray:
+        """Switch node ids; row ``i`` of :attr:`switch_distance` is ``switch_nodes[i]``."""
+        return self.switches()
+
+    @cached_property
+    def switch_row(self) -> np.ndarray:
+        """Per node, its row in :attr:`switch_distance` (-1 for non-switches)."""
+        row = np.full(self.n_nodes, -1, dtype=np.int32)
+        row[self.switch_nodes] = np.arange(len(self.switch_nodes), dtype=np.int32)
+        return row
+
+    @cached_property
+    def switch_distance(self) -> np.ndarray:
+        """Hop counts between switches over switch-to-switch links only (int16).
+
+        ``switch_distance[switch_row[a], switch_row[b]]``; :data:`UNREACHABLE` when there is
+        no path. Computed on first use by breadth-first search (scipy.sparse.csgraph).
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> f = fat_tree(4)
+        >>> int(f.switch_distance.max())   # edge -> agg -> core -> agg -> edge
+        4
+        """
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import shortest_path
+
+        rows = self.switch_row
+        between = (rows[self.link_src] >= 0) & (rows[self.link_dst] >= 0)
+        n = len(self.switch_nodes)
+        graph = csr_matrix((np.ones(int(between.sum()), dtype=np.float32),
+                            (rows[self.link_src[between]], rows[self.link_dst[between]])),
+                           shape=(n, n))
+        out = np.empty((n, n), dtype=np.int16)
+        chunk = 512
+        for start in range(0, n, chunk):
+            stop = min(start + chunk, n)
+            dist = shortest_path(graph, method="D", unweighted=True,
+                                 indices=np.arange(start, stop))
+            dist[~np.isfinite(dist)] = UNREACHABLE
+            out[start:stop] = dist
+        return out

@@ -1,0 +1,96 @@
+"""HPN 7.0 (Alibaba, SIGCOMM 2024): rail-optimized, dual-ToR, dual-plane two-tier pods.
+
+Per segment: ``hosts_per_segment`` active hosts (+ backup hosts that only take ToR ports),
+``rails`` GPUs per host, one NIC per GPU with ``ports_per_nic`` ports. Port ``p`` of the NIC on
+rail ``r`` goes to ToR(segment, r, plane p). A ToR of plane ``p`` has one link to each of the
+``aggs_per_plane`` Aggs of plane ``p`` (dual-plane); Aggs of plane ``p`` reach the core of plane
+``p`` with ``agg_core_uplinks`` links each (15:1 by default). Pods beyond the first add the core.
+
+dual_tor modes:
+- ``"nonstacked"`` (HPN): two independent ToRs per rail, no link between them.
+- ``"stacked"``: the same plus a peer link (``peer_links`` x ``uplink_speed``) between the pair;
+  by default the peer link takes the ports of two backup hosts (6 instead of 8).
+- ``"single"``: one ToR per rail; the NIC's ports are bonded into one ACCESS link pair
+  (``link_port`` 0) of ``ports_per_nic`` x ``port_speed``, each port still taking a ToR port.
+  The 51.2T ToR then serves 64 hosts (4 backups) with 60 x 400G uplinks.
+"""
+
+from __future__ import annotations
+
+from hpnsim.errors import InputError
+from hpnsim.fabrics.assembly import choice, common_speeds, positive_int
+from hpnsim.fabrics.fabric import Fabric, NodeKind  # noqa: F401  (NodeKind: doctest)
+from hpnsim.fabrics.tiered import TieredSpec, build_tiered
+from hpnsim.units import parse_bandwidth
+
+DUAL_TOR_MODES = ("nonstacked", "stacked", "single")
+
+
+def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None,
+         backup_hosts: int | None = None, rails: int = 8, port_speed: str = "200G",
+         ports_per_nic: int = 2, uplink_speed: str = "400G", tor_uplinks: int = 60,
+         aggs_per_plane: int = 60, agg_core_uplinks: int = 8, dual_plane: bool = True,
+         dual_tor: str = "nonstacked", peer_links: int = 1, chip: str = "51.2T",
+         core_ports: int | None = None, nvlink: str = "400GB/s", pcie: str = "Gen5x16",
+         hop_latency: str = "1us", host_latency: str = "0.5us") -> Fabric:
+    """Build an HPN 7.0 fabric (defaults: the published 15,360-GPU pod).
+
+    Parameters
+    ----------
+    pods, segments : pods (more than one adds the core tier) and segments per pod.
+    hosts_per_segment, backup_hosts : active and backup hosts per segment (defaults 128 and 8;
+        64 and 4 with ``dual_tor="single"``; 6 backups with ``"stacked"``). Backup hosts are
+        not built as nodes: they take ToR ports (port check, bill of materials) only.
+    rails : GPUs (and NICs) per host. ports_per_nic, port_speed : NIC ports and their speed.
+    uplink_speed, tor_uplinks, aggs_per_plane : ToR uplinks, spread evenly over the Aggs of
+        the ToR's plane (``tor_uplinks`` must be a multiple of ``aggs_per_plane``).
+    agg_core_uplinks : uplinks per Agg toward the core (reserved when ``pods == 1``).
+    dual_plane : ToRs of plane ``p`` reach only the Aggs of plane ``p``; else one set of Aggs.
+    dual_tor : ``"nonstacked"``, ``"stacked"`` or ``"single"`` (see the module docstring).
+    chip : switch chip bandwidth; every switch is checked against it.
+    core_ports : ports per core switch (default: chip / uplink_speed).
+    nvlink : bidirectional NVLink bandwidth per GPU; pcie : ``"Gen5x16"`` or a bandwidth.
+
+    Examples
+    --------
+    >>> f = hpn7()
+    >>> f.n_gpus, f.meta["active_hosts"], f.nodes_where(kind=NodeKind.TOR).size
+    (15360, 1920, 240)
+    >>> f.nodes_where(kind=NodeKind.AGG).size
+    120
+    """
+    mode = choice(dual_tor, "dual_tor", DUAL_TOR_MODES)
+    single = mode == "single"
+    pods = positive_int(pods, "pods")
+    segments = positive_int(segments, "segments")
+    hosts = positive_int(128 if hosts_per_segment is None and not single else
+                         64 if hosts_per_segment is None else hosts_per_segment,
+                         "hosts_per_segment")
+    default_backup = {"nonstacked": 8, "stacked": 6, "single": 4}[mode]
+    backups = positive_int(default_backup if backup_hosts is None else backup_hosts,
+                           "backup_hosts", allow_zero=True)
+    rails = positive_int(rails, "rails")
+    ports_per_nic = positive_int(ports_per_nic, "ports_per_nic")
+    if not single and ports_per_nic != 2:
+        raise InputError("ports_per_nic", f"dual_tor={mode!r} needs 2 NIC ports (one per ToR), "
+                                          f"got {ports_per_nic}; use dual_tor='single'")
+    tor_uplinks = positive_int(tor_uplinks, "tor_uplinks")
+    aggs = positive_int(aggs_per_plane, "aggs_per_plane")
+    agg_up = positive_int(agg_core_uplinks, "agg_core_uplinks")
+    peer_links = positive_int(peer_links, "peer_links")
+    if tor_uplinks % aggs:
+        raise InputError("tor_uplinks", f"must be a multiple of aggs_per_plane={aggs} "
+                                        f"(each ToR links evenly to every Agg of its plane), "
+                                        f"got {tor_uplinks}")
+    spec = TieredSpec(
+        template="hpn7", pods=pods, segments=segments, hosts=hosts, backups=backups,
+        gpus_per_host=rails, rail_optimized=True, sides=1 if single else 2,
+        ports_per_nic=ports_per_nic, port_speed=parse_bandwidth(port_speed, "port_speed"),
+        tor_uplinks=tor_uplinks, aggs_per_plane=aggs,
+        plane_by="side" if dual_plane and not single else "none", agg_uplinks=agg_up,
+        up_speed=parse_bandwidth(uplink_speed, "uplink_speed"),
+        chip=parse_bandwidth(chip, "chip"),
+        core_ports=None if core_ports is None else positive_int(core_ports, "core_ports"),
+        peer_links=peer_links if mode == "stacked" else 0,
+        **common_speeds(nvlink, pcie, hop_latency, host_latency))
+    return build_tiered(spec, dual_tor=mode, dual_plane=spec.plane_by == "side")

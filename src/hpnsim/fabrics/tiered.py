@@ -1,0 +1,155 @@
+"""One vectorized builder behind every templated fabric: hosts, ToRs, Aggs and an optional core.
+
+A *segment* is the set of hosts under one group of ToRs. Inside a segment there are
+``groups`` x ``sides`` ToRs: a NIC on rail ``r`` uses group ``r`` when rail-optimized (else
+group 0), and its port ``p`` goes to side ``p`` (dual ToR) or, with one side, all ports are
+bonded into one ACCESS link pair. ToRs link evenly to every Agg of their *plane*; the planes
+split the Aggs of a pod by ToR side (HPN dual-plane), by ToR group (rail-only), or not at
+all. With more than one pod, Agg uplink ``u`` of Agg ``j`` goes to core ``(plane, u, j // q)``,
+where ``q`` Aggs per pod share a core (as many as the core's ports allow): a fat-tree when
+``q == 1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpnsim.errors import InputError
+from hpnsim.fabrics.assembly import Assembly, add_hosts, check_ports, tier_plan
+from hpnsim.fabrics.fabric import Fabric, LinkKind, NodeKind
+
+
+@dataclass
+class TieredSpec:
+    """Validated, SI-unit description of a tiered fabric (builders fill it in)."""
+
+    template: str
+    pods: int
+    segments: int
+    hosts: int                 # active hosts per segment
+    backups: int               # backup hosts per segment (ToR ports only)
+    gpus_per_host: int
+    rail_optimized: bool
+    sides: int                 # ToRs per group a NIC attaches to (2: dual ToR)
+    ports_per_nic: int
+    port_speed: float
+    tor_uplinks: int
+    aggs_per_plane: int
+    plane_by: str              # "side", "group" or "none"
+    agg_uplinks: int           # per Agg toward the core (reserved when pods == 1)
+    up_speed: float
+    chip: float
+    core_ports: int | None
+    peer_links: int            # stacked dual ToR: links between the two ToRs of a pair
+    nvlink: float
+    pcie: float
+    hop_latency: float
+    host_latency: float
+    hosts_field: str = "hosts_per_segment"
+    segments_field: str = "segments"
+
+
+def build_tiered(spec: TieredSpec, **meta) -> Fabric:
+    """Build the fabric described by ``spec`` after checking every switch's ports."""
+    s = spec
+    groups = s.gpus_per_host if s.rail_optimized else 1
+    nics_per_tor_host = s.gpus_per_host // groups
+    tor_ports_per_nic = s.ports_per_nic // s.sides
+    planes = {"side": s.sides, "group": groups, "none": 1}[s.plane_by]
+    tors_per_plane = groups * s.sides // planes  # per segment
+    if s.tor_uplinks % s.aggs_per_plane:
+        raise InputError("tor_uplinks", f"must be a multiple of the Aggs per plane "
+                                        f"({s.aggs_per_plane}), got {s.tor_uplinks}")
+    per_pair = s.tor_uplinks // s.aggs_per_plane
+    host_ports = nics_per_tor_host * tor_ports_per_nic
+    check_ports("ToR", s.hosts_field, s.chip, down=(s.hosts * host_ports, s.port_speed),
+                backup=(s.backups * host_ports, s.port_speed), up=(s.tor_uplinks, s.up_speed),
+                peer=(s.peer_links, s.up_speed))
+    agg_down = s.segments * tors_per_plane * per_pair
+    check_ports("Agg", s.segments_field, s.chip, down=(agg_down, s.up_speed),
+                up=(s.agg_uplinks, s.up_speed))
+
+    asm = Assembly()
+    n_segments = s.pods * s.segments
+    seg_of_host = np.repeat(np.arange(n_segments, dtype=np.int32), s.hosts)
+    gpu, nic = add_hosts(asm, seg_of_host // s.segments, seg_of_host % s.segments,
+                         s.gpus_per_host, nvlink=s.nvlink, pcie=s.pcie, latency=s.host_latency)
+
+    # ToRs, ordered (pod, segment, group, side)
+    per_seg = groups * s.sides
+    n_tor = n_segments * per_seg
+    t = np.arange(n_tor, dtype=np.int32)
+    tor_seg, tor_group, tor_side = t // per_seg, (t // s.sides) % groups, t % s.sides
+    tor = asm.nodes(NodeKind.TOR, n_tor, tier=1, pod=tor_seg // s.segments,
+                    segment=tor_seg % s.segments, rail=tor_group if s.rail_optimized else -1,
+                    plane=tor_side if s.sides > 1 else -1)
+    lat = s.hop_latency
+    g = np.arange(len(gpu), dtype=np.int32)
+    group_of_gpu = g % s.gpus_per_host if s.rail_optimized else 0
+    first_tor = tor[0] + ((g // s.gpus_per_host) // s.hosts * groups + group_of_gpu) * s.sides
+    bonded = tor_ports_per_nic * s.port_speed
+    for side in range(s.sides):
+        asm.cables(nic, first_tor + side, bonded, lat, LinkKind.ACCESS,
+                   port=side if s.sides > 1 else 0)
+    if s.peer_links and s.sides == 2:
+        asm.cables(tor[0::2], tor[1::2], s.peer_links * s.up_speed, lat, LinkKind.PEER)
+
+    # Aggs, ordered (pod, plane, index)
+    aggs = s.aggs_per_plane
+    n_agg = s.pods * planes * aggs
+    a = np.arange(n_agg, dtype=np.int32)
+    agg = asm.nodes(NodeKind.AGG, n_agg, tier=2, pod=a // (planes * aggs),
+                    plane=(a // aggs) % planes if planes > 1 else -1, index=a % aggs)
+    tor_plane = {"side": tor_side, "group": tor_group, "none": 0 * tor_side}[s.plane_by]
+    first_agg = agg[0] + (tor_seg // s.segments * planes + tor_plane) * aggs
+    slots = np.arange(s.tor_uplinks, dtype=np.int32) // per_pair
+    asm.cables(np.repeat(tor, s.tor_uplinks), (first_agg[:, None] + slots).ravel(),
+               s.up_speed, lat, LinkKind.UPLINK)
+
+    tiers = {
+        "tor": tier_plan(n_tor, s.chip, down=(s.hosts * host_ports, s.port_speed),
+                         backup=(s.backups * host_ports, s.port_speed),
+                         up=(s.tor_uplinks, s.up_speed), peer=(s.peer_links, s.up_speed)),
+        "agg": tier_plan(n_agg, s.chip, down=(agg_down, s.up_speed),
+                         up=(s.agg_uplinks, s.up_speed)),
+    }
+    if s.pods > 1:
+        tiers["core"] = _add_core(asm, s, agg, planes)
+    meta.update({
+        "template": s.template, "gpus_per_host": s.gpus_per_host, "pods": s.pods,
+        "segments": s.segments, "hosts_per_segment": s.hosts,
+        "backup_hosts_per_segment": s.backups, "active_hosts": n_segments * s.hosts,
+        "backup_hosts": n_segments * s.backups, "rail_optimized": s.rail_optimized,
+        "planes": planes, "ports_per_nic": s.ports_per_nic,
+        "nic_bandwidth": s.ports_per_nic * s.port_speed, "tiers": tiers,
+        "uplinks_built": {"tor": True, "agg": s.pods > 1},
+    })
+    return asm.finish(gpu, nic, meta)
+
+
+def _add_core(asm: Assembly, s: TieredSpec, agg: np.ndarray, planes: int) -> dict:
+    if not s.agg_uplinks:
+        raise InputError("pods", "more than one pod needs Agg uplinks to a core, got 0")
+    core_ports = s.core_ports if s.core_ports is not None else int(s.chip // s.up_speed)
+    check_ports("core", "core_ports", s.chip, down=(core_ports, s.up_speed))
+    aggs = s.aggs_per_plane
+    per_pod = min(aggs, core_ports // s.pods)
+    if per_pod == 0:
+        raise InputError("pods", f"a {core_ports}-port core switch reaches at most "
+                                 f"{core_ports} pods, got {s.pods}")
+    per_group = -(-aggs // per_pod)
+    per_plane = s.agg_uplinks * per_group
+    n_core = planes * per_plane
+    c = np.arange(n_core, dtype=np.int32)
+    core = asm.nodes(NodeKind.CORE, n_core, tier=3, plane=c // per_plane if planes > 1 else -1,
+                     index=c % per_plane)
+    a = np.arange(len(agg), dtype=np.int32)
+    plane = (a // aggs) % planes
+    uplink = np.arange(s.agg_uplinks, dtype=np.int32)
+    target = (core[0] + (plane[:, None] * s.agg_uplinks + uplink) * per_group
+              + (a % aggs // per_pod)[:, None])
+    asm.cables(np.repeat(agg, s.agg_uplinks), target.ravel(), s.up_speed, s.hop_latency,
+               LinkKind.CORE)
+    return tier_plan(n_core, s.chip, down=(s.pods * per_pod, s.up_speed))
