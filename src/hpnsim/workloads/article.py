@@ -158,9 +158,9 @@ def article_3d(inputs: ArticleInputs, tp: int, pp: int, dp: int) -> ModeTraffic:
     backward = (two * n * p * dp * (2 * lay * (tp - 1) / pp + (dp - 1))
                 + two * t * h * (pp - 1))
     forward = two * t * h * (2 * lay * tp * (tp - 1) + (pp - 1))
-    syncs = 2 * lay * (tp > 1) + (dp > 1) + (pp - 1)
+    nan = float("nan")  # the article gives no sync or pass counts for 3D
     return ModeTraffic("3d", "all-reduce + point-to-point", f"TP{tp} x PP{pp} x DP{dp}",
-                       backward, syncs, forward, 2 * lay * (tp > 1) + (pp - 1))
+                       backward, nan, forward, nan)
 
 
 def switch_days(total_bytes: float, switch_bps: float = 51.2e12) -> dict[str, float]:
