@@ -1,9 +1,147 @@
-"""CLI commands: collective."""
+"""CLI commands: ``hpnsim collective`` — nccl-tests-style sweeps of one collective on a fabric."""
 
 from __future__ import annotations
 
+import sys
+
 import typer
+
+from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
+from hpnsim.errors import InputError
+
+#: nccl-tests columns "redop" and "root" per operation
+_REDOP = {"allreduce": "sum", "reducescatter": "sum", "reduce": "sum"}
+_ELEMENT_BYTES = 4  # nccl-tests default type: float
+
+
+def build_fabric(template: str, options: dict[str, str]):
+    """The fabric helper's ``build_fabric``; a local equivalent until it exists."""
+    try:
+        from hpnsim.fabrics import build_fabric as builder
+    except ImportError:
+        builder = None
+    if builder is not None:
+        return builder(template, options)
+    import inspect
+
+    import hpnsim.fabrics as fb
+
+    builders = {name: getattr(fb, name) for name in
+                ("hpn7", "dcn_plus", "fat_tree", "rail_optimized", "rail_only")}
+    if template not in builders:
+        raise InputError("fabric", f"must be one of {', '.join(builders)}, got {template!r}")
+    func = builders[template]
+    params = inspect.signature(func).parameters
+    kwargs = {}
+    for key, text in options.items():
+        if key not in params:
+            raise InputError(key, f"not a parameter of {template}; use "
+                                  f"{', '.join('--' + p.replace('_', '-') for p in params)}")
+        low = text.lower()
+        if low in ("true", "false"):
+            kwargs[key] = low == "true"
+        else:
+            try:
+                kwargs[key] = int(text)
+            except ValueError:
+                kwargs[key] = text
+    return func(**kwargs)
+
+
+def _progress(total: int):
+    """A rich progress bar on stderr when it is a terminal, else None."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    return Progress(TextColumn("collective"), BarColumn(), MofNCompleteColumn(),
+                    console=Console(stderr=True), transient=True)
+
+
+def sweep(fabric, op: str, gpus, sizes: list[float], **options) -> list:
+    """Run the collective at every size; returns the :class:`CollectiveResult` list."""
+    from hpnsim.collectives import run_collective
+
+    progress = _progress(len(sizes))
+    results = []
+    if progress is None:
+        return [run_collective(fabric, op, gpus, s, **options) for s in sizes]
+    with progress:
+        task = progress.add_task("sizes", total=len(sizes))
+        for s in sizes:
+            results.append(run_collective(fabric, op, gpus, s, **options))
+            progress.advance(task)
+    return results
+
+
+def format_table(results, root: int) -> str:
+    """nccl-tests-style text table plus our columns and the average bus bandwidth line."""
+    head = (f"#{'size':>12} {'count':>12} {'type':>6} {'redop':>6} {'root':>5} "
+            f"{'time(us)':>10} {'algbw':>8} {'busbw':>8} {'algo':>5} {'proto':>6} "
+            f"{'maxload':>7} {'collis':>6}  bottleneck")
+    unit = (f"#{'(B)':>12} {'(elements)':>12} {'':>6} {'':>6} {'':>5} {'':>10} "
+            f"{'(GB/s)':>8} {'(GB/s)':>8}")
+    lines = [head, unit]
+    for r in results:
+        redop = _REDOP.get(r.op, "none")
+        root_col = root if r.op in ("broadcast", "reduce") else -1
+        lines.append(
+            f" {int(r.size):>12d} {int(r.size) // _ELEMENT_BYTES:>12d} {'float':>6} "
+            f"{redop:>6} {root_col:>5d} {r.time * 1e6:>10.1f} {r.algbw / 1e9:>8.2f} "
+            f"{r.busbw / 1e9:>8.2f} {r.algo:>5} {r.protocol:>6} {r.max_link_flows:>7.0f} "
+            f"{r.hash_collisions:>6d}  {r.bottleneck}")
+    avg = sum(r.busbw for r in results) / len(results) / 1e9 if results else 0.0
+    lines.append(f"# Avg bus bandwidth    : {avg:.3f} ")
+    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``collective`` to the root app."""
+
+    @app.command(context_settings=PASS_THROUGH)
+    @guarded
+    def collective(
+        ctx: typer.Context,
+        fabric: str = typer.Option("hpn7", "--fabric", help="Fabric template (hpn7, dcn_plus, "
+                                   "fat_tree, rail_optimized, rail_only); other --options "
+                                   "pass through to its builder, e.g. --segments 2."),
+        gpus: int = typer.Option(0, "--gpus", help="Group size: the first N GPUs (host-major); "
+                                 "0 = every GPU of the fabric."),
+        op: str = typer.Option("allreduce", "--op", help="allreduce, allgather, reducescatter, "
+                               "alltoall, broadcast, reduce, sendrecv, send."),
+        algo: str = typer.Option("auto", "--algo", help="ring, tree, hd, hier, direct or auto."),
+        protocol: str = typer.Option("auto", "--protocol", help="ll, ll128, simple or auto."),
+        routing: str = typer.Option("ecmp", "--routing", help="ecmp, hpn_dual_plane, precise, "
+                                    "spray."),
+        sizes: str = typer.Option("1M:1G", "--sizes", help="MIN:MAX[:FACTOR] or a comma list "
+                                  "(bare prefixes are binary, as in nccl-tests)."),
+        channels: int = typer.Option(0, "--channels", help="Parallel rings/trees (0 = one per "
+                                     "rail)."),
+        qps: int = typer.Option(1, "--qps", help="Connections per peer."),
+        root: int = typer.Option(0, "--root", help="Root rank of broadcast/reduce."),
+        seed: int = typer.Option(0, "--seed", help="Seed of source ports and hashing."),
+        json_out: bool = typer.Option(False, "--json", help="Print a JSON list, one object "
+                                      "per size (size in bytes, time_us, algbw/busbw GB/s)."),
+    ) -> None:
+        """Simulate a collective over a size sweep and print an nccl-tests-style table."""
+        from hpnsim.units import parse_size_range
+
+        size_list = parse_size_range(sizes, "sizes")
+        if any(s <= 0 for s in size_list):
+            raise InputError("sizes", f"sizes must be > 0, got {sizes!r}")
+        built = build_fabric(fabric, parse_extra_options(list(ctx.args)))
+        n = built.n_gpus if gpus == 0 else gpus
+        if n < 1 or n > built.n_gpus:
+            raise InputError("gpus", f"must be 1..{built.n_gpus} (the fabric's GPUs), got {gpus}")
+        if channels < 0:
+            raise InputError("channels", f"must be >= 0, got {channels}")
+        results = sweep(built, op, list(range(n)), size_list, algo=algo, protocol=protocol,
+                        routing=routing, channels=channels or None, qps=qps, seed=seed,
+                        root=root)
+        if json_out:
+            emit_json([r.to_dict() for r in results])
+            return
+        typer.echo(f"# hpnsim collective: {results[0].op} on {n} GPUs of {fabric} "
+                   f"({built.n_gpus} GPUs), routing {routing}, seed {seed}")
+        typer.echo(format_table(results, root))

@@ -1,1 +1,36 @@
-"""hpnsim.collectives."""
+"""Collectives: NCCL-style algorithms compiled into engine transfer groups, and closed forms.
+
+>>> import hpnsim.collectives as hc
+>>> hc.busbw_factor("allreduce", 8)
+1.75
+>>> round(hc.alpha_beta_time("allreduce", "ring", 8, 1e9, 0.0, 50e9) * 1e3, 3)
+35.0
+"""
+
+from hpnsim.collectives.algorithms import build_schedule, default_channels
+from hpnsim.collectives.compile import CompiledCollective, compile_collective, compile_into
+from hpnsim.collectives.cost import (
+    alpha_beta_time,
+    choose_algorithm,
+    hierarchical_time,
+    hop_latencies,
+    nccl_time,
+)
+from hpnsim.collectives.ops import (
+    ALGORITHMS,
+    OPS,
+    PROTOCOL_EFFICIENCY,
+    busbw_factor,
+    normalize_algorithm,
+    normalize_op,
+)
+from hpnsim.collectives.run import CollectiveResult, run_collective
+from hpnsim.collectives.schedule import Schedule, Stage
+
+__all__ = [
+    "ALGORITHMS", "OPS", "PROTOCOL_EFFICIENCY", "CollectiveResult", "CompiledCollective",
+    "Schedule", "Stage", "alpha_beta_time", "build_schedule", "busbw_factor",
+    "choose_algorithm", "compile_collective", "compile_into", "default_channels",
+    "hierarchical_time", "hop_latencies", "nccl_time", "normalize_algorithm", "normalize_op",
+    "run_collective",
+]
