@@ -1,0 +1,196 @@
+"""Collective schedules and closed forms, checked by counting bytes (no fabric needed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hpnsim.collectives import (
+    alpha_beta_time,
+    build_schedule,
+    busbw_factor,
+    choose_algorithm,
+    hierarchical_time,
+    nccl_time,
+)
+from hpnsim.collectives.tree import btree_parents, dtree_parents
+from hpnsim.errors import InputError
+
+
+def sent_received(sch):
+    """Payload bytes each GPU sends and receives over the whole schedule (relays excluded)."""
+    sent, recv = {}, {}
+    for s in sch.stages:
+        for a, b in zip(s.src.tolist(), s.dst.tolist(), strict=True):
+            sent[a] = sent.get(a, 0.0) + s.size
+            recv[b] = recv.get(b, 0.0) + s.size
+    return sent, recv
+
+
+def test_busbw_factors_are_nccl_tests_definitions():
+    assert busbw_factor("allreduce", 16) == pytest.approx(2 * 15 / 16)
+    assert busbw_factor("reduce_scatter", 16) == pytest.approx(15 / 16)
+    assert busbw_factor("alltoall", 4) == pytest.approx(0.75)
+    assert busbw_factor("broadcast", 16) == busbw_factor("sendrecv", 2) == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 40), gph=st.sampled_from([1, 2, 4, 8]), channels=st.integers(1, 4),
+       op=st.sampled_from(["allreduce", "allgather", "reducescatter"]))
+def test_ring_moves_the_textbook_bytes_per_rank(n, gph, channels, op):
+    size = 1e6
+    sch = build_schedule(op, range(n), size, "ring", gpus_per_host=gph, channels=channels)
+    sent, recv = sent_received(sch)
+    rounds = 2 if op == "allreduce" else 1
+    expect = rounds * (n - 1) / n * size
+    assert len(sch.stages) == channels
+    for g in range(n):
+        assert sent[g] == pytest.approx(expect) and recv[g] == pytest.approx(expect)
+    assert sum(s.intra_steps + s.inter_steps for s in sch.stages) == channels * rounds * (n - 1)
+
+
+def test_rail_aligned_ring_uses_one_rail_per_channel_across_hosts():
+    gpus = np.arange(32)  # 4 hosts x 8 GPUs
+    sch = build_schedule("allreduce", gpus, 8e6, "ring", gpus_per_host=8)
+    assert len(sch.stages) == 8  # one channel per rail
+    for c, s in enumerate(sch.stages):
+        cross = s.src // 8 != s.dst // 8
+        assert cross.sum() == 4  # one hop per host boundary
+        # the network hop starts at the relay, which sits on rail c like the destination
+        relay = np.where(s.via >= 0, s.via, s.src)[cross]
+        assert set((relay % 8).tolist()) == {c} and set((s.dst[cross] % 8).tolist()) == {c}
+        assert s.inter_steps == 2 * 4 and s.intra_steps == 2 * 31 - 8
+
+
+def test_chain_broadcast_and_reduce_move_whole_buffer_once():
+    sch = build_schedule("broadcast", [5, 6, 7, 8], 4e6, "ring", gpus_per_host=8, root=2)
+    s = sch.stages[0]
+    assert s.src[0] == 7 and s.n_members == 3 and s.size == 4e6
+    red = build_schedule("reduce", [5, 6, 7, 8], 4e6, "ring", gpus_per_host=8, root=2)
+    assert red.stages[0].dst.tolist()[::-1][0] == 7 or 7 in red.stages[0].dst.tolist()
+    _, recv = sent_received(red)
+    assert 7 not in sent_received(red)[0] and recv[7] == 4e6
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 13, 16, 31, 64])
+def test_double_binary_tree_is_two_spanning_trees_with_per_rank_load_at_most_2s(n):
+    for parent in dtree_parents(n):
+        assert (parent < 0).sum() == 1
+        node, hops = np.arange(n), 0
+        while (parent[node] >= 0).any():  # every rank reaches the root
+            node = np.where(parent[node] >= 0, parent[node], node)
+            hops += 1
+            assert hops <= n
+        assert np.bincount(parent[parent >= 0], minlength=n).max() <= 2
+    sch = build_schedule("allreduce", range(n), 1.0, "tree", gpus_per_host=1, channels=1)
+    sent, recv = sent_received(sch)
+    assert max(sent.values()) <= 2.0 + 1e-12 and max(recv.values()) <= 2.0 + 1e-12
+    if n >= 4:  # interior in one tree, leaf in the other: the 2S/B of NCCL's ratio 0.5
+        assert max(sent.values()) == pytest.approx(2.0)
+
+
+def test_btree_matches_nccl_construction():
+    # ncclGetBtree for 8 ranks: 0 -> 4; 4 -> 2, 6; 2 -> 1, 3; 6 -> 5, 7
+    assert btree_parents(8).tolist() == [-1, 2, 4, 2, 0, 6, 4, 6]
+    assert btree_parents(5).tolist() == [-1, 2, 4, 2, 0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 70))
+def test_halving_doubling_bytes_match_rabenseifner(n):
+    size = 1024.0
+    sch = build_schedule("allreduce", range(n), size, "hd", gpus_per_host=1, channels=1)
+    sent, _ = sent_received(sch)
+    p = 1 << (n.bit_length() - 1)
+    core = 2 * (p - 1) / p * size
+    for g in range(p):
+        extra = size if g < n - p else 0.0  # folding partner sends the result back
+        assert sent[g] == pytest.approx(core + extra)
+    for g in range(p, n):
+        assert sent[g] == pytest.approx(size)
+    assert len(sch.stages) == 2 * int(math.log2(p)) + (2 if n > p else 0)
+
+
+def test_hierarchical_nvlink_and_rail_bytes_exactly():
+    k, hosts, size = 8, 4, 64e6
+    sch = build_schedule("allreduce", range(k * hosts), size, "hier", gpus_per_host=k)
+    intra = sum(s.total_bytes for s in sch.stages if (s.src // k == s.dst // k).all())
+    inter = sum(s.total_bytes for s in sch.stages if (s.src // k != s.dst // k).all())
+    assert intra == pytest.approx(hosts * k * 2 * (k - 1) / k * size)
+    assert inter == pytest.approx(k * hosts * 2 * (hosts - 1) / hosts * size / k)
+    for s in sch.stages:  # every rail ring stays on its rail
+        if (s.src // k != s.dst // k).all():
+            assert (s.src % k == s.dst % k).all()
+    assert sch.final == (len(sch.stages) - 1,)
+
+
+def test_hierarchical_needs_uniform_hosts():
+    with pytest.raises(InputError, match="same local GPUs"):
+        build_schedule("allreduce", [0, 1, 8], 1e6, "hier", gpus_per_host=8)
+
+
+def test_alltoall_sends_s_over_n_to_every_peer_with_pxn_relays():
+    n, size = 16, 16e6
+    sch = build_schedule("alltoall", range(n), size, "direct", gpus_per_host=8)
+    pairs = sch.pair_bytes()
+    assert len(pairs) == n * (n - 1) and set(pairs.values()) == {size / n}
+    s = sch.stages[0]
+    relayed = s.via >= 0
+    assert (s.via[relayed] // 8 == s.src[relayed] // 8).all()
+    assert (s.via[relayed] % 8 == s.dst[relayed] % 8).all()
+    assert relayed.sum() == 2 * 8 * 7  # cross-host, cross-rail pairs
+
+
+def test_sendrecv_and_send():
+    sr = build_schedule("sendrecv", [0, 9], 1e6, "direct")
+    assert sr.pair_bytes() == {(0, 9): 1e6, (9, 0): 1e6}
+    assert build_schedule("send", [0, 9], 1e6, "direct").pair_bytes() == {(0, 9): 1e6}
+
+
+@pytest.mark.parametrize("bad", [
+    dict(op="allreduce", algo="direct"), dict(op="bogus", algo="ring"),
+    dict(op="allreduce", algo="magic"), dict(op="allgather", algo="tree"),
+])
+def test_bad_names_are_input_errors(bad):
+    with pytest.raises(InputError):
+        build_schedule(bad["op"], range(4), 1e6, bad["algo"])
+
+
+def test_bad_sizes_and_groups():
+    for size in (0, -1, float("nan")):
+        with pytest.raises(InputError, match="size"):
+            build_schedule("allreduce", range(4), size, "ring")
+    with pytest.raises(InputError, match="distinct"):
+        build_schedule("allreduce", [1, 1], 1e6, "ring")
+
+
+def test_alpha_beta_closed_forms():
+    s, b, a = 8e9, 50e9, 2e-6
+    assert alpha_beta_time("allreduce", "ring", 8, s, a, b) == pytest.approx(14 * a + 1.75 * s / b)
+    assert alpha_beta_time("allgather", "ring", 8, s, a, b) == pytest.approx(7 * a + 0.875 * s / b)
+    assert alpha_beta_time("allreduce", "tree", 8, s, a, b) == pytest.approx(6 * a + 2 * s / b)
+    assert alpha_beta_time("allreduce", "hd", 6, s, a, b) == pytest.approx(
+        4 * a + 1.5 * s / b + 2 * (a + s / b))
+    t = hierarchical_time("allreduce", 8, 4, s, alpha_intra=0, bw_intra=200e9, alpha_inter=0,
+                          bw_inter=50e9)
+    assert t == pytest.approx(2 * (7 / 8 * s / 200e9 + 3 / 4 * s / 8 / 50e9))
+
+
+def test_nccl_model_ring_bandwidth_term_and_latency():
+    # at 0 latency the ring term is S / (busBw * n / nsteps)
+    big = nccl_time("allreduce", "ring", "simple", 16, 2, 1e12, 50e9)
+    assert big == pytest.approx(1e12 / (50e9 / 1.875) + 131.6e-6, rel=1e-9)
+    small = nccl_time("allreduce", "ring", "ll", 16, 2, 1.0, 50e9)
+    assert small == pytest.approx(6.6e-6 + 28 * 0.6e-6 + 2 * 2.7e-6, rel=1e-3)
+
+
+def test_auto_picks_tree_ll_small_and_ring_family_simple_large():
+    small = choose_algorithm("allreduce", 64, 8, 8 * 1024, 50e9)
+    large = choose_algorithm("allreduce", 64, 8, 1 << 30, 50e9)
+    assert small == ("tree", "ll") and large == ("hier", "simple")
+    assert choose_algorithm("allreduce", 64, 8, 1 << 30, 50e9, uniform_hosts=False) == \
+        ("ring", "simple")
