@@ -8,8 +8,11 @@
 from hpnsim.fabrics.clos import dcn_plus, fat_tree, rail_only, rail_optimized
 from hpnsim.fabrics.fabric import UNREACHABLE, Fabric, LinkKind, NodeKind
 from hpnsim.fabrics.hpn import DUAL_TOR_MODES, hpn7
+from hpnsim.fabrics.lingjun import from_lingjun
+from hpnsim.fabrics.registry import TEMPLATES, build_fabric, size_options, typed_options
 
 __all__ = [
-    "DUAL_TOR_MODES", "UNREACHABLE", "Fabric", "LinkKind", "NodeKind", "dcn_plus", "fat_tree",
-    "hpn7", "rail_only", "rail_optimized",
+    "DUAL_TOR_MODES", "TEMPLATES", "UNREACHABLE", "Fabric", "LinkKind", "NodeKind",
+    "build_fabric", "dcn_plus", "fat_tree", "from_lingjun", "hpn7", "rail_only",
+    "rail_optimized", "size_options", "typed_options",
 ]

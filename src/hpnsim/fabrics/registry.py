@@ -1,0 +1,158 @@
+"""Fabric templates by name, built from string options (CLI, YAML) or sized for a GPU count."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from hpnsim.errors import InputError
+from hpnsim.fabrics.clos import dcn_plus, fat_tree, rail_only, rail_optimized
+from hpnsim.fabrics.fabric import Fabric
+from hpnsim.fabrics.hpn import hpn7
+from hpnsim.fabrics.lingjun import from_lingjun
+
+#: template name -> builder
+TEMPLATES: dict[str, Callable[..., Fabric]] = {
+    "hpn7": hpn7, "dcn_plus": dcn_plus, "rail_optimized": rail_optimized,
+    "rail_only": rail_only, "fat_tree": fat_tree, "lingjun": from_lingjun,
+}
+_TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
+
+
+def template_parameters(template: str) -> dict[str, tuple[type, Any]]:
+    """Parameters of a template: name -> (type, default); ``inspect.Parameter.empty`` if required.
+
+    >>> template_parameters("fat_tree")["k"][0]
+    <class 'int'>
+    """
+    builder = _builder(template)
+    hints = typing.get_type_hints(builder)
+    out = {}
+    for name, param in inspect.signature(builder).parameters.items():
+        kind = hints.get(name, str)
+        args = [a for a in typing.get_args(kind) if a is not type(None)]
+        out[name] = (args[0] if args else kind, param.default)
+    return out
+
+
+def _builder(template: str) -> Callable[..., Fabric]:
+    if template not in TEMPLATES:
+        raise InputError("template", f"unknown fabric {template!r}; choose from "
+                                     f"{', '.join(TEMPLATES)}")
+    return TEMPLATES[template]
+
+
+def _convert(name: str, kind: type, value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if kind is bool:
+        if text.lower() in _TRUE | _FALSE:
+            return text.lower() in _TRUE
+        raise InputError(name, f"must be true or false, got {value!r}")
+    if kind is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise InputError(name, f"must be an integer, got {value!r}") from None
+    if kind is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise InputError(name, f"must be a number, got {value!r}") from None
+    return text
+
+
+def typed_options(template: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Convert string options (``{"segments": "2"}``) into the builder's typed keywords.
+
+    >>> typed_options("hpn7", {"segments": "2", "dual-plane": "false", "dual_tor": "stacked"})
+    {'segments': 2, 'dual_plane': False, 'dual_tor': 'stacked'}
+    """
+    params = template_parameters(template)
+    typed = {}
+    for raw_key, value in options.items():
+        key = raw_key.replace("-", "_")
+        if key not in params:
+            allowed = ", ".join(sorted(params))
+            raise InputError(key, f"not a parameter of {template}; allowed: {allowed}")
+        typed[key] = _convert(key, params[key][0], value)
+    return typed
+
+
+def _fill(per_segment: int, max_segments: int, gpus: int) -> dict[str, int]:
+    segments = -(-gpus // per_segment)
+    if segments <= max_segments:
+        return {"pods": 1, "segments": segments}
+    return {"pods": -(-segments // max_segments), "segments": max_segments}
+
+
+def size_options(template: str, gpus: int, options: dict[str, Any] | None = None) -> dict:
+    """Typed options that size ``template`` for at least ``gpus`` GPUs (whole segments/pods).
+
+    Parameters the caller set are kept; only the sizing parameters left free are chosen.
+
+    >>> size_options("hpn7", 15360)
+    {'pods': 1, 'segments': 15}
+    >>> size_options("dcn_plus", 16384)
+    {'pods': 32, 'segments': 4}
+    >>> size_options("fat_tree", 1000)
+    {'k': 16}
+    """
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus <= 0:
+        raise InputError("gpus", f"must be a positive integer, got {gpus!r}")
+    opts = typed_options(template, options or {})
+    params = template_parameters(template)
+
+    def get(name):
+        return opts.get(name, params[name][1])
+
+    if template == "hpn7":
+        hosts = get("hosts_per_segment") or (64 if get("dual_tor") == "single" else 128)
+        sized = _fill(hosts * get("rails"), opts.get("segments", 15), gpus)
+    elif template in ("dcn_plus", "rail_optimized"):
+        per_host = get("gpus_per_host") if template == "dcn_plus" else get("rails")
+        sized = _fill(get("hosts_per_segment") * per_host, opts.get("segments", params[
+            "segments"][1]), gpus)
+    elif template == "rail_only":
+        sized = {"segments": -(-gpus // (get("hosts_per_segment") * get("rails")))}
+    elif template == "fat_tree":
+        k = 2
+        while k ** 3 // 4 < gpus:
+            k += 2
+        sized = {"k": k}
+    else:
+        raise InputError("gpus", f"{template} is a fixed topology and cannot be sized")
+    return {key: value for key, value in sized.items() if key not in opts}
+
+
+def build_fabric(template: str, options: dict[str, Any] | None = None) -> Fabric:
+    """Build a template from string (or typed) options; ``gpus`` sizes it.
+
+    Raises InputError for an unknown template or parameter (listing the allowed ones) and
+    for any value the builder rejects.
+
+    >>> build_fabric("hpn7", {"segments": "2", "dual-tor": "stacked"}).n_gpus
+    2048
+    >>> build_fabric("dcn_plus", {"gpus": "2048"}).meta["pods"]
+    4
+    """
+    _builder(template)
+    options = dict(options or {})
+    gpus = options.pop("gpus", None)
+    typed = typed_options(template, options)
+    if gpus is not None:
+        typed.update(size_options(template, _convert("gpus", int, gpus), typed))
+    params = template_parameters(template)
+    missing = [n for n, (_, default) in params.items()
+               if default is inspect.Parameter.empty and n not in typed]
+    if missing:
+        raise InputError(missing[0], f"{template} needs --{missing[0].replace('_', '-')} "
+                                     f"(or --gpus to size it)")
+    fabric = TEMPLATES[template](**typed)
+    fabric.meta["options"] = typed
+    if gpus is not None:
+        fabric.meta["requested_gpus"] = _convert("gpus", int, gpus)
+    return fabric
