@@ -5,10 +5,13 @@
 32
 """
 
-from hpnsim.workloads import layout, models, placement
+from hpnsim.workloads import aicb, article, layout, models, placement, traffic
+from hpnsim.workloads.aicb import Workload, load_aicb, parse_aicb
 from hpnsim.workloads.layout import Layout, check_layout, make_layout
 from hpnsim.workloads.models import ModelSpec
 from hpnsim.workloads.placement import Placement, place
+from hpnsim.workloads.traffic import TrafficReport, iteration_traffic
 
-__all__ = ["Layout", "ModelSpec", "Placement", "check_layout", "layout", "make_layout",
-           "models", "place", "placement"]
+__all__ = ["Layout", "ModelSpec", "Placement", "TrafficReport", "Workload", "aicb", "article",
+           "check_layout", "iteration_traffic", "layout", "load_aicb", "make_layout", "models",
+           "parse_aicb", "place", "placement", "traffic"]
