@@ -1,4 +1,4 @@
-"""CLI commands: ``hpnsim traffic`` (per-iteration and per-epoch traffic of a training job)."""
+"""CLI commands: ``hpnsim traffic`` (traffic of a training job) and ``hpnsim aicb`` (workload files)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def _real(spec, gpus, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, micro_ba
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``traffic`` to the root app."""
+    """Add ``traffic`` and ``aicb`` to the root app."""
 
     @app.command()
     @guarded
@@ -143,3 +143,24 @@ def register(app: typer.Typer) -> None:
             _real(spec, gpus, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, micro_batch,
                   batch, seq_len, dataset_tokens, gpus_per_host, allow_cross_host_tp,
                   grad_bytes, algorithm, recompute, json_out)
+
+    @app.command("aicb")
+    @guarded
+    def aicb_summary(
+        path: Path = typer.Argument(..., help="SimAI/AICB workload file."),
+        json_out: bool = typer.Option(False, "--json", help="Print the parsed workload as JSON."),
+    ) -> None:
+        """Parse a SimAI/AICB workload file and summarize it (errors name the line)."""
+        from hpnsim.workloads.aicb import PHASES, load_aicb
+
+        work = load_aicb(path)
+        if json_out:
+            emit_json(work)
+            return
+        typer.echo(f"{path}: {work.policy}, TP{work.tp} x PP{work.pp} x DP{work.dp} (EP{work.ep}, "
+                   f"vpp {work.vpp}, ga {work.ga}, {work.all_gpus} GPUs), {len(work.layers)} layers")
+        for phase in PHASES:
+            typer.echo(f"  {phase:<12} compute {work.compute_time(phase) * 1e3:9.3f} ms   "
+                       + "   ".join(f"{g} {_fmt(work.comm_bytes(g, phase))}"
+                                    for g in ("tp", "dp", "ep", "edp")
+                                    if work.comm_bytes(g, phase) > 0))

@@ -252,16 +252,10 @@ def parse_aicb(text: str, source: str = "<string>", time_unit: float = 1e-9) -> 
     if count < 1:
         raise InputError(where, f"the number of layers must be >= 1, got {count}")
     body = numbered[2:]
-    if len(body) < count:
-        raise InputError(f"{source} line {len(lines) + 1}",
-                         f"the header announces {count} layers, the file has {len(body)}")
-    if len(body) > count:
-        raise InputError(f"{source} line {body[count][0]}",
-                         f"the header announces {count} layers; unexpected extra line")
     customized = header["policy"] == "HYBRID_CUSTOMIZED"
     width = 13 if customized else 12
     layers = []
-    for number, tokens in body:
+    for number, tokens in body[:count]:
         where = f"{source} line {number}"
         if len(tokens) != width:
             raise InputError(where, f"a layer line has {width} fields (name, dependency, then compute, "
@@ -282,6 +276,12 @@ def parse_aicb(text: str, source: str = "<string>", time_unit: float = 1e-9) -> 
             input_grad_compute=times[1], input_grad_comm=comms[1],
             weight_grad_compute=times[2], weight_grad_comm=comms[2],
             update_time=times[3], line=number, policy=t[12] if customized else None))
+    if len(body) < count:
+        raise InputError(f"{source} line {len(lines) + 1}",
+                         f"the header announces {count} layers, the file has {len(body)}")
+    if len(body) > count:
+        raise InputError(f"{source} line {body[count][0]}",
+                         f"the header announces {count} layers; unexpected extra line")
     return Workload(layers=tuple(layers), source=source, **header)
 
 
