@@ -307,6 +307,31 @@ class Fabric:
         return row
 
     @cached_property
+    def switch_graph(self):
+        """scipy.sparse CSR (switch rows x switch rows): number of links from one to the other."""
+        from scipy.sparse import csr_matrix
+
+        rows = self.switch_row
+        between = (rows[self.link_src] >= 0) & (rows[self.link_dst] >= 0)
+        n = len(self.switch_nodes)
+        return csr_matrix((np.ones(int(between.sum()), dtype=np.float32),
+                           (rows[self.link_src[between]], rows[self.link_dst[between]])),
+                          shape=(n, n))
+
+    def switch_distance_from(self, switch: int) -> np.ndarray:
+        """Hop counts from one switch node to every switch row (int16), without the full matrix."""
+        from scipy.sparse.csgraph import breadth_first_order
+
+        graph = self.switch_graph
+        dist = np.full(graph.shape[0], UNREACHABLE, dtype=np.int16)
+        source = int(self.switch_row[switch])
+        order, parent = breadth_first_order(graph, source, directed=True)
+        dist[source] = 0
+        for node in order[1:]:  # BFS order: parents come first
+            dist[node] = dist[parent[node]] + 1
+        return dist
+
+    @cached_property
     def switch_distance(self) -> np.ndarray:
         """Hop counts between switches over switch-to-switch links only (int16).
 
@@ -318,15 +343,10 @@ class Fabric:
         >>> int(f.switch_distance.max())   # edge -> agg -> core -> agg -> edge
         4
         """
-        from scipy.sparse import csr_matrix
         from scipy.sparse.csgraph import shortest_path
 
-        rows = self.switch_row
-        between = (rows[self.link_src] >= 0) & (rows[self.link_dst] >= 0)
-        n = len(self.switch_nodes)
-        graph = csr_matrix((np.ones(int(between.sum()), dtype=np.float32),
-                            (rows[self.link_src[between]], rows[self.link_dst[between]])),
-                           shape=(n, n))
+        graph = self.switch_graph
+        n = graph.shape[0]
         out = np.empty((n, n), dtype=np.int16)
         chunk = 512
         for start in range(0, n, chunk):
