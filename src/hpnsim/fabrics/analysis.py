@@ -99,12 +99,12 @@ def count_shortest_paths(fabric: Fabric, source: int, target: int) -> int:
     u, v = src_row[between], dst_row[between]
     forward = d_src[v] == d_src[u] + 1
     u, v = u[forward], v[forward]
-    count = np.zeros(len(d_src), dtype=object)
-    count[s] = 1
+    count = np.zeros(len(d_src), dtype=np.float64)  # exact below 2**53 paths
+    count[s] = 1.0
     for layer in range(1, int(d_src[t]) + 1):
         step = d_src[v] == layer
-        np.add.at(count, v[step], count[u[step]])
-    return int(count[t])
+        count += np.bincount(v[step], weights=count[u[step]], minlength=len(count))
+    return int(round(count[t]))
 
 
 def path_choices(fabric: Fabric, port: int = 0) -> dict[str, int | None]:
