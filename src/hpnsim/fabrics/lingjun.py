@@ -117,7 +117,7 @@ def from_lingjun(path: str = DEFAULT_PATH, gpus_per_host: int = 8, port_speed: s
     meta = {
         "template": "lingjun", "path": str(path), "gpus_per_host": gpus_per_host,
         "pods": n_psw, "segments": n_tor, "active_hosts": n_hosts, "backup_hosts": 0,
-        "rail_optimized": False, "planes": 1, "ports_per_nic": 1, "nic_bandwidth": nic_bw,
+        "rail_optimized": False, "planes": 1, "ports_per_nic": ports_per_nic, "nic_bandwidth": nic_bw,
         "psw_names": psw_names, "tor_names": tor_names,
         "tiers": {
             "tor": dict(tier_plan(n_tor, chip_bw, down=(max_host_ports, port),

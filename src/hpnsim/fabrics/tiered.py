@@ -152,4 +152,5 @@ def _add_core(asm: Assembly, s: TieredSpec, agg: np.ndarray, planes: int) -> dic
               + (a % aggs // per_pod)[:, None])
     asm.cables(np.repeat(agg, s.agg_uplinks), target.ravel(), s.up_speed, s.hop_latency,
                LinkKind.CORE)
-    return tier_plan(n_core, s.chip, down=(s.pods * per_pod, s.up_speed))
+    return dict(tier_plan(n_core, s.chip, down=(s.pods * per_pod, s.up_speed)),
+                total_down_ports=len(agg) * s.agg_uplinks)
