@@ -1,0 +1,146 @@
+"""SimAI/AICB workload files: parsing, round trips, line-numbered errors."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from hpnsim.cli.main import app
+from hpnsim.errors import InputError
+from hpnsim.workloads.aicb import COMM_KINDS, example_path, load_aicb, parse_aicb
+
+HEADER = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 4 pp: 2 vpp: 3 ga: 6 "
+          "all_gpus: 32 checkpoints: 2 1 3 checkpoint_initiates: 1 2 pp_comm 4096")
+
+
+def _text(*layers, header=HEADER):
+    return "\n".join([header, str(len(layers)), *layers]) + "\n"
+
+
+def test_example_file():
+    w = load_aicb(example_path())
+    assert (w.policy, w.tp, w.pp, w.ep, w.ga, w.all_gpus, w.dp) == (
+        "HYBRID_TRANSFORMER_FWD_IN_BCKWD", 2, 1, 1, 2, 4, 2)
+    assert [layer.name for layer in w.layers][:3] == ["embedding_layer", "attention_layer_0", "mlp_layer_0"]
+    attention = w.layers[1]
+    assert attention.forward_compute == pytest.approx(343597e-9)
+    assert attention.forward_comm.kind == "allreduce" and attention.forward_comm.group == "tp"
+    assert attention.forward_comm.size == 2048 * 2048 * 2
+    grad = w.layers[-1]
+    assert grad.weight_grad_comm.group == "dp" and grad.weight_grad_comm.size == 207837184
+    assert w.comm_bytes("tp", "forward") == 5 * 2048 * 2048 * 2
+    layout = w.to_layout()
+    assert (layout.tp, layout.pp, layout.dp, layout.num_microbatches) == (2, 1, 2, 2)
+
+
+def test_header_fields_and_group_suffixes():
+    w = parse_aicb(_text(
+        "moe -1 10 ALLTOALL_EP 100 20 ALLTOALL_EP 100 30 ALLREDUCE_DP_EP 300 5",
+        "attn -1 1 ALLGATHER 64 2 REDUCESCATTER 64 3 REDUCESCATTER 8 0",
+    ))
+    assert (w.tp, w.ep, w.pp, w.vpp, w.ga, w.all_gpus, w.dp) == (2, 4, 2, 3, 6, 32, 8)
+    assert w.checkpoints == (1, 3) and w.checkpoint_initiates == (2,)
+    assert w.pp_comm == 4096
+    moe, attn = w.layers
+    assert (moe.forward_comm.kind, moe.forward_comm.group) == ("alltoall", "ep")
+    assert (moe.weight_grad_comm.kind, moe.weight_grad_comm.group) == ("allreduce", "edp")
+    assert (attn.weight_grad_comm.kind, attn.weight_grad_comm.group) == ("reducescatter", "dp")
+    assert moe.update_time == pytest.approx(5e-9)
+    assert moe.line == 3 and attn.line == 4
+    assert w.comm_bytes(group="ep") == 200
+    assert w.compute_time() == pytest.approx((10 + 20 + 30 + 1 + 2 + 3) * 1e-9)
+    assert w.to_layout().vpp == 3 and w.to_layout().ep == 4
+
+
+def test_vpp_ignored_without_pipeline_and_data_policy():
+    w = parse_aicb("HYBRID_TRANSFORMER model_parallel_NPU_group: 8 ep: 1 pp: 1 vpp: 8 ga: 1 "
+                   "all_gpus: 32\n1\nx -1 1 ALLREDUCE 16 1 NONE 0 1 NONE 0 1\n")
+    assert w.to_layout().vpp == 1 and w.to_layout().dp == 4
+    d = parse_aicb("DATA\n1\nfc -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1000 1\n")
+    assert d.tp == 1 and d.all_gpus is None
+    with pytest.raises(InputError, match="all_gpus"):
+        d.to_layout()
+
+
+def test_customized_policy_has_a_thirteenth_field():
+    w = parse_aicb("HYBRID_CUSTOMIZED model_parallel_NPU_group: 2 all_gpus: 4\n1\n"
+                   "x -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0 DATA\n")
+    assert w.layers[0].policy == "DATA"
+
+
+def test_blank_lines_and_tabs_are_tolerated():
+    w = parse_aicb("MICRO\n\n1\n\nx\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLREDUCE\t8\t0\n\n")
+    assert w.layers[0].line == 5
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("", 1, "empty"),
+    ("BOGUS x: 1\n1\n", 1, "unknown policy"),
+    ("MICRO model_parallel_NPU_group: two\n1\n", 1, "integer"),
+    ("MICRO checkpoints: 3 1\n1\n", 1, "announces 3"),
+    ("MICRO\n", 2, "number of layers"),
+    ("MICRO\nseven\n", 2, "integer"),
+    ("MICRO\n0\n", 2, ">= 1"),
+    ("MICRO\n1\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8\n", 3, "12 fields"),
+    ("MICRO\n1\nx -1 1 BROADCAST 4 1 NONE 0 1 ALLREDUCE 8 0\n", 3, "forward comm type"),
+    ("MICRO\n1\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8.5 0\n", 3, "weight_grad bytes"),
+    ("MICRO\n1\nx -1 -4 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\n", 3, "forward compute"),
+    ("MICRO\n2\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\n", 4, "announces 2 layers"),
+    ("MICRO\n1\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\ny -1 1 NONE 0 1 NONE 0 1 NONE 0 0\n", 4, "extra"),
+])
+def test_malformed_files_report_the_line(text, line, words):
+    with pytest.raises(InputError) as info:
+        parse_aicb(text, source="w.txt")
+    assert info.value.field == f"w.txt line {line}"
+    assert words in info.value.message
+
+
+_COMM = st.sampled_from(["NONE", *COMM_KINDS, *(k + "_EP" for k in COMM_KINDS),
+                         *(k + "_DP_EP" for k in COMM_KINDS)])
+_LAYER = st.tuples(st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True),
+                   st.integers(0, 10**9), _COMM, st.integers(0, 2**40),
+                   st.integers(0, 10**9), _COMM, st.integers(0, 2**40),
+                   st.integers(0, 10**9), _COMM, st.integers(0, 2**40), st.integers(0, 10**9))
+
+
+@settings(max_examples=50, deadline=None)
+@given(layers=st.lists(_LAYER, min_size=1, max_size=8), tp=st.integers(1, 8), ga=st.integers(1, 64))
+def test_round_trip(layers, tp, ga):
+    header = f"HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: {tp} ga: {ga} all_gpus: {tp * 4}"
+    lines = [" ".join([name, "-1", *map(str, rest)]) for name, *rest in layers]
+    w = parse_aicb(_text(*lines, header=header))
+    assert (w.tp, w.ga, w.dp) == (tp, ga, 4)
+    for parsed, (name, fc, ft, fs, ic, it, is_, wc, wt, ws, up) in zip(w.layers, layers, strict=True):
+        assert parsed.name == name
+        assert parsed.forward_compute == pytest.approx(fc * 1e-9)
+        assert parsed.input_grad_compute == pytest.approx(ic * 1e-9)
+        assert parsed.weight_grad_compute == pytest.approx(wc * 1e-9)
+        assert parsed.update_time == pytest.approx(up * 1e-9)
+        for op, token, size, default in ((parsed.forward_comm, ft, fs, "tp"),
+                                         (parsed.input_grad_comm, it, is_, "tp"),
+                                         (parsed.weight_grad_comm, wt, ws, "dp")):
+            assert op.size == size
+            if token == "NONE":
+                assert op.kind is None
+                continue
+            base = token.removesuffix("_DP_EP").removesuffix("_EP")
+            assert op.kind == COMM_KINDS[base]
+            expected = "edp" if token.endswith("_DP_EP") else "ep" if token.endswith("_EP") else default
+            assert op.group == expected
+
+
+def test_cli_summary_and_error(tmp_path):
+    runner = CliRunner()
+    ok = runner.invoke(app, ["aicb", str(example_path()), "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert '"tp": 2' in ok.stdout
+    bad = tmp_path / "bad.txt"
+    bad.write_text("MICRO\n1\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE\n")
+    result = runner.invoke(app, ["aicb", str(bad)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{bad} line 3" in lines[0]
+    missing = runner.invoke(app, ["aicb", str(tmp_path / "none.txt")])
+    assert missing.exit_code == 2 and "cannot read" in missing.stderr
