@@ -1,1 +1,32 @@
-"""hpnsim.routing."""
+"""Routing: where every flow goes (ECMP hashing, HPN dual plane, precise paths, spraying).
+
+>>> import hpnsim.fabrics as fb
+>>> from hpnsim.routing import route
+>>> f = fb.hpn7(segments=2, hosts_per_segment=2, backup_hosts=0, tor_uplinks=4,
+...             aggs_per_plane=4)
+>>> paths = route(f, [0, 8], [16, 24], policy="ecmp", seed=1)
+>>> paths.n_flows, paths.hop_counts().tolist()
+(2, [6, 6])
+"""
+
+from hpnsim.routing.ballsbins import (
+    expected_distinct_paths,
+    expected_excess_flows,
+    expected_max_load,
+    max_load_distribution,
+    no_collision_probability,
+)
+from hpnsim.routing.hashing import (
+    HASH_FUNCTIONS,
+    five_tuple_keys,
+    hash_five_tuples,
+    hash_keys,
+)
+from hpnsim.routing.paths import Paths
+from hpnsim.routing.route import POLICIES, route, switch_seeds
+
+__all__ = [
+    "HASH_FUNCTIONS", "POLICIES", "Paths", "expected_distinct_paths", "expected_excess_flows",
+    "expected_max_load", "five_tuple_keys", "hash_five_tuples", "hash_keys",
+    "max_load_distribution", "no_collision_probability", "route", "switch_seeds",
+]

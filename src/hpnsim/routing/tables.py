@@ -1,0 +1,112 @@
+"""Per-fabric lookups routing needs, built once (vectorized) and cached per Fabric object.
+
+- switch-to-switch out-adjacency (CSR) so hop-by-hop kernels never scan NIC-facing ports;
+- per GPU: its PCIe links (GPU->NIC, NIC->GPU), NVLink links (GPU->NVSwitch, NVSwitch->GPU),
+  ACCESS links per NIC port in both directions, and the ToR behind each port;
+- a (host, rail) -> GPU table for PXN relays.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpnsim.fabrics.fabric import UNREACHABLE, Fabric, LinkKind
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class RoutingTables:
+    """Lookups derived from one :class:`~hpnsim.fabrics.fabric.Fabric`."""
+
+    sw_ptr: np.ndarray        # int64 (n_nodes+1): out-links toward switches, by source node
+    sw_links: np.ndarray      # int32
+    pair_keys: np.ndarray     # int64 sorted ``src * n_nodes + dst`` of switch-to-switch links
+    pair_links: np.ndarray    # int32 link id of each key
+    row: np.ndarray           # int32 (n_nodes): row in fabric.switch_distance, -1 if no switch
+    distance: np.ndarray      # int16 switch_distance
+    gpu_tor: np.ndarray       # int32 (n_gpus, ports): ToR behind each NIC port, -1 if none
+    access_up: np.ndarray     # int32 (n_gpus, ports): NIC -> ToR link per port
+    access_down: np.ndarray   # int32 (n_gpus, ports): ToR -> NIC link per port
+    pcie_up: np.ndarray       # int32 (n_gpus,): GPU -> NIC
+    pcie_down: np.ndarray     # int32 (n_gpus,): NIC -> GPU
+    nvlink_up: np.ndarray     # int32 (n_gpus,): GPU -> NVSwitch, -1 if none
+    nvlink_down: np.ndarray   # int32 (n_gpus,): NVSwitch -> GPU, -1 if none
+    gpu_host: np.ndarray      # int32 (n_gpus,)
+    gpu_rail: np.ndarray      # int32 (n_gpus,)
+    host_rail_gpu: np.ndarray  # int32 (n_hosts, rails): GPU of a host on a rail, -1 if none
+    ip: np.ndarray            # int64 (n_gpus,): IPv4 address of each GPU's NIC (10.0.0.0/8)
+    max_hops: int             # longest finite switch-to-switch hop count
+
+    @property
+    def ports(self) -> int:
+        return self.gpu_tor.shape[1]
+
+
+def _first_link_of_kind(fabric: Fabric, nodes: np.ndarray, kind: LinkKind) -> np.ndarray:
+    """Per node, the lowest-id out-link of ``kind`` (-1 if none), vectorized."""
+    links = np.flatnonzero(fabric.link_kind == kind)
+    best = np.full(fabric.n_nodes, np.iinfo(np.int32).max, dtype=np.int64)
+    np.minimum.at(best, fabric.link_src[links], links)
+    out = best[nodes]
+    return np.where(out == np.iinfo(np.int32).max, -1, out).astype(np.int32)
+
+
+def _max_finite(distance: np.ndarray) -> int:
+    finite = distance[distance < UNREACHABLE]
+    return int(finite.max()) if finite.size else 0
+
+
+def routing_tables(fabric: Fabric) -> RoutingTables:
+    """Build (or fetch from cache) the routing lookups of ``fabric``.
+
+    >>> from hpnsim.fabrics.hpn import hpn7
+    >>> f = hpn7(segments=2, hosts_per_segment=2, backup_hosts=0, tor_uplinks=4,
+    ...          aggs_per_plane=4)
+    >>> t = routing_tables(f)
+    >>> t.ports, int(f.link_dst[t.access_up[9, 1]]) == int(f.gpu_tor[9, 1])
+    (2, True)
+    """
+    cached = _CACHE.get(fabric)
+    if cached is not None:
+        return cached
+    row = fabric.switch_row
+    between = np.flatnonzero((row[fabric.link_src] >= 0) & (row[fabric.link_dst] >= 0))
+    order = between[np.argsort(fabric.link_src[between], kind="stable")].astype(np.int32)
+    sw_ptr = np.zeros(fabric.n_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(fabric.link_src[order], minlength=fabric.n_nodes), out=sw_ptr[1:])
+
+    pair = fabric.link_src[order].astype(np.int64) * fabric.n_nodes + fabric.link_dst[order]
+    by_pair = np.argsort(pair, kind="stable")
+    gpu, nic = fabric.gpu_node, fabric.gpu_nic
+    access_up = fabric.gpu_access_link.astype(np.int32)
+    access_down = np.where(access_up >= 0,
+                           fabric.link_ids(fabric.gpu_tor, nic[:, None]), -1).astype(np.int32)
+    nvlink_up = _first_link_of_kind(fabric, gpu, LinkKind.NVLINK)
+    nvswitch = np.where(nvlink_up >= 0, fabric.link_dst[nvlink_up], -1)
+    nvlink_down = fabric.link_ids(nvswitch, gpu)
+
+    host = fabric.node_host[gpu].astype(np.int32)
+    rail = fabric.node_rail[gpu].astype(np.int32)
+    n_hosts = int(host.max()) + 1 if len(host) else 0
+    n_rails = int(rail.max()) + 1 if len(rail) and rail.max() >= 0 else 0
+    host_rail_gpu = np.full((n_hosts, max(n_rails, 1)), -1, dtype=np.int32)
+    has_rail = rail >= 0
+    host_rail_gpu[host[has_rail], rail[has_rail]] = np.flatnonzero(has_rail)
+
+    tables = RoutingTables(
+        sw_ptr=sw_ptr, sw_links=order, pair_keys=pair[by_pair], pair_links=order[by_pair],
+        row=row, distance=fabric.switch_distance,
+        gpu_tor=fabric.gpu_tor.astype(np.int32), access_up=access_up, access_down=access_down,
+        pcie_up=fabric.link_ids(gpu, nic), pcie_down=fabric.link_ids(nic, gpu),
+        nvlink_up=nvlink_up, nvlink_down=nvlink_down, gpu_host=host, gpu_rail=rail,
+        host_rail_gpu=host_rail_gpu,
+        ip=(0x0A000000 + (nic.astype(np.int64) & 0xFFFFFF)),
+        max_hops=_max_finite(fabric.switch_distance),
+    )
+    _CACHE[fabric] = tables
+    return tables
+
