@@ -1,0 +1,145 @@
+"""HPN 7.0 pinned to the published pod (SIGCOMM 2024) and the fabric's structural invariants."""
+
+import numpy as np
+import pytest
+
+from hpnsim.errors import InputError
+from hpnsim.fabrics import UNREACHABLE, LinkKind, NodeKind, hpn7
+from hpnsim.fabrics.analysis import counts, oversubscription, path_choices, reach_table
+
+
+@pytest.fixture(scope="module")
+def pod():
+    return hpn7()
+
+
+def test_published_pod_counts(pod):
+    c = counts(pod)
+    assert c["gpus"] == 15_360
+    assert c["hosts"] == 1_920
+    assert c["backup_hosts"] == 15 * 8
+    assert c["switches"] == {"tor": 240, "agg": 120, "core": 0}
+    ratio = oversubscription(pod)
+    assert ratio["tor"] == pytest.approx(128 * 200 / (60 * 400))  # 1.067:1
+    assert ratio["tor"] == pytest.approx(1.067, abs=5e-4)
+    assert ratio["agg"] == pytest.approx(15.0)
+
+
+def test_each_tor_one_link_to_each_agg_of_its_plane(pod):
+    up = np.flatnonzero((pod.link_kind == LinkKind.UPLINK)
+                        & (pod.node_kind[pod.link_src] == NodeKind.TOR))
+    tor, agg = pod.link_src[up], pod.link_dst[up]
+    assert (pod.node_plane[tor] == pod.node_plane[agg]).all()
+    pairs = np.unique(tor.astype(np.int64) * pod.n_nodes + agg)
+    assert len(pairs) == len(up) == 240 * 60  # no parallel links, 60 distinct Aggs per ToR
+    assert (np.bincount(tor)[pod.nodes_where(kind=NodeKind.TOR)] == 60).all()
+    for plane in (0, 1):
+        aggs = pod.nodes_where(kind=NodeKind.AGG, plane=plane)
+        assert len(aggs) == 60
+        per_agg = np.bincount(agg, minlength=pod.n_nodes)[aggs]
+        assert (per_agg == 120).all()  # 15 segments x 8 rails of this plane
+
+
+def test_port_p_goes_to_plane_p_on_its_rail(pod):
+    tor = pod.gpu_tor
+    assert tor.shape == (15_360, 2)
+    assert (pod.node_plane[tor[:, 0]] == 0).all() and (pod.node_plane[tor[:, 1]] == 1).all()
+    gpu = pod.gpu_node
+    for p in (0, 1):
+        assert (pod.node_rail[tor[:, p]] == pod.node_rail[gpu]).all()
+        assert (pod.node_segment[tor[:, p]] == pod.node_segment[gpu]).all()
+        assert (pod.link_port[pod.gpu_access_link[:, p]] == p).all()
+    # one ToR pair serves 128 GPUs (one per host)
+    assert (np.bincount(tor[:, 0])[pod.nodes_where(kind=NodeKind.TOR, plane=0)] == 128).all()
+
+
+def test_links_pair_up_and_lookup_roundtrips(pod):
+    lid = np.arange(pod.n_links)
+    assert (pod.link_src[lid ^ 1] == pod.link_dst).all()
+    sample = np.random.default_rng(0).choice(pod.n_links, 500, replace=False)
+    assert (pod.link_ids(pod.link_src[sample], pod.link_dst[sample]) == sample).all()
+    assert (pod.link_ids(pod.gpu_node[:5], pod.gpu_node[5:10]) == -1).all()
+    ptr, out = pod.out_ptr, pod.out_links
+    assert (pod.link_src[out] == np.repeat(np.arange(pod.n_nodes), np.diff(ptr))).all()
+
+
+def test_capacities_follow_the_parameters(pod):
+    cap = {k: np.unique(pod.link_capacity[pod.link_kind == k]) for k in LinkKind}
+    assert cap[LinkKind.ACCESS].tolist() == [25e9]            # 200G per port
+    assert cap[LinkKind.UPLINK].tolist() == [50e9]            # 400G
+    assert cap[LinkKind.NVLINK].tolist() == [200e9]           # 400 GB/s bidirectional / 2
+    assert cap[LinkKind.PCIE] == pytest.approx(32e9 * 16 * 128 / 130 / 8)
+
+
+def test_names_roundtrip(pod):
+    tor = pod.gpu_tor[5 * 1024 + 3 * 8 + 5, 1]       # segment 5, host 3 of it, rail 5, port 1
+    assert pod.node_name(tor) == "pod0/seg5/tor-r5-p1"
+    for node in np.random.default_rng(1).choice(pod.n_nodes, 50, replace=False):
+        assert pod.find_node(pod.node_name(node)) == node
+    with pytest.raises(InputError):
+        pod.find_node("pod0/seg99/tor-r0-p0")
+
+
+def test_path_choices_single_pod_and_planes_disjoint():
+    f = hpn7(segments=3)
+    assert path_choices(f) == {"same_segment": 1, "cross_segment": 60, "cross_pod": None}
+    rows = f.switch_row
+    a, b = f.gpu_tor[0]
+    assert f.switch_distance[rows[a], rows[b]] == UNREACHABLE  # the two planes never meet
+    assert f.switch_distance[rows[a], rows[f.gpu_tor[2048, 0]]] == 2
+
+
+def test_multi_pod_core_closed_form():
+    pods = 3
+    f = hpn7(pods=pods, segments=2)
+    per_pod = min(60, 128 // pods)              # Aggs of one pod on one core
+    groups = -(-60 // per_pod)
+    assert counts(f)["switches"]["core"] == 2 * 8 * groups
+    core_links = f.link_kind == LinkKind.CORE
+    assert core_links.sum() == 2 * pods * 120 * 8
+    core_nodes = f.nodes_where(kind=NodeKind.CORE)
+    assert np.bincount(f.link_src[core_links], minlength=f.n_nodes)[core_nodes].max() \
+        <= 128
+    # cross-pod: 60 Aggs x 8 uplinks x the Aggs of the destination pod behind that core
+    assert path_choices(f)["cross_pod"] == 8 * sum(
+        min(per_pod, 60 - (j // per_pod) * per_pod) for j in range(60))
+
+
+def test_dual_tor_modes():
+    stacked = hpn7(segments=1, dual_tor="stacked")
+    peer = stacked.link_kind == LinkKind.PEER
+    assert peer.sum() == 2 * 8 and stacked.meta["backup_hosts_per_segment"] == 6
+    assert (stacked.node_rail[stacked.link_src[peer]] == stacked.node_rail[stacked.link_dst[peer]]).all()
+    single = hpn7(segments=1, dual_tor="single")
+    assert single.n_gpus == 64 * 8 and single.gpu_tor.shape == (512, 1)
+    access = single.link_kind == LinkKind.ACCESS
+    assert np.unique(single.link_capacity[access]).tolist() == [50e9]
+    assert counts(single)["switches"]["tor"] == 8
+    plain = hpn7(segments=1)
+    assert (plain.link_kind == LinkKind.PEER).sum() == 0
+
+
+def test_reach_table_pins_published_figures():
+    rows = reach_table()
+    assert [r["mechanism"] for r in rows] == [
+        "plain Clos", "+ dual-ToR", "+ rail-optimized", "+ dual-plane", "+ 15:1 agg-core"]
+    assert [(r["published_tier1"], r["published_tier2"]) for r in rows] == [
+        (64, 2048), (128, 4096), (1024, None), (None, 8192), (None, 15360)]
+    assert [r["tier1"] for r in rows] == [64, 128, 1024, 1024, 1024]
+    assert [r["tier2"] for r in rows][1:] == [4096, 4096, 8192, 15360]
+    assert rows[0]["tier2"] == 4096 and "2K" in rows[0]["note"]  # documented disagreement
+    # the reach of the 15:1 row is the built pod
+    assert rows[-1]["tier2"] == hpn7().n_gpus
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"segments": -1}, "segments"), ({"pods": 0}, "pods"), ({"rails": 0}, "rails"),
+    ({"hosts_per_segment": 129}, "hosts_per_segment"), ({"segments": 16}, "segments"),
+    ({"dual_tor": "triple"}, "dual_tor"), ({"tor_uplinks": 61}, "tor_uplinks"),
+    ({"port_speed": "fast"}, "port_speed"), ({"ports_per_nic": 1}, "ports_per_nic"),
+    ({"pods": 200}, "pods"), ({"segments": 2.5}, "segments"),
+])
+def test_bad_parameters_raise_input_error(kwargs, field):
+    with pytest.raises(InputError) as info:
+        hpn7(**kwargs)
+    assert info.value.field == field
