@@ -14,25 +14,30 @@ from hpnsim.collectives.tree import hd_stages, tree_stages
 from hpnsim.errors import InputError
 
 
-def default_channels(op: str, algo: str, gpus: np.ndarray, gpus_per_host: int) -> int:
-    """Channels NCCL would open, roughly: one ring per rail of the group (so every NIC of a
-    host carries traffic), one per rail for trees; one otherwise (hier already runs one ring
-    per rail; all-to-all and send/recv use one connection per peer).
+def default_channels(op: str, algo: str, gpus: np.ndarray, gpus_per_host: int,
+                     nic_ports: int = 1) -> int:
+    """Channels NCCL would open, roughly: a ring (or tree pair) per NIC port of every rail of
+    the group, so every port of every NIC carries traffic; ``nic_ports`` per rail ring for
+    hier, and for halving-doubling and send/recv; one for all-to-all (its many peers
+    already spread the load).
 
-    >>> default_channels("allreduce", "ring", np.arange(16), 8)
-    8
-    >>> default_channels("allreduce", "hier", np.arange(16), 8)
-    1
+    >>> default_channels("allreduce", "ring", np.arange(16), 8, nic_ports=2)
+    16
+    >>> default_channels("allreduce", "hier", np.arange(16), 8, nic_ports=2)
+    2
     """
-    if algo in ("ring", "tree", "hd"):
+    if op == "alltoall":
+        return 1
+    if algo in ("ring", "tree"):
         groups = host_groups(np.asarray(gpus), gpus_per_host)
         if len(groups) > 1 and uniform_hosts(groups, gpus_per_host):
-            return int(groups[0].size)
-    return 1
+            return int(groups[0].size) * nic_ports
+    return nic_ports
 
 
 def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int = 8,
-                   channels: int | None = None, root: int = 0, pxn: bool = True) -> Schedule:
+                   channels: int | None = None, root: int = 0, pxn: bool = True,
+                   nic_ports: int = 1) -> Schedule:
     """Schedule of ``op`` over the GPU group ``gpus`` (GPU indices, rank order) for a buffer of
     ``size`` bytes (nccl-tests convention: the all-reduce buffer, the gathered all-gather
     output, each rank's all-to-all send buffer, the message of send/recv).
@@ -40,7 +45,8 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
     ``algo`` is one of ring, tree, hd, hier, direct (not auto: see
     :func:`hpnsim.collectives.cost.choose_algorithm`); ``channels`` independent copies each
     carry size/channels over their own connections; ``root`` is a rank index for
-    broadcast/reduce; ``pxn`` relays cross-rail hops over NVLink.
+    broadcast/reduce; ``pxn`` relays cross-rail hops over NVLink; ``nic_ports`` (ports per
+    NIC) scales the default channel count.
 
     >>> sch = build_schedule("allreduce", range(16), 2**20, "hier")
     >>> [s.name for s in sch.stages][:2], sch.final
@@ -56,7 +62,7 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
     if int(gpus_per_host) < 1:
         raise InputError("gpus_per_host", f"must be >= 1, got {gpus_per_host!r}")
     if channels is None:
-        channels = default_channels(op, algo, gpus, gpus_per_host)
+        channels = default_channels(op, algo, gpus, gpus_per_host, nic_ports)
     if int(channels) != channels or channels < 1:
         raise InputError("channels", f"must be an integer >= 1, got {channels!r}")
     if not 0 <= root < gpus.size:

@@ -87,30 +87,32 @@ def _join(first, second):
     pos_b = np.repeat(ptr[:-1] + la, lb) + (np.arange(lb.sum()) - np.repeat(second.ptr[:-1], lb))
     links[pos_a], weight[pos_a] = first.links, first.weight
     links[pos_b], weight[pos_b] = second.links, second.weight
-    return Paths(ptr, links, weight, src=first.src, dst=second.dst, port=second.port,
+    return Paths(ptr, links, weight, src=second.src, dst=second.dst, port=second.port,
                  sport=second.sport, policy=second.policy)
 
 
+def _route(fabric, src, dst, routing, conn, seed, options):
+    from hpnsim.routing.route import route
+
+    return route(fabric, src, dst, routing, conn=conn, seed=seed, **options)
+
+
 def route_members(fabric, src, dst, via, conn, routing: str, seed: int, options: dict):
-    """Route member flows; a flow with ``via >= 0`` is the NVLink hop to ``via`` followed by
-    the network route from ``via`` (PXN)."""
-    from hpnsim.routing import route
+    """Route member flows in one call (so ``precise`` sees them all); a flow with
+    ``via >= 0`` is the NVLink hop to ``via`` followed by the network route from ``via`` (PXN).
+    """
     from hpnsim.routing.paths import Paths
 
     relayed = via >= 0
+    net = _route(fabric, np.where(relayed, via, src), dst, routing, conn, seed, options)
     if not relayed.any():
-        return route(fabric, src, dst, routing, conn=conn, seed=seed, **options)
-    direct = route(fabric, src[~relayed], dst[~relayed], routing, conn=conn[~relayed],
-                   seed=seed, **options)
-    hop = route(fabric, src[relayed], via[relayed], routing, conn=conn[relayed], seed=seed,
-                **options)
-    rail = route(fabric, via[relayed], dst[relayed], routing, conn=conn[relayed], seed=seed,
-                 **options)
-    joined = _join(hop, rail)
-    merged = Paths.concat([direct, joined])
-    order = np.argsort(np.concatenate([np.flatnonzero(~relayed), np.flatnonzero(relayed)]),
-                       kind="stable")
-    return merged.subset(order)
+        return net
+    hop = _route(fabric, src[relayed], via[relayed], routing, conn[relayed], seed,
+                 {k: v for k, v in options.items() if k in ("pxn",)})
+    counts = np.zeros(src.size, dtype=np.int64)
+    counts[relayed] = np.diff(hop.ptr)
+    prefix = Paths(np.concatenate([[0], np.cumsum(counts)]), hop.links, hop.weight)
+    return _join(prefix, net)
 
 
 def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto",
@@ -124,13 +126,16 @@ def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto
     if int(qps) != qps or qps < 1:
         raise InputError("qps", f"must be an integer >= 1, got {qps!r}")
     algo, protocol = resolve_algorithm(fabric, op, gpus, float(size), algo, protocol)
-    sch = build_schedule(op, gpus, size, algo, gpus_per_host=fabric.gpus_per_host,
-                         channels=channels, root=root, pxn=pxn)
     base, nvlink_hop, net_hop = hop_latencies(algo, protocol)
     efficiency = PROTOCOL_EFFICIENCY[protocol]
     rng = np.random.default_rng(seed)
     options = dict(routing_options or {})
+    options.setdefault("pxn", bool(pxn))
+    pxn = bool(pxn) and bool(fabric.meta.get("rail_optimized", False))
     label = name or f"{op}/{algo}"
+    sch = build_schedule(op, gpus, size, algo, gpus_per_host=fabric.gpus_per_host,
+                         channels=channels, root=root, pxn=pxn,
+                         nic_ports=int(fabric.ports_per_nic))
     deps = [int(d) for d in (deps if not isinstance(deps, int | np.integer) else [deps])]
 
     # route every member of every stage in one call (QP-expanded), then slice per stage
@@ -140,6 +145,10 @@ def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto
     via = np.concatenate([np.repeat(s.via if s.via is not None else np.full(s.n_members, -1),
                                     qps) for s in sch.stages] or [np.zeros(0, np.int64)])
     conn = rng.integers(0, 1 << 16, size=src.size)
+    if routing == "precise" and "sizes" not in options:
+        options["sizes"] = np.concatenate(
+            [np.full(c, s.size / qps) for c, s in zip(counts, sch.stages, strict=True)]
+            or [np.zeros(0)])
     all_paths = route_members(fabric, src, dst, via, conn, routing, seed, options) \
         if src.size else None
     bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -199,7 +208,8 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
         latency table.
     routing : routing policy for :func:`hpnsim.routing.route` (ecmp, hpn_dual_plane,
         precise, spray); ``routing_options`` are passed through.
-    channels : parallel rings/trees, each its own connections (default: one per rail).
+    channels : parallel rings/trees, each its own connections (default: one per NIC port
+        and rail, see :func:`~hpnsim.collectives.algorithms.default_channels`).
     qps : connections per peer; each member flow is split evenly over them.
     deps, release : the collective starts after these tasks and not before ``release``.
     seed : seeds the connections' source ports (ECMP entropy) and the routing policy.
@@ -220,7 +230,7 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
     ...               aggs_per_plane=2)
     >>> g = TaskGraph()
     >>> done = compile_collective(g, fabric, "allreduce", range(16), 2**20, algo="hier")
-    >>> simulate(g, fabric.link_capacity).finish[done[0]] > 0
+    >>> bool(simulate(g, fabric.link_capacity).finish[done[0]] > 0)
     True
     """
     return compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,

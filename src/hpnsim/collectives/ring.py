@@ -42,11 +42,12 @@ def ring_order(gpus: np.ndarray, gpus_per_host: int, channel: int = 0,
 
 
 def _crossings(order: np.ndarray, gpus_per_host: int, closed: bool) -> int:
+    """Network steps per round, as NCCL counts them: one per host beyond the first on a closed
+    ring (nInterSteps = nNodes - 1), one per host change on an open chain."""
     hosts = order // gpus_per_host
-    hops = hosts != np.roll(hosts, -1)
-    if not closed:
-        hops = hops[:-1]
-    return int(hops.sum())
+    if closed:
+        return int(np.unique(hosts).size - 1)
+    return int((hosts[1:] != hosts[:-1]).sum())
 
 
 def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True,
