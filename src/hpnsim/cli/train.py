@@ -1,9 +1,185 @@
-"""CLI commands: train (hpnsim train, iteration simulation)."""
+"""CLI commands: ``hpnsim train`` (one simulated iteration) and ``hpnsim scaling`` (linearity)."""
 
 from __future__ import annotations
 
 import typer
 
+from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
+
+
+def _coerce(options: dict[str, str]) -> dict:
+    """Turn pass-through strings into ints, floats and booleans where they read as such."""
+    out = {}
+    for key, text in options.items():
+        low = text.lower()
+        if low in ("true", "false"):
+            out[key] = low == "true"
+            continue
+        for kind in (int, float):
+            try:
+                out[key] = kind(text)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = text
+    return out
+
+
+def _fabric_options(ctx: typer.Context) -> dict:
+    from hpnsim import fabrics
+
+    options = parse_extra_options(list(ctx.args))
+    # build_fabric parses strings itself; the builders called directly want typed values
+    return options if hasattr(fabrics, "build_fabric") else _coerce(options)
+
+
+def _print_result(r) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from hpnsim.units import format_time
+
+    job = r.job
+    table = Table(title=f"{job['model']} TP{job['tp']} x PP{job['pp']} x DP{job['dp']} "
+                        f"({job['gpus']} GPUs, {job['micro_batches']} micro-batches)")
+    table.add_column("part")
+    table.add_column("time", justify="right")
+    table.add_column("share", justify="right")
+    rows = [("compute", r.compute_time), *((f"exposed {k}", v) for k, v in r.exposed_comm.items()),
+            ("pipeline bubble", r.bubble), ("optimizer", r.optimizer_time)]
+    for name, value in rows:
+        table.add_row(name, format_time(value), f"{100 * value / r.iteration_time:.1f}%")
+    table.add_row("iteration", format_time(r.iteration_time), "100%")
+    console = Console()
+    console.print(table)
+    console.print(f"MFU {100 * r.mfu:.1f}%   {r.tokens_per_second:,.0f} tokens/s   "
+                  f"TP all-reduce {format_time(r.tp_allreduce_time)}   tasks {r.n_tasks}")
+    for note in r.notes:
+        console.print(f"note: {note}")
+
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``train`` and ``scaling`` to the root app."""
+
+    @app.command(context_settings=PASS_THROUGH)
+    @guarded
+    def train(
+        ctx: typer.Context,
+        model: str = typer.Option(None, "--model", help="Catalog model, e.g. llama3-70b."),
+        model_file: str = typer.Option(None, "--model-file", help="YAML with user models."),
+        workload: str = typer.Option(None, "--workload",
+                                     help="SimAI/AICB workload file, run instead of --model."),
+        tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
+        pp: int = typer.Option(1, "--pp", help="Pipeline-parallel size."),
+        dp: int = typer.Option(1, "--dp", help="Data-parallel size."),
+        micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per micro-batch."),
+        global_batch: int = typer.Option(None, "--global-batch",
+                                         help="Sequences per iteration (default dp*mb*4*pp)."),
+        seq_len: int = typer.Option(None, "--seq-len", help="Sequence length (model default)."),
+        gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
+        mfu: float = typer.Option(None, "--mfu", help="Fraction of peak reached by compute."),
+        schedule: str = typer.Option("", "--schedule", help="1f1b, interleaved or gpipe."),
+        vpp: int = typer.Option(1, "--vpp", help="Virtual stages per rank (interleaved)."),
+        zero: int = typer.Option(0, "--zero", help="0 (all-reduce) or 1/2 (distributed optimizer)."),
+        sequence_parallel: bool = typer.Option(False, "--sequence-parallel",
+                                               help="Megatron sequence parallelism."),
+        recompute: bool = typer.Option(False, "--recompute", help="Full activation recompute."),
+        bucket_params: int = typer.Option(None, "--bucket-params",
+                                          help="Parameters per gradient bucket."),
+        grad_bytes: int = typer.Option(2, "--grad-bytes", help="Bytes per gradient element."),
+        fabric: str = typer.Option("hpn7", "--fabric",
+                                   help="Fabric template; extra --name value options go to it."),
+        routing: str = typer.Option("ecmp", "--routing", help="ecmp, hpn_dual_plane, precise, spray."),
+        tp_algo: str = typer.Option("auto", "--tp-algo", help="TP all-reduce algorithm."),
+        dp_algo: str = typer.Option("auto", "--dp-algo", help="DP collective algorithm."),
+        seed: int = typer.Option(0, "--seed", help="Routing hash seed."),
+        plot: str = typer.Option(None, "--plot", help="Write a Gantt chart PNG here."),
+        timeline: bool = typer.Option(False, "--timeline", help="Include Gantt rows in --json."),
+        json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    ) -> None:
+        """Simulate one training iteration on a fabric: time, exposed communication, bubble, MFU.
+
+        Example: hpnsim train --model llama3-70b --tp 8 --pp 8 --dp 16 --global-batch 2048
+        --fabric hpn7 --json
+        """
+        from hpnsim.errors import InputError
+        from hpnsim.workloads.scaling import fabric_for_job
+
+        options = _fabric_options(ctx)
+        if workload:
+            from hpnsim.workloads.iteration_aicb import simulate_aicb_file
+
+            result = simulate_aicb_file(workload, fabric, options, routing=routing, seed=seed)
+        else:
+            from hpnsim.workloads import models
+            from hpnsim.workloads.iteration import simulate_iteration
+            from hpnsim.workloads.iteration_job import TrainJob
+
+            if not model:
+                raise InputError("model", "give --model NAME (or --workload FILE)")
+            extra = models.load_yaml(model_file) if model_file else None
+            job = TrainJob(models.get(model, extra), tp=tp, pp=pp, dp=dp,
+                           micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len,
+                           gpu=gpu, mfu=mfu, schedule=schedule, virtual_stages=vpp, zero=zero,
+                           sequence_parallel=sequence_parallel, bucket_params=bucket_params,
+                           grad_bytes=grad_bytes, recompute=recompute)
+            fab = fabric_for_job(fabric, job.gpus, options)
+            result = simulate_iteration(job, fab, routing=routing, tp_algo=tp_algo,
+                                        dp_algo=dp_algo, seed=seed)
+        if plot:
+            from hpnsim.workloads.iteration_plot import plot_gantt
+
+            plot_gantt(result, plot)
+        if json_out:
+            emit_json(result.to_dict(timeline=timeline))
+        else:
+            _print_result(result)
+
+    @app.command(context_settings=PASS_THROUGH)
+    @guarded
+    def scaling(
+        ctx: typer.Context,
+        model: str = typer.Option(..., "--model", help="Catalog model."),
+        tp: int = typer.Option(8, "--tp", help="Tensor-parallel size (fixed)."),
+        pp: int = typer.Option(1, "--pp", help="Pipeline-parallel size (fixed)."),
+        dps: str = typer.Option("1,2,4,8,16", "--dp", help="Comma list of DP sizes."),
+        fabrics: str = typer.Option("hpn7,dcn_plus", "--fabrics", help="Comma list of templates."),
+        micro_batches: int = typer.Option(None, "--micro-batches",
+                                          help="Micro-batches per pipeline (default 4*pp)."),
+        gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
+        routing: str = typer.Option("ecmp", "--routing", help="Routing policy."),
+        plot: str = typer.Option(None, "--plot", help="Write a linearity PNG here."),
+        json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    ) -> None:
+        """Weak-scaling linearity (throughput at N / (N/N0 x throughput at N0)) per fabric.
+
+        Example: hpnsim scaling --model llama3-8b --tp 8 --dp 1,2,4,8 --fabrics hpn7,dcn_plus
+        """
+        from hpnsim.errors import InputError
+        from hpnsim.workloads.scaling import plot_linearity, scaling_linearity
+
+        try:
+            dp_list = [int(x) for x in dps.split(",") if x.strip()]
+        except ValueError:
+            raise InputError("dp", f"a comma list of integers, got {dps!r}") from None
+        result = scaling_linearity(model, tp=tp, pp=pp, dps=dp_list,
+                                   fabrics=[f.strip() for f in fabrics.split(",") if f.strip()],
+                                   micro_batches=micro_batches, routing=routing, gpu=gpu,
+                                   fabric_options=_fabric_options(ctx) or None)
+        if plot:
+            plot_linearity(result, plot)
+        if json_out:
+            emit_json(result.to_dict())
+            return
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"{model} TP{tp} x PP{pp}: weak scaling")
+        for col in ("fabric", "GPUs", "iteration s", "tokens/s", "MFU", "linearity"):
+            table.add_column(col)
+        for p in result.points:
+            table.add_row(p.fabric, str(p.gpus), f"{p.iteration_time:.4f}",
+                          f"{p.tokens_per_second:,.0f}", f"{100 * p.mfu:.1f}%",
+                          f"{p.linearity:.4f}")
+        Console().print(table)

@@ -76,6 +76,8 @@ class TrainJob:
         Bytes per gradient element on the wire (2: BF16; 4: FP32 reduction).
     recompute : bool
         Full activation recomputation (backward re-runs the forward, TP included).
+    optimizer_bytes_per_param : float
+        HBM bytes the optimizer step moves per local parameter (0 leaves the step out).
 
     Examples
     --------
@@ -102,6 +104,7 @@ class TrainJob:
     bucket_params: int | None = None
     grad_bytes: int = 2
     recompute: bool = False
+    optimizer_bytes_per_param: float = OPTIMIZER_BYTES_PER_PARAM
     layout: Layout | None = field(default=None, compare=False, repr=False)
     _costs: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -131,7 +134,10 @@ class TrainJob:
         object.__setattr__(self, "schedule", layout.schedule)
         if self.bucket_params is None:
             object.__setattr__(self, "bucket_params", int(max(40e6, 1e6 * self.dp)))
-        elif self.bucket_params < 1:
+        if not self.optimizer_bytes_per_param >= 0:
+            raise InputError("optimizer_bytes_per_param",
+                             f"must be >= 0, got {self.optimizer_bytes_per_param!r}")
+        if self.bucket_params < 1:
             raise InputError("bucket_params", f"must be >= 1, got {self.bucket_params}")
 
     # ----- sizes -----------------------------------------------------------------------
@@ -192,7 +198,9 @@ class TrainJob:
         tokens = self.micro_batch * self.seq_len
         rate = self.gpu.achieved_flops
         backward_factor = 3.0 if self.recompute else 2.0
-        tp_fwd, tp_bwd = (2, 6 if self.recompute else 4) if tp > 1 else (0, 0)
+        # Megatron TP: per layer, the attention and MLP outputs are all-reduced in forward and
+        # their inputs' gradients in backward; recomputation replays the forward pair.
+        tp_fwd, tp_bwd = (2, 4 if self.recompute else 2) if tp > 1 else (0, 0)
         first = chunk * self.layers_per_chunk
         blocks: list[tuple[float, int, float]] = []  # forward seconds, tp ops, params per GPU
         for layer in range(first, first + self.layers_per_chunk):
@@ -229,7 +237,7 @@ class TrainJob:
     def optimizer_time(self, stage: int) -> float:
         """Adam step on one GPU of ``stage``: memory-bound, ZeRO shards it over ``dp``."""
         params = self.stage_params(stage) / (self.dp if self.zero else 1)
-        return params * OPTIMIZER_BYTES_PER_PARAM / self.gpu.memory_bandwidth
+        return params * self.optimizer_bytes_per_param / self.gpu.memory_bandwidth
 
     def buckets(self, chunk: int) -> list[tuple[float, int]]:
         """Gradient buckets of virtual stage ``chunk``: ``(parameters, block index)`` each,
