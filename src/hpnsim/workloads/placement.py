@@ -82,7 +82,9 @@ class Placement:
         ``kind``: ``tp``, ``cp``, ``dp``, ``pp`` (a pipeline, stage order), ``ep`` (expert
         parallel: ``ep`` consecutive DP ranks), ``edp`` (replicas of one expert shard:
         DP ranks with the same EP rank), ``dp_cp`` (gradient reduction group: DP x CP).
-        Members are in rank order, which is the ring order collectives should use.
+        Members are in rank order, which is the ring order collectives should use. Rows are
+        ordered by the other coordinates, slowest first in ``(pp, dp, cp, tp)`` order
+        (e.g. ``groups("pp")`` reshapes to ``(dp, cp, tp, pp)``) — a stable contract.
 
         >>> place(Layout(dp=4, ep=2), gpus_per_host=4).groups("ep").tolist()
         [[0, 1], [2, 3]]
