@@ -9,7 +9,7 @@ same code routes templated and imported topologies.
 
 Choice at a switch with ``c > 1`` candidates: ``tier_code[tier]`` >= 0 hashes the flow's
 5-tuple key with that function and the switch's seed; -1 uses a fixed per-destination
-mapping (``dst_code % c``), as HPN's core and aggregation switches do.
+mapping (``(dst_code + switch id) % c``), as HPN's core and aggregation switches do.
 """
 
 from __future__ import annotations
@@ -173,7 +173,9 @@ def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, sw_ptr, sw_links, link_
                 if code >= 0:
                     pick = np.int64(hash_row(code, keys[i], seeds[cur])) % count
                 else:
-                    pick = dst_code[i] % count
+                    # fixed mapping: no 5-tuple hash, but distinct upstream switches map
+                    # to distinct next hops, so the diversity of earlier hashes survives
+                    pick = (dst_code[i] + cur) % count
             table[i, k] = buf[pick]
             cur = link_dst[buf[pick]]
             k += 1
