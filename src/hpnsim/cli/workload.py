@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per micro-batch."),
         batch: int = typer.Option(2048, "--batch", help="Global batch (sequences; the article: samples)."),
         seq_len: int = typer.Option(None, "--seq-len", help="Tokens per sequence (default the model's)."),
-        dataset_tokens: float = typer.Option(156e9, "--dataset-tokens", help="Tokens per epoch (default C4, 156e9)."),
+        dataset_tokens: float = typer.Option(156e9, "--dataset-tokens", help="Tokens per epoch (default C4, 156e9; samples for a CNN)."),
         dataset_samples: float = typer.Option(None, "--dataset-samples", help="Samples per epoch (--article; default from C4's 428 tokens per sample)."),
         gpus: int = typer.Option(None, "--gpus", help="--article: GPUs G in the group (default 8); else the job's GPU count to check."),
         parameters: float = typer.Option(None, "--parameters", help="--article: P (default the model's nominal size)."),
