@@ -7,6 +7,7 @@
 
 from hpnsim.workloads import aicb, article, layout, models, placement, traffic
 from hpnsim.workloads.aicb import Workload, load_aicb, parse_aicb
+from hpnsim.workloads.iteration import IterationResult, TrainJob, simulate_iteration  # noqa: F401
 from hpnsim.workloads.layout import Layout, check_layout, make_layout
 from hpnsim.workloads.models import ModelSpec
 from hpnsim.workloads.placement import Placement, place

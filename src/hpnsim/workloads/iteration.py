@@ -26,6 +26,8 @@ from hpnsim.engine import simulate
 from hpnsim.workloads.iteration_graph import IterationGraph, build_iteration_graph
 from hpnsim.workloads.iteration_job import TrainJob
 
+__all__ = ["IterationResult", "TrainJob", "account", "simulate_iteration"]
+
 PARTS = ("compute", "tp", "pp", "dp", "ep", "bubble", "optimizer")
 
 
