@@ -121,8 +121,14 @@ def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto
                  release: float = 0.0, root: int = 0, pxn: bool = True, name: str = "",
                  routing_options: dict | None = None) -> CompiledCollective:
     """:func:`compile_collective` returning everything it built (schedule, paths, task ids)."""
+    from hpnsim.routing.route import POLICIES
+
     op = normalize_op(op)
+    if routing not in POLICIES:
+        raise InputError("routing", f"must be one of {', '.join(POLICIES)}, got {routing!r}")
     gpus = check_group(gpus, fabric.n_gpus)
+    if not (isinstance(size, int | float | np.number) and np.isfinite(size) and size > 0):
+        raise InputError("size", f"must be a finite number of bytes > 0, got {size!r}")
     if int(qps) != qps or qps < 1:
         raise InputError("qps", f"must be an integer >= 1, got {qps!r}")
     algo, protocol = resolve_algorithm(fabric, op, gpus, float(size), algo, protocol)
