@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from maxmin_reference import reference_maxmin
 
 from hpnsim.engine import maxmin_rates
+from hpnsim.engine.maxmin import solve_csr
 from hpnsim.errors import InputError
 
 
@@ -80,6 +81,14 @@ def test_matches_reference_and_is_max_min(problem):
     assert np.array_equal(np.isinf(rates), ~bounded)
     scale = max(cap.max(), 1.0)
     np.testing.assert_allclose(rates[bounded], expected[bounded], rtol=1e-9, atol=1e-12 * scale)
+    # both fillings (local-minimum rounds, link-share heap) are exact
+    m = sp.csr_matrix(usage)
+    m.eliminate_zeros()
+    args = (cap, m.indptr.astype(np.int64), m.indices.astype(np.int64), m.data, weight.astype(float),
+            priority.astype(np.int64))
+    for switch_at in (-1, 0, 10**9):
+        np.testing.assert_allclose(solve_csr(*args, switch_at=switch_at)[bounded],
+                                   expected[bounded], rtol=1e-9, atol=1e-12 * scale)
 
     # feasibility: no link over capacity
     load = usage[bounded].T @ rates[bounded]

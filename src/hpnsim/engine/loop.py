@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hpnsim.engine.maxmin import solve_subset
+from hpnsim.engine.heap import heap_pop as _pop
+from hpnsim.engine.heap import heap_push as _push
+from hpnsim.engine.maxmin import SWITCH_AT, solve_subset
 
 #: completions closer than this (relative) to the event time are handled in the same event
 REL_TOL = 1e-12
@@ -21,50 +23,12 @@ _READY, _FLOW, _DELAY_DONE = 0, 1, 2
 
 
 @njit(cache=True)
-def _push(ht, ha, hb, n, t, a, b):
-    i = n
-    while i > 0:
-        p = (i - 1) // 2
-        if ht[p] < t or (ht[p] == t and ha[p] <= a):
-            break
-        ht[i] = ht[p]
-        ha[i] = ha[p]
-        hb[i] = hb[p]
-        i = p
-    ht[i] = t
-    ha[i] = a
-    hb[i] = b
-    return n + 1
-
-
-@njit(cache=True)
-def _pop(ht, ha, hb, n):
-    n -= 1
-    t, a, b = ht[n], ha[n], hb[n]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and ha[c + 1] < ha[c])):
-            c += 1
-        if ht[c] < t or (ht[c] == t and ha[c] < a):
-            ht[i] = ht[c]
-            ha[i] = ha[c]
-            hb[i] = hb[c]
-            i = c
-        else:
-            break
-    ht[i] = t
-    ha[i] = a
-    hb[i] = b
-    return n
-
-
-@njit(cache=True)
 def run_loop(kind, amount, priority, weight, latency, release, ptr, links, usage,
-             succ_ptr, succ, indeg, capacity, ev_time, ev_link, ev_cap, n_links, same_priority):
-    """Simulate; returns (start, finish, remaining bytes, status, events processed)."""
+             succ_ptr, succ, indeg, capacity, ev_time, ev_link, ev_cap, n_links, same_priority, ws):
+    """Simulate; returns (start, finish, remaining bytes, status, events processed).
+
+    ``ws`` is the solver workspace (:func:`hpnsim.engine.maxmin.make_workspace`).
+    """
     n = kind.shape[0]
     nnz = links.shape[0]
     start = np.full(n, np.inf)
@@ -109,12 +73,6 @@ def run_loop(kind, amount, priority, weight, latency, release, ptr, links, usage
     queue = np.empty(n_links, dtype=np.int64)
     comp = np.empty(n, dtype=np.int64)
     is_new = np.zeros(n, dtype=np.bool_)
-    rem = np.empty(n_links)
-    denom = np.empty(n_links)
-    share = np.empty(n_links)
-    mlink = np.empty(n_links)
-    level = np.empty(n)
-    act = np.empty(n, dtype=np.int64)
 
     for v in range(n):
         if waiting[v] == 0:
@@ -246,8 +204,8 @@ def run_loop(kind, amount, priority, weight, latency, release, ptr, links, usage
         members = comp[:nc]
         if not same_priority:
             members = members[np.argsort(priority[members], kind="mergesort")]
-        solve_subset(members, priority, ptr, links, usage, weight, cap, new_rate,
-                     rem, denom, share, mlink, level, act)
+        solve_subset(members, priority, ptr, links, usage, weight, cap, new_rate, ws,
+                     SWITCH_AT)
         for i in range(nc):
             v = members[i]
             r = new_rate[v]

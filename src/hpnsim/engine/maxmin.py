@@ -17,36 +17,72 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hpnsim.engine.heapfill import fill_class_heap
 from hpnsim.engine.validate import check_capacity, check_usage_matrix, check_variable_array
 
 
 @njit(cache=True)
-def fill_class(act, n_act, ptr, links, usage, weight, rem, rate, denom, share, mlink, level):
+def _two_sum(a, b):
+    """a + b as (rounded sum, exact rounding error): keeps running differences exact."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def make_workspace(n_links: int, n_vars: int):
+    """Scratch arrays for :func:`solve_subset` (allocated once, reused for every solve).
+
+    Per link: remaining capacity (hi, lo), weight sums (hi, lo), fair share, lowest level
+    of a crossing variable, two round stamps, a link list, a local index (-1); per variable:
+    level and worklist; and the round clock.
+    """
+    f = np.zeros((6, n_links))
+    i = np.full((4, n_links), -1, dtype=np.int64)
+    return (f[0], f[1], f[2], f[3], f[4], f[5], i[0], i[1], i[2], i[3],
+            np.empty(n_vars), np.empty(n_vars, dtype=np.int64), np.zeros(1, dtype=np.int64))
+
+
+@njit(cache=True)
+def fill_class(act, n_act, ptr, links, usage, weight, rate, ws, switch_at):
     """Water-fill the variables ``act[:n_act]`` (one priority class) on capacity ``rem``.
 
-    ``rem`` is reduced in place by what the class takes; ``rate`` receives the rates.
-    ``act`` is overwritten (used as the shrinking worklist). ``denom``, ``share``, ``mlink``
-    are per-link scratch, ``level`` per-position scratch (length >= n_act).
+    ``rem`` (in the workspace) is reduced in place by what the class takes; ``rate``
+    receives the rates; ``act`` is overwritten (it is the shrinking worklist). Link weight
+    sums and remaining capacities are updated incrementally as variables freeze, with
+    compensated (two-sum) arithmetic so they stay exact through long cancellations.
+
+    Returns how many variables are left unfrozen: when more than ``switch_at`` remain and a
+    round froze under 1/16 of them (``switch_at < 0``: at once), rounds stop paying and the
+    caller finishes with the link-share heap. Every frozen rate is final, so the rest is
+    the max-min problem of the remaining variables on the remaining capacity.
     """
+    if switch_at < 0:
+        return n_act
+    rem, rem_lo, denom, denom_lo, share, mlink, mstamp, tstamp, touched, _, level, _, clock = ws
+    for i in range(n_act):
+        v = act[i]
+        for e in range(ptr[v], ptr[v + 1]):
+            denom[links[e]] = 0.0
+            denom_lo[links[e]] = 0.0
+    for i in range(n_act):
+        v = act[i]
+        w = weight[v]
+        for e in range(ptr[v], ptr[v + 1]):
+            lk = links[e]
+            denom[lk], err = _two_sum(denom[lk], usage[e] * w)
+            denom_lo[lk] += err
+    for i in range(n_act):
+        v = act[i]
+        for e in range(ptr[v], ptr[v + 1]):
+            lk = links[e]
+            share[lk] = max(rem[lk] + rem_lo[lk], 0.0) / (denom[lk] + denom_lo[lk])
+    n_last = frozen_last = 1
     while n_act > 0:
-        for i in range(n_act):
-            v = act[i]
-            for e in range(ptr[v], ptr[v + 1]):
-                denom[links[e]] = 0.0
-        for i in range(n_act):
-            v = act[i]
-            w = weight[v]
-            for e in range(ptr[v], ptr[v + 1]):
-                denom[links[e]] += usage[e] * w
-        for i in range(n_act):
-            v = act[i]
-            for e in range(ptr[v], ptr[v + 1]):
-                lk = links[e]
-                r = rem[lk]
-                if r < 0.0:
-                    r = 0.0
-                share[lk] = r / denom[lk]
-                mlink[lk] = np.inf
+        if n_act > switch_at and frozen_last * 16 < n_last:
+            return n_act
+        n_last = n_act
+        clock[0] += 1
+        rnd = clock[0]
         for i in range(n_act):
             v = act[i]
             m = np.inf
@@ -57,9 +93,13 @@ def fill_class(act, n_act, ptr, links, usage, weight, rem, rate, denom, share, m
             level[i] = m
             for e in range(ptr[v], ptr[v + 1]):
                 lk = links[e]
-                if m < mlink[lk]:
+                if mstamp[lk] != rnd:
+                    mstamp[lk] = rnd
+                    mlink[lk] = m
+                elif m < mlink[lk]:
                     mlink[lk] = m
         kept = 0
+        n_touched = 0
         for i in range(n_act):
             v = act[i]
             frozen = False
@@ -69,30 +109,48 @@ def fill_class(act, n_act, ptr, links, usage, weight, rem, rate, denom, share, m
                     frozen = True
                     break
             if frozen:
-                r = weight[v] * level[i]
+                w = weight[v]
+                r = w * level[i]
                 rate[v] = r
                 for e in range(ptr[v], ptr[v + 1]):
-                    rem[links[e]] -= usage[e] * r
+                    lk = links[e]
+                    rem[lk], err = _two_sum(rem[lk], -usage[e] * r)
+                    rem_lo[lk] += err
+                    denom[lk], err = _two_sum(denom[lk], -usage[e] * w)
+                    denom_lo[lk] += err
+                    if tstamp[lk] != rnd:
+                        tstamp[lk] = rnd
+                        touched[n_touched] = lk
+                        n_touched += 1
             else:
                 act[kept] = v
-                level[kept] = level[i]
                 kept += 1
+        frozen_last = n_act - kept
         n_act = kept
+        for k in range(n_touched):
+            lk = touched[k]
+            d = denom[lk] + denom_lo[lk]
+            share[lk] = max(rem[lk] + rem_lo[lk], 0.0) / d if d > 0.0 else np.inf
+    return 0
 
 
 @njit(cache=True)
-def solve_subset(vars_, priority, ptr, links, usage, weight, capacity, rate,
-                 rem, denom, share, mlink, level, act):
+def solve_subset(vars_, priority, ptr, links, usage, weight, capacity, rate, ws, switch_at):
     """Max-min rates of the variables ``vars_`` (sorted by priority) into ``rate``.
 
     The set must be closed: no variable outside it uses its links. Variables without links
-    get an infinite rate (nothing limits them).
+    get an infinite rate (nothing limits them). ``ws`` is from :func:`make_workspace`.
+    Classes are filled by local-minimum rounds (no set-up) and finished with the link-share
+    heap (no rescans) once rounds stop paying; see :func:`fill_class` for ``switch_at``.
     """
+    rem, rem_lo = ws[0], ws[1]
+    act = ws[11]
     n = vars_.shape[0]
     for i in range(n):
         v = vars_[i]
         for e in range(ptr[v], ptr[v + 1]):
             rem[links[e]] = capacity[links[e]]
+            rem_lo[links[e]] = 0.0
     start = 0
     while start < n:
         cls = priority[vars_[start]]
@@ -106,19 +164,23 @@ def solve_subset(vars_, priority, ptr, links, usage, weight, capacity, rate,
             else:
                 rate[v] = np.inf
             stop += 1
-        fill_class(act, n_act, ptr, links, usage, weight, rem, rate, denom, share, mlink, level)
+        n_act = fill_class(act, n_act, ptr, links, usage, weight, rate, ws, switch_at)
+        if n_act > 0:
+            fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws)
         start = stop
 
 
-def solve_csr(capacity, ptr, links, usage, weight, priority) -> np.ndarray:
+#: local-minimum rounds may hand over to the heap only while more variables than this remain
+SWITCH_AT = 4096
+
+
+def solve_csr(capacity, ptr, links, usage, weight, priority, switch_at=SWITCH_AT):
     """Rates of all variables of a validated CSR problem (no copying of the CSR arrays)."""
     n_vars = ptr.shape[0] - 1
-    n_links = capacity.shape[0]
     order = np.argsort(priority, kind="stable").astype(np.int64)
     rate = np.zeros(n_vars)
     solve_subset(order, priority, ptr, links, usage, weight, capacity, rate,
-                 np.empty(n_links), np.empty(n_links), np.empty(n_links), np.empty(n_links),
-                 np.empty(n_vars), np.empty(n_vars, dtype=np.int64))
+                 make_workspace(capacity.shape[0], n_vars), switch_at)
     return rate
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpnsim.engine.loop import FLOWING, run_loop
+from hpnsim.engine.maxmin import make_workspace
 from hpnsim.engine.taskgraph import TaskGraph
 from hpnsim.engine.validate import check_capacity
 from hpnsim.errors import InputError
@@ -116,7 +117,8 @@ def simulate(graph: TaskGraph, capacity, *, capacity_events=()) -> SimResult:
     start, finish, remaining, status, n_events = run_loop(
         arrays.kind, arrays.amount, arrays.priority, arrays.weight, arrays.latency,
         arrays.release, arrays.ptr, arrays.links, arrays.usage, succ_ptr, succ, indeg,
-        cap, ev_time, ev_link, ev_cap, cap.shape[0], same_priority)
+        cap, ev_time, ev_link, ev_cap, cap.shape[0], same_priority,
+        make_workspace(cap.shape[0], n))
     moved = np.where(arrays.kind == 0, arrays.amount - remaining, 0.0)
     row = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.ptr))
     link_bytes = np.bincount(arrays.links, weights=arrays.usage * moved[row],
