@@ -125,8 +125,21 @@ def register(app: typer.Typer) -> None:
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
     ) -> None:
         """Simulate a collective over a size sweep and print an nccl-tests-style table."""
+        from hpnsim.collectives.ops import (
+            check_supported,
+            normalize_algorithm,
+            normalize_op,
+            normalize_protocol,
+        )
+        from hpnsim.routing.route import POLICIES
         from hpnsim.units import parse_size_range
 
+        canonical_op, canonical_algo = normalize_op(op), normalize_algorithm(algo)
+        if canonical_algo != "auto":
+            check_supported(canonical_op, canonical_algo)
+        normalize_protocol(protocol)
+        if routing not in POLICIES:
+            raise InputError("routing", f"must be one of {', '.join(POLICIES)}, got {routing!r}")
         size_list = parse_size_range(sizes, "sizes")
         if any(s <= 0 for s in size_list):
             raise InputError("sizes", f"sizes must be > 0, got {sizes!r}")
