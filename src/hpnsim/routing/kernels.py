@@ -117,9 +117,68 @@ def _cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distanc
 
 
 @njit(cache=True)
-def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, sw_ptr, sw_links, link_dst, row,
-              distance, pair_keys, pair_links, node_tier, tier_code, seeds, width):
-    """Route every flow from its start ToR to its destination NIC.
+def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, offset, cache):
+    """Route one flow from ToR ``cur`` to its NIC, writing links into ``out[offset:]``.
+
+    ``topo`` = ``(sw_ptr, sw_links, link_dst, row, distance, pair_keys, pair_links,
+    node_tier)``; ``cache`` from :func:`_new_cache`. Returns 0 on success, 1 if the
+    destination is unreachable, 2 if the path does not fit in ``out``.
+    """
+    sw_ptr, sw_links, link_dst, row, distance, pair_keys, pair_links, node_tier = topo
+    tags, counts, cached = cache
+    if cur < 0:
+        return 1
+    d = _dist(cur, targets, row, distance)
+    if d >= UNREACHABLE:
+        return 1
+    k = offset
+    while True:
+        if k >= out.shape[0]:
+            return 2
+        if d == 0:
+            count = 0
+            for p in range(targets.shape[0]):
+                if targets[p] == cur:
+                    count += 1
+            pick = 0
+            if count > 1:
+                pick = np.int64(hash_row(4, key, seeds[cur])) % count
+            for p in range(targets.shape[0]):
+                if targets[p] == cur:
+                    if pick == 0:
+                        out[k] = down[p]
+                        break
+                    pick -= 1
+            return 0
+        slot = _cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance,
+                                  pair_keys, pair_links, row.shape[0], tags, counts, cached)
+        count = counts[slot]
+        if count == 0:
+            return 1
+        pick = 0
+        if count > 1:
+            code = tier_code[node_tier[cur]]
+            if code >= 0:
+                pick = np.int64(hash_row(code, key, seeds[cur])) % count
+            else:
+                # fixed mapping: no 5-tuple hash, but distinct upstream switches map
+                # to distinct next hops, so the diversity of earlier hashes survives
+                pick = (dst_code + cur) % count
+        link = cached[slot, pick]
+        out[k] = link
+        cur = link_dst[link]
+        k += 1
+        d -= 1
+
+
+@njit(cache=True)
+def new_cache(topo, n_targets):
+    return _new_cache(n_targets, max_out_degree(topo[0]))
+
+
+@njit(cache=True)
+def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, topo, tier_code, seeds, width):
+    """Route every flow from its start ToR to its destination NIC (see :func:`walk_one`).
 
     Returns ``(table, status)``: ``table[i]`` holds flow i's link ids padded with -1;
     ``status[i]`` is 0 on success, 1 if unreachable, 2 if longer than ``width`` links.
@@ -127,59 +186,10 @@ def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, sw_ptr, sw_links, link_
     n = start.shape[0]
     table = np.full((n, width), -1, dtype=np.int32)
     status = np.zeros(n, dtype=np.int8)
-    n_nodes = row.shape[0]
-    tags, counts, cached = _new_cache(dst_tors.shape[1], max_out_degree(sw_ptr))
+    cache = new_cache(topo, dst_tors.shape[1])
     for i in range(n):
-        targets = dst_tors[i]
-        cur = start[i]
-        if cur < 0:
-            status[i] = 1
-            continue
-        d = _dist(cur, targets, row, distance)
-        if d >= UNREACHABLE:
-            status[i] = 1
-            continue
-        k = 0
-        while True:
-            if k >= width:
-                status[i] = 2
-                break
-            if d == 0:
-                count = 0
-                for p in range(targets.shape[0]):
-                    if targets[p] == cur:
-                        count += 1
-                pick = 0
-                if count > 1:
-                    pick = np.int64(hash_row(4, keys[i], seeds[cur])) % count
-                for p in range(targets.shape[0]):
-                    if targets[p] == cur:
-                        if pick == 0:
-                            table[i, k] = dst_down[i, p]
-                            break
-                        pick -= 1
-                break
-            slot = _cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row,
-                                      distance, pair_keys, pair_links, n_nodes, tags, counts,
-                                      cached)
-            count = counts[slot]
-            buf = cached[slot]
-            if count == 0:
-                status[i] = 1
-                break
-            pick = 0
-            if count > 1:
-                code = tier_code[node_tier[cur]]
-                if code >= 0:
-                    pick = np.int64(hash_row(code, keys[i], seeds[cur])) % count
-                else:
-                    # fixed mapping: no 5-tuple hash, but distinct upstream switches map
-                    # to distinct next hops, so the diversity of earlier hashes survives
-                    pick = (dst_code[i] + cur) % count
-            table[i, k] = buf[pick]
-            cur = link_dst[buf[pick]]
-            k += 1
-            d -= 1
+        status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i], topo,
+                             tier_code, seeds, table[i], 0, cache)
     return table, status
 
 
@@ -284,46 +294,3 @@ def spray_walk(start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst
                         pending, links,
                         weight, ptr[i], True)
     return ptr, links, weight, ok
-
-
-@njit(cache=True)
-def greedy_least_loaded(candidates, n_candidates, counted, sizes, n_links):
-    """Place flows in order, each on the candidate path whose busiest counted link is least
-    loaded (ties: least total load on counted links, then lowest candidate index).
-
-    ``candidates``: ``(n_flows * n_candidates, width)`` padded link tables, flow-major;
-    rows whose first entry is -2 are invalid. Returns the chosen candidate per flow.
-    """
-    n = sizes.shape[0]
-    load = np.zeros(n_links, dtype=np.float64)
-    choice = np.full(n, -1, dtype=np.int64)
-    width = candidates.shape[1]
-    for i in range(n):
-        best_max = np.inf
-        best_sum = np.inf
-        for c in range(n_candidates):
-            r = i * n_candidates + c
-            if candidates[r, 0] == -2:
-                continue
-            worst = 0.0
-            total = 0.0
-            for k in range(width):
-                link = candidates[r, k]
-                if link < 0:
-                    continue
-                if counted[link]:
-                    value = load[link]
-                    total += value
-                    if value > worst:
-                        worst = value
-            if worst < best_max or (worst == best_max and total < best_sum):
-                best_max = worst
-                best_sum = total
-                choice[i] = c
-        if choice[i] >= 0:
-            r = i * n_candidates + choice[i]
-            for k in range(width):
-                link = candidates[r, k]
-                if link >= 0:
-                    load[link] += sizes[i]
-    return choice

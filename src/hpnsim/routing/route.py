@@ -33,10 +33,12 @@ from __future__ import annotations
 import numpy as np
 
 from hpnsim.errors import InputError
-from hpnsim.fabrics.fabric import Fabric, LinkKind
+from hpnsim.fabrics.fabric import Fabric
 from hpnsim.routing.hashing import five_tuple_keys, hash_code, hash_keys, mix64
-from hpnsim.routing.kernels import ecmp_walk, greedy_least_loaded, spray_walk
+from hpnsim.routing.kernels import ecmp_walk
 from hpnsim.routing.paths import Paths
+from hpnsim.routing.precise import DEFAULT_CANDIDATES, select_precise
+from hpnsim.routing.spray import spray_policy
 from hpnsim.routing.tables import RoutingTables, routing_tables
 
 POLICIES = ("ecmp", "hpn_dual_plane", "precise", "spray")
@@ -51,8 +53,6 @@ _OPTIONS = {
                           "sizes"},
     "spray": {"pxn", "port"},
 }
-#: links whose load precise path selection balances (in-host links are fixed by the endpoints)
-NETWORK_LINKS = (LinkKind.ACCESS, LinkKind.UPLINK, LinkKind.CORE, LinkKind.PEER)
 
 
 def _gpu_array(values, n_gpus: int, field: str) -> np.ndarray:
@@ -187,9 +187,7 @@ def _walk_table(fabric: Fabric, t: RoutingTables, relay, dst, port, keys, tier_c
                 seeds) -> tuple[np.ndarray, np.ndarray]:
     """Switch links (padded table) and status of flows leaving ``relay`` on NIC ``port``."""
     return ecmp_walk(t.gpu_tor[relay, port], t.gpu_tor[dst], t.access_down[dst], keys,
-                     dst.astype(np.int64), t.sw_ptr, t.sw_links, fabric.link_dst, t.row,
-                     t.distance, t.pair_keys, t.pair_links, fabric.node_tier, tier_codes,
-                     seeds, t.max_hops + 2)
+                     dst.astype(np.int64), t.topo(fabric), tier_codes, seeds, t.max_hops + 2)
 
 
 def _unreachable(relay, dst, port, i) -> InputError:
@@ -250,120 +248,30 @@ def _hpn_dual_plane(fabric, flows, options) -> Paths:
 
 def _precise(fabric, flows, options) -> Paths:
     t = flows.t
-    k = options.get("candidates", 64)
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise InputError("candidates", f"must be an integer >= 1, got {k!r}")
     forced = _forced_port(flows, options.get("port"), t.ports)
     sizes = np.broadcast_to(np.asarray(options.get("sizes", 1.0), dtype=np.float64),
-                            (flows.n,)).copy()
+                            (flows.n,))
     seeds = switch_seeds(fabric, flows.seed, options.get("seed_mode", "per_switch"))
-    codes = _tier_codes(options)
     out = np.flatnonzero(~flows.intra)
-    # candidate c of a flow: connection c (its source port), NIC port c mod ports
-    cand_flow = np.repeat(out, k)
-    cand_c = np.tile(np.arange(k, dtype=np.int64), out.size)
-    sport_all = flows.sport.copy()
-    conn_all = flows.conn.copy()
-    if options.get("sport") is None:
-        cand_sport = (49152 + mix64(flows.seed, flows.relay[cand_flow], flows.dst[cand_flow],
-                                    cand_c) % np.uint64(16384)).astype(np.int64)
-    else:
-        cand_sport = (flows.sport[cand_flow] + cand_c) & 0xFFFF
-    usable = _usable_ports(t, flows.relay[cand_flow])
-    cand_port = forced[cand_flow] if forced is not None else cand_c % usable
-    keys = five_tuple_keys(t.ip[flows.relay[cand_flow]], t.ip[flows.dst[cand_flow]],
-                           cand_sport)
-    width = t.max_hops + 2
-    table, status = _walk_table(fabric, t, flows.relay[cand_flow], flows.dst[cand_flow],
-                                cand_port, keys, codes, seeds)
-    access = t.access_up[flows.relay[cand_flow], cand_port][:, None]
-    full = np.hstack([access, table])
-    full[status != 0, 0] = -2
-    counted = np.isin(fabric.link_kind, NETWORK_LINKS)
-    choice = greedy_least_loaded(full, k, counted, sizes[out], fabric.n_links)
-    if (choice < 0).any():
-        i = int(np.flatnonzero(choice < 0)[0])
-        raise _unreachable(flows.relay[out], flows.dst[out], np.zeros(out.size, int), i)
-    chosen = np.arange(out.size) * k + choice
+    base = None if options.get("sport") is None else flows.sport[out]
+    table, sport, port_out = select_precise(
+        fabric, t, flows.relay[out], flows.dst[out], flows.seed, base,
+        None if forced is None else forced[out], _tier_codes(options), seeds, sizes[out],
+        options.get("candidates", DEFAULT_CANDIDATES))
     port = np.zeros(flows.n, dtype=np.int64)
-    port[out] = cand_port[chosen]
-    sport_all[out] = cand_sport[chosen]
-    conn_all[out] = cand_c[chosen]
-    flows.sport, flows.conn = sport_all, conn_all
-    walk = np.full((flows.n, width), -1, dtype=np.int32)
-    walk[out] = table[chosen]
+    port[out] = port_out
+    flows.sport = flows.sport.copy()
+    flows.sport[out] = sport
+    walk = np.full((flows.n, table.shape[1] - 1), -1, dtype=np.int32)
+    walk[out] = table[:, 1:]
     return Paths.from_padded(np.hstack([flows.head(port), walk, flows.tail()]),
                              src=flows.src, dst=flows.dst,
                              port=np.where(~flows.intra, port, -1),
-                             sport=np.where(~flows.intra, sport_all, -1), policy="precise")
-
-
-def _spray(fabric, flows, options) -> Paths:
-    t = flows.t
-    forced = _forced_port(flows, options.get("port"), t.ports)
-    out = np.flatnonzero(~flows.intra)
-    relay, dst = flows.relay[out], flows.dst[out]
-    start = t.gpu_tor[relay]
-    if forced is not None:
-        frac = (np.arange(t.ports)[None, :] == forced[out][:, None]).astype(np.float64)
-    else:
-        frac = (start >= 0).astype(np.float64)
-        frac /= np.maximum(frac.sum(axis=1, keepdims=True), 1.0)
-    frac[start < 0] = 0.0
-    ptr, links, weight, ok = spray_walk(start, frac, t.gpu_tor[dst], t.access_down[dst],
-                                        t.sw_ptr, t.sw_links, fabric.link_dst, t.row,
-                                        t.distance, t.pair_keys, t.pair_links,
-                                        fabric.n_nodes)
-    if not ok.all():
-        i = int(np.flatnonzero(~ok)[0])
-        raise InputError("dst", f"GPU {int(dst[i])} is unreachable from GPU {int(relay[i])}")
-    # head (NVLink, PCIe, one ACCESS entry per port used) + sprayed switch links + PCIe
-    head = flows.head(None)
-    head_w = np.where(head >= 0, 1.0, 0.0)
-    access = np.full((flows.n, t.ports), -1, dtype=np.int32)
-    access_w = np.zeros((flows.n, t.ports))
-    used = frac > 0
-    access[out] = np.where(used, t.access_up[relay], -1)
-    access_w[out] = frac
-    parts = [_padded_csr(head[:, :3], head_w[:, :3]), _padded_csr(access, access_w)]
-    middle_counts = np.zeros(flows.n, dtype=np.int64)
-    middle_counts[out] = np.diff(ptr)
-    parts.append((middle_counts, links, weight))
-    tail = flows.tail()
-    parts.append(_padded_csr(tail, (tail >= 0).astype(np.float64)))
-    ptr_all, links_all, weight_all = _merge_csr(parts, flows.n)
-    port = np.full(flows.n, -1, dtype=np.int64)
-    if forced is not None:
-        port[out] = forced[out]
-    return Paths(ptr_all, links_all, weight_all, src=flows.src, dst=flows.dst, port=port,
-                 sport=np.where(~flows.intra, flows.sport, -1), policy="spray")
-
-
-def _padded_csr(table: np.ndarray, weight: np.ndarray):
-    mask = table >= 0
-    return mask.sum(axis=1).astype(np.int64), table[mask], weight[mask]
-
-
-def _merge_csr(parts, n: int):
-    """Concatenate per-flow segments: flow i gets part 0's entries, then part 1's, ..."""
-    counts = np.stack([c for c, _, _ in parts], axis=1)
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts.sum(axis=1), out=ptr[1:])
-    links = np.empty(ptr[-1], dtype=np.int32)
-    weight = np.empty(ptr[-1], dtype=np.float64)
-    offset = ptr[:-1].copy()
-    for count, part_links, part_weight in parts:
-        part_ptr = np.concatenate([[0], np.cumsum(count)])
-        within = np.arange(part_ptr[-1]) - np.repeat(part_ptr[:-1], count)
-        target = np.repeat(offset, count) + within
-        links[target] = part_links
-        weight[target] = part_weight
-        offset += count
-    return ptr, links, weight
+                             sport=np.where(~flows.intra, flows.sport, -1), policy="precise")
 
 
 _POLICY_FUNCTIONS = {"ecmp": _ecmp, "hpn_dual_plane": _hpn_dual_plane, "precise": _precise,
-                     "spray": _spray}
+                     "spray": spray_policy}
 
 
 def route(fabric: Fabric, src, dst, policy: str = "ecmp", *, conn=None, seed: int = 0,
@@ -385,7 +293,7 @@ def route(fabric: Fabric, src, dst, policy: str = "ecmp", *, conn=None, seed: in
         ``hash_tor``, ``hash_agg``, ``hash_core``: per-tier hash functions (default
         ``crc32_lo``, ``crc32_hi``, ``crc16``: decorrelated); ``hash_nic``: bond hash
         (``xor``). ``seed_mode``: ``per_switch`` (default), ``per_tier``, ``same``.
-        ``candidates`` (precise, default 64): connections tried per flow; ``sizes``
+        ``candidates`` (precise, default 256): most connections tried per flow; ``sizes``
         (precise): flow sizes used as load.
 
     Returns

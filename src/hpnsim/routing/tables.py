@@ -45,6 +45,11 @@ class RoutingTables:
     def ports(self) -> int:
         return self.gpu_tor.shape[1]
 
+    def topo(self, fabric: Fabric) -> tuple:
+        """The arrays the walking kernels take as one tuple."""
+        return (self.sw_ptr, self.sw_links, fabric.link_dst, self.row, self.distance,
+                self.pair_keys, self.pair_links, fabric.node_tier)
+
 
 def _first_link_of_kind(fabric: Fabric, nodes: np.ndarray, kind: LinkKind) -> np.ndarray:
     """Per node, the lowest-id out-link of ``kind`` (-1 if none), vectorized."""
