@@ -1,6 +1,7 @@
 """HPN 7.0 vs DCN+ (3-tier Clos): collectives on 448-2,048 GPUs spread across segments.
 
-For each fabric (hpn7 with 4 segments, dcn_plus with 8 pods), routing policy (ECMP and
+For each fabric (hpn7 with 4 segments, dcn_plus with 8 pods; each with H800-class 400 GB/s
+and H100-class 900 GB/s NVLink), routing policy (ECMP and
 HPN's dual-plane routing; precise path selection as a reference) and GPU count, runs
 - a 1 GiB ring all-reduce and a 1 GiB ring all-gather over the whole group,
 - four concurrent 1 GiB hierarchical all-reduces, each over a quarter of the group,
@@ -27,9 +28,11 @@ from hpnsim.engine import TaskGraph, simulate
 from hpnsim.fabrics import dcn_plus, hpn7
 
 SIZE = 2.0**30
-FABRICS = {
+FABRICS = {  # H800-class NVLink (400 GB/s bidirectional), then H100-class (900 GB/s)
     "hpn7": lambda: hpn7(segments=4),          # 4 x 1,024 GPUs, rail-optimized, dual-plane
     "dcn_plus": lambda: dcn_plus(pods=8),      # 32 x 128 GPUs, 3-tier Clos
+    "hpn7/nv900": lambda: hpn7(segments=4, nvlink="900GB/s"),
+    "dcn_plus/nv900": lambda: dcn_plus(pods=8, nvlink="900GB/s"),
 }
 ROUTINGS = ("ecmp", "hpn_dual_plane", "precise")
 PATTERNS = {  # name -> (op, algo, jobs)
@@ -118,7 +121,7 @@ def main() -> None:
                         row.update(run_case(fabric, pattern, gpus, routing, seed))
                         row["wall_s"] = round(time.perf_counter() - start, 3)
                         rows.append(row)
-                        print(f"{fname:9s} {n:5d} {pattern:13s} {routing:15s} seed {seed}: "
+                        print(f"{fname:15s} {n:5d} {pattern:13s} {routing:15s} seed {seed}: "
                               f"busbw {row['busbw_GBps']:7.2f} GB/s, collisions "
                               f"{row['hash_collisions']:4d}, max flows/link "
                               f"{row['max_link_flows']:.0f}", flush=True)
@@ -139,7 +142,7 @@ def plot(rows: list[dict], counts, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(PATTERNS), figsize=(5 * len(PATTERNS), 4), sharey=True)
+    fig, axes = plt.subplots(1, len(PATTERNS), figsize=(6 * len(PATTERNS), 4.5), sharey=True)
     combos = [(f, r) for f in FABRICS for r in ROUTINGS]
     width = 0.8 / len(combos)
     for ax, pattern in zip(axes, PATTERNS, strict=True):
