@@ -73,3 +73,59 @@ def reference_run_flows(capacity, paths, sizes, starts=None):
         left[ending] = 0.0
         t = t_next
     return finish
+
+
+def reference_simulate(capacity, tasks, capacity_events=()):
+    """Finish time of each task, by stepping from event to event and re-solving from scratch.
+
+    ``tasks`` is a list of dicts: ``kind`` ("transfer" or "delay"), ``amount`` (bytes or
+    seconds), ``usage`` (dense per-link row, transfers), ``priority``, ``weight``,
+    ``latency``, ``release``, ``deps`` (task indices). Unfinished tasks get ``inf``.
+    """
+    cap = np.asarray(capacity, dtype=float).copy()
+    events = sorted(capacity_events, key=lambda ev: ev[0])
+    n = len(tasks)
+    start = np.full(n, np.nan)
+    begin = np.full(n, np.nan)
+    finish = np.full(n, np.inf)
+    known = np.zeros(n, dtype=bool)          # finish time decided
+    left = np.array([task["amount"] for task in tasks], dtype=float)
+    t = 0.0
+    while True:
+        progress = True
+        while progress:                       # schedule everything decidable
+            progress = False
+            for i, task in enumerate(tasks):
+                if np.isnan(start[i]) and all(known[d] for d in task["deps"]):
+                    start[i] = max([task["release"]] + [finish[d] for d in task["deps"]])
+                    if task["kind"] == "delay":
+                        finish[i], known[i] = start[i] + task["amount"], True
+                    else:
+                        begin[i] = start[i] + task["latency"]
+                        if task["amount"] == 0 or not np.any(np.asarray(task["usage"]) > 0):
+                            finish[i], known[i] = begin[i], True
+                    progress = True
+        while events and events[0][0] <= t:
+            _, link, value = events.pop(0)
+            cap[link] = value
+        active = [i for i in range(n) if not known[i] and not np.isnan(begin[i])
+                  and begin[i] <= t]
+        rate = np.zeros(n)
+        if active:
+            rate[active] = reference_maxmin(
+                cap, np.array([tasks[i]["usage"] for i in active], dtype=float),
+                priority=[tasks[i]["priority"] for i in active],
+                weight=[tasks[i]["weight"] for i in active])
+        future = [x for x in begin if not np.isnan(x) and x > t]
+        future += [x for x, k in zip(finish, known, strict=True) if k and x > t]
+        future += [ev[0] for ev in events]
+        future += [t + left[i] / rate[i] for i in active if rate[i] > 0]
+        if not future:
+            return finish
+        t_next = min(future)
+        for i in active:
+            if rate[i] > 0 and t + left[i] / rate[i] <= t_next * (1 + 1e-12):
+                finish[i], known[i], left[i] = t + left[i] / rate[i], True, 0.0
+            else:
+                left[i] -= rate[i] * (t_next - t)
+        t = t_next
