@@ -229,7 +229,7 @@ def _spray_flow(i, start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link
                 for p in range(targets.shape[0]):
                     if targets[p] == node:
                         if fill:
-                            out_links[pos] = dst_down[i, p]
+                            out_links[pos] = -(p + 1)   # exit port p, resolved later
                             out_weight[pos] = share / count
                         pos += 1
                 continue
@@ -263,7 +263,9 @@ def spray_walk(start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst
     """Fractions of every flow over all equal-cost switch paths (split evenly per hop).
 
     ``start[i, p]`` / ``start_frac[i, p]``: the ToRs a flow enters and the fraction entering
-    each. Returns CSR ``(ptr, links, weight)`` and a per-flow ok flag.
+    each. Returns CSR ``(ptr, links, weight)`` and a per-flow ok flag. The last hop into the
+    destination NIC over port p is written as ``-(p + 1)``, so flows that differ only in
+    their destination NIC share one result.
     """
     n = start.shape[0]
     acc = np.zeros(n_nodes, dtype=np.float64)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from hpnsim.errors import InputError
 from hpnsim.routing.kernels import spray_walk
@@ -24,28 +25,29 @@ def spray_policy(fabric, flows, options) -> Paths:
         frac = (start >= 0).astype(np.float64)
         frac /= np.maximum(frac.sum(axis=1, keepdims=True), 1.0)
     frac[start < 0] = 0.0
-    ptr, links, weight, ok = spray_walk(start, frac, t.gpu_tor[dst], t.access_down[dst],
-                                        t.sw_ptr, t.sw_links, fabric.link_dst, t.row,
-                                        t.distance, t.pair_keys, t.pair_links,
-                                        fabric.n_nodes)
+    # flows entering and leaving through the same ToRs spray identically: solve each once
+    pattern = np.hstack([start, frac.view(np.int64), t.gpu_tor[dst]])
+    _, first, inverse = np.unique(pattern, axis=0, return_index=True, return_inverse=True)
+    rep = first.astype(np.int64)
+    uptr, ulinks, uweight, ok = spray_walk(start[rep], frac[rep], t.gpu_tor[dst[rep]],
+                                           t.access_down[dst[rep]], t.sw_ptr, t.sw_links,
+                                           fabric.link_dst, t.row, t.distance, t.pair_keys,
+                                           t.pair_links, fabric.n_nodes)
     if not ok.all():
-        i = int(np.flatnonzero(~ok)[0])
+        i = int(rep[np.flatnonzero(~ok)[0]])
         raise InputError("dst", f"GPU {int(dst[i])} is unreachable from GPU {int(relay[i])}")
-    # head (NVLink, PCIe, one ACCESS entry per port used) + sprayed switch links + PCIe
-    head = flows.head(None)
-    head_w = np.where(head >= 0, 1.0, 0.0)
+    # per flow: NVLink/PCIe head, one ACCESS entry per port used, its pattern, PCIe tail
+    head = flows.head(None)[:, :3]
     access = np.full((flows.n, t.ports), -1, dtype=np.int32)
     access_w = np.zeros((flows.n, t.ports))
-    used = frac > 0
-    access[out] = np.where(used, t.access_up[relay], -1)
+    access[out] = np.where(frac > 0, t.access_up[relay], -1)
     access_w[out] = frac
-    parts = [_padded_csr(head[:, :3], head_w[:, :3]), _padded_csr(access, access_w)]
-    middle_counts = np.zeros(flows.n, dtype=np.int64)
-    middle_counts[out] = np.diff(ptr)
-    parts.append((middle_counts, links, weight))
-    tail = flows.tail()
-    parts.append(_padded_csr(tail, (tail >= 0).astype(np.float64)))
-    ptr_all, links_all, weight_all = _merge_csr(parts, flows.n)
+    pattern_of = np.full(flows.n, -1, dtype=np.int64)
+    pattern_of[out] = inverse.ravel()
+    exit_down = np.full((flows.n, t.ports), -1, dtype=np.int32)
+    exit_down[out] = t.access_down[dst]
+    ptr_all, links_all, weight_all = assemble(head, access, access_w, pattern_of, uptr, ulinks,
+                                              uweight, exit_down, flows.tail()[:, 0])
     port = np.full(flows.n, -1, dtype=np.int64)
     if forced is not None:
         port[out] = forced[out]
@@ -53,26 +55,40 @@ def spray_policy(fabric, flows, options) -> Paths:
                  sport=np.where(~flows.intra, flows.sport, -1), policy="spray")
 
 
-def _padded_csr(table: np.ndarray, weight: np.ndarray):
-    mask = table >= 0
-    return mask.sum(axis=1).astype(np.int64), table[mask], weight[mask]
-
-
-def _merge_csr(parts, n: int):
-    """Concatenate per-flow segments: flow i gets part 0's entries, then part 1's, ..."""
-    counts = np.stack([c for c, _, _ in parts], axis=1)
+@njit(cache=True)
+def assemble(head, access, access_w, pattern_of, uptr, ulinks, uweight, exit_down, tail):
+    """Concatenate each flow's head links, ACCESS entries, sprayed pattern and tail."""
+    n = head.shape[0]
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts.sum(axis=1), out=ptr[1:])
-    links = np.empty(ptr[-1], dtype=np.int32)
-    weight = np.empty(ptr[-1], dtype=np.float64)
-    offset = ptr[:-1].copy()
-    for count, part_links, part_weight in parts:
-        part_ptr = np.concatenate([[0], np.cumsum(count)])
-        within = np.arange(part_ptr[-1]) - np.repeat(part_ptr[:-1], count)
-        target = np.repeat(offset, count) + within
-        links[target] = part_links
-        weight[target] = part_weight
-        offset += count
+    for i in range(n):
+        count = 0
+        for k in range(head.shape[1]):
+            count += head[i, k] >= 0
+        for k in range(access.shape[1]):
+            count += access[i, k] >= 0
+        if pattern_of[i] >= 0:
+            count += uptr[pattern_of[i] + 1] - uptr[pattern_of[i]]
+        count += tail[i] >= 0
+        ptr[i + 1] = ptr[i] + count
+    links = np.empty(ptr[n], dtype=np.int32)
+    weight = np.empty(ptr[n], dtype=np.float64)
+    for i in range(n):
+        pos = ptr[i]
+        for k in range(head.shape[1]):
+            if head[i, k] >= 0:
+                links[pos], weight[pos] = head[i, k], 1.0
+                pos += 1
+        for k in range(access.shape[1]):
+            if access[i, k] >= 0:
+                links[pos], weight[pos] = access[i, k], access_w[i, k]
+                pos += 1
+        u = pattern_of[i]
+        if u >= 0:
+            for e in range(uptr[u], uptr[u + 1]):
+                link = ulinks[e]
+                links[pos] = exit_down[i, -link - 1] if link < 0 else link
+                weight[pos] = uweight[e]
+                pos += 1
+        if tail[i] >= 0:
+            links[pos], weight[pos] = tail[i], 1.0
     return ptr, links, weight
-
-
