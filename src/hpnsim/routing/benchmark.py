@@ -16,8 +16,8 @@ def run(quick: bool = False) -> list[Measurement]:
     """Time ``route`` and ``diagnose`` on a full pod (15,360 GPUs) or 2 segments if quick.
 
     >>> ms = run(quick=True)
-    >>> sorted({m.details["flows"] for m in ms}) == [2048]
-    True
+    >>> sorted({m.details["flows"] for m in ms if "flows" in m.details})
+    [2048]
     """
     import hpnsim.fabrics as fb
     from hpnsim.routing import route
