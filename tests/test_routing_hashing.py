@@ -148,3 +148,12 @@ def test_sixty_flows_on_sixty_uplinks_max_load():
     assert abs(max_load.mean() - mean) < 4.5 * std / np.sqrt(trials)
     # about 38 of 60 uplinks used: 60 (1 - (59/60)^60) = 37.93
     assert abs(distinct.mean() - ballsbins.expected_distinct_paths(n, n)) < 0.15
+
+
+def test_numba_source_port_matches_numpy_mix():
+    from hpnsim.routing.hashing import mix64
+    from hpnsim.routing.precise import source_port
+
+    for seed, relay, dst, conn in [(0, 0, 1, 0), (-5, 17, 15359, 255), (2**40, 3, 9, 7)]:
+        want = 49152 + int(mix64(seed, relay, dst, conn) % np.uint64(16384))
+        assert source_port(seed, relay, dst, conn) == want

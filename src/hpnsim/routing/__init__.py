@@ -16,6 +16,7 @@ from hpnsim.routing.ballsbins import (
     max_load_distribution,
     no_collision_probability,
 )
+from hpnsim.routing.diagnostics import RoutingDiagnostics, diagnose
 from hpnsim.routing.hashing import (
     HASH_FUNCTIONS,
     five_tuple_keys,
@@ -26,7 +27,8 @@ from hpnsim.routing.paths import Paths
 from hpnsim.routing.route import POLICIES, route, switch_seeds
 
 __all__ = [
-    "HASH_FUNCTIONS", "POLICIES", "Paths", "expected_distinct_paths", "expected_excess_flows",
+    "HASH_FUNCTIONS", "POLICIES", "Paths", "RoutingDiagnostics", "diagnose",
+    "expected_distinct_paths", "expected_excess_flows",
     "expected_max_load", "five_tuple_keys", "hash_five_tuples", "hash_keys",
     "max_load_distribution", "no_collision_probability", "route", "switch_seeds",
 ]
