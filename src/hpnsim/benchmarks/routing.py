@@ -1,8 +1,8 @@
 """Routing benchmark: route one flow per GPU of an HPN 7.0 pod under every policy.
 
-``run(quick)`` follows the ``hpnsim.benchmarks`` suite protocol (``-> list[Measurement]``);
-``hpnsim/benchmarks/routing.py`` can simply re-export it. Numba kernels are compiled (or
-loaded from cache) by a small warm-up call first, so figures are steady-state times.
+``run(quick)`` follows the ``hpnsim.benchmarks`` suite protocol (``-> list[Measurement]``).
+Numba kernels are compiled (or loaded from cache) by a small warm-up call first, so figures
+are steady-state times.
 """
 
 from __future__ import annotations
