@@ -105,3 +105,33 @@ def test_matches_reference_and_is_max_min(problem):
                 ok = True
                 break
         assert ok, f"variable {v} has no bottleneck link"
+
+
+def test_rounds_hand_over_to_heap_exactly():
+    # 600 flows of 3 random links out of 60: rounds freeze few flows each, so the local-min
+    # rounds stop early and the heap finishes; all three ways agree with the oracle
+    from hpnsim.engine.maxmin import fill_class, make_workspace
+
+    rng = np.random.default_rng(7)
+    n_vars, n_links = 600, 60
+    links = np.sort(np.stack([rng.choice(n_links, 3, replace=False) for _ in range(n_vars)]),
+                    axis=1).ravel().astype(np.int64)
+    ptr = np.arange(0, 3 * n_vars + 1, 3, dtype=np.int64)
+    usage = rng.choice([1.0, 2.0, 0.5], links.size)
+    weight = rng.choice([1.0, 2.0, 3.0], n_vars)
+    priority = rng.integers(0, 2, n_vars)
+    cap = rng.uniform(1.0, 100.0, n_links)
+
+    ws = make_workspace(n_links, n_vars)
+    ws[0][:] = cap
+    act = np.arange(n_vars, dtype=np.int64)
+    left = fill_class(act, n_vars, ptr, links, usage, weight, np.zeros(n_vars), ws, 0)
+    assert 0 < left < n_vars   # the hand-over really happens here
+
+    dense = np.zeros((n_vars, n_links))
+    np.add.at(dense, (np.repeat(np.arange(n_vars), 3), links), usage)
+    expected = reference_maxmin(cap, dense, priority=priority, weight=weight)
+    for switch_at in (-1, 0, 10**9):
+        got = solve_csr(cap, ptr, links, usage, weight, priority.astype(np.int64),
+                        switch_at=switch_at)
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12 * cap.max())

@@ -3,9 +3,10 @@
 Local-minimum rounds (``maxmin.fill_class``) rescan every unfrozen variable each round; on a
 large dense problem (1e6 flows on a k=56 fat-tree) that is ~70 rounds over most variables.
 Here the link with the smallest fair share is always taken next (it is a local minimum, so
-this is exact progressive filling), its variables are frozen at that share, and only the
-links they cross get their share raised in the heap: O(nnz log n_links) in all. The heap
-holds one entry per link (an indexed heap), so it stays small and cache-resident.
+this is exact progressive filling) and its variables are frozen at that share. The heap
+holds one entry per link (an indexed heap, small and cache-resident). Links whose share
+rose are only marked stale: a stale key is a lower bound, so it is refreshed when it
+reaches the top, and the top is final once it is fresh. O(nnz + pops log n_links).
 """
 
 from __future__ import annotations
@@ -93,24 +94,30 @@ def fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws):
         key[j] = max(rem[lk] + rem_lo[lk], 0.0) / (denom[j] + denom_lo[j])
     for i in range(nl // 2 - 1, -1, -1):
         _sift_down(heap, pos, key, i, nl)
-    dirty = np.full(nl, -1, dtype=np.int64)
-    dirty_list = np.empty(nl, dtype=np.int64)
+    stale = np.zeros(nl, dtype=np.bool_)
     frozen = np.zeros(n_act, dtype=np.bool_)
     hn = nl
-    step = 0
     while hn > 0:
         j = heap[0]
+        if stale[j]:
+            # keys only rise, so a stale key is a lower bound: refresh it lazily, only when
+            # it reaches the top
+            stale[j] = False
+            if cnt[j] == 0:
+                key[j] = np.inf
+            else:
+                lk = loc_links[j]
+                key[j] = max(rem[lk] + rem_lo[lk], 0.0) / (denom[j] + denom_lo[j])
+            _sift_down(heap, pos, key, 0, hn)
+            continue
         s = key[j]
+        if s == np.inf:
+            break
         hn -= 1
         if hn > 0:
             heap[0] = heap[hn]
             pos[heap[0]] = 0
             _sift_down(heap, pos, key, 0, hn)
-        pos[j] = -1
-        if cnt[j] == 0:
-            continue
-        step += 1
-        n_dirty = 0
         for k in range(lv_ptr[j], lv_ptr[j + 1]):
             i = lv_pos[k]
             if frozen[i]:
@@ -128,18 +135,6 @@ def fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws):
                 denom[jj], err = _two_sum(denom[jj], -usage[e] * w)
                 denom_lo[jj] += err
                 cnt[jj] -= 1
-                if pos[jj] >= 0 and dirty[jj] != step:
-                    dirty[jj] = step
-                    dirty_list[n_dirty] = jj
-                    n_dirty += 1
-        for d in range(n_dirty):
-            jj = dirty_list[d]
-            if cnt[jj] == 0:
-                key[jj] = np.inf
-            else:
-                lk = loc_links[jj]
-                key[jj] = max(rem[lk] + rem_lo[lk], 0.0) / (denom[jj] + denom_lo[jj])
-            # shares only rise as others freeze, so the entry only moves down
-            _sift_down(heap, pos, key, pos[jj], hn)
+                stale[jj] = True
     for j in range(nl):
         lidx[loc_links[j]] = -1
