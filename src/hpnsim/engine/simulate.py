@@ -40,6 +40,17 @@ class SimResult:
         """True when every task finished."""
         return bool(np.all(np.isfinite(self.finish)))
 
+    def to_frame(self):
+        """Per-task table (pandas, an optional dependency): name, start, finish, duration."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("SimResult.to_frame needs pandas: pip install 'hpnsim[frames]'"
+                              ) from exc
+        return pd.DataFrame({"name": self.names or [""] * self.start.size,
+                             "start": self.start, "finish": self.finish,
+                             "duration": self.finish - self.start})
+
     def to_dict(self) -> dict:
         """Plain-Python view (lists, ``None`` for never), for JSON output."""
         def seconds(arr):
