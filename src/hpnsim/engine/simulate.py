@@ -80,13 +80,13 @@ def _capacity_events(events, n_links):
     for i in range(arr.shape[0]):
         if not np.isfinite(times[i]) or times[i] < 0:
             raise InputError("capacity_events", f"event {i}: time must be finite and >= 0, "
-                                                f"got {times[i]!r}")
+                                                f"got {float(times[i])!r}")
         if link_f[i] != np.round(link_f[i]) or not 0 <= link_f[i] < n_links:
             raise InputError("capacity_events", f"event {i}: unknown link id {link_f[i]!r} "
                                                 f"(the fabric has {n_links} links)")
         if not np.isfinite(caps[i]) or caps[i] < 0:
             raise InputError("capacity_events", f"event {i}: link {int(link_f[i])}: capacity "
-                                                f"must be finite and >= 0, got {caps[i]!r}")
+                                                f"must be finite and >= 0, got {float(caps[i])!r}")
     order = np.argsort(times, kind="stable")
     return times[order], link_f[order].astype(np.int64), caps[order]
 

@@ -88,7 +88,7 @@ def _check_values(values, field, label_of, positive=False):
         i = int(np.flatnonzero(bad.ravel())[0])
         bound = "> 0" if positive else ">= 0"
         raise InputError(field, f"{label_of(i)}: must be finite and {bound}, "
-                                f"got {arr.ravel()[i]!r}")
+                                f"got {float(arr.ravel()[i])!r}")
     return arr
 
 

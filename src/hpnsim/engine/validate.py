@@ -22,7 +22,8 @@ def check_capacity(capacity) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(cap) | (cap < 0))
     if bad.size:
         link = int(bad[0])
-        raise InputError("capacity", f"link {link}: must be finite and >= 0, got {cap[link]!r}")
+        raise InputError("capacity",
+                         f"link {link}: must be finite and >= 0, got {float(cap[link])!r}")
     return cap
 
 
@@ -80,7 +81,7 @@ def check_variable_array(values, n: int, field: str, dtype, default, positive=Fa
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         bound = "> 0" if positive else ">= 0"
-        raise InputError(field, f"variable {i}: must be finite and {bound}, got {out[i]!r}")
+        raise InputError(field, f"variable {i}: must be finite and {bound}, got {float(out[i])!r}")
     return out
 
 
