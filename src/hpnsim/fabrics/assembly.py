@@ -104,11 +104,12 @@ class Assembly:
         self.n_nodes = 0
 
     def nodes(self, kind: NodeKind, count: int, *, tier: int, pod=-1, segment=-1, rail=-1,
-              plane=-1, host=-1, index=-1) -> np.ndarray:
+              plane=-1, host=-1, index=-1, network: int = 0) -> np.ndarray:
         """Add ``count`` nodes; attributes are scalars or arrays of length ``count``."""
         ids = np.arange(self.n_nodes, self.n_nodes + count, dtype=np.int32)
         block = {"node_kind": np.full(count, int(kind), np.int8),
-                 "node_tier": np.full(count, tier, np.int8)}
+                 "node_tier": np.full(count, tier, np.int8),
+                 "node_network": np.full(count, network, np.int8)}
         for name, value in (("pod", pod), ("segment", segment), ("rail", rail),
                             ("plane", plane), ("host", host), ("index", index)):
             block[f"node_{name}"] = np.broadcast_to(np.asarray(value, np.int32), (count,))

@@ -3,7 +3,8 @@
 Layout (docs/design.md): nodes carry ``node_kind`` (:class:`NodeKind`), ``node_tier``
 (0 inside a host, 1 ToR, 2 Agg, 3 Core), ``node_pod``, ``node_segment``, ``node_rail``,
 ``node_plane``, ``node_host`` and ``node_index`` (a position that tells apart nodes whose
-other attributes agree, e.g. Agg 17 of plane 0), -1 where an attribute does not apply.
+other attributes agree, e.g. Agg 17 of plane 0), -1 where an attribute does not apply, and
+``node_network`` (:data:`BACKEND` or :data:`FRONTEND`; frontend names start with ``fe/``).
 Links are directed (a cable is two links): ``link_src``, ``link_dst``, ``link_capacity``
 (bytes/s), ``link_latency`` (s), ``link_kind`` (:class:`LinkKind`), ``link_port`` (the NIC
 port of an ACCESS link, else -1). Builders emit every cable as two consecutive links, so the
@@ -35,6 +36,11 @@ class NodeKind(IntEnum):
     AGG = 4
     CORE = 5
     HOST = 6
+    STORAGE = 7
+
+
+#: ``node_network`` values: the training (backend) network and the separate frontend network
+BACKEND, FRONTEND = 0, 1
 
 
 class LinkKind(IntEnum):
@@ -53,10 +59,10 @@ SWITCH_KINDS = (NodeKind.TOR, NodeKind.AGG, NodeKind.CORE)
 UNREACHABLE = np.iinfo(np.int16).max
 
 _NODE_FIELDS = ("node_kind", "node_tier", "node_pod", "node_segment", "node_rail",
-                "node_plane", "node_host", "node_index")
+                "node_plane", "node_host", "node_index", "node_network")
 _LINK_FIELDS = ("link_src", "link_dst", "link_capacity", "link_latency", "link_kind",
                 "link_port")
-_DTYPES = {"node_kind": np.int8, "node_tier": np.int8, "link_src": np.int32,
+_DTYPES = {"node_kind": np.int8, "node_tier": np.int8, "node_network": np.int8, "link_src": np.int32,
            "link_dst": np.int32, "link_capacity": np.float64, "link_latency": np.float64,
            "link_kind": np.int8, "link_port": np.int8}
 _NAME_RE = re.compile(r"[a-z]+|-?\d+")
@@ -85,7 +91,10 @@ class Fabric:
                  gpu_node: np.ndarray, gpu_nic: np.ndarray, meta: dict[str, Any] | None = None):
         n_nodes = len(nodes["node_kind"])
         for name in _NODE_FIELDS:
-            array = np.ascontiguousarray(nodes[name], dtype=_DTYPES.get(name, np.int32))
+            column = nodes.get(name)
+            if column is None and name == "node_network":  # fabrics without a frontend
+                column = np.zeros(n_nodes, dtype=np.int8)
+            array = np.ascontiguousarray(column, dtype=_DTYPES.get(name, np.int32))
             if array.shape != (n_nodes,):
                 raise ValueError(f"{name} must have shape ({n_nodes},), got {array.shape}")
             setattr(self, name, array)
@@ -185,7 +194,7 @@ class Fabric:
         nic_gpu = np.full(self.n_nodes, -1, dtype=np.int64)
         nic_gpu[self.gpu_nic] = np.arange(self.n_gpus)
         access = np.flatnonzero((self.link_kind == LinkKind.ACCESS)
-                                & (self.node_kind[self.link_src] == NodeKind.NIC))
+                                & (nic_gpu[self.link_src] >= 0))  # not frontend NICs
         ports = max(int(self.link_port[access].max()) + 1, 1) if len(access) else 1
         tor = np.full((self.n_gpus, ports), -1, dtype=np.int32)
         link = np.full((self.n_gpus, ports), -1, dtype=np.int32)
@@ -244,16 +253,33 @@ class Fabric:
             mask &= np.isin(column, np.atleast_1d(np.asarray(value, dtype=np.int64)))
         return np.flatnonzero(mask).astype(np.int32)
 
-    def switches(self) -> np.ndarray:
-        """Node ids of all switches (ToR, Agg, Core), ascending."""
-        return self.nodes_where(kind=list(SWITCH_KINDS))
+    def switches(self, network: int | None = None) -> np.ndarray:
+        """Node ids of all switches (ToR, Agg, Core), ascending; of one network if given."""
+        return self.nodes_where(kind=list(SWITCH_KINDS), network=network)
+
+    @cached_property
+    def link_network(self) -> np.ndarray:
+        """Per link, :data:`FRONTEND` if either end is a frontend node, else :data:`BACKEND`.
+
+        In-host links from a GPU to its host's CPU (``HOST``) count as frontend: only
+        frontend traffic (checkpoints, datasets) crosses them.
+        """
+        return np.maximum(self.node_network[self.link_src], self.node_network[self.link_dst])
+
+    @property
+    def has_frontend(self) -> bool:
+        """Whether the fabric includes frontend nodes."""
+        return bool((self.node_network == FRONTEND).any())
 
     # ------------------------------------------------------------------ names
     def node_name(self, node: int) -> str:
-        """Human-readable name, e.g. ``pod0/seg3/tor-r5-p1`` or ``pod0/seg0/host17/gpu-r3``."""
+        """Human-readable name, e.g. ``pod0/seg3/tor-r5-p1`` or ``pod0/seg0/host17/gpu-r3``.
+
+        Frontend nodes start with ``fe/``, e.g. ``fe/pod0/seg3/tor-p1-0``.
+        """
         i = int(node)
         kind = NodeKind(int(self.node_kind[i]))
-        parts = []
+        parts = ["fe"] if self.node_network[i] == FRONTEND else []
         for attr, prefix in (("pod", "pod"), ("segment", "seg")):
             value = int(getattr(self, f"node_{attr}")[i])
             if value >= 0:

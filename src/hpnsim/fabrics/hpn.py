@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from hpnsim.errors import InputError
 from hpnsim.fabrics.assembly import choice, common_speeds, positive_int
-from hpnsim.fabrics.fabric import Fabric, NodeKind  # noqa: F401  (NodeKind: doctest)
+from hpnsim.fabrics.fabric import FRONTEND, Fabric, NodeKind  # noqa: F401  (doctest)
+from hpnsim.fabrics.frontend import FrontendSpec
 from hpnsim.fabrics.tiered import TieredSpec, build_tiered
 from hpnsim.units import parse_bandwidth
 
@@ -32,12 +33,19 @@ def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None
          aggs_per_plane: int = 60, agg_core_uplinks: int = 8, dual_plane: bool = True,
          dual_tor: str = "nonstacked", peer_links: int = 1, chip: str = "51.2T",
          core_ports: int | None = None, nvlink: str = "400GB/s", pcie: str = "Gen5x16",
-         hop_latency: str = "1us", host_latency: str = "0.5us") -> Fabric:
+         hop_latency: str = "1us", host_latency: str = "0.5us",
+         last_pod_segments: int | None = None, frontend: bool = False,
+         frontend_hosts_per_tor: int = 64, frontend_port_speed: str = "200G",
+         frontend_tor_uplinks: int | None = None, frontend_aggs_per_pod: int | None = None,
+         frontend_agg_uplinks: int | None = None, frontend_core_ports: int | None = None,
+         storage_hosts: int | None = None) -> Fabric:
     """Build an HPN 7.0 fabric (defaults: the published 15,360-GPU pod).
 
     Parameters
     ----------
     pods, segments : pods (more than one adds the core tier) and segments per pod.
+    last_pod_segments : segments of the last pod (default ``segments``), so a fabric can hold
+        a GPU count that is not a whole number of pods; the last pod still has all its Aggs.
     hosts_per_segment, backup_hosts : active and backup hosts per segment (defaults 128 and 8;
         64 and 4 with ``dual_tor="single"``; 6 backups with ``"stacked"``). Backup hosts are
         not built as nodes: they take ToR ports (port check, bill of materials) only.
@@ -50,6 +58,17 @@ def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None
     chip : switch chip bandwidth; every switch is checked against it.
     core_ports : ports per core switch (default: chip / uplink_speed).
     nvlink : bidirectional NVLink bandwidth per GPU; pcie : ``"Gen5x16"`` or a bandwidth.
+    frontend : add the separate frontend network (hosts' CPUs, a 2-port frontend NIC per
+        host, a 1:1 3-tier Clos with non-stacked dual ToRs, storage hosts); see
+        :mod:`hpnsim.fabrics.frontend`. Its nodes have ``node_network == FRONTEND`` and come
+        after every backend node and link, so backend ids do not change.
+    frontend_hosts_per_tor : hosts per frontend ToR pair (64: two pairs per 128-host segment).
+    frontend_port_speed : speed of each of the 2 frontend NIC (and storage host) ports.
+    frontend_tor_uplinks, frontend_aggs_per_pod, frontend_agg_uplinks : default to 1:1
+        (ToR uplinks carry all host ports, one per Agg; Agg uplinks equal its downlinks).
+    frontend_core_ports : ports per frontend core switch (default chip / uplink_speed).
+    storage_hosts : storage hosts (default: enough NIC bandwidth to write a 30 GB per GPU
+        checkpoint of every GPU in 100 s).
 
     Examples
     --------
@@ -58,6 +77,11 @@ def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None
     (15360, 1920, 240)
     >>> f.nodes_where(kind=NodeKind.AGG).size
     120
+    >>> hpn7(pods=2, last_pod_segments=8).n_gpus
+    23552
+    >>> g = hpn7(segments=1, frontend=True)
+    >>> g.switches(network=FRONTEND).size, g.meta["frontend"]["storage_hosts"]
+    (74, 7)
     """
     mode = choice(dual_tor, "dual_tor", DUAL_TOR_MODES)
     single = mode == "single"
@@ -92,5 +116,10 @@ def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None
         chip=parse_bandwidth(chip, "chip"),
         core_ports=None if core_ports is None else positive_int(core_ports, "core_ports"),
         peer_links=peer_links if mode == "stacked" else 0,
+        last_pod_segments=None if last_pod_segments is None else positive_int(
+            last_pod_segments, "last_pod_segments"),
+        frontend=FrontendSpec(frontend_hosts_per_tor, frontend_port_speed,
+                              frontend_tor_uplinks, frontend_aggs_per_pod, frontend_agg_uplinks,
+                              storage_hosts, frontend_core_ports) if frontend else None,
         **common_speeds(nvlink, pcie, hop_latency, host_latency))
     return build_tiered(spec, dual_tor=mode, dual_plane=spec.plane_by == "side")

@@ -5,7 +5,8 @@ A *segment* is the set of hosts under one group of ToRs. Inside a segment there 
 group 0), and its port ``p`` goes to side ``p`` (dual ToR) or, with one side, all ports are
 bonded into one ACCESS link pair. ToRs link evenly to every Agg of their *plane*; the planes
 split the Aggs of a pod by ToR side (HPN dual-plane), by ToR group (rail-only), or not at
-all. With more than one pod, Agg uplink ``u`` of Agg ``j`` goes to core ``(plane, u, j // q)``,
+all. The last pod may hold fewer segments (``last_pod_segments``): its Aggs are all built,
+their down ports partly used. With more than one pod, Agg uplink ``u`` of Agg ``j`` goes to core ``(plane, u, j // q)``,
 where ``q`` Aggs per pod share a core (as many as the core's ports allow): a fat-tree when
 ``q == 1``.
 """
@@ -19,6 +20,7 @@ import numpy as np
 from hpnsim.errors import InputError
 from hpnsim.fabrics.assembly import Assembly, add_hosts, check_ports, tier_plan
 from hpnsim.fabrics.fabric import Fabric, LinkKind, NodeKind
+from hpnsim.fabrics.frontend import FrontendSpec, add_frontend
 
 
 @dataclass
@@ -49,6 +51,8 @@ class TieredSpec:
     host_latency: float
     hosts_field: str = "hosts_per_segment"
     segments_field: str = "segments"
+    last_pod_segments: int | None = None   # segments of the last pod (None: ``segments``)
+    frontend: FrontendSpec | None = None   # HPN frontend network (see frontend.py)
 
 
 def build_tiered(spec: TieredSpec, **meta) -> Fabric:
@@ -71,8 +75,12 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     check_ports("Agg", s.segments_field, s.chip, down=(agg_down, s.up_speed),
                 up=(s.agg_uplinks, s.up_speed))
 
+    last = s.segments if s.last_pod_segments is None else s.last_pod_segments
+    if not 1 <= last <= s.segments:
+        raise InputError("last_pod_segments", f"must be in 1..segments={s.segments}, "
+                                              f"got {last}")
     asm = Assembly()
-    n_segments = s.pods * s.segments
+    n_segments = (s.pods - 1) * s.segments + last
     seg_of_host = np.repeat(np.arange(n_segments, dtype=np.int32), s.hosts)
     gpu, nic = add_hosts(asm, seg_of_host // s.segments, seg_of_host % s.segments,
                          s.gpus_per_host, nvlink=s.nvlink, pcie=s.pcie, latency=s.host_latency)
@@ -112,14 +120,21 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
         "tor": tier_plan(n_tor, s.chip, down=(s.hosts * host_ports, s.port_speed),
                          backup=(s.backups * host_ports, s.port_speed),
                          up=(s.tor_uplinks, s.up_speed), peer=(s.peer_links, s.up_speed)),
-        "agg": tier_plan(n_agg, s.chip, down=(agg_down, s.up_speed),
-                         up=(s.agg_uplinks, s.up_speed)),
+        "agg": dict(tier_plan(n_agg, s.chip, down=(agg_down, s.up_speed),
+                              up=(s.agg_uplinks, s.up_speed)),
+                    total_down_ports=n_tor * s.tor_uplinks),
     }
     if s.pods > 1:
         tiers["core"] = _add_core(asm, s, agg, planes)
+    if s.frontend is not None:
+        meta["frontend"] = add_frontend(
+            asm, s.frontend, gpu, gpus_per_host=s.gpus_per_host, pods=s.pods,
+            segments=s.segments, n_segments=n_segments, hosts=s.hosts, backups=s.backups,
+            up=s.up_speed, chip=s.chip, pcie=s.pcie, hop_latency=s.hop_latency,
+            host_latency=s.host_latency)
     meta.update({
         "template": s.template, "gpus_per_host": s.gpus_per_host, "pods": s.pods,
-        "segments": s.segments, "hosts_per_segment": s.hosts,
+        "segments": s.segments, "last_pod_segments": last, "hosts_per_segment": s.hosts,
         "backup_hosts_per_segment": s.backups, "active_hosts": n_segments * s.hosts,
         "backup_hosts": n_segments * s.backups, "rail_optimized": s.rail_optimized,
         "planes": planes, "ports_per_nic": s.ports_per_nic,
