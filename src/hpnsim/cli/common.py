@@ -66,26 +66,32 @@ def parse_extra_options(args: list[str]) -> dict[str, str]:
     return options
 
 
-def _jsonable(value: Any) -> Any:
+def to_jsonable(value: Any) -> Any:
+    """Convert numpy scalars and arrays, NaN (to None) and objects with ``to_dict``, recursively.
+
+    >>> import numpy as np
+    >>> to_jsonable({"a": np.arange(2), "b": float("nan")})
+    {'a': [0, 1], 'b': None}
+    """
     import numpy as np
 
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [to_jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
-        return [_jsonable(v) for v in value.tolist()]
+        return [to_jsonable(v) for v in value.tolist()]
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, np.floating | float):
         value = float(value)
         return value if math.isfinite(value) else None
     if hasattr(value, "to_dict"):
-        return _jsonable(value.to_dict())
+        return to_jsonable(value.to_dict())
     return value
 
 
 def emit_json(obj: Any) -> None:
     """Write ``obj`` as JSON to stdout (numpy scalars and arrays converted, NaN as null)."""
-    json.dump(_jsonable(obj), sys.stdout, indent=2)
+    json.dump(to_jsonable(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")

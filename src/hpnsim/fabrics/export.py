@@ -131,9 +131,9 @@ def export(fabric: Fabric, path: str | Path, fmt: str = "json") -> Path:
         raise InputError("format", f"choose one of {', '.join(FORMATS)}, got {fmt!r}")
     path = Path(path)
     if fmt == "json":
-        from hpnsim.cli.common import _jsonable
+        from hpnsim.cli.common import to_jsonable
 
-        text = json.dumps(_jsonable(to_json(fabric)))
+        text = json.dumps(to_jsonable(to_json(fabric)))
     elif fmt == "graphml":
         text = to_graphml(fabric)
     else:

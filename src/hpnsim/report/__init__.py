@@ -1,1 +1,1 @@
-"""hpnsim.report."""
+"""hpnsim.report: figures (matplotlib, Agg backend) and tables for results."""

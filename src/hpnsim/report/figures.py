@@ -1,0 +1,89 @@
+"""Figures for results: matplotlib with the Agg backend, written as PNG files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+#: the parts of an iteration in the order they stack (keys of IterationResult)
+ITERATION_PARTS = ("compute", "tp", "pp", "dp", "ep", "bubble", "optimizer")
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_busbw(rows: list[dict], path: str | Path, title: str = "") -> Path:
+    """Horizontal bars of bus bandwidth (GB/s) for each ``fabric / routing`` row.
+
+    ``rows`` are :meth:`CollectiveResult.to_dict` outputs with a ``fabric`` key added.
+
+    >>> import tempfile, os
+    >>> out = os.path.join(tempfile.mkdtemp(), "bw.png")
+    >>> plot_busbw([{"fabric": "hpn7", "routing": "ecmp", "busbw": 40.0}], out).exists()
+    True
+    """
+    plt = _pyplot()
+    labels = [f"{r['fabric']} / {r['routing']}" for r in rows]
+    values = [r["busbw"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(rows) + 1.2))
+    bars = ax.barh(labels, values, color=["#1f77b4" if "hpn" in r["fabric"] else "#d62728"
+                                          for r in rows])
+    ax.bar_label(bars, fmt="%.1f", padding=3)
+    ax.invert_yaxis()
+    ax.set_xlabel("bus bandwidth (GB/s, nccl-tests definition)")
+    ax.set_title(title)
+    ax.margins(x=0.15)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_iteration_breakdown(rows: list[dict], path: str | Path, title: str = "") -> Path:
+    """Stacked bars of one iteration's time split (compute, exposed comm, bubble, optimizer).
+
+    ``rows`` are :meth:`IterationResult.to_dict` outputs with a ``fabric`` key added.
+
+    >>> import tempfile, os
+    >>> row = {"fabric": "hpn7", "compute_time": 1.0, "bubble": 0.2, "optimizer_time": 0.01,
+    ...        "exposed_comm": {"tp": 0.3, "pp": 0.1, "dp": 0.05, "ep": 0.0}}
+    >>> out = os.path.join(tempfile.mkdtemp(), "it.png")
+    >>> plot_iteration_breakdown([row], out).exists()
+    True
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 0.7 * len(rows) + 2.0))
+    left = [0.0] * len(rows)
+    labels = [r["fabric"] for r in rows]
+    for part in ITERATION_PARTS:
+        values = [_part_time(r, part) for r in rows]
+        if not any(values):
+            continue
+        ax.barh(labels, values, left=left, label=part)
+        left = [a + b for a, b in zip(left, values, strict=True)]
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds per iteration")
+    ax.set_title(title)
+    ax.legend(ncol=7, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3),
+              frameon=False)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _part_time(row: dict, part: str) -> float:
+    if part == "compute":
+        return float(row["compute_time"])
+    if part == "bubble":
+        return float(row["bubble"])
+    if part == "optimizer":
+        return float(row["optimizer_time"])
+    return float(row["exposed_comm"].get(part, 0.0))
