@@ -61,11 +61,33 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str]]:
              for k, v in report["path_choices"].items()]
     rows += [(f"switch ports {s}", f"{n:,}") for s, n in sorted(bom["switch_ports"].items())]
     rows += [(f"transceivers {t}", f"{n:,}") for t, n in sorted(bom["transceivers"].items())]
-    rows += [("network power", f"{bom['power_w']['network'] / 1e3:,.0f} kW"),
-             ("total power (GPUs + network)", f"{bom['power_w']['total'] / 1e6:,.2f} MW"),
+    rows += [("network power", f"{bom['power_w']['network'] / 1e3:,.0f} kW")]
+    rows += _frontend_rows(report)
+    rows += [("total power (GPUs + networks)", f"{bom['power_w']['total'] / 1e6:,.2f} MW"),
              ("network cost", f"${bom['cost_usd']['network'] / 1e6:,.1f} M"),
              ("network cost per GPU", f"${bom['network_cost_per_gpu_usd']:,.0f}"),
              ("GPUs per MW", f"{bom['gpus_per_mw']:,.0f}")]
+    return rows
+
+
+def _frontend_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """Rows of the frontend network (none without one)."""
+    front = report.get("frontend")
+    if not front:
+        return []
+    bom = report["bom"]["frontend"]
+    rows = [("frontend hosts", f"{front['hosts']:,}"),
+            ("storage hosts", f"{front['storage_hosts']:,}")]
+    rows += [(f"frontend {tier} switches", f"{n:,}") for tier, n in front["switches"].items()]
+    rows += [(f"frontend oversubscription {t}", "-" if v is None else f"{v:.3f}:1")
+             for t, v in front["oversubscription"].items()]
+    rows += [(f"frontend transceivers {t}", f"{n:,}")
+             for t, n in sorted(bom["transceivers"].items())]
+    check = front["checkpoint"]
+    rows += [("checkpoint 30 GB/GPU at least",
+              f"{check['seconds']:.1f} s ({check['bottleneck'].replace('_', ' ')})"),
+             ("frontend network power", f"{bom['power_w']['network'] / 1e3:,.0f} kW"),
+             ("frontend network cost", f"${bom['cost_usd']['network'] / 1e6:,.1f} M")]
     return rows
 
 
@@ -78,7 +100,8 @@ def _print(reports: list[dict[str, Any]], title: str) -> None:
     for report in reports:
         table.add_column(report["template"], justify="right")
     columns = [dict(_rows(r)) for r in reports]
-    for label, _ in _rows(reports[0]):
+    labels = list(dict.fromkeys(label for r in reports for label, _ in _rows(r)))
+    for label in labels:
         table.add_row(label, *(c.get(label, "-") for c in columns))
     Console().print(table)
 

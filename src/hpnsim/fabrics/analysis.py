@@ -1,6 +1,8 @@
 """Capacity-planning figures of a fabric: counts, oversubscription, bisection, ECMP path choices.
 
 Also the HPN reach table: how far each mechanism stretches one and two switch tiers.
+Figures are of the backend (training) network; :func:`frontend_summary` reports HPN's
+frontend network apart.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from hpnsim.fabrics.fabric import UNREACHABLE, Fabric, LinkKind, NodeKind
+from hpnsim.fabrics.fabric import BACKEND, FRONTEND, UNREACHABLE, Fabric, LinkKind, NodeKind
 from hpnsim.units import parse_bandwidth
 
 TIER_KINDS = {"tor": NodeKind.TOR, "agg": NodeKind.AGG, "core": NodeKind.CORE}
@@ -18,19 +20,23 @@ TIER_KINDS = {"tor": NodeKind.TOR, "agg": NodeKind.AGG, "core": NodeKind.CORE}
 def counts(fabric: Fabric) -> dict[str, Any]:
     """GPUs, hosts (active and backup), switches per tier, directed links and cables.
 
+    Backend only: frontend nodes and links (if any) are in :func:`frontend_summary`.
+
     >>> from hpnsim.fabrics import fat_tree
     >>> c = counts(fat_tree(4))
     >>> c["gpus"], c["switches"], c["cables"]
     (16, {'tor': 8, 'agg': 8, 'core': 4}, 64)
     """
-    kinds = np.bincount(fabric.node_kind, minlength=len(NodeKind))
+    backend = fabric.node_network == BACKEND
+    kinds = np.bincount(fabric.node_kind[backend], minlength=len(NodeKind))
+    links = int((fabric.link_network == BACKEND).sum())
     return {
         "gpus": fabric.n_gpus,
         "hosts": int(fabric.meta.get("active_hosts", fabric.n_hosts)),
         "backup_hosts": int(fabric.meta.get("backup_hosts", 0)),
         "switches": {tier: int(kinds[kind]) for tier, kind in TIER_KINDS.items()},
-        "links": fabric.n_links,
-        "cables": fabric.n_links // 2,
+        "links": links,
+        "cables": links // 2,
     }
 
 
@@ -44,8 +50,12 @@ def oversubscription(fabric: Fabric) -> dict[str, float | None]:
     >>> {k: round(v, 3) for k, v in oversubscription(hpn7()).items()}
     {'tor': 1.067, 'agg': 15.0}
     """
+    return _ratios(fabric.meta.get("tiers", {}))
+
+
+def _ratios(tiers: dict[str, dict[str, Any]]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
-    for tier, plan in fabric.meta.get("tiers", {}).items():
+    for tier, plan in tiers.items():
         up = plan["up_ports"] * plan["up_speed"]
         down = plan["down_ports"] * plan["down_speed"]
         out[tier] = down / up if up else None
@@ -63,7 +73,7 @@ def bisection_bandwidth(fabric: Fabric) -> float:
     >>> bisection_bandwidth(fat_tree(4)) / 50e9   # k^3/8 links of 400G
     8.0
     """
-    kind = fabric.link_kind
+    kind = np.where(fabric.link_network == BACKEND, fabric.link_kind, -1)
     src_kind = fabric.node_kind[fabric.link_src]
     dst_kind = fabric.node_kind[fabric.link_dst]
     nic_up = fabric.link_capacity[(kind == LinkKind.ACCESS) & (src_kind == NodeKind.NIC)].sum()
@@ -178,8 +188,39 @@ def reach_table(chip: str = "51.2T", port_speed: str = "200G", uplink_speed: str
     return rows
 
 
+def frontend_summary(fabric: Fabric) -> dict[str, Any] | None:
+    """HPN's frontend network: hosts, storage hosts, switches, oversubscription, checkpoint.
+
+    None when the fabric has no frontend. ``checkpoint`` is
+    :func:`hpnsim.fabrics.frontend.checkpoint_time_bound` (30 GB per GPU, every GPU at once).
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> fe = frontend_summary(hpn7(frontend=True))
+    >>> fe["switches"], fe["oversubscription"]
+    ({'tor': 64, 'agg': 64, 'core': 60}, {'tor': 1.0, 'agg': 1.0, 'core': None})
+    """
+    from hpnsim.fabrics.frontend import checkpoint_time_bound
+
+    meta = fabric.meta.get("frontend")
+    if not meta:
+        return None
+    front = fabric.node_network == FRONTEND
+    kinds = np.bincount(fabric.node_kind[front], minlength=len(NodeKind))
+    links = int((fabric.link_network == FRONTEND).sum())
+    return {
+        "hosts": int(kinds[NodeKind.HOST]), "storage_hosts": int(kinds[NodeKind.STORAGE]),
+        "pods": meta["pods"], "storage_pods": meta["storage_pods"],
+        "switches": {tier: int(kinds[kind]) for tier, kind in TIER_KINDS.items()},
+        "links": links, "cables": links // 2,
+        "oversubscription": _ratios(meta["tiers"]),
+        "checkpoint": checkpoint_time_bound(fabric),
+    }
+
+
 def summary(fabric: Fabric) -> dict[str, Any]:
     """Everything the CLI prints: counts, oversubscription, bisection, path choices.
+
+    With a frontend network, ``frontend`` holds :func:`frontend_summary`.
 
     >>> from hpnsim.fabrics import fat_tree
     >>> summary(fat_tree(4))["path_choices"]
@@ -189,4 +230,7 @@ def summary(fabric: Fabric) -> dict[str, Any]:
     out["oversubscription"] = oversubscription(fabric)
     out["bisection_bandwidth"] = bisection_bandwidth(fabric)
     out["path_choices"] = path_choices(fabric)
+    front = frontend_summary(fabric)
+    if front is not None:
+        out["frontend"] = front
     return out

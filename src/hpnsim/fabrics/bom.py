@@ -57,22 +57,68 @@ def _switch_key(plan: dict[str, Any]) -> str:
     return f"switch_{plan['chip'] * 8 / 1e12:g}T"
 
 
-def _cable_groups(fabric: Fabric) -> list[tuple[str, int, float]]:
+def _total(plan: dict[str, Any], group: str) -> int:
+    """Ports of ``group`` over the whole tier (a total overrides switches x per-switch)."""
+    return int(plan.get(f"total_{group}_ports", plan["switches"] * plan[f"{group}_ports"]))
+
+
+def _cable_groups(tiers: dict[str, Any], agg_built: bool) -> list[tuple[str, int, float]]:
     """(link class, cables, speed) from the switch port plans, so backups and bonds count."""
-    tiers = fabric.meta.get("tiers", {})
-    built = fabric.meta.get("uplinks_built", {})
     groups = []
     tor = tiers.get("tor")
     if tor:
-        access = tor.get("total_down_ports", tor["switches"] * tor["down_ports"])
-        groups.append(("access", access + tor["switches"] * tor["backup_ports"],
+        groups.append(("access", _total(tor, "down") + _total(tor, "backup"),
                        tor["down_speed"]))
-        groups.append(("uplink", tor["switches"] * tor["up_ports"], tor["up_speed"]))
-        groups.append(("peer", tor["switches"] * tor["peer_ports"] // 2, tor["peer_speed"]))
+        groups.append(("uplink", _total(tor, "up"), tor["up_speed"]))
+        groups.append(("peer", _total(tor, "peer") // 2, tor["peer_speed"]))
     agg = tiers.get("agg")
-    if agg and built.get("agg"):
-        groups.append(("core", agg["switches"] * agg["up_ports"], agg["up_speed"]))
+    if agg and agg_built:
+        groups.append(("core", _total(agg, "up"), agg["up_speed"]))
     return [g for g in groups if g[1]]
+
+
+def _network_section(tiers: dict[str, Any], agg_built: bool, table: dict, dist: dict,
+                     multimode_limit_m: float) -> dict[str, Any]:
+    """Switches, ports, cables, optics, power and cost of one network's switch tiers."""
+    ports: dict[str, int] = {}
+    reserved = 0
+    for tier, plan in tiers.items():
+        for group in ("down", "backup", "up", "peer"):
+            n = _total(plan, group)
+            if n:
+                label = speed_label(plan[f"{group}_speed"])
+                ports[label] = ports.get(label, 0) + n
+        if tier == "agg" and not agg_built:
+            reserved += _total(plan, "up")
+    cables: dict[str, int] = {}
+    transceivers: dict[str, int] = {}
+    fibres: dict[str, int] = {}
+    for link_class, n, speed in _cable_groups(tiers, agg_built):
+        mode = "MM" if dist[link_class] < multimode_limit_m else "SM"
+        cables[link_class] = n
+        kind = f"{speed_label(speed)}-{mode}"
+        transceivers[kind] = transceivers.get(kind, 0) + 2 * n
+        fibres[f"fibre-{mode}"] = fibres.get(f"fibre-{mode}", 0) + n
+    switch_items: dict[str, int] = {}
+    for plan in tiers.values():
+        key = _switch_key(plan)
+        switch_items[key] = switch_items.get(key, 0) + plan["switches"]
+    for key in list(transceivers) + list(switch_items):
+        if key not in table:
+            raise InputError("units", f"no power/cost figures for {key!r}; add it to the table")
+
+    def total(items: dict[str, int], field: str) -> float:
+        return float(sum(table[k][field] * n for k, n in items.items()))
+
+    power = {"switches": total(switch_items, "power_w"),
+             "optics": total(transceivers, "power_w")}
+    power["network"] = power["switches"] + power["optics"]
+    cost = {"switches": total(switch_items, "cost_usd"),
+            "optics": total(transceivers, "cost_usd"), "cables": total(fibres, "cost_usd")}
+    cost["network"] = cost["switches"] + cost["optics"] + cost["cables"]
+    return {"switches": {tier: plan["switches"] for tier, plan in tiers.items()},
+            "switch_ports": ports, "reserved_ports": reserved, "cables": cables,
+            "transceivers": transceivers, "fibres": fibres, "power_w": power, "cost_usd": cost}
 
 
 def bill_of_materials(fabric: Fabric, units: dict[str, dict[str, float]] | None = None,
@@ -81,67 +127,50 @@ def bill_of_materials(fabric: Fabric, units: dict[str, dict[str, float]] | None 
     """Switches, ports, cables, transceivers, power, cost and GPUs per MW of a fabric.
 
     Backup hosts take ToR ports, cables and optics (and draw power); uplinks reserved for
-    a core that is not built take ports only.
+    a core that is not built take ports only. The top-level switch, port, cable and optics
+    figures are the backend's; a frontend network gets its own section ``frontend`` (same
+    keys, plus its NIC ports). ``power_w`` and ``cost_usd`` keep the backend under
+    ``network`` and add ``frontend_network``; ``total`` power counts GPUs and both networks
+    (storage servers are not in the table and not counted).
 
     >>> from hpnsim.fabrics import hpn7
     >>> bom = bill_of_materials(hpn7())
     >>> bom["switches"], bom["transceivers"]
     ({'tor': 240, 'agg': 120}, {'200G-MM': 65280, '400G-MM': 28800})
+    >>> bill_of_materials(hpn7(frontend=True))["frontend"]["switches"]
+    {'tor': 64, 'agg': 64, 'core': 60}
     """
     table = {key: dict(value) for key, value in UNIT_TABLE.items()}
     for key, value in (units or {}).items():
         table.setdefault(key, {}).update(value)
     dist = {**DEFAULT_DISTANCES, **(distances or {})}
     tiers = fabric.meta.get("tiers", {})
-    switches = {tier: plan["switches"] for tier, plan in tiers.items()}
-    ports: dict[str, int] = {}
-    reserved = 0
-    for tier, plan in tiers.items():
-        for group in ("down", "backup", "up", "peer"):
-            n = plan[f"{group}_ports"] * plan["switches"]
-            if group == "down":
-                n = plan.get("total_down_ports", n)
-            if n:
-                label = speed_label(plan[f"{group}_speed"])
-                ports[label] = ports.get(label, 0) + n
-        if tier == "agg" and not fabric.meta.get("uplinks_built", {}).get("agg"):
-            reserved += plan["up_ports"] * plan["switches"]
-    cables: dict[str, int] = {}
-    transceivers: dict[str, int] = {}
-    fibres: dict[str, int] = {}
-    for link_class, n, speed in _cable_groups(fabric):
-        mode = "MM" if dist[link_class] < multimode_limit_m else "SM"
-        cables[link_class] = n
-        kind = f"{speed_label(speed)}-{mode}"
-        transceivers[kind] = transceivers.get(kind, 0) + 2 * n
-        fibres[f"fibre-{mode}"] = fibres.get(f"fibre-{mode}", 0) + n
-    for key in list(transceivers) + [_switch_key(p) for p in tiers.values()]:
-        if key not in table:
-            raise InputError("units", f"no power/cost figures for {key!r}; add it to the table")
-
-    def total(items: dict[str, int], field: str) -> float:
-        return float(sum(table[k][field] * n for k, n in items.items()))
-
-    switch_items: dict[str, int] = {}
-    for plan in tiers.values():
-        key = _switch_key(plan)
-        switch_items[key] = switch_items.get(key, 0) + plan["switches"]
+    agg_built = bool(fabric.meta.get("uplinks_built", {}).get("agg"))
+    back = _network_section(tiers, agg_built, table, dist, multimode_limit_m)
     hosts = int(fabric.meta.get("active_hosts", fabric.n_hosts))
-    all_gpus = (hosts + int(fabric.meta.get("backup_hosts", 0))) * fabric.gpus_per_host
-    power = {"switches": total(switch_items, "power_w"),
-             "optics": total(transceivers, "power_w"),
-             "gpus": all_gpus * table["gpu"]["power_w"]}
-    power["network"] = power["switches"] + power["optics"]
-    power["total"] = power["network"] + power["gpus"]
-    cost = {"switches": total(switch_items, "cost_usd"),
-            "optics": total(transceivers, "cost_usd"), "cables": total(fibres, "cost_usd")}
-    cost["network"] = cost["switches"] + cost["optics"] + cost["cables"]
-    return {
-        "switches": switches, "switch_ports": ports, "reserved_ports": reserved,
-        "nic_ports": all_gpus * int(fabric.meta.get("ports_per_nic", 1)),
-        "cables": cables, "transceivers": transceivers, "fibres": fibres,
+    all_hosts = hosts + int(fabric.meta.get("backup_hosts", 0))
+    all_gpus = all_hosts * fabric.gpus_per_host
+    power = {**back["power_w"], "gpus": all_gpus * table["gpu"]["power_w"]}
+    cost = dict(back["cost_usd"])
+    out = {k: back[k] for k in ("switches", "switch_ports", "reserved_ports")}
+    out["nic_ports"] = all_gpus * int(fabric.meta.get("ports_per_nic", 1))
+    out.update({k: back[k] for k in ("cables", "transceivers", "fibres")})
+    front_meta = fabric.meta.get("frontend")
+    power["frontend_network"] = cost["frontend_network"] = 0.0
+    if front_meta:
+        front = _network_section(front_meta["tiers"], True, table, dist, multimode_limit_m)
+        front["nic_ports"] = 2 * (all_hosts + front_meta["storage_hosts"])
+        front["storage_hosts"] = front_meta["storage_hosts"]
+        out["frontend"] = front
+        power["frontend_network"] = front["power_w"]["network"]
+        cost["frontend_network"] = front["cost_usd"]["network"]
+    power["total"] = power["network"] + power["frontend_network"] + power["gpus"]
+    cost["all_networks"] = cost["network"] + cost["frontend_network"]
+    out.update({
         "power_w": power, "cost_usd": cost,
         "network_cost_per_gpu_usd": cost["network"] / max(fabric.n_gpus, 1),
+        "frontend_cost_per_gpu_usd": cost["frontend_network"] / max(fabric.n_gpus, 1),
         "gpus_per_mw": fabric.n_gpus / (power["total"] / 1e6),
         "distances_m": dist, "multimode_limit_m": multimode_limit_m,
-    }
+    })
+    return out

@@ -5,6 +5,7 @@ SimAI (astra-sim-alibabacloud) topology text: a header
 ids of every switch (NVSwitches first, then network switches), then one line per cable
 ``src dst bandwidth latency error_rate``. SimAI has no NIC node: GPU ``g`` is node ``g`` and
 its NIC ports become GPU-ToR links; PCIe links are dropped. Bandwidths are per direction.
+SimAI simulates the training network only: a frontend network is left out of its export.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from hpnsim.errors import InputError
-from hpnsim.fabrics.fabric import SWITCH_KINDS, Fabric, LinkKind, NodeKind
+from hpnsim.fabrics.fabric import _NODE_FIELDS, BACKEND, SWITCH_KINDS, Fabric, LinkKind, NodeKind
 
 FORMATS = ("json", "graphml", "simai")
-_NODE_FIELDS = ("node_kind", "node_tier", "node_pod", "node_segment", "node_rail",
-                "node_plane", "node_host", "node_index")
+_ATTRS = ("tier", "pod", "segment", "rail", "plane", "host", "network")
 _LINK_FIELDS = ("link_src", "link_dst", "link_capacity", "link_latency", "link_kind",
                 "link_port")
 
@@ -62,7 +62,7 @@ def to_graphml(fabric: Fabric) -> str:
     (9, 16)
     """
     keys = [("kind", "node", "string"), ("name", "node", "string")]
-    keys += [(f, "node", "int") for f in ("tier", "pod", "segment", "rail", "plane", "host")]
+    keys += [(f, "node", "int") for f in _ATTRS]
     keys += [("capacity_Bps", "edge", "double"), ("latency_s", "edge", "double"),
              ("link_kind", "edge", "string"), ("port", "edge", "int")]
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
@@ -71,11 +71,9 @@ def to_graphml(fabric: Fabric) -> str:
             for k, target, t in keys]
     out.append('<graph id="fabric" edgedefault="directed">')
     kinds = [k.name.lower() for k in NodeKind]
-    attrs = [getattr(fabric, f"node_{f}").tolist()
-             for f in ("tier", "pod", "segment", "rail", "plane", "host")]
-    names = ("tier", "pod", "segment", "rail", "plane", "host")
+    attrs = [getattr(fabric, f"node_{f}").tolist() for f in _ATTRS]
     for i, kind in enumerate(fabric.node_kind.tolist()):
-        data = "".join(f'<data key="{n}">{a[i]}</data>' for n, a in zip(names, attrs, strict=True))
+        data = "".join(f'<data key="{n}">{a[i]}</data>' for n, a in zip(_ATTRS, attrs, strict=True))
         out.append(f'<node id="n{i}"><data key="kind">{kinds[kind]}</data>'
                    f'<data key="name">{escape(fabric.node_name(i))}</data>{data}</node>')
     link_kinds = [k.name.lower() for k in LinkKind]
@@ -104,14 +102,16 @@ def to_simai(fabric: Fabric, gpu_type: str = "H800", error_rate: float = 0.0) ->
     """
     kind = fabric.node_kind
     nvswitch = np.flatnonzero(kind == NodeKind.NVSWITCH)
-    switches = np.flatnonzero(np.isin(kind, list(SWITCH_KINDS)))
+    switches = np.flatnonzero(np.isin(kind, list(SWITCH_KINDS))
+                              & (fabric.node_network == BACKEND))
     simai_id = np.full(fabric.n_nodes, -1, dtype=np.int64)
     simai_id[fabric.gpu_node] = np.arange(fabric.n_gpus)
     simai_id[fabric.gpu_nic] = np.arange(fabric.n_gpus)  # the NIC merges into its GPU
     order = np.concatenate([nvswitch, switches])
     simai_id[order] = fabric.n_gpus + np.arange(len(order))
     cable = np.arange(0, fabric.n_links, 2)  # builders emit cables as (l, l ^ 1) pairs
-    cable = cable[fabric.link_kind[cable] != LinkKind.PCIE]
+    cable = cable[(fabric.link_kind[cable] != LinkKind.PCIE)
+                  & (fabric.link_network[cable] == BACKEND)]
     src, dst = simai_id[fabric.link_src[cable]], simai_id[fabric.link_dst[cable]]
     if (src < 0).any() or (dst < 0).any():
         raise InputError("format", "simai export needs every link to join GPUs/NICs/switches")

@@ -82,20 +82,28 @@ def typed_options(template: str, options: dict[str, Any]) -> dict[str, Any]:
     return typed
 
 
-def _fill(per_segment: int, max_segments: int, gpus: int) -> dict[str, int]:
+def _fill(per_segment: int, max_segments: int, gpus: int,
+          partial_pod: bool = False) -> dict[str, int]:
     segments = -(-gpus // per_segment)
     if segments <= max_segments:
         return {"pods": 1, "segments": segments}
-    return {"pods": -(-segments // max_segments), "segments": max_segments}
+    sized = {"pods": -(-segments // max_segments), "segments": max_segments}
+    if partial_pod and segments % max_segments:
+        sized["last_pod_segments"] = segments % max_segments
+    return sized
 
 
 def size_options(template: str, gpus: int, options: dict[str, Any] | None = None) -> dict:
-    """Typed options that size ``template`` for at least ``gpus`` GPUs (whole segments/pods).
+    """Typed options that size ``template`` for at least ``gpus`` GPUs.
 
-    Parameters the caller set are kept; only the sizing parameters left free are chosen.
+    Whole segments; whole pods except for hpn7, whose last pod may hold fewer segments
+    (``last_pod_segments``), so a multiple of 1,024 GPUs is built exactly. Parameters the
+    caller set are kept; only the sizing parameters left free are chosen.
 
     >>> size_options("hpn7", 15360)
     {'pods': 1, 'segments': 15}
+    >>> size_options("hpn7", 131072)
+    {'pods': 9, 'segments': 15, 'last_pod_segments': 8}
     >>> size_options("dcn_plus", 16384)
     {'pods': 32, 'segments': 4}
     >>> size_options("fat_tree", 1000)
@@ -111,7 +119,7 @@ def size_options(template: str, gpus: int, options: dict[str, Any] | None = None
 
     if template == "hpn7":
         hosts = get("hosts_per_segment") or (64 if get("dual_tor") == "single" else 128)
-        sized = _fill(hosts * get("rails"), opts.get("segments", 15), gpus)
+        sized = _fill(hosts * get("rails"), opts.get("segments", 15), gpus, partial_pod=True)
     elif template in ("dcn_plus", "rail_optimized"):
         per_host = get("gpus_per_host") if template == "dcn_plus" else get("rails")
         sized = _fill(get("hosts_per_segment") * per_host, opts.get("segments", params[
