@@ -147,7 +147,7 @@ def test_bad_layouts_raise_input_errors():
     with pytest.raises(InputError, match="global_batch"):
         TrainJob("llama3-70b", tp=8, pp=8, dp=16, global_batch=100)
     with pytest.raises(InputError, match="zero"):
-        TrainJob("llama3-8b", dp=2, zero=3)
+        TrainJob("llama3-8b", dp=2, zero=4)
     with pytest.raises(InputError, match="gpu"):
         TrainJob("llama3-8b", gpu="tpu")
     small = hpn7(segments=1, hosts_per_segment=1, backup_hosts=0)

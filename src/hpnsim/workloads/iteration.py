@@ -5,11 +5,14 @@ accounting is per stage. A stage's iteration time splits, with no remainder, int
 
 - ``compute``: its forward/backward kernels;
 - ``tp``: TP all-reduces (blocking, inside the compute stream);
+- ``ep``: MoE all-to-alls, dispatch and combine (blocking, inside the compute stream);
 - ``pp``: waiting for a pipeline message while that message is in flight;
 - ``bubble``: waiting for a neighbouring stage to *compute* (pipeline fill and drain), and
   idling at the end until the slowest stage finishes the iteration;
 - ``dp``: after its last backward, waiting for gradient buckets (and, with ZeRO, the
-  parameter all-gather) — only the part not hidden behind backward compute;
+  parameter all-gather) — only the part not hidden behind backward compute; with ZeRO-3 /
+  FSDP also every wait of the compute stream for a unit's parameter all-gather, and the
+  last reduce-scatters before the optimizer;
 - ``optimizer``: the Adam step.
 
 Job-level figures average the stages (they hold equal numbers of GPUs), so they are GPU
@@ -51,7 +54,8 @@ class IterationResult:
     per_stage : list of dict
         The same breakdown per pipeline stage.
     timeline : list of dict
-        Gantt rows: ``stage``, ``kind`` (F, B, dp, optimizer, allgather), ``micro_batch``,
+        Gantt rows: ``stage``, ``kind`` (F, B, dp, optimizer, allgather; with ZeRO-3
+        fsdp-ag and fsdp-rs, one per unit's collective step), ``micro_batch``,
         ``chunk``, ``start``, ``finish``.
     """
 
@@ -66,6 +70,8 @@ class IterationResult:
     tokens_per_second: float
     model_flops: float
     tp_allreduce_time: float
+    ep_alltoall_time: float = 0.0
+    comm_bytes: dict = field(default_factory=dict)
     per_stage: list = field(default_factory=list)
     timeline: list = field(default_factory=list)
     notes: list = field(default_factory=list)
@@ -108,17 +114,26 @@ def account(it: IterationGraph, start: np.ndarray, finish: np.ndarray) -> Iterat
     for s, ops in enumerate(it.ops):
         parts = dict.fromkeys(PARTS, 0.0)
         clock = 0.0
-        for kind, j, k, first, last, compute, tp, recv in ops:
-            gap = start[first] - clock
-            if gap > 0:
-                in_flight = start[first] - max(clock, start[recv]) if recv >= 0 else 0.0
+        for op in ops:
+            begin = start[op.first]
+            if begin > clock:
+                # waiting for the pipeline message first (in flight: pp; its sender still
+                # computing: bubble), then for the unit's parameters (ZeRO-3: dp)
+                ready = max(clock, finish[op.recv]) if op.recv >= 0 else clock
+                ready = min(ready, begin)
+                in_flight = ready - max(clock, start[op.recv]) if op.recv >= 0 else 0.0
                 parts["pp"] += max(in_flight, 0.0)
-                parts["bubble"] += gap - max(in_flight, 0.0)
-            parts["compute"] += compute
-            parts["tp"] += tp
-            timeline.append({"stage": s, "kind": kind, "micro_batch": j, "chunk": k,
-                             "start": float(start[first]), "finish": float(finish[last])})
-            clock = finish[last]
+                parts["bubble"] += (ready - clock) - max(in_flight, 0.0)
+                parts["dp"] += begin - ready
+            parts["compute"] += op.compute
+            parts["tp"] += op.tp
+            parts["ep"] += op.ep
+            if op.fsdp:  # waits between units for their all-gathers
+                parts["dp"] += (finish[op.last] - begin) - (op.compute + op.tp + op.ep)
+            timeline.append({"stage": s, "kind": op.kind, "micro_batch": op.micro_batch,
+                             "chunk": op.chunk, "start": float(begin),
+                             "finish": float(finish[op.last])})
+            clock = finish[op.last]
         optimizer = it.optimizer[s]
         parts["dp"] += start[optimizer] - clock
         parts["optimizer"] += it.optimizer_time[s]
@@ -130,6 +145,11 @@ def account(it: IterationGraph, start: np.ndarray, finish: np.ndarray) -> Iterat
             timeline.append({"stage": s, "kind": "dp", "micro_batch": -1, "chunk": -1,
                              "start": float(min(start[t] for t in dp)),
                              "finish": float(max(finish[t] for t in dp))})
+        for kind, first, done, _ in it.fsdp_comm[s]:
+            timeline.append({"stage": s, "kind": "fsdp-ag" if kind == "allgather" else "fsdp-rs",
+                             "micro_batch": -1, "chunk": -1,
+                             "start": float(min(start[t] for t in first)),
+                             "finish": float(finish[done])})
         timeline.append({"stage": s, "kind": "optimizer", "micro_batch": -1, "chunk": -1,
                          "start": float(start[optimizer]), "finish": float(finish[optimizer])})
         if it.gather_tasks[s]:
@@ -152,6 +172,8 @@ def account(it: IterationGraph, start: np.ndarray, finish: np.ndarray) -> Iterat
         tokens_per_second=job.tokens_per_iteration / end if end > 0 else 0.0,
         model_flops=job.model_flops,
         tp_allreduce_time=it.tp_time,
+        ep_alltoall_time=float(max(it.ep_time, default=0.0)),
+        comm_bytes={key: float(val) for key, val in it.comm_bytes.items()},
         per_stage=stages,
         timeline=timeline,
         notes=list(it.notes),

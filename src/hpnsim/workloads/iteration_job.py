@@ -2,8 +2,23 @@
 
 :class:`TrainJob` validates the layout and derives, per *virtual stage* (a contiguous
 chunk of layers held by one pipeline stage), what one micro-batch costs: forward and
-backward compute time, TP all-reduce count, gradient parameters per GPU, and the
-per-block split of the backward pass that decides when gradient buckets become ready.
+backward compute time, TP all-reduce and EP all-to-all counts, gradient parameters per
+GPU (dense ones, synchronized over DP, and routed-expert ones, synchronized over the
+expert-data-parallel group), and the per-block split of the passes that decides when
+gradient buckets become ready and what one ZeRO-3 / FSDP unit gathers.
+
+Expert parallelism (Megatron-LM convention): ``ep`` consecutive DP ranks split the routed
+experts of every MoE layer, each holding ``experts / ep`` of them (expert weights are also
+split over TP). Per MoE layer and micro-batch a GPU dispatches its routed tokens to the
+experts' owners with one all-to-all and gets their outputs back with a second (combine);
+backward does the same with the gradients. Its send buffer is
+
+    routed tokens x top_k x hidden x dtype bytes,   routed tokens = micro_batch x seq_len
+    (/ tp with sequence parallelism, where each TP rank routes its own slice),
+
+and with uniform routing a ``1/ep`` share of it goes to the GPU itself, so each GPU puts
+``(ep - 1) / ep`` of the buffer on the wire per all-to-all (what
+:func:`hpnsim.workloads.traffic.iteration_traffic` counts).
 """
 
 from __future__ import annotations
@@ -15,29 +30,61 @@ from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
 from hpnsim.workloads.layout import Layout, make_layout
 
-ZERO_STAGES = (0, 1, 2)
+ZERO_STAGES = (0, 1, 2, 3)
 #: HBM bytes the mixed-precision Adam step moves per parameter: fp32 master weight, m and v
 #: read and written (2 x 12), the 16-bit gradient read (2) and the 16-bit weight written (2).
 OPTIMIZER_BYTES_PER_PARAM = 28.0
 
 
 @dataclass(frozen=True)
+class Block:
+    """One block of a virtual stage (a transformer layer, the embedding or the output head),
+    per GPU and per micro-batch: compute seconds, blocking TP all-reduces and EP all-to-alls
+    of each pass, and the parameters it holds (dense ones; routed-expert ones apart when
+    ``ep > 1``, as they synchronize over another group)."""
+
+    name: str
+    forward_compute: float
+    backward_compute: float
+    forward_tp_ops: int
+    backward_tp_ops: int
+    forward_ep_ops: int
+    backward_ep_ops: int
+    dense_params: float
+    expert_params: float
+
+
+@dataclass(frozen=True)
 class StageCost:
     """Cost of one micro-batch on one virtual stage (per GPU; every GPU of the stage alike).
 
-    ``blocks_*`` describe the backward pass block by block in execution order (output head
-    first, embedding last): compute seconds, TP all-reduces and parameters per GPU of each
-    block. Gradients of a block are ready when its backward finishes.
+    ``blocks`` lists the :class:`Block` s in *backward* execution order (output head first,
+    embedding last); gradients of a block are ready when its backward finishes. The
+    ``blocks_*`` tuples are the same, field by field (backward compute, TP all-reduces,
+    dense parameters).
     """
 
     forward_compute: float
     backward_compute: float
     forward_tp_ops: int
     backward_tp_ops: int
+    forward_ep_ops: int
+    backward_ep_ops: int
     params_per_gpu: float
-    blocks_compute: tuple[float, ...]
-    blocks_tp_ops: tuple[int, ...]
-    blocks_params: tuple[float, ...]
+    expert_params_per_gpu: float
+    blocks: tuple[Block, ...]
+
+    @property
+    def blocks_compute(self) -> tuple[float, ...]:
+        return tuple(b.backward_compute for b in self.blocks)
+
+    @property
+    def blocks_tp_ops(self) -> tuple[int, ...]:
+        return tuple(b.backward_tp_ops for b in self.blocks)
+
+    @property
+    def blocks_params(self) -> tuple[float, ...]:
+        return tuple(b.dense_params for b in self.blocks)
 
 
 @dataclass(frozen=True)
@@ -67,9 +114,19 @@ class TrainJob:
         Megatron sequence parallelism: a pipeline message is split over the TP ranks (each
         sends ``1/tp`` of the hidden state); TP all-reduces become reduce-scatter + all-gather
         pairs, which move the same bytes and are timed as the all-reduce.
-    zero : {0, 1, 2}
+    zero : {0, 1, 2, 3}
         0: gradient all-reduce; 1 and 2 (distributed optimizer): gradient reduce-scatter,
-        optimizer on the 1/dp shard, parameter all-gather.
+        optimizer on the 1/dp shard, parameter all-gather. 3 (ZeRO-3 / FSDP): parameters
+        stay sharded; every FSDP unit (one transformer layer; the embedding joins the first
+        layer's unit, the final norm and output head the last one's) is all-gathered before
+        its forward and again before its backward, and its gradients reduce-scattered after
+        its backward, every micro-batch; then the optimizer steps on the shard.
+    ep : int
+        Expert-parallel size (MoE models; divides ``dp`` and the number of experts).
+    fsdp_prefetch : bool
+        ZeRO-3: issue the next unit's all-gather when the current unit starts computing (one
+        unit ahead, as FSDP's forward/backward prefetch with its rate limiter), so it
+        overlaps that compute; ``False`` gathers each unit only when it is needed.
     bucket_params : int, optional
         Parameters per gradient bucket; default Megatron-LM's ``max(40e6, 1e6 * dp)``.
     grad_bytes : int
@@ -100,6 +157,8 @@ class TrainJob:
     schedule: str = ""
     virtual_stages: int = 1
     zero: int = 0
+    ep: int = 1
+    fsdp_prefetch: bool = True
     sequence_parallel: bool = False
     bucket_params: int | None = None
     grad_bytes: int = 2
@@ -115,18 +174,19 @@ class TrainJob:
                                       "needs a transformer (layers, hidden size)")
         object.__setattr__(self, "model", spec)
         object.__setattr__(self, "gpu", get_gpu(self.gpu, mfu=self.mfu))
-        for name in ("tp", "pp", "dp", "micro_batch", "virtual_stages", "grad_bytes"):
+        for name in ("tp", "pp", "dp", "ep", "micro_batch", "virtual_stages", "grad_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(name, f"must be a positive integer, got {value!r}")
         if self.zero not in ZERO_STAGES:
-            raise InputError("zero", f"one of {', '.join(map(str, ZERO_STAGES))} "
-                                     f"(ZeRO-3/FSDP is not simulated), got {self.zero!r}")
+            raise InputError("zero", f"one of {', '.join(map(str, ZERO_STAGES))}, "
+                                     f"got {self.zero!r}")
         if self.seq_len is None:
             object.__setattr__(self, "seq_len", spec.seq_len)
         if self.global_batch is None:
             object.__setattr__(self, "global_batch", self.dp * self.micro_batch * 4 * self.pp)
-        layout = make_layout(spec, tp=self.tp, pp=self.pp, dp=self.dp, vpp=self.virtual_stages,
+        layout = make_layout(spec, tp=self.tp, pp=self.pp, dp=self.dp, ep=self.ep,
+                             vpp=self.virtual_stages,
                              zero=self.zero, sequence_parallel=self.sequence_parallel,
                              micro_batch=self.micro_batch, global_batch=self.global_batch,
                              schedule=self.schedule, gpus_per_host=None)
@@ -199,76 +259,137 @@ class TrainJob:
         rate = self.gpu.achieved_flops
         backward_factor = 3.0 if self.recompute else 2.0
         # Megatron TP: per layer, the attention and MLP outputs are all-reduced in forward and
-        # their inputs' gradients in backward; recomputation replays the forward pair.
+        # their inputs' gradients in backward; recomputation replays the forward pair (and
+        # the MoE dispatch/combine all-to-alls).
         tp_fwd, tp_bwd = (2, 4 if self.recompute else 2) if tp > 1 else (0, 0)
+        ep_fwd, ep_bwd = (2, 4 if self.recompute else 2) if self.ep > 1 else (0, 0)
+        expert_width = spec.mlp_parameters(spec.expert_ffn) if spec.is_moe else 0
         first = chunk * self.layers_per_chunk
-        blocks: list[tuple[float, int, float]] = []  # forward seconds, tp ops, params per GPU
+        blocks: list[Block] = []
         for layer in range(first, first + self.layers_per_chunk):
             seconds = spec.layer_forward_flops_per_token(layer, self.seq_len) * tokens / tp / rate
-            blocks.append((seconds, 1, spec.layer_parameters(layer) / tp))
+            params = spec.layer_parameters(layer) / tp
+            moe = spec.is_moe_layer(layer)
+            expert = spec.experts * expert_width / tp if moe and self.ep > 1 else 0.0
+            blocks.append(Block(f"layer{layer}", seconds, backward_factor * seconds,
+                                tp_fwd, tp_bwd, ep_fwd if moe else 0, ep_bwd if moe else 0,
+                                params - expert, expert / self.ep))
         table = spec.vocab * spec.hidden / tp
         if chunk == self.chunks - 1:  # final norm and output head (untied) on the last chunk
             head = spec.head_forward_flops_per_token() * tokens / tp / rate
-            blocks.append((head, 0, (0 if spec.tied_embeddings else table) + spec.hidden))
+            blocks.append(Block("head", head, backward_factor * head, 0, 0, 0, 0,
+                                (0 if spec.tied_embeddings else table) + spec.hidden, 0.0))
         if chunk == 0:  # embedding lookup: no matmul, its gradient is ready last
-            blocks.insert(0, (0.0, 0, table + (spec.seq_len * spec.hidden / tp
-                                               if spec.learned_positions else 0)))
+            positions = spec.seq_len * spec.hidden / tp if spec.learned_positions else 0
+            blocks.insert(0, Block("embedding", 0.0, 0.0, 0, 0, 0, 0, table + positions, 0.0))
         blocks.reverse()  # backward order
         return StageCost(
-            forward_compute=sum(b[0] for b in blocks),
-            backward_compute=backward_factor * sum(b[0] for b in blocks),
-            forward_tp_ops=tp_fwd * sum(b[1] for b in blocks),
-            backward_tp_ops=tp_bwd * sum(b[1] for b in blocks),
-            params_per_gpu=sum(b[2] for b in blocks),
-            blocks_compute=tuple(backward_factor * b[0] for b in blocks),
-            blocks_tp_ops=tuple(tp_bwd * b[1] for b in blocks),
-            blocks_params=tuple(b[2] for b in blocks),
+            forward_compute=sum(b.forward_compute for b in blocks),
+            backward_compute=sum(b.backward_compute for b in blocks),
+            forward_tp_ops=sum(b.forward_tp_ops for b in blocks),
+            backward_tp_ops=sum(b.backward_tp_ops for b in blocks),
+            forward_ep_ops=sum(b.forward_ep_ops for b in blocks),
+            backward_ep_ops=sum(b.backward_ep_ops for b in blocks),
+            params_per_gpu=sum(b.dense_params for b in blocks),
+            expert_params_per_gpu=sum(b.expert_params for b in blocks),
+            blocks=tuple(blocks),
         )
 
-    def stage_params(self, stage: int) -> float:
-        """Parameters held by one GPU of pipeline stage ``stage`` (all its chunks).
+    def fsdp_units(self, chunk: int) -> list[Block]:
+        """ZeRO-3 / FSDP units of virtual stage ``chunk`` in *forward* order: one per
+        transformer layer, the embedding merged into the first layer's unit and the output
+        head (with the final norm) into the last one's, as FSDP wraps them with their
+        neighbours rather than gathering a unit that has no compute to hide behind.
+
+        >>> job = TrainJob("llama3-8b", dp=2, zero=3)
+        >>> units = job.fsdp_units(0)
+        >>> len(units), units[0].name, units[-1].name
+        (32, 'embedding+layer0', 'layer31+head')
+        >>> round(sum(u.dense_params for u in units)) == job.model.num_parameters()
+        True
+        """
+        forward = list(reversed(self.stage_cost(chunk).blocks))
+        merged: list[Block] = []
+        for block in forward:
+            if merged and (merged[-1].name == "embedding" or block.name == "head"):
+                a = merged.pop()
+                block = Block(f"{a.name}+{block.name}",
+                              *(getattr(a, f) + getattr(block, f) for f in _BLOCK_SUMS))
+            merged.append(block)
+        return merged
+
+    @property
+    def edp(self) -> int:
+        """Expert-data-parallel size: replicas of each expert shard (``dp / ep``)."""
+        return self.dp // self.ep
+
+    @property
+    def ep_buffer_bytes(self) -> float:
+        """One GPU's all-to-all send buffer per MoE layer and micro-batch (bytes): routed
+        tokens x top_k x hidden x dtype bytes (see the module docstring).
+
+        >>> TrainJob("mixtral-8x7b", dp=8, ep=8, seq_len=4096).ep_buffer_bytes
+        67108864.0
+        """
+        spec = self.model
+        tokens = self.micro_batch * self.seq_len / (self.tp if self.sequence_parallel else 1)
+        return float(tokens * spec.top_k * spec.hidden * spec.dtype_bytes)
+
+    def stage_params(self, stage: int, expert: bool = False) -> float:
+        """Parameters held by one GPU of pipeline stage ``stage`` (all its chunks): the dense
+        ones, or with ``expert=True`` the routed-expert ones (0 unless ``ep > 1``).
 
         >>> round(TrainJob("llama3-70b", tp=8, pp=8, dp=16).stage_params(0) / 1e9, 3)
         1.201
         """
-        return sum(self.stage_cost(k * self.pp + stage).params_per_gpu
+        field_ = "expert_params_per_gpu" if expert else "params_per_gpu"
+        return sum(getattr(self.stage_cost(k * self.pp + stage), field_)
                    for k in range(self.virtual_stages))
 
     def optimizer_time(self, stage: int) -> float:
-        """Adam step on one GPU of ``stage``: memory-bound, ZeRO shards it over ``dp``."""
-        params = self.stage_params(stage) / (self.dp if self.zero else 1)
+        """Adam step on one GPU of ``stage``: memory-bound; ZeRO shards the dense parameters
+        over ``dp`` and the expert ones over the expert-data-parallel group."""
+        dense, expert = self.stage_params(stage), self.stage_params(stage, expert=True)
+        params = dense / self.dp + expert / self.edp if self.zero else dense + expert
         return params * self.optimizer_bytes_per_param / self.gpu.memory_bandwidth
 
-    def buckets(self, chunk: int) -> list[tuple[float, int]]:
+    def buckets(self, chunk: int, expert: bool = False) -> list[tuple[float, int]]:
         """Gradient buckets of virtual stage ``chunk``: ``(parameters, block index)`` each,
         in launch order; a bucket is ready when backward block ``block index`` finishes.
+        Dense and routed-expert parameters fill separate buckets (``expert``), as Megatron's
+        separate expert gradient buffer.
 
         >>> job = TrainJob("llama3-8b", tp=1, pp=1, dp=2, bucket_params=10**12)
         >>> [(round(p / 1e9, 2), b) for p, b in job.buckets(0)]
         [(8.03, 33)]
         """
-        cost = self.stage_cost(chunk)
+        blocks = self.stage_cost(chunk).blocks
         out: list[tuple[float, int]] = []
         filled = 0.0
         size = float(self.bucket_params)
-        for index, params in enumerate(cost.blocks_params):
-            filled += params
+        for index, block in enumerate(blocks):
+            filled += block.expert_params if expert else block.dense_params
             while filled >= size:
                 out.append((size, index))
                 filled -= size
         if filled > 0:
-            out.append((filled, len(cost.blocks_params) - 1))
+            out.append((filled, len(blocks) - 1))
         return out
 
     def to_dict(self) -> dict:
         """Job description for JSON output."""
         return {
             "model": self.model.name, "tp": self.tp, "pp": self.pp, "dp": self.dp,
-            "gpus": self.gpus, "micro_batch": self.micro_batch, "global_batch": self.global_batch,
+            "ep": self.ep, "gpus": self.gpus, "micro_batch": self.micro_batch,
+            "global_batch": self.global_batch,
             "micro_batches": self.micro_batches, "seq_len": self.seq_len,
             "gpu": self.gpu.name, "mfu_compute": self.gpu.mfu, "schedule": self.schedule,
             "virtual_stages": self.virtual_stages, "zero": self.zero,
+            "fsdp_prefetch": self.fsdp_prefetch,
             "bucket_params": self.bucket_params, "grad_bytes": self.grad_bytes,
             "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
         }
 
+
+_BLOCK_SUMS = ("forward_compute", "backward_compute", "forward_tp_ops", "backward_tp_ops",
+               "forward_ep_ops", "backward_ep_ops", "dense_params", "expert_params")
