@@ -17,7 +17,7 @@ runner = CliRunner()
 def test_build_fabric_converts_strings_and_sizes():
     f = build_fabric("hpn7", {"segments": "2", "dual-tor": "stacked", "port_speed": "200G"})
     assert f.n_gpus == 2048 and f.meta["dual_tor"] == "stacked"
-    assert size_options("hpn7", 131_072) == {"pods": 9, "segments": 15}
+    assert size_options("hpn7", 131_072) == {"pods": 9, "segments": 15, "last_pod_segments": 8}
     assert build_fabric("dcn_plus", {"gpus": "15360"}).meta["pods"] == 30
     assert build_fabric("fat_tree", {"gpus": "128"}).meta["k"] == 8
     with pytest.raises(InputError) as info:
@@ -103,3 +103,24 @@ def test_cli_json_and_compare(tmp_path):
     assert out.read_text().splitlines()[0].split()[:2] == ["36", "1"]
     result = runner.invoke(app, ["fabric", "hpn7"])
     assert result.exit_code == 0 and "15.000:1" in result.stdout and "1.067:1" in result.stdout
+
+
+def test_cli_frontend_and_partial_pod():
+    result = runner.invoke(app, ["fabric", "hpn7", "--segments", "2", "--frontend", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    fe = data["frontend"]
+    # 2 segments x 2 pairs + 1 storage pair (ceil(2048 x 0.3 GB/s / 50 GB/s) = 13 hosts)
+    assert fe["storage_hosts"] == 13 and fe["switches"] == {"tor": 10, "agg": 64, "core": 8}
+    assert fe["oversubscription"] == {"tor": 1.0, "agg": 1.0, "core": None}
+    assert data["switches"] == {"tor": 32, "agg": 120, "core": 0}  # backend apart
+    assert data["bom"]["frontend"]["switches"] == fe["switches"]
+    assert fe["checkpoint"]["seconds"] == pytest.approx(2048 * 30e9 / (13 * 50e9))
+    result = runner.invoke(app, ["fabric", "hpn7", "--segments", "1", "--frontend"])
+    assert result.exit_code == 0 and "frontend oversubscription tor" in result.stdout
+    result = runner.invoke(app, ["fabric", "hpn7", "--gpus", "17408", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["gpus"] == 17408 and data["options"]["last_pod_segments"] == 2
+    _one_line_error(runner.invoke(app, ["fabric", "hpn7", "--frontend", "--storage-hosts",
+                                        "0"]), "storage_hosts")

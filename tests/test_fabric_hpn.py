@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hpnsim.errors import InputError
 from hpnsim.fabrics import UNREACHABLE, LinkKind, NodeKind, hpn7
@@ -143,3 +145,62 @@ def test_bad_parameters_raise_input_error(kwargs, field):
     with pytest.raises(InputError) as info:
         hpn7(**kwargs)
     assert info.value.field == field
+
+
+def test_partial_last_pod_sizes_exactly():
+    from hpnsim.fabrics import build_fabric, size_options
+
+    assert size_options("hpn7", 131_072) == {"pods": 9, "segments": 15, "last_pod_segments": 8}
+    assert 8 * 15_360 + 8 * 1_024 == 131_072
+    f = build_fabric("hpn7", {"gpus": "131072"})
+    assert f.n_gpus == 131_072 and f.meta["active_hosts"] == 16_384
+    gpu_pod = f.node_pod[f.gpu_node]
+    assert np.bincount(gpu_pod).tolist() == [15_360] * 8 + [8_192]
+    c = counts(f)
+    assert c["switches"]["tor"] == (8 * 15 + 8) * 16
+    assert c["switches"]["agg"] == 9 * 120        # the last pod keeps all its Aggs
+    per_pod = min(60, 128 // 9)                    # 14 Aggs of a pod per core
+    assert c["switches"]["core"] == 2 * 8 * -(-60 // per_pod)
+    core_links = f.link_kind == LinkKind.CORE
+    aggs = f.nodes_where(kind=NodeKind.AGG)
+    assert (np.bincount(f.link_src[core_links], minlength=f.n_nodes)[aggs] == 8).all()
+    assert oversubscription(f)["agg"] == pytest.approx(15.0)  # the design ratio
+    # each Agg of the last pod takes one link from each of its plane's 8 x 8 ToRs
+    last_aggs = f.nodes_where(kind=NodeKind.AGG, pod=8)
+    up = f.link_kind == LinkKind.UPLINK
+    assert (np.bincount(f.link_dst[up], minlength=f.n_nodes)[last_aggs] == 64).all()
+    assert f.meta["tiers"]["agg"]["total_down_ports"] == (8 * 15 + 8) * 16 * 60
+    for gpus in (1_024, 16_384, 2 * 15_360 + 3 * 1_024):
+        assert build_fabric("hpn7", {"gpus": str(gpus)}).n_gpus == gpus
+    assert size_options("hpn7", 4_096, {"segments": 3}) == {"pods": 2, "last_pod_segments": 1}
+
+
+@settings(max_examples=12, deadline=None)
+@given(pods=st.integers(2, 5), segments=st.integers(1, 6), data=st.data())
+def test_partial_last_pod_closed_forms(pods, segments, data):
+    last = data.draw(st.integers(1, segments))
+    f = hpn7(pods=pods, segments=segments, last_pod_segments=last, hosts_per_segment=2,
+             backup_hosts=0, tor_uplinks=4, aggs_per_plane=4, agg_core_uplinks=2)
+    n_seg = (pods - 1) * segments + last
+    assert f.n_gpus == n_seg * 2 * 8
+    c = counts(f)
+    per_pod = min(4, 128 // pods)
+    assert c["switches"] == {"tor": n_seg * 16, "agg": pods * 8,
+                             "core": 2 * 2 * -(-4 // per_pod)}
+    seg = f.node_pod[f.gpu_node] * segments + f.node_segment[f.gpu_node]
+    assert np.bincount(seg).tolist() == [16] * n_seg
+    # every pair of pods meets through the core, plane by plane
+    rows = f.switch_row
+    first, last_tor = f.gpu_tor[0, 0], f.gpu_tor[f.n_gpus - 8, 0]
+    assert f.switch_distance_from(first)[rows[last_tor]] == 4
+    assert path_choices(f)["cross_pod"] == 2 * sum(min(per_pod, 4 - (j // per_pod) * per_pod)
+                                                   for j in range(4))
+
+
+def test_last_pod_segments_bounds():
+    with pytest.raises(InputError) as info:
+        hpn7(pods=2, segments=3, last_pod_segments=4)
+    assert info.value.field == "last_pod_segments"
+    with pytest.raises(InputError) as info:
+        hpn7(pods=2, last_pod_segments=0)
+    assert info.value.field == "last_pod_segments"

@@ -75,6 +75,8 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     check_ports("Agg", s.segments_field, s.chip, down=(agg_down, s.up_speed),
                 up=(s.agg_uplinks, s.up_speed))
 
+    if s.pods > 1:
+        _core_layout(s)  # fail before building anything
     last = s.segments if s.last_pod_segments is None else s.last_pod_segments
     if not 1 <= last <= s.segments:
         raise InputError("last_pod_segments", f"must be in 1..segments={s.segments}, "
@@ -144,16 +146,22 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     return asm.finish(gpu, nic, meta)
 
 
-def _add_core(asm: Assembly, s: TieredSpec, agg: np.ndarray, planes: int) -> dict:
+def _core_layout(s: TieredSpec) -> tuple[int, int]:
+    """(ports per core switch, Aggs of one pod on one core), validated."""
     if not s.agg_uplinks:
         raise InputError("pods", "more than one pod needs Agg uplinks to a core, got 0")
     core_ports = s.core_ports if s.core_ports is not None else int(s.chip // s.up_speed)
     check_ports("core", "core_ports", s.chip, down=(core_ports, s.up_speed))
-    aggs = s.aggs_per_plane
-    per_pod = min(aggs, core_ports // s.pods)
+    per_pod = min(s.aggs_per_plane, core_ports // s.pods)
     if per_pod == 0:
         raise InputError("pods", f"a {core_ports}-port core switch reaches at most "
                                  f"{core_ports} pods, got {s.pods}")
+    return core_ports, per_pod
+
+
+def _add_core(asm: Assembly, s: TieredSpec, agg: np.ndarray, planes: int) -> dict:
+    _, per_pod = _core_layout(s)
+    aggs = s.aggs_per_plane
     per_group = -(-aggs // per_pod)
     per_plane = s.agg_uplinks * per_group
     n_core = planes * per_plane
