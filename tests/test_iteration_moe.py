@@ -1,0 +1,92 @@
+"""Expert parallelism (MoE) in the iteration simulator: all-to-all time against the closed
+form on a non-blocking fabric, bytes against the traffic calculator, expert-DP gradients."""
+
+import pytest
+
+from hpnsim.errors import InputError
+from hpnsim.fabrics import fat_tree, hpn7
+from hpnsim.workloads import models
+from hpnsim.workloads.iteration import simulate_iteration
+from hpnsim.workloads.iteration_job import TrainJob
+from hpnsim.workloads.traffic import iteration_traffic
+
+NIC = 50e9
+BASE, NET_HOP = 8.4e-6, 14e-6  # NCCL Simple protocol: base latency, one network hop
+
+# Every layer MoE, 8 experts, top-2; a 2 x 8192 x 4096 x 2-byte (128 MiB) all-to-all buffer:
+# large enough that NCCL picks the Simple protocol.
+MOE = models.ModelSpec("moe-test", layers=2, hidden=4096, heads=32, ffn=4096, vocab=1000,
+                       seq_len=8192, experts=8, top_k=2)
+
+
+def test_ep_buffer_is_routed_tokens_times_top_k_times_hidden():
+    job = TrainJob(MOE, dp=8, ep=8)
+    assert job.ep_buffer_bytes == 1 * 8192 * 2 * 4096 * 2
+    sp = TrainJob(MOE, tp=2, dp=8, ep=8, sequence_parallel=True)
+    assert sp.ep_buffer_bytes == job.ep_buffer_bytes / 2  # each TP rank routes its slice
+    cost = job.stage_cost(0)
+    # dispatch + combine per MoE layer, forward and backward
+    assert (cost.forward_ep_ops, cost.backward_ep_ops) == (4, 4)
+    # each GPU holds experts / ep of the routed experts
+    expert = MOE.mlp_parameters() * MOE.experts / 8
+    assert cost.expert_params_per_gpu == pytest.approx(2 * expert)
+    assert cost.params_per_gpu + 8 * cost.expert_params_per_gpu == MOE.num_parameters()
+
+
+def test_ep_only_exposed_time_is_the_closed_form_all_to_all():
+    fabric = fat_tree(4)  # 16 single-GPU hosts: every EP peer is across the network
+    job = TrainJob(MOE, dp=8, ep=8, global_batch=16)  # 2 micro-batches
+    r = simulate_iteration(job, fabric, routing="spray")
+    n, size = 8, job.ep_buffer_bytes
+    # direct all-to-all: every GPU sends S/n to each of n-1 peers through its 400G NIC
+    a2a = BASE + NET_HOP + (n - 1) / n * size / NIC
+    assert r.ep_alltoall_time == pytest.approx(a2a, rel=1e-9)
+    calls = job.micro_batches * MOE.layers * 4  # dispatch+combine, forward and backward
+    assert r.exposed_comm["ep"] == pytest.approx(calls * a2a, rel=1e-9)
+    assert r.exposed_comm["tp"] == r.exposed_comm["pp"] == 0.0
+    parts = r.compute_time + sum(r.exposed_comm.values()) + r.bubble + r.optimizer_time
+    assert parts == pytest.approx(r.iteration_time, rel=1e-12)
+    # edp = 1: expert gradients need no sync; only the dense ones are all-reduced
+    dense = MOE.num_parameters() - MOE.expert_parameters()
+    assert r.comm_bytes["dp"] == pytest.approx(n * 2 * (n - 1) / n * 2 * dense, rel=1e-12)
+
+
+@pytest.mark.parametrize("name, tp, pp, dp, ep", [
+    ("deepseek-moe-16b", 2, 1, 8, 8),   # first layer dense; EP spans two hosts
+    ("mixtral-8x7b", 2, 2, 4, 4),       # EP over hosts, two pipeline stages
+])
+def test_ep_bytes_match_the_traffic_calculator(name, tp, pp, dp, ep):
+    model = models.get(name)
+    fabric = hpn7(segments=1, hosts_per_segment=tp * pp * dp // 8, backup_hosts=0)
+    job = TrainJob(model, tp=tp, pp=pp, dp=dp, ep=ep, seq_len=1024, global_batch=2 * dp,
+                   bucket_params=10**12)
+    r = simulate_iteration(job, fabric)
+    expected = iteration_traffic(model, job.layout, seq_len=1024).by_dimension()["ep"]
+    assert r.comm_bytes["ep"] == pytest.approx(expected["total_bytes"], rel=1e-12)
+    assert r.exposed_comm["ep"] > 0 and r.ep_alltoall_time > 0
+
+
+def test_expert_gradients_reduce_over_the_expert_data_parallel_group():
+    model = models.ModelSpec("moe-small", layers=2, hidden=1024, heads=8, ffn=2048, vocab=1000,
+                             seq_len=1024, experts=8, top_k=2)
+    fabric = fat_tree(4)
+    job = TrainJob(model, dp=16, ep=4, global_batch=16)  # edp = 4
+    r = simulate_iteration(job, fabric, dp_algo="ring", routing="spray")
+    by_dim = iteration_traffic(model, job.layout, gpus_per_host=1).by_dimension()
+    assert r.comm_bytes["dp"] == pytest.approx(by_dim["dp"]["total_bytes"]
+                                               + by_dim["edp"]["total_bytes"], rel=1e-12)
+    # ZeRO-1 shards the dense optimizer state over dp and the expert one over edp
+    z1 = TrainJob(model, dp=16, ep=4, global_batch=16, zero=1)
+    dense = model.num_parameters() - model.expert_parameters()
+    expert = model.expert_parameters() / 4
+    assert z1.optimizer_time(0) == pytest.approx(
+        28.0 * (dense / 16 + expert / 4) / 3.35e12, rel=1e-12)
+
+
+def test_ep_validation():
+    with pytest.raises(InputError, match="ep"):
+        TrainJob("llama3-8b", dp=8, ep=2)         # no experts
+    with pytest.raises(InputError, match="ep"):
+        TrainJob("mixtral-8x7b", dp=6, ep=4)      # ep must divide dp
+    with pytest.raises(InputError, match="ep"):
+        TrainJob("mixtral-8x7b", dp=16, ep=16)    # and the 8 experts
