@@ -263,6 +263,11 @@ class Fabric:
 
         In-host links from a GPU to its host's CPU (``HOST``) count as frontend: only
         frontend traffic (checkpoints, datasets) crosses them.
+
+        >>> from hpnsim.fabrics import hpn7
+        >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, frontend=True)
+        >>> np.bincount(f.link_network).tolist(), f.has_frontend
+        ([2048, 64], True)
         """
         return np.maximum(self.node_network[self.link_src], self.node_network[self.link_dst])
 

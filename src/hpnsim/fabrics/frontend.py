@@ -138,7 +138,13 @@ def add_frontend(asm: Assembly, spec: FrontendSpec, gpu: np.ndarray, *, gpus_per
     """Add hosts' CPUs, frontend NICs, the frontend Clos and storage; return its meta.
 
     ``gpu`` are the backend GPU node ids (host-major, ``hosts`` hosts per segment, segments
-    numbered pod-major). The returned dict goes to ``fabric.meta["frontend"]``.
+    numbered pod-major). The returned dict goes to ``fabric.meta["frontend"]``;
+    :func:`hpnsim.fabrics.hpn7` calls it when ``frontend=True``.
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> fe = hpn7(segments=2, frontend=True).meta["frontend"]
+    >>> fe["pairs_per_segment"], fe["storage_hosts"], fe["tiers"]["tor"]["up_ports"]
+    (2, 13, 32)
     """
     p = _plan(spec, n_gpus=len(gpu), segments=segments, hosts=hosts, backups=backups, up=up,
               chip=chip)
