@@ -38,23 +38,36 @@ def _print_result(r) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from hpnsim.units import format_time
+    from hpnsim.units import format_bytes, format_time
 
     job = r.job
-    table = Table(title=f"{job['model']} TP{job['tp']} x PP{job['pp']} x DP{job['dp']} "
+    shape = f"TP{job['tp']} x PP{job['pp']} x DP{job['dp']}"
+    if job.get("ep", 1) > 1:
+        shape += f" (EP{job['ep']})"
+    if job.get("zero"):
+        shape += f", ZeRO-{job['zero']}"
+    table = Table(title=f"{job['model']} {shape} "
                         f"({job['gpus']} GPUs, {job['micro_batches']} micro-batches)")
     table.add_column("part")
     table.add_column("time", justify="right")
     table.add_column("share", justify="right")
-    rows = [("compute", r.compute_time), *((f"exposed {k}", v) for k, v in r.exposed_comm.items()),
-            ("pipeline bubble", r.bubble), ("optimizer", r.optimizer_time)]
-    for name, value in rows:
-        table.add_row(name, format_time(value), f"{100 * value / r.iteration_time:.1f}%")
-    table.add_row("iteration", format_time(r.iteration_time), "100%")
+    table.add_column("bytes sent / iteration", justify="right")
+    labels = {"dp": "exposed dp (FSDP gathers + reduce-scatters)" if job.get("zero") == 3
+              else "exposed dp", "ep": "exposed ep (MoE all-to-all)"}
+    rows = [("compute", r.compute_time, None),
+            *((labels.get(k, f"exposed {k}"), v, r.comm_bytes.get(k))
+              for k, v in r.exposed_comm.items()),
+            ("pipeline bubble", r.bubble, None), ("optimizer", r.optimizer_time, None)]
+    for name, value, sent in rows:
+        table.add_row(name, format_time(value), f"{100 * value / r.iteration_time:.1f}%",
+                      "" if sent is None else format_bytes(sent))
+    table.add_row("iteration", format_time(r.iteration_time), "100%", "")
     console = Console()
     console.print(table)
+    extra = f"   EP all-to-all {format_time(r.ep_alltoall_time)}" if r.ep_alltoall_time else ""
     console.print(f"MFU {100 * r.mfu:.1f}%   {r.tokens_per_second:,.0f} tokens/s   "
-                  f"TP all-reduce {format_time(r.tp_allreduce_time)}   tasks {r.n_tasks}")
+                  f"TP all-reduce {format_time(r.tp_allreduce_time)}{extra}   "
+                  f"tasks {r.n_tasks}")
     for note in r.notes:
         console.print(f"note: {note}")
 
@@ -73,6 +86,8 @@ def register(app: typer.Typer) -> None:
         tp: int = typer.Option(1, "--tp", help="Tensor-parallel size."),
         pp: int = typer.Option(1, "--pp", help="Pipeline-parallel size."),
         dp: int = typer.Option(1, "--dp", help="Data-parallel size."),
+        ep: int = typer.Option(1, "--ep", help="Expert-parallel size (MoE models; divides dp "
+                                              "and the experts)."),
         micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per micro-batch."),
         global_batch: int = typer.Option(None, "--global-batch",
                                          help="Sequences per iteration (default dp*mb*4*pp)."),
@@ -81,7 +96,11 @@ def register(app: typer.Typer) -> None:
         mfu: float = typer.Option(None, "--mfu", help="Fraction of peak reached by compute."),
         schedule: str = typer.Option("", "--schedule", help="1f1b, interleaved or gpipe."),
         vpp: int = typer.Option(1, "--vpp", help="Virtual stages per rank (interleaved)."),
-        zero: int = typer.Option(0, "--zero", help="0 (all-reduce) or 1/2 (distributed optimizer)."),
+        zero: int = typer.Option(0, "--zero", help="0 (all-reduce), 1/2 (distributed optimizer) "
+                                                  "or 3 (ZeRO-3/FSDP: per-layer gathers)."),
+        prefetch: bool = typer.Option(True, "--prefetch/--no-prefetch",
+                                      help="ZeRO-3: gather the next unit during this one's "
+                                           "compute."),
         sequence_parallel: bool = typer.Option(False, "--sequence-parallel",
                                                help="Megatron sequence parallelism."),
         recompute: bool = typer.Option(False, "--recompute", help="Full activation recompute."),
@@ -101,7 +120,7 @@ def register(app: typer.Typer) -> None:
         """Simulate one training iteration on a fabric: time, exposed communication, bubble, MFU.
 
         Example: hpnsim train --model llama3-70b --tp 8 --pp 8 --dp 16 --global-batch 2048
-        --fabric hpn7 --json
+        --fabric hpn7 --json. MoE: --model mixtral-8x7b --tp 8 --dp 8 --ep 8; FSDP: --zero 3.
         """
         from hpnsim.errors import InputError
         from hpnsim.workloads.scaling import fabric_for_job
@@ -119,7 +138,8 @@ def register(app: typer.Typer) -> None:
             if not model:
                 raise InputError("model", "give --model NAME (or --workload FILE)")
             extra = models.load_yaml(model_file) if model_file else None
-            job = TrainJob(models.get(model, extra), tp=tp, pp=pp, dp=dp,
+            job = TrainJob(models.get(model, extra), tp=tp, pp=pp, dp=dp, ep=ep,
+                           fsdp_prefetch=prefetch,
                            micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len,
                            gpu=gpu, mfu=mfu, schedule=schedule, virtual_stages=vpp, zero=zero,
                            sequence_parallel=sequence_parallel, bucket_params=bucket_params,
