@@ -138,17 +138,21 @@ def _walk(fabric: Fabric, src: np.ndarray, dst: np.ndarray, h: np.ndarray) -> np
         active = np.flatnonzero(d > hop)
         if active.size == 0:
             break
-        start, count = ptr[here[active]], np.diff(ptr)[here[active]]
-        owner = np.repeat(np.arange(active.size), count)
+        # candidates once per distinct (switch, target), then each flow hashes into its list
+        key = here[active] * len(targets) + target_of[active]
+        uniq, inv = np.unique(key, return_inverse=True)
+        at, goal = uniq // len(targets), uniq % len(targets)
+        start, count = ptr[at], np.diff(ptr)[at]
+        owner = np.repeat(np.arange(uniq.size), count)
         offset = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
         cand = links[np.repeat(start, count) + offset]
-        nearer = dist[target_of[active][owner], rows[fabric.link_dst[cand]]] \
-            == (d[active] - hop - 1)[owner]
+        remaining = dist[goal, rows[at]]
+        nearer = dist[goal[owner], rows[fabric.link_dst[cand]]] == remaining[owner] - 1
         owner, cand = owner[nearer], cand[nearer]
-        choices = np.bincount(owner, minlength=active.size)
+        choices = np.bincount(owner, minlength=uniq.size)
         first = np.cumsum(choices) - choices
-        pick = (_mix(h[active], hop) % choices.astype(np.uint64)).astype(np.int64)
-        chosen = cand[first + pick]
+        pick = (_mix(h[active], hop) % choices[inv].astype(np.uint64)).astype(np.int64)
+        chosen = cand[first[inv] + pick]
         out[active, hop] = chosen
         here[active] = fabric.link_dst[chosen]
     return out
