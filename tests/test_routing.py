@@ -97,6 +97,38 @@ def test_sixty_aggs_reachable_over_many_connections(hpn):
     assert np.bincount(dual).tolist() == [n // 2, n // 2]
 
 
+def test_dual_plane_round_robin_counts_only_flows_that_leave_the_host(hpn):
+    f = hpn
+    a, b, rail2 = gpu(f, 0, 0, 0), gpu(f, 0, 0, 1), gpu(f, 0, 0, 2)
+    far_a, far_b = gpu(f, 1, 0, 2), gpu(f, 1, 1, 2)
+    # GPUs a and b each send one flow to rail 2 of another segment; with PXN both leave
+    # through rail 2's NIC; NVLink flows (of a, b and the relay itself) sit in between
+    src = [a, rail2, b, a, a, b]
+    dst = [far_a, b, far_b, b, rail2, rail2]
+    paths = route(f, src, dst, "hpn_dual_plane", pxn=True)
+    net = paths.port >= 0
+    assert net.tolist() == [True, False, True, False, False, False]
+    assert sorted(paths.port[net].tolist()) == [0, 1]   # one flow per port of the rail-2 NIC
+    for i in np.flatnonzero(net):
+        access = paths.path(i)[f.link_kind[paths.path(i)] == LinkKind.ACCESS]
+        assert f.link_port[access].tolist() == [paths.port[i]] * 2
+        assert f.link_src[access[0]] == f.gpu_nic[rail2]
+
+
+@settings(max_examples=25, deadline=None)
+@given(order=st.permutations(list(range(12))))
+def test_dual_plane_ports_alternate_per_nic_whatever_the_nvlink_flows(hpn, order):
+    f = hpn
+    # two GPUs of one host, each with 3 network flows and 3 NVLink flows, in any order
+    flows = [(g, gpu(f, 1, i, g)) for g in (0, 1) for i in range(3)]
+    flows += [(g, 2 + i) for g in (0, 1) for i in range(3)]
+    src, dst = np.array([flows[i] for i in order]).T
+    paths = route(f, src, dst, "hpn_dual_plane")
+    for g in (0, 1):
+        ports = paths.port[(src == g) & (paths.port >= 0)].tolist()
+        assert ports == [0, 1, 0]   # the NIC's own network flows, in order, round-robin
+
+
 def test_default_connections_get_distinct_source_ports(hpn):
     paths = route(hpn, [0, 0, 0, 8], [40, 40, 40, 40])
     assert len(set(paths.sport[:3].tolist())) == 3

@@ -101,31 +101,15 @@ def route_members(fabric, src, dst, via, conn, routing: str, seed: int, options:
     """Route member flows; a flow with ``via >= 0`` is the NVLink hop to ``via`` followed by
     the network route from ``via`` (PXN).
 
-    All flows that leave a host go to the router in one call (so ``precise`` sees them all
-    and a NIC's connections are spread over its ports together); flows inside a host are
-    routed apart, so they do not take turns in a NIC's port round-robin.
+    Every flow goes to the router in one call, so ``precise`` sees them all and a NIC's
+    connections are spread over its ports together (flows that stay inside a host take no
+    turn in the port round-robin).
     """
     from hpnsim.routing.paths import Paths
 
-    gph = fabric.gpus_per_host
     relayed = via >= 0
     start = np.where(relayed, via, src)
-    leaves = start // gph != dst // gph
-    net_options = dict(options)
-    if "sizes" in net_options:
-        net_options["sizes"] = np.asarray(net_options["sizes"])[leaves]
-    parts, index = [], []
-    if leaves.any():
-        parts.append(_route(fabric, start[leaves], dst[leaves], routing, conn[leaves], seed,
-                            net_options))
-        index.append(np.flatnonzero(leaves))
-    if (~leaves).any():
-        local = {k: v for k, v in options.items() if k == "pxn"}
-        parts.append(_route(fabric, start[~leaves], dst[~leaves], routing, conn[~leaves], seed,
-                            local))
-        index.append(np.flatnonzero(~leaves))
-    order = np.argsort(np.concatenate(index), kind="stable")
-    main = Paths.concat(parts).subset(order) if len(parts) > 1 else parts[0]
+    main = _route(fabric, start, dst, routing, conn, seed, options)
     if not relayed.any():
         return main
     hop = _route(fabric, src[relayed], via[relayed], routing, conn[relayed], seed,

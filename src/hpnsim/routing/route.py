@@ -12,7 +12,8 @@ Policies
     several equal-cost next hops hashes the 5-tuple with its tier's function
     (``hash_tor``, ``hash_agg``, ``hash_core``) and its own seed.
 ``hpn_dual_plane``
-    HPN 7.0: a NIC spreads its connections over its ports round-robin (port p -> plane p);
+    HPN 7.0: a NIC spreads its connections over its ports round-robin (port p -> plane p),
+    counting only the flows that leave the host (in the order given);
     the only hash is at the ToR uplink; aggregation and core switches forward by a fixed
     per-destination mapping.
 ``precise``
@@ -240,7 +241,10 @@ def _hpn_dual_plane(fabric, flows, options) -> Paths:
     t = flows.t
     port = _forced_port(flows, options.get("port"), t.ports)
     if port is None:
-        port = _rank_within(flows.relay) % _usable_ports(t, flows.relay)
+        # round-robin over the flows that leave the host: NVLink-only flows take no port
+        out = ~flows.intra
+        port = np.zeros(flows.n, dtype=np.int64)
+        port[out] = _rank_within(flows.relay[out]) % _usable_ports(t, flows.relay[out])
     seeds = switch_seeds(fabric, flows.seed, options.get("seed_mode", "per_switch"))
     codes = _tier_codes(options, hashed_tiers=(1,))
     return _hashed_paths(fabric, flows, port, codes, seeds, "hpn_dual_plane")
