@@ -4,14 +4,67 @@ alone on the fabric or compiled into the iteration graph, with the bytes they pu
 Bytes are counted from the compiled schedules (payload each member flow carries, summed over
 the flows), so they are what the simulated algorithms really move — the figure
 :mod:`hpnsim.workloads.traffic` derives in closed form.
+
+An iteration repeats the same collective (same group, size, algorithm) many times: every
+ZeRO-3 unit every micro-batch, every full gradient bucket. Compiling (scheduling and routing)
+it once and *replaying* its transfer groups with new dependencies gives the same tasks for a
+fraction of the cost; :func:`replay` mirrors how
+:func:`hpnsim.collectives.compile.compile_into` turns a schedule into tasks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives import compile_into
+from hpnsim.collectives import PROTOCOL_EFFICIENCY, compile_into, hop_latencies
 from hpnsim.engine import TaskGraph, simulate
+
+
+def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
+    """Add the transfer groups of an already compiled collective to ``graph`` again, after
+    ``deps``; returns its final task ids (as :func:`~hpnsim.collectives.compile_collective`).
+
+    The routes, schedule, protocol and latencies are those of ``compiled`` (one connection
+    per peer, priority 0, weight 1, as the iteration compiles them).
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> g = TaskGraph()
+    >>> c = compile_into(g, fab, "allgather", [0, 8], 2e6, algo="ring")
+    >>> again = replay(g, c, deps=c.final)
+    >>> sim = simulate(g, fab.link_capacity)
+    >>> bool(abs(sim.finish[again[0]] - 2 * sim.finish[c.final[0]]) < 1e-15)
+    True
+    """
+    base, nvlink_hop, net_hop = hop_latencies(compiled.algo, compiled.protocol)
+    efficiency = PROTOCOL_EFFICIENCY[compiled.protocol]
+    label = name or f"{compiled.schedule.op}/{compiled.algo}"
+    deps = [int(d) for d in deps]
+    stage_tasks: list[list[int]] = []
+    for i, stage in enumerate(compiled.schedule.stages):
+        latency = stage.intra_steps * nvlink_hop + stage.inter_steps * net_hop
+        if stage.deps:
+            stage_deps = [t for d in stage.deps for t in stage_tasks[d]]
+        else:
+            latency += base
+            stage_deps = deps
+        wire = stage.size / efficiency
+        if stage.coupled:
+            stage_tasks.append([graph.add_transfer_paths(compiled.paths[i], wire, deps=stage_deps,
+                                                         latency=latency,
+                                                         name=f"{label}/{stage.name}")])
+            continue
+        tasks = graph.add_transfers(compiled.paths[i], wire, latency=latency).tolist()
+        if len(stage_deps) > 1:
+            stage_deps = [graph.add_delay(0.0, deps=stage_deps, name=f"{label}/sync{i}")]
+        for t in tasks:
+            for d in stage_deps:
+                graph.add_dependency(t, d)
+        stage_tasks.append(tasks)
+    final = [t for i in compiled.schedule.final for t in stage_tasks[i]]
+    if len(final) > 1:
+        final = [graph.add_delay(0.0, deps=final, name=f"{label}/done")]
+    return final
 
 
 def sent_bytes(compiled) -> float:
@@ -28,12 +81,14 @@ def sent_bytes(compiled) -> float:
 
 def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float, *, deps=(),
                    algo: str = "auto", routing: str = "ecmp", seed: int = 0,
-                   name: str = "") -> tuple[int, list[int], float]:
+                   name: str = "", cache: dict | None = None) -> tuple[int, list[int], float]:
     """Compile ``op`` on every group (rows of ``groups``) after ``deps``.
 
     Returns ``(done, first_tasks, bytes)``: a zero-length task finishing with the last group,
     the tasks that start the collectives (for timelines) and the bytes they send. Groups of
-    one GPU move nothing and are skipped; with none left, ``done`` is -1.
+    one GPU move nothing and are skipped; with none left, ``done`` is -1. With a ``cache``
+    dict, a collective compiled before (same op, group, size, algorithm, routing, seed) is
+    replayed (:func:`replay`) instead of compiled again.
 
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
@@ -49,10 +104,18 @@ def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float, *, de
     for group in np.asarray(groups):
         if group.size < 2:
             continue
-        compiled = compile_into(graph, fabric, op, group, size, algo=algo, routing=routing,
-                                seed=seed, deps=deps, name=name)
-        finals += compiled.final
-        first += [int(t) for t in compiled.stage_tasks[0]] if compiled.stage_tasks else []
+        key = (op, group.tobytes(), float(size), algo, routing, seed)
+        compiled = cache.get(key) if cache is not None else None
+        if compiled is None:
+            compiled = compile_into(graph, fabric, op, group, size, algo=algo, routing=routing,
+                                    seed=seed, deps=deps, name=name)
+            finals += compiled.final
+            first += [int(t) for t in compiled.stage_tasks[0]] if compiled.stage_tasks else []
+            if cache is not None:
+                cache[key] = compiled
+        else:
+            first.append(len(graph))  # replay adds the first stage's transfers first
+            finals += replay(graph, compiled, deps, name)
         total += sent_bytes(compiled)
     if not finals:
         return -1, [], 0.0

@@ -49,6 +49,7 @@ class FsdpStream:
     routing: str = "ecmp"
     algo: str = "auto"
     seed: int = 0
+    cache: dict | None = None
     tail: int = -1
     comm: list = field(default_factory=list)
     sent: float = 0.0
@@ -73,7 +74,7 @@ class FsdpStream:
             done, starts, moved = compile_groups(self.graph, self.fabric, op_name, groups,
                                                  params * element, deps=deps, algo=self.algo,
                                                  routing=self.routing, seed=self.seed,
-                                                 name=label)
+                                                 name=label, cache=self.cache)
             if done >= 0:
                 finals.append(done)
                 first += starts

@@ -90,6 +90,7 @@ class IterationGraph:
     comm_bytes: dict = field(default_factory=lambda: dict.fromkeys(("tp", "pp", "dp", "ep"),
                                                                    0.0))
     notes: list[str] = field(default_factory=list)
+    compiled: dict = field(default_factory=dict, repr=False)  # collectives to replay
 
 
 def _path_latency(fabric, paths) -> float:
@@ -294,7 +295,8 @@ def _fsdp_stream(it: IterationGraph, job: TrainJob, fabric, stage_schedule, s: i
                 + block.backward_ep_ops * ep_time)
 
     return FsdpStream(it.graph, fabric, job, units, shards, unit_seconds,
-                      prefetch=job.fsdp_prefetch, routing=routing, algo=algo, seed=seed)
+                      prefetch=job.fsdp_prefetch, routing=routing, algo=algo, seed=seed,
+                      cache=it.compiled)
 
 
 def _finish_fsdp(it: IterationGraph, job: TrainJob, streams, last_op) -> None:
@@ -342,7 +344,7 @@ def _add_data_parallel(it: IterationGraph, job: TrainJob, fabric, grid, edp_grou
                             done, first, sent = compile_groups(
                                 graph, fabric, reduce_op, group[None, :],
                                 params * job.grad_bytes, deps=[blocks[block], *finals[g]],
-                                algo=dp_algo, routing=routing)
+                                algo=dp_algo, routing=routing, cache=it.compiled)
                             finals[g] = [done]
                             dp_tasks.extend(first + [done])
                             it.comm_bytes["dp"] += sent
@@ -360,7 +362,7 @@ def _add_data_parallel(it: IterationGraph, job: TrainJob, fabric, grid, edp_grou
                     done, first, sent = compile_groups(
                         graph, fabric, "allgather", group[None, :],
                         params * job.model.dtype_bytes, deps=chains[index][g], algo=dp_algo,
-                        routing=routing)
+                        routing=routing, cache=it.compiled)
                     chains[index][g] = [done]
                     gathers.extend(first + [done])
                     it.comm_bytes["dp"] += sent

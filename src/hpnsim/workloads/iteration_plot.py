@@ -5,14 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 COLORS = {"F": "#4c72b0", "B": "#55a868", "dp": "#c44e52", "optimizer": "#8c8c8c",
-          "allgather": "#dd8452"}
+          "allgather": "#dd8452", "fsdp-ag": "#dd8452", "fsdp-rs": "#c44e52"}
+_THIN = ("dp", "allgather", "fsdp-ag", "fsdp-rs")
 
 
 def plot_gantt(result, path: str | Path, *, title: str | None = None) -> Path:
     """Draw ``result.timeline`` (an :class:`IterationResult`) to a PNG file.
 
     Forward passes are blue, backward green; the DP gradient traffic of a stage is a thin red
-    bar under its row (it overlaps backward), the optimizer grey.
+    bar under its row (it overlaps backward), the optimizer grey; ZeRO-3 parameter gathers
+    (orange) and gradient reduce-scatters (red) are thin bars too.
 
     Examples
     --------
@@ -34,13 +36,13 @@ def plot_gantt(result, path: str | Path, *, title: str | None = None) -> Path:
     rows = result.timeline
     stages = 1 + max((row["stage"] for row in rows), default=0)
     fig, ax = plt.subplots(figsize=(12, 1.0 + 0.5 * stages))
-    for kind in ("F", "B", "optimizer", "dp", "allgather"):
+    for kind in COLORS:
         for s in range(stages):
             spans = [(r["start"], r["finish"] - r["start"]) for r in rows
                      if r["kind"] == kind and r["stage"] == s]
             if not spans:
                 continue
-            if kind in ("dp", "allgather"):
+            if kind in _THIN:
                 ax.broken_barh(spans, (s + 0.3, 0.15), facecolors=COLORS[kind])
             else:
                 ax.broken_barh(spans, (s - 0.35, 0.6), facecolors=COLORS[kind],
@@ -52,7 +54,8 @@ def plot_gantt(result, path: str | Path, *, title: str | None = None) -> Path:
     ax.set_xlim(0, max(result.iteration_time, 1e-12))
     job = result.job
     ax.set_title(title or f"{job.get('model', '')} iteration: {result.iteration_time:.3f} s")
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items()],
+    shown = {row["kind"] for row in rows}
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items() if k in shown],
               loc="upper right", fontsize=7, ncol=5)
     fig.tight_layout()
     path = Path(path)
