@@ -141,7 +141,9 @@ def register(app: typer.Typer) -> None:
 
         Builder parameters pass through as --name value, e.g.
         `hpnsim fabric hpn7 --segments 2 --dual-tor stacked`, `--gpus 15360` sizes a
-        template; `hpnsim fabric compare hpn7 dcn_plus --gpus 15360` puts them side by side.
+        template (hpn7 exactly, in 1,024-GPU segments: `--gpus 131072` is 8 pods and 8
+        segments of a 9th); `hpnsim fabric hpn7 --frontend` adds HPN's frontend network
+        (its switches, optics, power and a checkpoint bound are reported apart); `hpnsim fabric compare hpn7 dcn_plus --gpus 15360` puts them side by side.
         """
         from hpnsim.fabrics.export import FORMATS, export
         from hpnsim.fabrics.registry import TEMPLATES, build_fabric, template_parameters
