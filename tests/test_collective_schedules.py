@@ -6,18 +6,22 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from hpnsim.collectives import (
+    GroupShape,
     alpha_beta_time,
     build_schedule,
     busbw_factor,
     choose_algorithm,
     hierarchical_time,
+    model_time,
     nccl_time,
+    tree_time,
 )
-from hpnsim.collectives.tree import btree_parents, dtree_parents
+from hpnsim.collectives.model import auto_candidates
+from hpnsim.collectives.tree import btree_parents, dtree_depth, dtree_load, dtree_parents
 from hpnsim.errors import InputError
 
 
@@ -188,9 +192,110 @@ def test_nccl_model_ring_bandwidth_term_and_latency():
     assert small == pytest.approx(6.6e-6 + 28 * 0.6e-6 + 2 * 2.7e-6, rel=1e-3)
 
 
-def test_auto_picks_tree_ll_small_and_ring_family_simple_large():
-    small = choose_algorithm("allreduce", 64, 8, 8 * 1024, 50e9)
-    large = choose_algorithm("allreduce", 64, 8, 1 << 30, 50e9)
-    assert small == ("tree", "ll") and large == ("hier", "simple")
-    assert choose_algorithm("allreduce", 64, 8, 1 << 30, 50e9, uniform_hosts=False) == \
-        ("ring", "simple")
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 2000))
+def test_both_trees_have_depth_ceil_log2_and_every_rank_at_most_4_edges(n):
+    depths = []
+    for parent in dtree_parents(n):
+        node, hops = np.arange(n), 0
+        while (parent[node] >= 0).any():
+            node = np.where(parent[node] >= 0, parent[node], node)
+            hops += 1
+        depths.append(hops)
+    assert depths == [math.ceil(math.log2(n))] * 2 == [dtree_depth(n)] * 2
+    degree = np.zeros(n, dtype=int)
+    for parent in dtree_parents(n):
+        child = np.flatnonzero(parent >= 0)
+        degree[child] += 1
+        np.add.at(degree, parent[child], 1)
+    # interior (3 edges) in at most one tree, so at most 3 + 1 edges over both
+    assert degree.max() == dtree_load(n) == (4 if n >= 4 else n)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hosts=st.integers(1, 20), k=st.sampled_from([1, 2, 4, 8]), per_rail=st.integers(1, 2))
+def test_node_level_tree_chains_in_hosts_and_rail_aligned_network_hops(hosts, k, per_rail):
+    n, size, channels = hosts * k, 1e6, k * per_rail
+    assume(n >= 2)
+    sch = build_schedule("allreduce", range(n), size, "tree", gpus_per_host=k,
+                         channels=channels)
+    assert len(sch.stages) == 2 * channels
+    share = size / channels / 2
+    nv_sent = np.zeros(n)
+    for i, s in enumerate(sch.stages):
+        c = i // 2
+        assert s.size == share
+        assert (s.intra_steps, s.inter_steps) == (2 * (k - 1), 2 * dtree_depth(hosts))
+        net = s.src // k != s.dst // k
+        # the network hops of channel c join the hosts' GPUs of rail c mod k, nothing else
+        assert set((s.src[net] % k).tolist()) <= {c % k}
+        assert set((s.dst[net] % k).tolist()) <= {c % k}
+        assert net.sum() == 2 * (hosts - 1)  # a spanning tree over hosts, up and down
+        # inside a host: a chain of its k GPUs, up and down
+        assert (~net).sum() == 2 * hosts * (k - 1)
+        np.add.at(nv_sent, s.src[~net], s.size)
+        # every member pair appears both ways (reduce up, broadcast down)
+        pairs = set(zip(s.src.tolist(), s.dst.tolist(), strict=True))
+        assert all((b, a) in pairs for a, b in pairs)
+    # each GPU sends 2(k-1)/k S over NVLink when the chain heads rotate over all GPUs
+    assert np.allclose(nv_sent, 2 * (k - 1) / k * size)
+
+
+def test_tree_on_mixed_hosts_chains_each_host():
+    gpus = [0, 1, 2, 8, 16, 17]  # hosts of 3, 1 and 2 GPUs
+    sch = build_schedule("allreduce", gpus, 6.0, "tree", gpus_per_host=8, channels=1)
+    s = sch.stages[0]
+    assert s.intra_steps == 2 * 2 and s.inter_steps == 2 * dtree_depth(3)
+    assert sorted(sent_received(sch)[0]) == sorted(gpus)
+
+
+def test_alpha_beta_tree_counts_edges_per_rank():
+    b, s = 1e9, 1e9
+    assert alpha_beta_time("allreduce", "tree", 2, s, 0.0, b) == pytest.approx(1.0)
+    assert alpha_beta_time("allreduce", "tree", 3, s, 0.0, b) == pytest.approx(1.5)
+    assert alpha_beta_time("allreduce", "tree", 64, s, 1e-6, b) == pytest.approx(12e-6 + 2.0)
+
+
+H800 = dict(bw_intra=200e9, bw_inter=50e9, nic_ports=2)
+
+
+def test_tree_closed_form_by_hand():
+    # 16 hosts x 8 GPUs, 16 channels: NVLink 2(k-1)/k S/B_nv, network 4/2 S/(k B_nic)
+    size = 8e9
+    nv = tree_time(GroupShape(16, 8, **H800), size, channels=16, alpha_intra=0,
+                   alpha_inter=0)
+    assert nv == pytest.approx(2 * 7 / 8 * size / 200e9)
+    fast = GroupShape(16, 8, 450e9, 50e9, 2)
+    net = tree_time(fast, size, channels=16, alpha_intra=1e-6, alpha_inter=1e-5)
+    assert net == pytest.approx(2 * 7 * 1e-6 + 2 * 4 * 1e-5 + 2 * size / (8 * 50e9))
+
+
+@settings(max_examples=60, deadline=None)
+@given(hosts=st.integers(1, 512), k=st.sampled_from([1, 2, 4, 8]),
+       nv=st.sampled_from([200e9, 450e9]), size=st.floats(1.0, 2.0**33),
+       uniform=st.booleans())
+def test_auto_takes_the_fastest_predicted_algorithm_and_protocol(hosts, k, nv, size, uniform):
+    shape = GroupShape(hosts, k, nv, 50e9, 2, uniform=uniform)
+    algo, proto = choose_algorithm("allreduce", shape, size)
+    candidates = auto_candidates("allreduce", shape)
+    assert algo in candidates
+    best = min(model_time("allreduce", a, p, shape, size) for a in candidates
+               for p in ("ll", "ll128", "simple"))
+    assert model_time("allreduce", algo, proto, shape, size) == best
+    if not uniform or hosts == 1 or k == 1:
+        assert "hier" not in candidates
+
+
+def test_auto_on_many_hosts_and_on_few():
+    many = GroupShape(256, 8, **H800)
+    assert choose_algorithm("allreduce", many, 8 * 1024) == ("tree", "ll")
+    # tree: 2 ceil(log2 H) network hops instead of the ring's 2(H-1)
+    ring = model_time("allreduce", "ring", "simple", many, 2.0**32)
+    tree = model_time("allreduce", "tree", "simple", many, 2.0**32)
+    assert ring - tree > 2 * 254 * 14e-6 - 2 * 8 * 14e-6 - 1e-12
+    # few hosts, network-bound (fast NVLink), large: the ring's (n-1)/n beats the tree's 1
+    few = GroupShape(4, 8, 450e9, 50e9, 2)
+    assert choose_algorithm("allreduce", few, 2.0**32) == ("ring", "simple")
+    assert choose_algorithm("allreduce", GroupShape(2, 8, **H800), 4096) == ("hier", "ll")
+    assert choose_algorithm("allgather", GroupShape(2, 8, **H800), 4096)[0] in ("ring", "hier")
+    assert choose_algorithm("alltoall", many, 2.0**20)[0] == "direct"

@@ -6,16 +6,21 @@ import numpy as np
 import pytest
 
 from hpnsim.collectives import (
+    PROTOCOL_EFFICIENCY,
+    GroupShape,
     alpha_beta_time,
     busbw_factor,
     compile_collective,
     hierarchical_time,
     hop_latencies,
+    model_time,
+    plan_cache,
+    plan_collective,
     run_collective,
 )
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.errors import InputError
-from hpnsim.fabrics import LinkKind, fat_tree, hpn7
+from hpnsim.fabrics import LinkKind, NodeKind, fat_tree, hpn7
 from hpnsim.units import parse_bandwidth
 
 NIC = parse_bandwidth("400G")  # fat-tree links and HPN NICs (2 x 200G): 50 GB/s
@@ -147,11 +152,105 @@ def test_single_gpu_and_determinism(segment):
     assert a.time == b.time and np.array_equal(a.link_bytes, b.link_bytes)
 
 
-def test_auto_chooses_by_size(segment):
-    small = run_collective(segment, "allreduce", range(32), 4096)
-    large = run_collective(segment, "allreduce", range(32), 2.0**30)
+@pytest.fixture(scope="module")
+def segment_fast():
+    """The same segment with 900 GB/s NVLink: the NICs, not NVLink, limit the collectives."""
+    return hpn7(segments=1, hosts_per_segment=4, backup_hosts=0, tor_uplinks=2,
+                aggs_per_plane=2, nvlink="900GB/s")
+
+
+@pytest.mark.parametrize("fabric_name", ["segment", "segment_fast"])
+@pytest.mark.parametrize("routing", ["spray", "hpn_dual_plane"])
+@pytest.mark.parametrize("protocol", ["simple", "ll"])
+def test_node_level_tree_matches_its_closed_form(request, fabric_name, routing, protocol):
+    f = request.getfixturevalue(fabric_name)
+    k, hosts, size = 8, 4, 2.0**30
+    r = run_collective(f, "allreduce", range(32), size, algo="tree", protocol=protocol,
+                       routing=routing)
+    base, nv_hop, net_hop = hop_latencies("tree", protocol)
+    eff = PROTOCOL_EFFICIENCY[protocol]
+    nvlink = f.link_capacity[f.link_kind == LinkKind.NVLINK].max()
+    # chains of 8 GPUs in each host (2(k-1) NVLink hops), trees of depth log2(4) = 2 over
+    # hosts; bytes: NVLink 2(k-1)/k S per GPU, network 4 members of S/32 per NIC
+    by_hand = (base + 2 * (k - 1) * nv_hop + 2 * 2 * net_hop
+               + max(2 * (k - 1) / k * size / nvlink, 2 * size / (k * NIC)) / eff)
+    assert r.time == pytest.approx(by_hand, rel=1e-9)
+    shape = GroupShape.from_fabric(f, range(32))
+    assert r.time == pytest.approx(model_time("allreduce", "tree", protocol, shape, size),
+                                   rel=1e-9)
+    kind, lb = f.link_kind, r.link_bytes
+    assert np.allclose(lb[kind == LinkKind.NVLINK], 2 * (k - 1) / k * size / eff)
+    assert lb[kind == LinkKind.UPLINK].sum() == 0  # rail-aligned: one ToR hop
+    # every tree edge between hosts carries S/2 each way per channel pair: 2(H-1) S in all
+    access_up = (kind == LinkKind.ACCESS) & (f.node_kind[f.link_src] == NodeKind.NIC)
+    assert lb[access_up].sum() == pytest.approx(2 * (hosts - 1) * size / eff)
+    if routing == "hpn_dual_plane":  # a channel per port: both ports of a NIC equally
+        ports = lb[access_up].reshape(-1, 2)
+        assert np.allclose(ports[:, 0], ports[:, 1])
+
+
+@pytest.mark.parametrize("algo", ["ring", "hier", "tree"])
+def test_group_closed_forms_match_simulation_on_a_segment(segment_fast, algo):
+    shape = GroupShape.from_fabric(segment_fast, range(32))
+    for size in (2.0**12, 2.0**30):
+        r = run_collective(segment_fast, "allreduce", range(32), size, algo=algo,
+                           protocol="ll128", routing="hpn_dual_plane")
+        assert r.time == pytest.approx(model_time("allreduce", algo, "ll128", shape, size),
+                                       rel=1e-9)
+
+
+@pytest.mark.parametrize("size", [2.0**12, 2.0**22, 2.0**32])
+def test_auto_picks_what_simulates_fastest(segment_fast, size):
+    auto = run_collective(segment_fast, "allreduce", range(32), size, routing="spray")
+    others = [run_collective(segment_fast, "allreduce", range(32), size, algo=a, protocol=p,
+                             routing="spray").time
+              for a in ("ring", "tree", "hier") for p in ("ll", "ll128", "simple")]
+    assert auto.time == pytest.approx(min(others), rel=1e-9)
+
+
+def test_auto_chooses_tree_on_many_hosts_and_ring_family_on_few(tree16, segment_fast):
+    small = run_collective(tree16, "allreduce", range(16), 4096)
     assert (small.algo, small.protocol) == ("tree", "ll")
-    assert (large.algo, large.protocol) == ("hier", "simple")
+    assert run_collective(segment_fast, "allreduce", range(32), 2.0**32).algo == "ring"
+
+
+def test_plan_cache_gives_bit_identical_graphs_and_results(segment):
+    def build():
+        g = TaskGraph()
+        finals = []
+        for i in range(3):  # equal buckets, chained: the second and third hit the cache
+            for routing, algo in (("hpn_dual_plane", "tree"), ("ecmp", "ring"),
+                                  ("precise", "hier"), ("ecmp", "direct")):
+                op = "alltoall" if algo == "direct" else "allreduce"
+                finals += compile_collective(g, segment, op, range(32), 2.0**24, algo=algo,
+                                             routing=routing, seed=3, deps=finals[-1:],
+                                             priority=i % 2)
+        sim = simulate(g, segment.link_capacity)
+        return g.arrays(segment.n_links), sim
+
+    plan_cache(enabled=False, clear=True)
+    try:
+        plain_graph, plain = build()
+        assert plan_cache()["hits"] == 0
+    finally:
+        plan_cache(enabled=True)
+    cached_graph, cached = build()
+    assert plan_cache()["hits"] >= 8 and plan_cache()["entries"] >= 4
+    for name in plain_graph.__dataclass_fields__:
+        assert np.array_equal(getattr(plain_graph, name), getattr(cached_graph, name)), name
+    assert np.array_equal(plain.finish, cached.finish)
+    assert np.array_equal(plain.link_bytes, cached.link_bytes)
+
+
+def test_plan_cache_keys_on_parameters_and_fabric(segment, segment_fast):
+    a = plan_collective(segment, "allreduce", range(16), 1e6, algo="ring", seed=1)
+    assert plan_collective(segment, "allreduce", range(16), 1e6, algo="ring", seed=1) is a
+    assert plan_collective(segment, "allreduce", range(16), 1e6, algo="ring", seed=2) is not a
+    assert plan_collective(segment, "allreduce", range(16), 2e6, algo="ring", seed=1) is not a
+    assert plan_collective(segment, "allreduce", range(8, 24), 1e6, algo="ring",
+                           seed=1) is not a
+    assert plan_collective(segment_fast, "allreduce", range(16), 1e6, algo="ring",
+                           seed=1) is not a
 
 
 def test_bad_input(segment):

@@ -9,12 +9,14 @@
 
 from hpnsim.collectives.algorithms import build_schedule, default_channels
 from hpnsim.collectives.compile import CompiledCollective, compile_collective, compile_into
-from hpnsim.collectives.cost import (
-    alpha_beta_time,
+from hpnsim.collectives.cost import alpha_beta_time, hierarchical_time, hop_latencies, nccl_time
+from hpnsim.collectives.model import (
+    GroupShape,
     choose_algorithm,
-    hierarchical_time,
-    hop_latencies,
-    nccl_time,
+    choose_protocol,
+    model_time,
+    ring_time,
+    tree_time,
 )
 from hpnsim.collectives.ops import (
     ALGORITHMS,
@@ -24,11 +26,13 @@ from hpnsim.collectives.ops import (
     normalize_algorithm,
     normalize_op,
 )
+from hpnsim.collectives.plan import RoutedSchedule, plan_cache, plan_collective
 from hpnsim.collectives.run import CollectiveResult, run_collective
 from hpnsim.collectives.schedule import Schedule, Stage
 
 __all__ = [
     "ALGORITHMS", "OPS", "PROTOCOL_EFFICIENCY", "CollectiveResult", "CompiledCollective",
+    "GroupShape", "RoutedSchedule", "choose_protocol", "plan_cache", "plan_collective", "model_time", "ring_time", "tree_time",
     "Schedule", "Stage", "alpha_beta_time", "build_schedule", "busbw_factor",
     "choose_algorithm", "compile_collective", "compile_into", "default_channels",
     "hierarchical_time", "hop_latencies", "nccl_time", "normalize_algorithm", "normalize_op",

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from hpnsim.collectives.model import default_channel_count
 from hpnsim.collectives.ops import check_supported, normalize_algorithm, normalize_op
 from hpnsim.collectives.p2p import alltoall_stages, p2p_stages
 from hpnsim.collectives.ring import hier_stages, ring_stages
@@ -16,23 +17,17 @@ from hpnsim.errors import InputError
 
 def default_channels(op: str, algo: str, gpus: np.ndarray, gpus_per_host: int,
                      nic_ports: int = 1) -> int:
-    """Channels NCCL would open, roughly: a ring (or tree pair) per NIC port of every rail of
-    the group, so every port of every NIC carries traffic; ``nic_ports`` per rail ring for
-    hier, and for halving-doubling and send/recv; one for all-to-all (its many peers
-    already spread the load).
+    """Default channel count for the group ``gpus``
+    (:func:`~hpnsim.collectives.model.default_channel_count`).
 
     >>> default_channels("allreduce", "ring", np.arange(16), 8, nic_ports=2)
     16
     >>> default_channels("allreduce", "hier", np.arange(16), 8, nic_ports=2)
     2
     """
-    if op == "alltoall":
-        return 1
-    if algo in ("ring", "tree"):
-        groups = host_groups(np.asarray(gpus), gpus_per_host)
-        if len(groups) > 1 and uniform_hosts(groups, gpus_per_host):
-            return int(groups[0].size) * nic_ports
-    return nic_ports
+    groups = host_groups(np.asarray(gpus), gpus_per_host)
+    return default_channel_count(op, algo, len(groups), max(g.size for g in groups),
+                                 uniform_hosts(groups, gpus_per_host), nic_ports)
 
 
 def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int = 8,
@@ -43,7 +38,7 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
     output, each rank's all-to-all send buffer, the message of send/recv).
 
     ``algo`` is one of ring, tree, hd, hier, direct (not auto: see
-    :func:`hpnsim.collectives.cost.choose_algorithm`); ``channels`` independent copies each
+    :func:`hpnsim.collectives.model.choose_algorithm`); ``channels`` independent copies each
     carry size/channels over their own connections; ``root`` is a rank index for
     broadcast/reduce; ``pxn`` relays cross-rail hops over NVLink; ``nic_ports`` (ports per
     NIC) scales the default channel count.

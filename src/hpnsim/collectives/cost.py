@@ -1,7 +1,8 @@
 """Closed-form cost models: alpha-beta (Hockney) and NCCL's own tuning model.
 
-These are the references the simulated collectives are validated against, and what
-``algo="auto"`` uses to choose an algorithm and protocol by size, as NCCL does.
+These are the references the simulated collectives are validated against; the forms on a
+real group of multi-GPU hosts, and the ``auto`` choice, are in
+:mod:`hpnsim.collectives.model`.
 
 Latency tables (microseconds) follow NCCL 2.1x's ``tuning.cc`` and stay inside the ranges
 recorded in ``reference/traffic.md``: base latency per (algorithm, protocol), and per-hop
@@ -19,6 +20,7 @@ from hpnsim.collectives.ops import (
     normalize_op,
     normalize_protocol,
 )
+from hpnsim.collectives.tree import dtree_depth, dtree_load
 from hpnsim.errors import InputError
 
 #: base latency, seconds, per algorithm and protocol (LL, LL128, Simple)
@@ -75,8 +77,9 @@ def alpha_beta_time(op: str, algo: str, n: int, size: float, alpha: float,
     ``size`` the nccl-tests buffer size. Ring all-reduce: 2(n-1)·α + 2(n-1)/n·S/B; ring
     all-gather and reduce-scatter: (n-1)·α + (n-1)/n·S/B; halving-doubling all-reduce:
     2·log2(p)·α + 2(p-1)/p·S/B plus 2(α + S/B) to fold the n-p extra ranks (p the largest
-    power of two ≤ n); double binary tree all-reduce (pipelined, each tree half the data):
-    2·⌈log2 n⌉·α + 2·S/B; pipelined ring broadcast/reduce (chain): (n-1)·α + S/B; direct
+    power of two ≤ n); double binary tree all-reduce (pipelined, each tree half the data,
+    every rank interior in at most one): 2·⌈log2 n⌉·α + 2·S/B for n >= 4 (S/B for 2 ranks,
+    1.5·S/B for 3); pipelined ring broadcast/reduce (chain): (n-1)·α + S/B; direct
     all-to-all: α + (n-1)/n·S/B; send/recv: α + S/B.
 
     >>> alpha_beta_time("allreduce", "ring", 4, 1e9, 0.0, 1e9)
@@ -99,7 +102,7 @@ def alpha_beta_time(op: str, algo: str, n: int, size: float, alpha: float,
         fold = 0.0 if p == n else 2 * (alpha + beta)
         return 2 * math.log2(p) * alpha + 2 * (p - 1) / p * beta + fold
     if algo == "tree" and op == "allreduce":
-        return 2 * math.ceil(math.log2(n)) * alpha + 2 * beta
+        return 2 * dtree_depth(n) * alpha + dtree_load(n) / 2 * beta
     if algo == "ring" and op in ("broadcast", "reduce"):
         return (n - 1) * alpha + beta
     if algo == "direct" and op == "alltoall":
@@ -167,29 +170,3 @@ def nccl_time(op: str, algo: str, protocol: str, n: int, hosts: int, size: float
         latency = base + (steps - inter) * nvlink + inter * net
         algbw = bus_bandwidth / busbw_factor(op, n)
     return latency + size / (algbw * efficiency)
-
-
-def choose_algorithm(op: str, n: int, hosts: int, size: float, bus_bandwidth: float, *,
-                     uniform_hosts: bool = True) -> tuple[str, str]:
-    """``(algorithm, protocol)`` NCCL would pick: the smallest :func:`nccl_time`.
-
-    All-reduce weighs tree and ring with every protocol; when ring wins and the group spans
-    several hosts with the same GPUs on each (``uniform_hosts``), the hierarchical
-    rail-aligned form is used instead (same network bytes, less NVLink traffic). Other ops
-    have one algorithm and only the protocol is chosen.
-
-    >>> choose_algorithm("allreduce", 16, 2, 4096, 50e9)
-    ('tree', 'll')
-    >>> choose_algorithm("allreduce", 16, 2, 2**30, 50e9)
-    ('hier', 'simple')
-    """
-    from hpnsim.collectives.ops import SUPPORTED
-
-    op = normalize_op(op)
-    candidates = [a for a in ("tree", "ring") if a in SUPPORTED[op]] or [SUPPORTED[op][0]]
-    best = min((nccl_time(op, a, p, n, hosts, size, bus_bandwidth), a, p)
-                for a in candidates for p in PROTOCOL_EFFICIENCY)
-    _, algo, proto = best
-    if algo == "ring" and "hier" in SUPPORTED[op] and hosts > 1 and n > hosts and uniform_hosts:
-        algo = "hier"
-    return algo, proto

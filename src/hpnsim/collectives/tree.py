@@ -1,10 +1,10 @@
-"""Double binary tree (NCCL) and halving-doubling (Rabenseifner) all-reduce schedules."""
+"""Double binary tree (NCCL, over hosts) and halving-doubling (Rabenseifner) all-reduce schedules."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedule import Schedule, Stage
+from hpnsim.collectives.schedule import Schedule, Stage, host_groups
 from hpnsim.errors import InputError
 
 
@@ -44,45 +44,83 @@ def dtree_parents(n: int) -> tuple[np.ndarray, np.ndarray]:
     return first, second
 
 
-def _deepest(parent: np.ndarray, crosses: np.ndarray) -> tuple[int, int]:
-    """(intra, inter) hop counts on the root path with the most network hops, then most hops."""
-    n = parent.size
-    intra, inter = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    node = np.arange(n)
-    while True:
-        live = parent[node] >= 0
-        if not live.any():
-            break
-        inter[live] += crosses[node[live]]
-        intra[live] += ~crosses[node[live]]
-        node = np.where(live, parent[node], node)
-    best = np.lexsort((intra, inter))[-1]
-    return int(intra[best]), int(inter[best])
+def dtree_depth(n: int) -> int:
+    """Network hops from the deepest rank to the root in either of the two trees over ``n``
+    ranks: ceil(log2 n) (both trees, every n; checked in the tests).
+
+    >>> dtree_depth(1), dtree_depth(2), dtree_depth(8), dtree_depth(9)
+    (0, 1, 3, 4)
+    """
+    return int(n - 1).bit_length() if n > 1 else 0
+
+
+def dtree_load(n: int) -> int:
+    """Most tree edges at one rank, summed over the two trees: the members a host's NIC sends
+    (and receives) per channel. 4 for n >= 4 (interior with 3 edges in one tree, a leaf in
+    the other), 2 for n = 2, 3 for n = 3, 0 for one rank.
+
+    >>> [dtree_load(n) for n in (1, 2, 3, 4, 100)]
+    [0, 2, 3, 4, 4]
+    """
+    if n < 2:
+        return 0
+    degree = np.zeros(n, dtype=np.int64)
+    for parent in dtree_parents(n):
+        child = np.flatnonzero(parent >= 0)
+        degree[child] += 1
+        np.add.at(degree, parent[child], 1)
+    return int(degree.max())
+
+
+def host_chains(groups: list[np.ndarray], channel: int) -> list[np.ndarray]:
+    """Each host's NVLink chain for ``channel``: its GPUs in index order, rotated so the chain
+    head (the GPU that talks to the other hosts) is local position ``channel mod size``; with
+    the same GPUs on every host that is rail ``channel mod k`` everywhere, so every network
+    hop of the channel stays on one rail.
+
+    >>> [c.tolist() for c in host_chains([np.array([0, 1, 2]), np.array([8, 9, 10])], 1)]
+    [[1, 2, 0], [9, 10, 8]]
+    """
+    return [np.roll(np.sort(g), -(channel % g.size)) for g in groups]
 
 
 def tree_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
-    """Double binary tree all-reduce: per channel, two concurrent stages (one per tree), each
-    carrying half the share up (reduce) and down (broadcast), pipelined; latency is two
-    traversals of the deepest root path.
+    """NCCL's double binary tree all-reduce, built over hosts.
 
-    >>> sch = Schedule("allreduce", "tree", np.arange(4), 8.0)
-    >>> tree_stages(sch, 1, 1)
-    >>> [(s.n_members, s.size, s.inter_steps) for s in sch.stages]
-    [(6, 4.0, 4), (6, 4.0, 4)]
+    Inside a host the group's GPUs form a chain over NVLink (:func:`host_chains`); across
+    hosts, two complementary binary trees over the hosts (:func:`dtree_parents`, hosts in
+    order of first appearance) link the chain heads. Per channel, two concurrent stages (one
+    per tree) each carry half the channel's share up (reduce) and down (broadcast) every
+    edge, pipelined: every member moves S/channels/2 bytes, and the latency is the deepest
+    chain tail to the root and back, 2(k-1) NVLink and 2·ceil(log2 H) network hops.
+
+    >>> sch = Schedule("allreduce", "tree", np.arange(16), 8.0)
+    >>> tree_stages(sch, 8, 1)
+    >>> [(s.n_members, s.size, s.intra_steps, s.inter_steps) for s in sch.stages]
+    [(30, 4.0, 14, 2), (30, 4.0, 14, 2)]
+    >>> s = sch.stages[0]; net = s.src // 8 != s.dst // 8    # channel 0: rail 0 between hosts
+    >>> s.src[net].tolist(), s.dst[net].tolist()
+    ([8, 0], [0, 8])
     """
     if sch.op != "allreduce":
         raise InputError("algo", f"tree supports allreduce only, got {sch.op!r}")
-    gpus, n = sch.gpus, sch.gpus.size
+    groups = host_groups(sch.gpus, gpus_per_host)
+    hosts = len(groups)
+    parents = dtree_parents(hosts) if hosts > 1 else (np.array([-1]), np.array([-1]))
+    intra_hops = max(g.size for g in groups) - 1
+    inter_hops = dtree_depth(hosts)
     share = sch.size / channels / 2
     for c in range(channels):
-        for t, parent in enumerate(dtree_parents(n)):
+        chains = host_chains(groups, c)
+        heads = np.array([chain[0] for chain in chains], dtype=np.int64)
+        up_src = np.concatenate([chain[1:] for chain in chains])
+        up_dst = np.concatenate([chain[:-1] for chain in chains])
+        for t, parent in enumerate(parents):
             child = np.flatnonzero(parent >= 0)
-            up_src, up_dst = gpus[child], gpus[parent[child]]
-            crosses = np.zeros(n, dtype=bool)
-            crosses[child] = up_src // gpus_per_host != up_dst // gpus_per_host
-            intra, inter = _deepest(parent, crosses)
-            sch.add(Stage(np.concatenate([up_src, up_dst]), np.concatenate([up_dst, up_src]),
-                          share, 2 * intra, 2 * inter, conn=2 * c + t,
+            src = np.concatenate([up_src, heads[child]])
+            dst = np.concatenate([up_dst, heads[parent[child]]])
+            sch.add(Stage(np.concatenate([src, dst]), np.concatenate([dst, src]), share,
+                          2 * intra_hops, 2 * inter_hops, conn=2 * c + t,
                           name=f"allreduce/tree{t}/ch{c}"))
 
 
