@@ -3,7 +3,7 @@
 Full run: Llama-3 70B TP8 x PP8 x DP16 (global batch 2048, 128 micro-batches) on a 1,024-GPU
 HPN 7.0 segment, target 30 s; TP8 x PP8 x DP240 (global batch 3840) on the 15,360-GPU
 HPN 7.0 pod, target 120 s; Llama-3 70B TP8 x DP16 (128 GPUs, 4 micro-batches) with ZeRO-1
-and with ZeRO-3 / FSDP on HPN 7.0; Mixtral-8x7B TP4 x DP16 x EP8 (128 GPUs, sequence 4096,
+and with ZeRO-3 / FSDP on HPN 7.0; Mixtral-8x7B TP4 x DP16 x EP8 (64 GPUs, sequence 4096,
 2 micro-batches) on HPN 7.0 and on DCN+. Quick run: Llama-3 8B TP8 x PP2 x DP2 on 32 GPUs,
 and small ZeRO-3 and EP jobs.
 """
@@ -56,6 +56,6 @@ def run(quick: bool = False) -> list[Measurement]:
                      routing="hpn_dual_plane", zero=zero)
     for template, routing in (("hpn7", "hpn_dual_plane"), ("hpn7", "ecmp"),
                               ("dcn_plus", "ecmp")):
-        out += _case(f"mixtral-8x7b EP8 128 GPUs {template} {routing}", "mixtral-8x7b", 4, 1,
+        out += _case(f"mixtral-8x7b EP8 64 GPUs {template} {routing}", "mixtral-8x7b", 4, 1,
                      16, 32, {}, None, template=template, routing=routing, ep=8, seq_len=4096)
     return out
