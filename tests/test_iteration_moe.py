@@ -90,3 +90,16 @@ def test_ep_validation():
         TrainJob("mixtral-8x7b", dp=6, ep=4)      # ep must divide dp
     with pytest.raises(InputError, match="ep"):
         TrainJob("mixtral-8x7b", dp=16, ep=16)    # and the 8 experts
+
+
+def test_zero3_with_experts_gathers_dense_over_dp_and_experts_over_edp():
+    model = models.ModelSpec("moe-small", layers=2, hidden=1024, heads=8, ffn=2048, vocab=1000,
+                             seq_len=1024, experts=8, top_k=2)
+    job = TrainJob(model, dp=16, ep=4, global_batch=32, zero=3)  # 2 micro-batches, edp 4
+    r = simulate_iteration(job, fat_tree(4), dp_algo="ring", routing="spray")
+    by_dim = iteration_traffic(model, job.layout, gpus_per_host=1).by_dimension()
+    assert r.comm_bytes["dp"] == pytest.approx(by_dim["dp"]["total_bytes"]
+                                               + by_dim["edp"]["total_bytes"], rel=1e-12)
+    parts = r.compute_time + sum(r.exposed_comm.values()) + r.bubble + r.optimizer_time
+    assert parts == pytest.approx(r.iteration_time, rel=1e-12)
+    assert r.exposed_comm["dp"] > 0 and r.exposed_comm["ep"] > 0
