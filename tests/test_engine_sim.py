@@ -239,3 +239,33 @@ def test_paths_object_with_spraying_weights():
     # link 1 carries half the rate: rate <= 2 / 0.5 = 4 -> 10 B take 2.5 s
     assert r.finish.tolist() == [2.5]
     assert r.link_bytes.tolist() == [10.0, 5.0, 5.0]
+
+
+def test_add_transfers_deps_equal_per_flow_dependencies():
+    def build(batch: bool):
+        g = TaskGraph()
+        a = g.add_delay(1.0)
+        b = g.add_transfer([0], 1.0, 2e9)
+        paths, sizes = [[0], [1], [0, 1]], [1e9, 2e9, 3e9]
+        if batch:
+            tasks = g.add_transfers(paths, sizes, deps=[a, b])
+        else:
+            tasks = g.add_transfers(paths, sizes)
+            for t in tasks.tolist():
+                for d in (a, b):
+                    g.add_dependency(t, d)
+        return g, tasks
+
+    (g1, t1), (g2, t2) = build(True), build(False)
+    assert t1.tolist() == t2.tolist()
+    arrays1, arrays2 = g1.arrays(2), g2.arrays(2)
+    for name in arrays1.__dataclass_fields__:
+        assert np.array_equal(getattr(arrays1, name), getattr(arrays2, name)), name
+    r = simulate(g1, [1e9, 1e9])
+    # all three wait for the 2 s transfer; then link 0 carries flows 0 and 2, link 1 flows 1
+    # and 2: max-min gives each 0.5e9 until flow 0 ends at 4 s, ...
+    assert r.start[t1].tolist() == [2.0, 2.0, 2.0]
+    assert np.array_equal(r.finish, simulate(g2, [1e9, 1e9]).finish)
+    assert r.finish[t1[0]] == pytest.approx(4.0)
+    with pytest.raises(InputError, match="deps"):
+        TaskGraph().add_transfers([[0]], 1.0, deps=[-1])

@@ -76,13 +76,9 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
                                             name=f"{label}/{stage.name}", **opts)
             stage_tasks.append(np.array([task], dtype=np.int64))
             continue
-        tasks = graph.add_transfers(paths, wire, **opts)
         if len(stage_deps) > 1:  # one barrier instead of flows x deps edges
             stage_deps = [graph.add_delay(0.0, deps=stage_deps, name=f"{label}/sync{i}")]
-        for t in tasks.tolist():
-            for d in stage_deps:
-                graph.add_dependency(t, d)
-        stage_tasks.append(tasks)
+        stage_tasks.append(graph.add_transfers(paths, wire, deps=stage_deps, **opts))
 
     final = [int(t) for i in sch.final for t in stage_tasks[i]]
     if len(final) > 1:

@@ -92,6 +92,15 @@ def _check_values(values, field, label_of, positive=False):
     return arr
 
 
+def _dep_ids(deps, label) -> np.ndarray:
+    """Dependency task ids as an int64 array (a single id or a sequence), validated."""
+    items = [deps] if isinstance(deps, int | np.integer) else list(deps)
+    for dep in items:
+        if isinstance(dep, bool) or not isinstance(dep, int | np.integer) or dep < 0:
+            raise InputError("deps", f"{label}: dependencies are task ids, got {dep!r}")
+    return np.asarray(items, dtype=np.int64)
+
+
 class TaskGraph:
     """Transfers, delays and dependencies, stored as flat columns.
 
@@ -212,15 +221,17 @@ class TaskGraph:
         return self.add_transfer(links, weight, size, **options)
 
     def add_transfers(self, paths, sizes, *, priority=0, weight=1.0, latency=0.0,
-                      release=0.0, names=None) -> np.ndarray:
+                      release=0.0, names=None, deps=()) -> np.ndarray:
         """Add one independent transfer per path (plain flows); returns their task ids.
 
         ``sizes``, ``priority``, ``weight``, ``latency`` and ``release`` are scalars or one
-        value per path.
+        value per path; every transfer waits for all the task ids in ``deps``.
 
         >>> g = TaskGraph()
         >>> g.add_transfers([[0], [0, 1]], [1e6, 2e6]).tolist()
         [0, 1]
+        >>> g.add_transfers([[1]], 1e6, deps=[0, 1]).tolist()
+        [2]
         """
         ptr, links, coef = _paths_arrays(paths)
         n, first = ptr.size - 1, len(self._kind)
@@ -250,6 +261,7 @@ class TaskGraph:
             i = int(row[np.argmin(link_ids)])
             raise InputError("links", f"{label_of(i)}: unknown link id {int(link_ids.min())}")
         _check_values(coef, "weight", lambda e: label_of(int(row[e])))
+        dep_ids = _dep_ids(deps, label_of(0) if n else self._next_label(""))
         rows, merged_links, merged_usage = _merge_rows(row, link_ids, coef)
         self._entry_rows.append(rows + first)
         self._entry_links.append(merged_links)
@@ -263,6 +275,9 @@ class TaskGraph:
         self._names.extend([""] * n if names is None else [str(x) for x in names])
         if len(self._names) != len(self._kind):
             raise InputError("names", f"need one name per path ({n})")
+        if dep_ids.size:
+            self._dep_task.extend(np.repeat(np.arange(first, first + n), dep_ids.size).tolist())
+            self._dep_on.extend(np.tile(dep_ids, n).tolist())
         return np.arange(first, first + n, dtype=np.int64)
 
     def add_delay(self, duration, *, deps=(), release=0.0, name="") -> int:
