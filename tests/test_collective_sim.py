@@ -96,6 +96,22 @@ def test_hierarchical_uses_nvlink_inside_hosts_exactly(segment):
     assert r.hash_collisions == 0
 
 
+def test_ecmp_bond_hash_collision_on_a_nic_port_is_counted_and_costs_one_network_phase():
+    # 8 hosts of one segment, 2 channels per rail: the bond hash of ECMP puts both channels
+    # of some NIC on one 200G port, HPN's round-robin puts one on each.
+    pod, hosts, size = hpn7(segments=1), 8, 2.0**32
+    runs = {policy: run_collective(pod, "allreduce", range(8 * hosts), size, algo="hier",
+                                   protocol="simple", routing=policy)
+            for policy in ("ecmp", "hpn_dual_plane")}
+    ecmp, hpn = runs["ecmp"], runs["hpn_dual_plane"]
+    assert (hpn.hash_collisions, hpn.max_link_flows) == (0, 1)
+    assert ecmp.hash_collisions > 0 and ecmp.max_link_flows == 2
+    # each channel's ring moves 2(H-1)/H of S/8/2 over its port; sharing a port doubles it
+    port = parse_bandwidth("200G")
+    one_phase = 2 * (hosts - 1) / hosts * size / 8 / 2 / port
+    assert ecmp.time - hpn.time == pytest.approx(one_phase, rel=1e-9)
+
+
 def test_hierarchical_allgather_and_reducescatter_bytes(segment):
     k, hosts, size = 8, 4, 2.0**28
     for op in ("allgather", "reducescatter"):

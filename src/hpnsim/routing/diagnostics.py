@@ -53,6 +53,36 @@ def alternative_groups(fabric: Fabric) -> np.ndarray:
     return groups
 
 
+def excess_over_ideal(fabric: Fabric, load: np.ndarray, *, integral: bool = True) -> np.ndarray:
+    """Per link, the load above the ideal spread of its group of alternatives.
+
+    A group carrying ``T`` over ``m`` interchangeable links ideally puts ``T/m`` on each
+    (``ceil(T/m)`` when ``integral``: whole flows); in-host links have no alternative and
+    get 0. The sum over links is the collision count of :func:`diagnose`.
+
+    >>> import hpnsim.fabrics as fb
+    >>> f = fb.hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=4,
+    ...             aggs_per_plane=4)
+    >>> load = np.zeros(f.n_links)
+    >>> load[f.gpu_access_link[0, 0]] = 2.0       # both flows of GPU 0 on NIC port 0
+    >>> float(excess_over_ideal(f, load).sum())   # ideal is one per port
+    1.0
+    """
+    groups = alternative_groups(fabric)
+    network = groups >= 0
+    n_groups = int(groups.max()) + 1 if network.any() else 0
+    g = groups[network]
+    group_total = np.bincount(g, weights=load[network], minlength=n_groups)
+    group_size = np.bincount(g, minlength=n_groups)
+    ideal = group_total / np.maximum(group_size, 1)
+    if integral:
+        ideal = np.ceil(ideal - 1e-9)
+    excess = np.zeros(fabric.n_links)
+    excess[network] = np.maximum(load[network] - ideal[g], 0.0)
+    excess[excess < 1e-9] = 0.0   # spraying fractions leave rounding dust
+    return excess
+
+
 @dataclass
 class RoutingDiagnostics:
     """Loads and imbalance of one set of routed flows (see :func:`diagnose`)."""
@@ -121,19 +151,9 @@ def diagnose(fabric: Fabric, paths: Paths, sizes=None) -> RoutingDiagnostics:
     (2.0, 'flows')
     """
     load = paths.link_load(fabric.n_links, sizes)
-    groups = alternative_groups(fabric)
-    network = groups >= 0
-    n_groups = int(groups.max()) + 1 if network.any() else 0
-    g = groups[network]
-    group_total = np.bincount(g, weights=load[network], minlength=n_groups)
-    group_size = np.bincount(g, minlength=n_groups)
-    ideal = group_total / np.maximum(group_size, 1)
+    network = alternative_groups(fabric) >= 0
     integral = sizes is None and bool(np.all(paths.weight == 1.0))
-    if integral:
-        ideal = np.ceil(ideal - 1e-9)
-    excess = np.zeros(fabric.n_links)
-    excess[network] = np.maximum(load[network] - ideal[g], 0.0)
-    excess[excess < 1e-9] = 0.0   # spraying fractions leave rounding dust
+    excess = excess_over_ideal(fabric, load, integral=integral)
     by_kind = {LinkKind(k).name.lower(): float(excess[fabric.link_kind == k].sum())
                for k in NETWORK_KINDS if (fabric.link_kind == k).any()}
 
