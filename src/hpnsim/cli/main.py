@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
+
+try:  # typer >= 0.24 vendors click
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover - older typer on plain click
+    from click.exceptions import NoArgsIsHelpError, UsageError
 
 from hpnsim import __version__
 from hpnsim.cli import bench, collective, demo, fabric, train, workload
@@ -36,9 +43,24 @@ for module in (demo, fabric, collective, workload, train, bench):
     module.register(app)
 
 
-def run() -> None:
-    """Console-script entry point."""
-    app()
+def run(argv: list[str] | None = None) -> None:
+    """Console-script entry point: a command-line parse error is one line and exit code 2,
+    like every other bad input (``error: --seed: 'abc' is not a valid integer.``)."""
+    try:
+        code = app(args=argv, prog_name="hpnsim", standalone_mode=False)
+    except NoArgsIsHelpError as error:
+        error.show()
+        code = 2
+    except UsageError as error:
+        param = getattr(error, "param", None)
+        field, message = ("/".join(param.opts), error.message) if param else \
+            ("arguments", error.format_message())
+        typer.echo(f"error: {field}: {message}", err=True)
+        code = 2
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        code = 130
+    sys.exit(code or 0)
 
 
 if __name__ == "__main__":
