@@ -112,6 +112,28 @@ def test_ecmp_bond_hash_collision_on_a_nic_port_is_counted_and_costs_one_network
     assert ecmp.time - hpn.time == pytest.approx(one_phase, rel=1e-9)
 
 
+def test_halving_doubling_on_hosts_matches_hand_formula():
+    # 8 GPUs per host: partners at distance 1, 2, 4 share a host (NVLink, S/2 + S/4 + S/8),
+    # at 8 and 16 they sit on other hosts of the same rail (NIC, S/16 + S/32)
+    seg = hpn7(segments=1, hosts_per_segment=5, backup_hosts=0, tor_uplinks=4,
+               aggs_per_plane=4)
+    size = 2.0**30
+    base, nv_hop, net_hop = hop_latencies("hd", "simple")
+    one_pass = (3 * nv_hop + 2 * net_hop + size * (1 / 2 + 1 / 4 + 1 / 8) / NVLINK
+                + size * (1 / 16 + 1 / 32) / NIC)
+    for op, passes in (("allreduce", 2), ("allgather", 1), ("reducescatter", 1)):
+        r = run_collective(seg, op, range(32), size, algo="hd", protocol="simple",
+                           routing="spray")
+        assert r.time == pytest.approx(base + passes * one_pass, rel=1e-9)
+        shape = GroupShape.from_fabric(seg, range(32))
+        assert model_time(op, "hd", "simple", shape, size) == pytest.approx(r.time, rel=1e-9)
+    # 40 GPUs: host 4 folds its whole buffer into host 0 first and gets the result back last
+    r = run_collective(seg, "allreduce", range(40), size, algo="hd", protocol="simple",
+                       routing="spray")
+    fold = net_hop + size / NIC
+    assert r.time == pytest.approx(base + 2 * one_pass + 2 * fold, rel=1e-9)
+
+
 def test_hierarchical_allgather_and_reducescatter_bytes(segment):
     k, hosts, size = 8, 4, 2.0**28
     for op in ("allgather", "reducescatter"):

@@ -8,44 +8,11 @@ import typer
 
 from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
 from hpnsim.errors import InputError
+from hpnsim.fabrics import build_fabric
 
 #: nccl-tests columns "redop" and "root" per operation
 _REDOP = {"allreduce": "sum", "reducescatter": "sum", "reduce": "sum"}
 _ELEMENT_BYTES = 4  # nccl-tests default type: float
-
-
-def build_fabric(template: str, options: dict[str, str]):
-    """The fabric helper's ``build_fabric``; a local equivalent until it exists."""
-    try:
-        from hpnsim.fabrics import build_fabric as builder
-    except ImportError:
-        builder = None
-    if builder is not None:
-        return builder(template, options)
-    import inspect
-
-    import hpnsim.fabrics as fb
-
-    builders = {name: getattr(fb, name) for name in
-                ("hpn7", "dcn_plus", "fat_tree", "rail_optimized", "rail_only")}
-    if template not in builders:
-        raise InputError("fabric", f"must be one of {', '.join(builders)}, got {template!r}")
-    func = builders[template]
-    params = inspect.signature(func).parameters
-    kwargs = {}
-    for key, text in options.items():
-        if key not in params:
-            raise InputError(key, f"not a parameter of {template}; use "
-                                  f"{', '.join('--' + p.replace('_', '-') for p in params)}")
-        low = text.lower()
-        if low in ("true", "false"):
-            kwargs[key] = low == "true"
-        else:
-            try:
-                kwargs[key] = int(text)
-            except ValueError:
-                kwargs[key] = text
-    return func(**kwargs)
 
 
 def _progress(total: int):
@@ -141,12 +108,14 @@ def register(app: typer.Typer) -> None:
         if routing not in POLICIES:
             raise InputError("routing", f"must be one of {', '.join(POLICIES)}, got {routing!r}")
         size_list = parse_size_range(sizes, "sizes")
-        if any(s <= 0 for s in size_list):
-            raise InputError("sizes", f"sizes must be > 0, got {sizes!r}")
+        if any(s < _ELEMENT_BYTES for s in size_list):
+            raise InputError("sizes", f"must be at least {_ELEMENT_BYTES} bytes (one float "
+                                      f"element), got {sizes!r}")
         built = build_fabric(fabric, parse_extra_options(list(ctx.args)))
         n = built.n_gpus if gpus == 0 else gpus
-        if n < 1 or n > built.n_gpus:
-            raise InputError("gpus", f"must be 1..{built.n_gpus} (the fabric's GPUs), got {gpus}")
+        if n < 2 or n > built.n_gpus:
+            raise InputError("gpus", f"must be 2..{built.n_gpus} (a collective needs two GPUs; "
+                                     f"the fabric has {built.n_gpus}), got {gpus}")
         if channels < 0:
             raise InputError("channels", f"must be >= 0, got {channels}")
         results = sweep(built, op, list(range(n)), size_list, algo=algo, protocol=protocol,

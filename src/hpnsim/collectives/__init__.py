@@ -14,6 +14,7 @@ from hpnsim.collectives.model import (
     GroupShape,
     choose_algorithm,
     choose_protocol,
+    hd_time,
     model_time,
     ring_time,
     tree_time,
@@ -32,7 +33,7 @@ from hpnsim.collectives.schedule import Schedule, Stage
 
 __all__ = [
     "ALGORITHMS", "OPS", "PROTOCOL_EFFICIENCY", "CollectiveResult", "CompiledCollective",
-    "GroupShape", "RoutedSchedule", "choose_protocol", "plan_cache", "plan_collective", "model_time", "ring_time", "tree_time",
+    "GroupShape", "RoutedSchedule", "choose_protocol", "plan_cache", "plan_collective", "hd_time", "model_time", "ring_time", "tree_time",
     "Schedule", "Stage", "alpha_beta_time", "build_schedule", "busbw_factor",
     "choose_algorithm", "compile_collective", "compile_into", "default_channels",
     "hierarchical_time", "hop_latencies", "nccl_time", "normalize_algorithm", "normalize_op",

@@ -157,10 +157,43 @@ def tree_time(shape: GroupShape, size: float, *, channels: int, alpha_intra: flo
     return latency + share * bw / efficiency
 
 
+def hd_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
+            alpha_inter: float, efficiency: float = 1.0) -> float:
+    """Halving-doubling (:func:`~hpnsim.collectives.tree.hd_stages`) on ``shape``.
+
+    Step k exchanges S/2^(k+1) with the partner at distance 2^k: over NVLink while every
+    pair of the step shares a host, else over the NIC (all ports). Reduce-scatter and
+    all-gather take the steps once, all-reduce twice, plus a whole-buffer fold and unfold
+    when n is not a power of two. Channels split every step, so they do not change the
+    time on evenly used links.
+
+    >>> round(hd_time("allreduce", GroupShape(4, 8, 200e9, 50e9), 8e9, alpha_intra=0.0,
+    ...               alpha_inter=0.0), 4)    # 2·(7/8·S/200e9 + 3/32·S/50e9)
+    0.1
+    """
+    n, k = shape.n, shape.gpus_per_host
+    p = 1 << (n.bit_length() - 1)
+    ranks = np.arange(p)
+
+    def hop(a, b) -> tuple[float, float]:
+        crosses = bool(np.any(a // k != b // k))
+        return (alpha_inter, shape.bw_inter) if crosses else (alpha_intra, shape.bw_intra)
+
+    passes = int(op in ("allreduce", "reducescatter")) + int(op in ("allreduce", "allgather"))
+    total = 0.0
+    for level in range(p.bit_length() - 1):
+        alpha, bw = hop(ranks, ranks ^ (1 << level))
+        total += passes * (alpha + size / (2 << level) / (bw * efficiency))
+    if p != n and op == "allreduce":
+        alpha, bw = hop(np.arange(p, n), np.arange(n - p))
+        total += 2 * (alpha + size / (bw * efficiency))
+    return total
+
+
 def model_time(op: str, algo: str, protocol: str, shape: GroupShape, size: float, *,
                channels: int | None = None) -> float:
     """Predicted time (s) of ``op`` with ``algo`` and ``protocol`` on ``shape``: the closed
-    forms above for ring, tree and hier (all-reduce, all-gather, reduce-scatter); NCCL's
+    forms above for ring, tree, hd and hier (all-reduce, all-gather, reduce-scatter); NCCL's
     own model (:func:`~hpnsim.collectives.cost.nccl_time`) for the rest.
 
     >>> round(model_time("allreduce", "tree", "simple", GroupShape(16, 8, 200e9, 50e9, 2),
@@ -186,6 +219,9 @@ def model_time(op: str, algo: str, protocol: str, shape: GroupShape, size: float
         return base + hierarchical_time(
             op, shape.gpus_per_host, shape.hosts, size / eff, alpha_intra=nv_hop,
             bw_intra=shape.bw_intra, alpha_inter=net_hop, bw_inter=shape.bw_inter)
+    if algo == "hd" and op in ("allreduce", "allgather", "reducescatter"):
+        return base + hd_time(op, shape, size, alpha_intra=nv_hop, alpha_inter=net_hop,
+                              efficiency=eff)
     bus = min(shape.bw_intra, shape.gpus_per_host * shape.bw_inter) if shape.hosts > 1 \
         else shape.bw_intra
     family = "tree" if algo == "tree" else "ring"
