@@ -30,6 +30,32 @@ def test_fabric_for_job_sizes_blocks():
     assert fabric_for_job("dcn_plus", 1024).n_gpus == 1024
 
 
+def test_the_job_gpu_sets_nvlink_unless_the_fabric_options_do():
+    from hpnsim.fabrics import LinkKind
+
+    def nvlink(f):
+        return set(f.link_capacity[f.link_kind == LinkKind.NVLINK].tolist())
+
+    # published bidirectional NVLink: H800 400 GB/s, H100 900 GB/s; a link is one direction
+    assert nvlink(fabric_for_job("hpn7", 16, gpu="h800")) == {200e9}
+    assert nvlink(fabric_for_job("dcn_plus", 16, gpu="h100")) == {450e9}
+    assert nvlink(fabric_for_job("hpn7", 16, {"nvlink": "600GB/s"}, gpu="h100")) == {300e9}
+
+
+def test_native_routing_compares_each_fabric_under_its_own_routing():
+    # DP groups of one GPU per host over 16 hosts: HPN's dual-plane routing puts a NIC's two
+    # channels on its two ports and keeps a rail one ToR hop; DCN+ under ECMP collides
+    # (bond hash at the NIC, hashes at the ToR uplinks), so its gradient sync shows more
+    r = scaling_linearity("llama3-8b", tp=8, pp=1, dps=[1, 16], micro_batches=1, gpu="h100")
+    hpn, dcn = r.curve("hpn7")[-1], r.curve("dcn_plus")[-1]
+    assert (hpn.routing, dcn.routing) == ("hpn_dual_plane", "ecmp")
+    assert hpn.exposed_dp < dcn.exposed_dp and hpn.linearity > dcn.linearity
+    # one policy for both (ECMP's NIC bond hash sets both rings' pace): no difference
+    same = scaling_linearity("llama3-8b", tp=8, pp=1, dps=[16], micro_batches=1, gpu="h100",
+                             routing="ecmp")
+    assert same.curve("hpn7")[0].iteration_time == same.curve("dcn_plus")[0].iteration_time
+
+
 def test_train_cli_json_has_the_promised_fields():
     out = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--tp", "8", "--pp", "2",
                                    "--dp", "2", "--global-batch", "8", "--fabric", "hpn7",

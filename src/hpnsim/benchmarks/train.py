@@ -22,7 +22,8 @@ def _case(name: str, model: str, tp: int, pp: int, dp: int, global_batch: int,
 
     job = TrainJob(model, tp=tp, pp=pp, dp=dp, global_batch=global_batch, **job_options)
     build, fabric = timed(f"{name}: build fabric",
-                          lambda: fabric_for_job(template, job.gpus, fabric_options))
+                          lambda: fabric_for_job(template, job.gpus, fabric_options,
+                                                         gpu=job.gpu))
     m, result = timed(f"{name}: one iteration",
                       lambda: simulate_iteration(job, fabric, routing=routing), target,
                       gpus=job.gpus, micro_batches=job.micro_batches)

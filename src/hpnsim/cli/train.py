@@ -7,31 +7,8 @@ import typer
 from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
 
 
-def _coerce(options: dict[str, str]) -> dict:
-    """Turn pass-through strings into ints, floats and booleans where they read as such."""
-    out = {}
-    for key, text in options.items():
-        low = text.lower()
-        if low in ("true", "false"):
-            out[key] = low == "true"
-            continue
-        for kind in (int, float):
-            try:
-                out[key] = kind(text)
-                break
-            except ValueError:
-                continue
-        else:
-            out[key] = text
-    return out
-
-
 def _fabric_options(ctx: typer.Context) -> dict:
-    from hpnsim import fabrics
-
-    options = parse_extra_options(list(ctx.args))
-    # build_fabric parses strings itself; the builders called directly want typed values
-    return options if hasattr(fabrics, "build_fabric") else _coerce(options)
+    return parse_extra_options(list(ctx.args))
 
 
 def _print_result(r) -> None:
@@ -144,7 +121,7 @@ def register(app: typer.Typer) -> None:
                            gpu=gpu, mfu=mfu, schedule=schedule, virtual_stages=vpp, zero=zero,
                            sequence_parallel=sequence_parallel, bucket_params=bucket_params,
                            grad_bytes=grad_bytes, recompute=recompute)
-            fab = fabric_for_job(fabric, job.gpus, options)
+            fab = fabric_for_job(fabric, job.gpus, options, gpu=job.gpu)
             result = simulate_iteration(job, fab, routing=routing, tp_algo=tp_algo,
                                         dp_algo=dp_algo, seed=seed)
         if plot:
@@ -168,7 +145,10 @@ def register(app: typer.Typer) -> None:
         micro_batches: int = typer.Option(None, "--micro-batches",
                                           help="Micro-batches per pipeline (default 4*pp)."),
         gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
-        routing: str = typer.Option("ecmp", "--routing", help="Routing policy."),
+        routing: str = typer.Option("native", "--routing",
+                                    help="native (each fabric its own: hpn_dual_plane on hpn7, "
+                                         "ecmp elsewhere), ecmp, hpn_dual_plane, precise, "
+                                         "spray."),
         plot: str = typer.Option(None, "--plot", help="Write a linearity PNG here."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
@@ -196,10 +176,12 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         table = Table(title=f"{model} TP{tp} x PP{pp}: weak scaling")
-        for col in ("fabric", "GPUs", "iteration s", "tokens/s", "MFU", "linearity"):
+        for col in ("fabric", "routing", "GPUs", "iteration s", "exposed DP s", "tokens/s",
+                    "MFU", "linearity"):
             table.add_column(col)
         for p in result.points:
-            table.add_row(p.fabric, str(p.gpus), f"{p.iteration_time:.4f}",
+            table.add_row(p.fabric, p.routing, str(p.gpus), f"{p.iteration_time:.4f}",
+                          f"{p.exposed_dp:.4f}",
                           f"{p.tokens_per_second:,.0f}", f"{100 * p.mfu:.1f}%",
                           f"{p.linearity:.4f}")
-        Console().print(table)
+        Console(width=max(Console().width, 110)).print(table)

@@ -24,11 +24,12 @@ from hpnsim.routing.hashing import (
     hash_keys,
 )
 from hpnsim.routing.paths import Paths
-from hpnsim.routing.route import POLICIES, route, switch_seeds
+from hpnsim.routing.route import POLICIES, native_policy, route, switch_seeds
 
 __all__ = [
     "HASH_FUNCTIONS", "POLICIES", "Paths", "RoutingDiagnostics", "diagnose",
     "expected_distinct_paths", "expected_excess_flows",
     "expected_max_load", "five_tuple_keys", "hash_five_tuples", "hash_keys",
-    "max_load_distribution", "no_collision_probability", "route", "switch_seeds",
+    "max_load_distribution", "native_policy", "no_collision_probability", "route",
+    "switch_seeds",
 ]

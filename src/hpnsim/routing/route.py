@@ -278,6 +278,18 @@ _POLICY_FUNCTIONS = {"ecmp": _ecmp, "hpn_dual_plane": _hpn_dual_plane, "precise"
                      "spray": spray_policy}
 
 
+def native_policy(fabric) -> str:
+    """The routing a fabric is built for: ``hpn_dual_plane`` on a dual-plane fabric (HPN
+    7.0: port p stays in plane p, one hash at the ToR uplink), ``ecmp`` elsewhere (NIC bond
+    hash and a hash at every switch with a choice).
+
+    >>> from hpnsim.fabrics import dcn_plus, hpn7
+    >>> native_policy(hpn7(segments=1)), native_policy(dcn_plus(pods=1))
+    ('hpn_dual_plane', 'ecmp')
+    """
+    return "hpn_dual_plane" if fabric.meta.get("dual_plane") else "ecmp"
+
+
 def route(fabric: Fabric, src, dst, policy: str = "ecmp", *, conn=None, seed: int = 0,
           **options) -> Paths:
     """Route flows ``src[i] -> dst[i]`` (GPU indices) on ``fabric`` under ``policy``.

@@ -20,12 +20,14 @@ from hpnsim.workloads.iteration_job import TrainJob
 _BLOCK = {"hpn7": 1024, "dcn_plus": 512}
 
 
-def fabric_for_job(template: str, n_gpus: int, options: dict | None = None):
+def fabric_for_job(template: str, n_gpus: int, options: dict | None = None, gpu=None):
     """Build ``template`` large enough for ``n_gpus`` unless ``options`` give its size.
 
     hpn7 grows by 1,024-GPU segments (one pod holds 15); dcn_plus by 512-GPU pods. A job
     smaller than one block gets a block trimmed to its hosts. Other templates and any
-    explicit size options are passed through to the builder unchanged.
+    explicit size options are passed through to the builder unchanged. ``gpu`` (a name or
+    :class:`~hpnsim.workloads.gpus.GPUSpec`) gives the hosts that GPU's NVLink unless
+    ``options`` set ``nvlink``: an H100 job gets 900 GB/s, an H800 job 400 GB/s.
 
     Examples
     --------
@@ -33,10 +35,17 @@ def fabric_for_job(template: str, n_gpus: int, options: dict | None = None):
     2048
     >>> fabric_for_job("dcn_plus", 64).n_gpus
     64
+    >>> f = fabric_for_job("hpn7", 16, gpu="h100")
+    >>> from hpnsim.fabrics import LinkKind
+    >>> float(f.link_capacity[f.link_kind == LinkKind.NVLINK].max()) / 1e9   # per direction
+    450.0
     """
-    from hpnsim import fabrics
+    from hpnsim.fabrics import build_fabric
+    from hpnsim.workloads.gpus import get_gpu
 
     options = dict(options or {})
+    if gpu is not None and "nvlink" not in options:
+        options["nvlink"] = f"{get_gpu(gpu).nvlink_bandwidth / 1e9:g}GB/s"
     sized = {"pods", "segments", "hosts_per_segment", "k"} & set(options)
     if template in _BLOCK and not sized:
         block = _BLOCK[template]
@@ -52,8 +61,7 @@ def fabric_for_job(template: str, n_gpus: int, options: dict | None = None):
             hosts = 16 if n_gpus >= 128 else max(1, math.ceil(n_gpus / 8))
             segments = 4 if n_gpus >= 512 else max(1, math.ceil(n_gpus / (8 * hosts)))
             options.update(pods=max(1, blocks), segments=segments, hosts_per_segment=hosts)
-    builder = getattr(fabrics, "build_fabric", None)
-    fabric = builder(template, options) if builder else getattr(fabrics, template)(**options)
+    fabric = build_fabric(template, options)
     if fabric.n_gpus < n_gpus:
         raise InputError("fabric", f"{template} with {options} has {fabric.n_gpus} GPUs; the "
                                    f"job needs {n_gpus}")
@@ -72,6 +80,7 @@ class ScalingPoint:
     mfu: float
     linearity: float
     exposed_dp: float
+    routing: str = ""
 
 
 @dataclass
@@ -96,7 +105,7 @@ class ScalingResult:
 
 
 def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dcn_plus"),
-                      micro_batches: int | None = None, routing: str = "ecmp",
+                      micro_batches: int | None = None, routing: str = "native",
                       fabric_options: dict | None = None, seed: int = 0,
                       **job_options) -> ScalingResult:
     """Simulate the job at each DP size on each fabric and compute linearity.
@@ -112,6 +121,10 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
         Fabric templates, each sized per job by :func:`fabric_for_job`.
     micro_batches : int, optional
         Micro-batches per pipeline (default ``4 * pp``), fixed across sizes.
+    routing : str
+        A policy of :func:`hpnsim.routing.route`, or ``"native"`` (default): each fabric
+        with the routing it is built for (:func:`hpnsim.routing.native_policy`: HPN's
+        dual-plane routing on hpn7, ECMP elsewhere).
     job_options
         Passed to :class:`TrainJob` (``micro_batch``, ``gpu``, ``zero``, ...).
 
@@ -122,6 +135,7 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
     >>> [p.gpus for p in r.curve("hpn7")], r.curve("hpn7")[0].linearity
     ([16, 32], 1.0)
     """
+    from hpnsim.routing import native_policy
     from hpnsim.workloads.iteration import simulate_iteration
 
     dps = sorted({int(d) for d in dps})
@@ -135,14 +149,16 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
         for dp in dps:
             job = TrainJob(model, tp=tp, pp=pp, dp=dp, micro_batch=micro_batch,
                            global_batch=dp * micro_batch * m, **job_options)
-            fabric = fabric_for_job(template, job.gpus, fabric_options)
-            r = simulate_iteration(job, fabric, routing=routing, seed=seed)
+            fabric = fabric_for_job(template, job.gpus, fabric_options, gpu=job.gpu)
+            policy = native_policy(fabric) if routing == "native" else routing
+            r = simulate_iteration(job, fabric, routing=policy, seed=seed)
             if base is None:
                 base = (job.gpus, r.tokens_per_second)
             ideal = job.gpus / base[0] * base[1]
             result.points.append(ScalingPoint(template, job.gpus, dp, r.iteration_time,
                                               r.tokens_per_second, r.mfu,
-                                              r.tokens_per_second / ideal, r.exposed_comm["dp"]))
+                                              r.tokens_per_second / ideal, r.exposed_comm["dp"],
+                                              policy))
     return result
 
 
