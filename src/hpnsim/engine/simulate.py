@@ -9,7 +9,7 @@ import numpy as np
 from hpnsim.engine.loop import FLOWING, run_loop
 from hpnsim.engine.maxmin import make_workspace
 from hpnsim.engine.taskgraph import TaskGraph
-from hpnsim.engine.validate import check_capacity
+from hpnsim.engine.validate import check_capacity, check_length
 from hpnsim.errors import InputError
 
 
@@ -150,10 +150,10 @@ def run_flows(capacity, paths, sizes, starts=None, priority=None) -> np.ndarray:
     paths : Paths or sequence of sequences of int
         Link ids of each flow (CSR ``ptr``/``links``/``weight`` or plain lists).
     sizes : float or array of float
-        Bytes per flow.
-    starts : array of float, optional
+        Bytes per flow (a scalar, or one value per path).
+    starts : float or array of float, optional
         Start time per flow (default 0).
-    priority : array of int, optional
+    priority : int or array of int, optional
         Strict priority class per flow (lower first).
 
     Returns
@@ -171,6 +171,8 @@ def run_flows(capacity, paths, sizes, starts=None, priority=None) -> np.ndarray:
     """
     graph = TaskGraph()
     n = len(paths.ptr) - 1 if hasattr(paths, "ptr") else len(paths)
+    for name, values in (("sizes", sizes), ("starts", starts), ("priority", priority)):
+        check_length(values, n, name)
     graph.add_transfers(paths, sizes, priority=0 if priority is None else priority,
                         release=0.0 if starts is None else starts)
     result = simulate(graph, capacity)

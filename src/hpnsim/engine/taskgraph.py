@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpnsim.engine.validate import find_cycle
+from hpnsim.engine.validate import check_length, find_cycle
 from hpnsim.errors import InputError
 
 TRANSFER, DELAY = 0, 1
@@ -101,6 +101,28 @@ def _dep_ids(deps, label) -> np.ndarray:
     return np.asarray(items, dtype=np.int64)
 
 
+def _priority_column(priority, n, label_of) -> np.ndarray:
+    """Strict priority class per transfer as int64 (a scalar or ``n`` values), validated.
+
+    Integers (or integral floats) only; booleans are rejected.
+
+    >>> _priority_column([0, 2.0], 2, str).tolist()
+    [0, 2]
+    """
+    arr = np.broadcast_to(np.asarray(priority), (n,))
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+    else:
+        bad = np.full(n, arr.dtype.kind not in "iu")
+    if isinstance(priority, list | tuple):  # numpy turns [0, True] into integers
+        bad |= np.fromiter((isinstance(p, bool | np.bool_) for p in priority), bool, n)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        got = priority[i] if isinstance(priority, list | tuple) else arr[i].item()
+        raise InputError("priority", f"{label_of(i)}: must be an integer, got {got!r}")
+    return arr.astype(np.int64)
+
+
 class TaskGraph:
     """Transfers, delays and dependencies, stored as flat columns.
 
@@ -151,13 +173,10 @@ class TaskGraph:
         _check_values(weight, "weight", lambda i: label, positive=True)
         _check_values(latency, "latency", lambda i: label)
         _check_values(release, "release", lambda i: label)
+        dep_ids = _dep_ids(deps, label)
         task = len(self._kind)
-        deps = [deps] if isinstance(deps, int | np.integer) else list(deps)
-        for dep in deps:
-            if isinstance(dep, bool) or not isinstance(dep, int | np.integer) or dep < 0:
-                raise InputError("deps", f"{label}: dependencies are task ids, got {dep!r}")
-            self._dep_task.append(task)
-            self._dep_on.append(int(dep))
+        self._dep_task.extend([task] * dep_ids.size)
+        self._dep_on.extend(dep_ids.tolist())
         self._kind.append(kind)
         self._amount.append(float(amount))
         self._priority.append(int(priority))
@@ -199,9 +218,9 @@ class TaskGraph:
                                       f"got {coef.size}")
         _check_values(coef, "usage", lambda i: label)
         _check_values(size, "size", lambda i: label)
-        task = self._append(TRANSFER, size, priority, weight, latency, release, name, deps)
         _, merged_links, merged_usage = _merge_rows(
             np.zeros(link_ids.size, dtype=np.int64), link_ids, np.array(coef))
+        task = self._append(TRANSFER, size, priority, weight, latency, release, name, deps)
         self._entry_rows.append(np.full(merged_links.size, task, dtype=np.int64))
         self._entry_links.append(merged_links)
         self._entry_usage.append(merged_usage)
@@ -225,7 +244,8 @@ class TaskGraph:
         """Add one independent transfer per path (plain flows); returns their task ids.
 
         ``sizes``, ``priority``, ``weight``, ``latency`` and ``release`` are scalars or one
-        value per path; every transfer waits for all the task ids in ``deps``.
+        value per path; every transfer waits for all the task ids in ``deps``. Every argument
+        is checked before the graph changes: a call that raises adds nothing.
 
         >>> g = TaskGraph()
         >>> g.add_transfers([[0], [0, 1]], [1e6, 2e6]).tolist()
@@ -235,6 +255,13 @@ class TaskGraph:
         """
         ptr, links, coef = _paths_arrays(paths)
         n, first = ptr.size - 1, len(self._kind)
+        if names is not None:
+            names = [names] if isinstance(names, str) else list(names)
+            if len(names) != n:
+                raise InputError("names", f"need one name per path ({n}), got {len(names)}")
+        for field, values in (("sizes", sizes), ("priority", priority), ("weight", weight),
+                              ("latency", latency), ("release", release)):
+            check_length(values, n, field)
 
         def label_of(i):
             nm = names[i] if names is not None else ""
@@ -247,10 +274,7 @@ class TaskGraph:
         size = column(sizes, "size")
         wgt = column(weight, "weight", positive=True)
         lat, rel = column(latency, "latency"), column(release, "release")
-        prio_in = np.broadcast_to(np.asarray(priority), (n,))
-        prio = prio_in.astype(np.int64)
-        if not np.array_equal(prio, prio_in):
-            raise InputError("priority", "must be integers")
+        prio = _priority_column(priority, n, label_of)
         row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
         link_ids = np.asarray(links)
         if link_ids.size and (not np.issubdtype(link_ids.dtype, np.integer)
@@ -273,8 +297,6 @@ class TaskGraph:
         self._latency.extend(lat.tolist())
         self._release.extend(rel.tolist())
         self._names.extend([""] * n if names is None else [str(x) for x in names])
-        if len(self._names) != len(self._kind):
-            raise InputError("names", f"need one name per path ({n})")
         if dep_ids.size:
             self._dep_task.extend(np.repeat(np.arange(first, first + n), dep_ids.size).tolist())
             self._dep_on.extend(np.tile(dep_ids, n).tolist())

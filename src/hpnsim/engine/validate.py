@@ -85,6 +85,27 @@ def check_variable_array(values, n: int, field: str, dtype, default, positive=Fa
     return out
 
 
+def check_length(values, n: int, field: str, per: str = "path") -> None:
+    """InputError unless ``values`` is ``None``, a scalar, or exactly ``n`` values.
+
+    >>> check_length([1.0, 2.0], 2, "sizes")
+    >>> check_length([1.0, 2.0, 3.0], 2, "sizes")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: sizes: needs one value per path (2), got 3
+    """
+    if values is None:
+        return
+    try:
+        shape = np.shape(values)
+    except ValueError as exc:  # a ragged nested sequence
+        raise InputError(field, f"needs one value per {per} ({n}), got a ragged sequence"
+                         ) from exc
+    if shape not in ((), (n,)):
+        got = shape[0] if len(shape) == 1 else f"shape {shape}"
+        raise InputError(field, f"needs one value per {per} ({n}), got {got}")
+
+
 def find_cycle(n_tasks: int, dep_ptr: np.ndarray, deps: np.ndarray) -> list[int] | None:
     """One dependency cycle (task ids, in order) or None if the graph is acyclic.
 
