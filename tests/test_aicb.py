@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -144,3 +146,107 @@ def test_cli_summary_and_error(tmp_path):
     assert len(lines) == 1 and f"{bad} line 3" in lines[0]
     missing = runner.invoke(app, ["aicb", str(tmp_path / "none.txt")])
     assert missing.exit_code == 2 and "cannot read" in missing.stderr
+
+
+def _header_text(sizes: str, layer: str = "moe -1 10 ALLTOALL_EP 4096 20 ALLTOALL_EP 4096 30 NONE 0 5",
+                 lead: str = "") -> str:
+    return f"{lead}HYBRID_TRANSFORMER_FWD_IN_BCKWD {sizes}\n1\n{layer}\n"
+
+
+@pytest.mark.parametrize("sizes, words", [
+    # dp = 8 / (2 * 1) = 4, and 3 does not divide 4: the audit's case (was silently ep -> 1)
+    ("model_parallel_NPU_group: 2 ep: 3 pp: 1 vpp: 1 ga: 1 all_gpus: 8",
+     ["ep=3 must divide dp=4", "8/(2*1)"]),
+    # dp = 12 / (3 * 2) = 2: ep 4 > dp
+    ("model_parallel_NPU_group: 3 ep: 4 pp: 2 ga: 2 all_gpus: 12", ["ep=4 must divide dp=2"]),
+    # 3 * 1 does not divide 4 (the summary used to print TP3 x PP1 x DP1 (4 GPUs))
+    ("model_parallel_NPU_group: 3 ep: 1 pp: 1 ga: 1 all_gpus: 4",
+     ["all_gpus=4 is not a multiple of tp*pp = 3*1 = 3"]),
+    ("model_parallel_NPU_group: 2 pp: 3 ga: 3 all_gpus: 8", ["all_gpus=8", "2*3 = 6"]),
+    ("model_parallel_NPU_group: 2 ep: 2 ga: 1", ["ep=2 needs all_gpus"]),
+    # 2 * 2 * 2 = 8 GPUs, dp 2, but interleaving (vpp 2) needs ga % pp == 0
+    ("model_parallel_NPU_group: 2 pp: 2 vpp: 2 ga: 3 all_gpus: 8", ["ga", "multiple of pp=2", "ga=3"]),
+])
+@pytest.mark.parametrize("lead, line", [("", 1), ("\n\n", 3)])
+def test_inconsistent_header_sizes_name_the_header_line(tmp_path, sizes, words, lead, line):
+    path = tmp_path / "w.txt"
+    path.write_text(_header_text(sizes, lead=lead))
+    with pytest.raises(InputError) as info:
+        load_aicb(path)
+    assert info.value.field == f"{path} line {line}"
+    for word in words:
+        assert word in info.value.message
+
+
+def test_header_sizes_are_checked_before_the_layers():
+    # the header is wrong and so is the layer line: the first error in file order wins
+    text = _header_text("model_parallel_NPU_group: 3 all_gpus: 4", layer="x -1 1 NONE")
+    with pytest.raises(InputError) as info:
+        parse_aicb(text, source="w.txt")
+    assert info.value.field == "w.txt line 1" and "all_gpus=4" in info.value.message
+
+
+def test_workload_object_checks_its_own_sizes():
+    w = load_aicb(example_path())
+    with pytest.raises(InputError) as info:
+        dataclasses.replace(w, ep=3)                       # dp = 4 / (2 * 1) = 2
+    assert info.value.field == f"{w.source} line 1" and "ep=3 must divide dp=2" in info.value.message
+    with pytest.raises(InputError, match="not a multiple of tp\\*pp"):
+        dataclasses.replace(w, tp=3)
+
+
+def test_valid_expert_parallel_header_keeps_ep():
+    # dp = 8 / (2 * 1) = 4, ep 2 divides it: kept (not dropped to 1), expert-DP groups of 4 / 2
+    w = parse_aicb(_header_text("model_parallel_NPU_group: 2 ep: 2 pp: 1 vpp: 1 ga: 1 all_gpus: 8"))
+    layout = w.to_layout()
+    assert (layout.tp, layout.dp, layout.ep, layout.edp) == (2, 4, 2, 2)
+    # ep > 1 without any _EP layer is accepted: the file just lists no expert traffic
+    plain = parse_aicb(_header_text("model_parallel_NPU_group: 1 ep: 4 all_gpus: 8",
+                                    layer="x -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 64 0"))
+    assert plain.to_layout().ep == 4 and plain.comm_bytes(group="ep") == 0
+
+
+def _small_fabric():
+    from hpnsim.fabrics import hpn7
+    return hpn7(segments=1, hosts_per_segment=1, backup_hosts=0)      # 8 GPUs, one host
+
+
+def test_expert_all_to_all_is_simulated_with_ep_above_one():
+    from hpnsim.workloads.iteration_aicb import simulate_aicb
+
+    w = parse_aicb(_header_text("model_parallel_NPU_group: 1 ep: 2 ga: 2 all_gpus: 8"))
+    r = simulate_aicb(w, _small_fabric())
+    assert r.job["ep"] == 2
+    assert r.exposed_comm["ep"] > 0
+    # one layer, ga 2: compute (10 + 20 + 30) ns per micro-batch, 5 ns update, nothing else
+    compute = 2 * (10 + 20 + 30) * 1e-9
+    assert r.compute_time == pytest.approx(compute)
+    assert r.iteration_time == pytest.approx(compute + r.exposed_comm["ep"] + 5e-9)
+    assert r.exposed_comm["tp"] == r.exposed_comm["dp"] == 0.0
+
+
+def test_expert_all_to_all_with_ep_one_moves_nothing():
+    from hpnsim.workloads.iteration_aicb import simulate_aicb
+
+    # ep 1: every EP group is a single GPU, so ALLTOALL_EP costs nothing
+    w = parse_aicb(_header_text("model_parallel_NPU_group: 1 ep: 1 ga: 2 all_gpus: 8"))
+    r = simulate_aicb(w, _small_fabric())
+    assert r.exposed_comm["ep"] == 0.0
+    assert r.iteration_time == pytest.approx(2 * (10 + 20 + 30) * 1e-9 + 5e-9)
+
+
+@pytest.mark.parametrize("sizes, words", [
+    ("model_parallel_NPU_group: 2 ep: 3 pp: 1 vpp: 1 ga: 1 all_gpus: 8", "ep=3 must divide dp=4"),
+    ("model_parallel_NPU_group: 3 ep: 1 pp: 1 ga: 1 all_gpus: 4", "all_gpus=4 is not a multiple"),
+])
+@pytest.mark.parametrize("command", [["aicb"], ["train", "--fabric", "hpn7", "--workload"]])
+def test_cli_rejects_inconsistent_header(tmp_path, sizes, words, command):
+    # the summary and train --workload share the parser's check: same single error line
+    path = tmp_path / "bad_header.txt"
+    path.write_text(_header_text(sizes))
+    result = CliRunner().invoke(app, [*command, str(path)])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"error: {path} line 1: ") and words in lines[0]
+    assert "TP3 x PP1 x DP1" not in result.stdout

@@ -39,6 +39,24 @@ _LIST_KEYS = {"checkpoints": "checkpoints", "checkpoint_initiates": "checkpoint_
 PHASES = ("forward", "input_grad", "weight_grad")
 
 
+def _check_sizes(where: str, *, tp: int = 1, pp: int = 1, ep: int = 1, vpp: int = 1, ga: int = 1,
+                 all_gpus: int | None = None, **_other) -> None:
+    """The header-size rules of :class:`Workload` (the one place they live)."""
+    if all_gpus is not None and all_gpus % (tp * pp):
+        raise InputError(where, f"all_gpus={all_gpus} is not a multiple of tp*pp = "
+                                f"{tp}*{pp} = {tp * pp}")
+    if ep > 1 and all_gpus is None:
+        raise InputError(where, f"ep={ep} needs all_gpus: ep must divide "
+                                f"dp = all_gpus/(tp*pp), and dp is unknown without it")
+    if ep > 1 and (all_gpus // (tp * pp)) % ep:
+        raise InputError(where, f"ep={ep} must divide dp={all_gpus // (tp * pp)} (dp = "
+                                f"all_gpus/(tp*pp) = {all_gpus}/({tp}*{pp}); experts are "
+                                f"spread over DP ranks)")
+    if pp > 1 and vpp > 1 and ga % pp:
+        raise InputError(where, f"an interleaved pipeline (pp={pp}, vpp={vpp}) needs ga "
+                                f"(micro-batches) to be a multiple of pp={pp}, got ga={ga}")
+
+
 @dataclass(frozen=True)
 class CommOp:
     """One collective of a layer phase: ``kind`` (None = no communication), group, bytes."""
@@ -77,6 +95,22 @@ class WorkloadLayer:
 class Workload:
     """A parsed SimAI/AICB workload: header sizes and the per-layer lines.
 
+    The header sizes are checked when the object is made (so every consumer -- the ``aicb``
+    summary, ``train --workload``, :meth:`to_layout` -- sees the same validation); a violation
+    raises :class:`~hpnsim.errors.InputError` naming ``"<source> line <header_line>"``:
+
+    * ``all_gpus`` must be a multiple of ``tp * pp`` (``dp = all_gpus / (tp * pp)`` exactly);
+    * ``ep`` must divide ``dp`` (Megatron carves expert parallelism out of the DP ranks);
+      ``ep > 1`` needs ``all_gpus``, since without it ``dp`` is unknown (taken as 1);
+    * with an interleaved pipeline (``pp > 1`` and ``vpp > 1``) ``ga`` (the micro-batch
+      count) must be a multiple of ``pp``, as Megatron's interleaved 1F1B requires.
+
+    Expert parallelism and the layer lines are independent: ``ep > 1`` without any ``_EP``
+    collective is accepted (the file simply lists no expert traffic; ``ep`` still shapes the
+    ``ep`` and ``edp`` groups of ``_DP_EP`` collectives), and an ``_EP`` collective with
+    ``ep == 1`` is accepted too: it runs on one-GPU groups, so it moves nothing and costs
+    no time.
+
     Examples
     --------
     >>> w = load_aicb(example_path())
@@ -99,6 +133,11 @@ class Workload:
     checkpoint_initiates: tuple[int, ...] = ()
     extra: dict = field(default_factory=dict)
     source: str = "<string>"
+    header_line: int = 1
+
+    def __post_init__(self):
+        _check_sizes(f"{self.source} line {self.header_line}", tp=self.tp, pp=self.pp,
+                     ep=self.ep, vpp=self.vpp, ga=self.ga, all_gpus=self.all_gpus)
 
     @property
     def dp(self) -> int:
@@ -127,18 +166,17 @@ class Workload:
     def to_layout(self) -> Layout:
         """The :class:`Layout` the header describes (``ga`` micro-batches of one sequence).
 
-        AICB writes ``vpp`` even without pipelining; it is ignored when ``pp == 1``.
+        AICB writes ``vpp`` even without pipelining; it is ignored when ``pp == 1``. The sizes
+        were checked when the workload was made, so only a missing ``all_gpus`` fails here.
 
         >>> load_aicb(example_path()).to_layout().num_microbatches
         2
         """
         if self.all_gpus is None:
-            raise InputError(f"{self.source} line 1", "all_gpus is needed to derive the layout")
-        if self.all_gpus % (self.tp * self.pp):
-            raise InputError(f"{self.source} line 1", f"all_gpus={self.all_gpus} is not a multiple "
-                                                      f"of tp*pp = {self.tp}*{self.pp}")
+            raise InputError(f"{self.source} line {self.header_line}",
+                             "all_gpus is needed to derive the layout")
         dp = self.dp
-        return Layout(tp=self.tp, pp=self.pp, dp=dp, ep=self.ep if dp % self.ep == 0 else 1,
+        return Layout(tp=self.tp, pp=self.pp, dp=dp, ep=self.ep,
                       vpp=self.vpp if self.pp > 1 else 1, global_batch=dp * self.ga)
 
     def to_dict(self) -> dict:
@@ -217,6 +255,9 @@ def _header(tokens: list[str], where: str) -> dict:
 def parse_aicb(text: str, source: str = "<string>", time_unit: float = 1e-9) -> Workload:
     """Parse the text of a SimAI/AICB workload file; errors name ``source`` and the line.
 
+    Header sizes that do not fit together (``all_gpus`` not a multiple of ``tp * pp``, ``ep``
+    not dividing ``dp``, ...; see :class:`Workload`) are reported on the header line.
+
     Parameters
     ----------
     text : str
@@ -242,6 +283,7 @@ def parse_aicb(text: str, source: str = "<string>", time_unit: float = 1e-9) -> 
         raise InputError(f"{source} line 1", "empty workload file")
     header_line, header_tokens = numbered[0]
     header = _header(header_tokens, f"{source} line {header_line}")
+    _check_sizes(f"{source} line {header_line}", **header)  # before the layers: file order
     if len(numbered) < 2:
         raise InputError(f"{source} line {header_line + 1}", "expected the number of layers")
     count_line, count_tokens = numbered[1]
@@ -282,7 +324,7 @@ def parse_aicb(text: str, source: str = "<string>", time_unit: float = 1e-9) -> 
     if len(body) > count:
         raise InputError(f"{source} line {body[count][0]}",
                          f"the header announces {count} layers; unexpected extra line")
-    return Workload(layers=tuple(layers), source=source, **header)
+    return Workload(layers=tuple(layers), source=source, header_line=header_line, **header)
 
 
 def load_aicb(path: str | Path, time_unit: float = 1e-9) -> Workload:

@@ -9,8 +9,13 @@ with it, on every DP group of the job, simulated on the fabric. Then the update 
 
 Blocking collectives of the TP and EP groups are timed once per (kind, group, size) with
 *all* groups of that kind running together on the fabric (so collisions between groups count)
-and folded into the compute chain, as in :mod:`iteration_graph`. Pipeline-parallel files
-(``pp > 1``) are not run: AICB gives no per-stage split of the layers.
+and folded into the compute chain, as in :mod:`iteration_graph`. ``_EP`` collectives run on
+the ``ep`` groups (``ep`` consecutive DP ranks) and are reported as ``exposed_comm["ep"]``;
+with ``ep == 1`` those groups are single GPUs, so such a collective moves nothing and costs no
+time. The header sizes (``ep`` dividing ``dp``, ``tp * pp`` dividing ``all_gpus``) are checked
+by the parser (:class:`~hpnsim.workloads.aicb.Workload`), the same check the ``aicb`` summary
+command gets. Pipeline-parallel files (``pp > 1``) are not run: AICB gives no per-stage split
+of the layers.
 """
 
 from __future__ import annotations
