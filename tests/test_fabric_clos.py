@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from hpnsim.errors import InputError
@@ -25,6 +25,7 @@ def _degree(f, kind):
 
 @settings(max_examples=12, deadline=None)
 @given(k=st.integers(1, 12).map(lambda h: 2 * h))
+@example(k=2)
 def test_fat_tree_closed_forms(k):
     f = fat_tree(k)
     half = k // 2
@@ -38,7 +39,9 @@ def test_fat_tree_closed_forms(k):
     assert choices["cross_segment"] == (half if k > 2 else None)
     assert choices["cross_pod"] == half * half
     assert bisection_bandwidth(f) == pytest.approx(k ** 3 / 8 * 50e9)
-    assert int(f.switch_distance.max()) == 4 if k > 2 else 2
+    # diameter: edges of two different pods are edge-agg-core-agg-edge apart, 4 hops; every
+    # k >= 2 has k >= 2 pods (k = 2: 2 pods of 1 edge and 1 Agg, 1 core), so always 4
+    assert int(f.switch_distance.max()) == 4
 
 
 @settings(max_examples=12, deadline=None)

@@ -204,3 +204,44 @@ def test_last_pod_segments_bounds():
     with pytest.raises(InputError) as info:
         hpn7(pods=2, last_pod_segments=0)
     assert info.value.field == "last_pod_segments"
+
+
+def _agg_tbps(segments, tors_per_plane, links_per_tor, up=8):
+    """Tb/s an Agg needs: one 400G down port per ToR of its plane and link, plus up ports."""
+    return (segments * tors_per_plane * links_per_tor + up) * 0.4
+
+
+@pytest.mark.parametrize(("kwargs", "field", "need"), [
+    # 16 rails: 16 ToRs of a plane per segment (rails x 2 sides / 2 planes)
+    ({"rails": 16}, "rails", _agg_tbps(15, 16, 1)),
+    # one plane: the Agg sees both ToRs of every rail (8 x 2 / 1)
+    ({"dual_plane": False}, "dual_plane", _agg_tbps(15, 16, 1)),
+    # 30 Aggs per plane: each ToR sends 60 / 30 = 2 links to each
+    ({"aggs_per_plane": 30}, "aggs_per_plane", _agg_tbps(15, 8, 2)),
+    ({"segments": 16}, "segments", _agg_tbps(16, 8, 1)),
+    ({"agg_core_uplinks": 16}, "agg_core_uplinks", _agg_tbps(15, 8, 1, up=16)),
+    # ToR: (128 + 8) x 200G down + 60 x 800G up
+    ({"uplink_speed": "800G"}, "uplink_speed", 136 * 0.2 + 60 * 0.8),
+    ({"chip": "25.6T"}, "chip", 136 * 0.2 + 60 * 0.4),
+])
+def test_chip_budget_error_names_the_parameter(kwargs, field, need):
+    with pytest.raises(InputError) as info:
+        hpn7(**kwargs)
+    assert info.value.field == field
+    assert f"would need {need:.1f} Tbps" in info.value.message
+    assert f"set by {field} (at its default it would fit)" in info.value.message
+
+
+def test_chip_budget_error_lists_every_contributing_parameter():
+    # rails 16 and 16 segments: 16 x 16 + 8 = 264 ports; neither default alone fits
+    # (16 x 8 + 8 = 136 > 128, 15 x 16 + 8 = 248 > 128), rails lowers it most
+    with pytest.raises(InputError) as info:
+        hpn7(rails=16, segments=16)
+    assert info.value.field == "rails"
+    assert f"would need {_agg_tbps(16, 16, 1):.1f} Tbps" in info.value.message
+    assert "set by rails, segments (each at its default it would need less)" in \
+        info.value.message
+    # parameters set below their default are not blamed: 2 segments of 64 rails
+    with pytest.raises(InputError) as info:
+        hpn7(rails=64, segments=2)
+    assert info.value.field == "rails" and "segments" not in info.value.message.split(";")[-1]

@@ -10,10 +10,13 @@ import typer
 
 from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
 from hpnsim.errors import InputError
+from hpnsim.fabrics.bom import validate_units
 
 
 def fabric_report(fabric) -> dict[str, Any]:
     """Summary and bill of materials of a fabric as one JSON-ready dict.
+
+    ``requested_gpus`` is the ``--gpus`` request the fabric was sized for (None if unsized).
 
     >>> from hpnsim.fabrics import fat_tree
     >>> r = fabric_report(fat_tree(4))
@@ -24,6 +27,8 @@ def fabric_report(fabric) -> dict[str, Any]:
     from hpnsim.fabrics.bom import bill_of_materials
 
     out = summary(fabric)
+    out = {**{k: v for k, v in out.items() if k in ("template", "gpus")},
+           "requested_gpus": fabric.meta.get("requested_gpus"), **out}
     out["options"] = fabric.meta.get("options", {})
     out["bom"] = bill_of_materials(fabric, units=fabric.meta.get("units"))
     return out
@@ -38,6 +43,7 @@ def _load_units(path: str | None) -> dict | None:
         raise InputError("units", f"cannot read unit table {path!r}: {error}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise InputError("units", "the unit table must map names to {power_w, cost_usd}")
+    validate_units(data)  # fail before building: names and figures
     return data
 
 
@@ -64,6 +70,7 @@ def _rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     rows += [("network power", f"{bom['power_w']['network'] / 1e3:,.0f} kW")]
     rows += _frontend_rows(report)
     rows += [("total power (GPUs + networks)", f"{bom['power_w']['total'] / 1e6:,.2f} MW"),
+             ("  of which backup hosts", f"{bom['power_w']['backup_hosts'] / 1e6:,.2f} MW"),
              ("network cost", f"${bom['cost_usd']['network'] / 1e6:,.1f} M"),
              ("network cost per GPU", f"${bom['network_cost_per_gpu_usd']:,.0f}"),
              ("GPUs per MW", f"{bom['gpus_per_mw']:,.0f}")]
@@ -91,6 +98,23 @@ def _frontend_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def _merge_labels(lists: list[list[str]]) -> list[str]:
+    """Union of row labels keeping groups together: a label missing so far goes right after
+    its predecessor in the list that has it (or first), so the order of each list is kept.
+
+    >>> _merge_labels([["a", "b", "d"], ["a", "b", "c", "d", "e"], ["x", "a"]])
+    ['x', 'a', 'b', 'c', 'd', 'e']
+    """
+    merged: list[str] = []
+    for labels in lists:
+        previous = None
+        for label in labels:
+            if label not in merged:
+                merged.insert(0 if previous is None else merged.index(previous) + 1, label)
+            previous = label
+    return merged
+
+
 def _print(reports: list[dict[str, Any]], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -99,8 +123,9 @@ def _print(reports: list[dict[str, Any]], title: str) -> None:
     table.add_column("")
     for report in reports:
         table.add_column(report["template"], justify="right")
-    columns = [dict(_rows(r)) for r in reports]
-    labels = list(dict.fromkeys(label for r in reports for label, _ in _rows(r)))
+    rows = [_rows(r) for r in reports]
+    columns = [dict(r) for r in rows]
+    labels = _merge_labels([[label for label, _ in r] for r in rows])
     for label in labels:
         table.add_row(label, *(c.get(label, "-") for c in columns))
     Console().print(table)
@@ -146,7 +171,12 @@ def register(app: typer.Typer) -> None:
         (its switches, optics, power and a checkpoint bound are reported apart); `hpnsim fabric compare hpn7 dcn_plus --gpus 15360` puts them side by side.
         """
         from hpnsim.fabrics.export import FORMATS, export
-        from hpnsim.fabrics.registry import TEMPLATES, build_fabric, template_parameters
+        from hpnsim.fabrics.registry import (
+            TEMPLATES,
+            build_fabric,
+            sizing_note,
+            template_parameters,
+        )
 
         unit_table = _load_units(units)
         if template is None:
@@ -174,6 +204,9 @@ def register(app: typer.Typer) -> None:
             fabrics = [build_fabric(template, parse_extra_options(rest))]
         for f in fabrics:
             f.meta["units"] = unit_table
+            note = sizing_note(f)
+            if note:
+                typer.echo(f"note: gpus: {note}", err=True)
         reports = [fabric_report(f) for f in fabrics]
         if export_path:
             if len(fabrics) != 1:

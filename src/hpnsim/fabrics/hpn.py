@@ -17,6 +17,8 @@ dual_tor modes:
 
 from __future__ import annotations
 
+import inspect
+
 from hpnsim.errors import InputError
 from hpnsim.fabrics.assembly import choice, common_speeds, positive_int
 from hpnsim.fabrics.fabric import FRONTEND, Fabric, NodeKind  # noqa: F401  (doctest)
@@ -87,8 +89,8 @@ def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None
     single = mode == "single"
     pods = positive_int(pods, "pods")
     segments = positive_int(segments, "segments")
-    hosts = positive_int(128 if hosts_per_segment is None and not single else
-                         64 if hosts_per_segment is None else hosts_per_segment,
+    default_hosts = 64 if single else 128
+    hosts = positive_int(default_hosts if hosts_per_segment is None else hosts_per_segment,
                          "hosts_per_segment")
     default_backup = {"nonstacked": 8, "stacked": 6, "single": 4}[mode]
     backups = positive_int(default_backup if backup_hosts is None else backup_hosts,
@@ -121,5 +123,29 @@ def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None
         frontend=FrontendSpec(frontend_hosts_per_tor, frontend_port_speed,
                               frontend_tor_uplinks, frontend_aggs_per_pod, frontend_agg_uplinks,
                               storage_hosts, frontend_core_ports) if frontend else None,
-        **common_speeds(nvlink, pcie, hop_latency, host_latency))
+        **common_speeds(nvlink, pcie, hop_latency, host_latency),
+        param_names=_PARAM_NAMES, reference=_reference(mode, default_hosts, default_backup))
     return build_tiered(spec, dual_tor=mode, dual_plane=spec.plane_by == "side")
+
+
+#: TieredSpec field -> hpn7 parameter (port-check errors name the parameter)
+_PARAM_NAMES = {"segments": "segments", "hosts": "hosts_per_segment",
+                "backups": "backup_hosts", "gpus_per_host": "rails",
+                "ports_per_nic": "ports_per_nic", "port_speed": "port_speed",
+                "tor_uplinks": "tor_uplinks", "aggs_per_plane": "aggs_per_plane",
+                "plane_by": "dual_plane", "agg_uplinks": "agg_core_uplinks",
+                "up_speed": "uplink_speed", "peer_links": "peer_links", "chip": "chip"}
+
+
+def _reference(mode: str, hosts: int, backups: int) -> dict:
+    """TieredSpec values of hpn7's defaults for a dual_tor ``mode`` (the published design)."""
+    d = {name: p.default for name, p in inspect.signature(hpn7).parameters.items()}
+    return {"segments": d["segments"], "hosts": hosts, "backups": backups,
+            "gpus_per_host": d["rails"], "ports_per_nic": d["ports_per_nic"],
+            "port_speed": parse_bandwidth(d["port_speed"], "port_speed"),
+            "tor_uplinks": d["tor_uplinks"], "aggs_per_plane": d["aggs_per_plane"],
+            "plane_by": "none" if mode == "single" else "side",
+            "agg_uplinks": d["agg_core_uplinks"],
+            "up_speed": parse_bandwidth(d["uplink_speed"], "uplink_speed"),
+            "peer_links": d["peer_links"] if mode == "stacked" else 0,
+            "chip": parse_bandwidth(d["chip"], "chip")}

@@ -98,7 +98,8 @@ def size_options(template: str, gpus: int, options: dict[str, Any] | None = None
 
     Whole segments; whole pods except for hpn7, whose last pod may hold fewer segments
     (``last_pod_segments``), so a multiple of 1,024 GPUs is built exactly. Parameters the
-    caller set are kept; only the sizing parameters left free are chosen.
+    caller set are kept; only the sizing parameters left free are chosen (with ``pods`` set,
+    hpn7's last pod is not shortened, so fixed options may hold fewer GPUs than asked).
 
     >>> size_options("hpn7", 15360)
     {'pods': 1, 'segments': 15}
@@ -119,7 +120,8 @@ def size_options(template: str, gpus: int, options: dict[str, Any] | None = None
 
     if template == "hpn7":
         hosts = get("hosts_per_segment") or (64 if get("dual_tor") == "single" else 128)
-        sized = _fill(hosts * get("rails"), opts.get("segments", 15), gpus, partial_pod=True)
+        sized = _fill(hosts * get("rails"), opts.get("segments", 15), gpus,
+                      partial_pod="pods" not in opts)
     elif template in ("dcn_plus", "rail_optimized"):
         per_host = get("gpus_per_host") if template == "dcn_plus" else get("rails")
         sized = _fill(get("hosts_per_segment") * per_host, opts.get("segments", params[
@@ -136,11 +138,62 @@ def size_options(template: str, gpus: int, options: dict[str, Any] | None = None
     return {key: value for key, value in sized.items() if key not in opts}
 
 
+def sizing_unit(template: str, options: dict[str, Any]) -> str:
+    """What ``--gpus`` rounds to for ``template`` with typed ``options`` (for messages).
+
+    >>> sizing_unit("hpn7", {})
+    'whole segments of 1,024 GPUs: 128 hosts x 8 GPUs'
+    >>> sizing_unit("dcn_plus", {"pods": 2})
+    'whole pods of 512 GPUs: 4 segments of 16 hosts x 8 GPUs'
+    """
+    params = template_parameters(template)
+
+    def get(name):
+        return options.get(name, params[name][1])
+
+    if template == "fat_tree":
+        return "a k-ary fat-tree has k^3/4 GPUs, k even"
+    per_host = get("gpus_per_host") if template == "dcn_plus" else get("rails")
+    if template == "hpn7":
+        hosts = get("hosts_per_segment") or (64 if get("dual_tor") == "single" else 128)
+        return f"whole segments of {hosts * per_host:,} GPUs: {hosts} hosts x {per_host} GPUs"
+    hosts = get("hosts_per_segment")
+    if template == "rail_only" or get("pods") == 1:
+        return f"whole segments of {hosts * per_host:,} GPUs: {hosts} hosts x {per_host} GPUs"
+    segments = get("segments")
+    return (f"whole pods of {segments * hosts * per_host:,} GPUs: {segments} segments of "
+            f"{hosts} hosts x {per_host} GPUs")
+
+
+def sizing_note(fabric: Fabric) -> str | None:
+    """A one-line note when a fabric sized by ``gpus`` does not hold exactly that many GPUs.
+
+    >>> sizing_note(build_fabric("hpn7", {"gpus": "1000"}))
+    '1,000 GPUs round up to 1,024 for hpn7 (whole segments of 1,024 GPUs: 128 hosts x 8 GPUs)'
+    >>> sizing_note(build_fabric("hpn7", {"gpus": "2048"})) is None
+    True
+    """
+    requested = fabric.meta.get("requested_gpus")
+    if requested is None or requested == fabric.n_gpus:
+        return None
+    template = fabric.meta.get("template", "")
+    options = fabric.meta.get("options", {})
+    unit = sizing_unit(template, options)
+    if fabric.n_gpus > requested:
+        return (f"{requested:,} GPUs round up to {fabric.n_gpus:,} for {template} ({unit})")
+    fixed = ", ".join(f"{k}={v}" for k, v in options.items()
+                      if k in ("pods", "segments", "k") and k not in
+                      fabric.meta.get("sized_options", ()))
+    return (f"{requested:,} GPUs requested but {template} with {fixed or 'these options'} "
+            f"holds only {fabric.n_gpus:,}")
+
+
 def build_fabric(template: str, options: dict[str, Any] | None = None) -> Fabric:
     """Build a template from string (or typed) options; ``gpus`` sizes it.
 
     Raises InputError for an unknown template or parameter (listing the allowed ones) and
-    for any value the builder rejects.
+    for any value the builder rejects. With ``gpus``, ``meta["requested_gpus"]`` keeps the
+    request; the fabric may hold more (whole segments, pods or k): see :func:`sizing_note`.
 
     >>> build_fabric("hpn7", {"segments": "2", "dual-tor": "stacked"}).n_gpus
     2048
@@ -151,8 +204,10 @@ def build_fabric(template: str, options: dict[str, Any] | None = None) -> Fabric
     options = dict(options or {})
     gpus = options.pop("gpus", None)
     typed = typed_options(template, options)
+    sized: dict[str, Any] = {}
     if gpus is not None:
-        typed.update(size_options(template, _convert("gpus", int, gpus), typed))
+        sized = size_options(template, _convert("gpus", int, gpus), typed)
+        typed.update(sized)
     params = template_parameters(template)
     missing = [n for n, (_, default) in params.items()
                if default is inspect.Parameter.empty and n not in typed]
@@ -163,4 +218,5 @@ def build_fabric(template: str, options: dict[str, Any] | None = None) -> Fabric
     fabric.meta["options"] = typed
     if gpus is not None:
         fabric.meta["requested_gpus"] = _convert("gpus", int, gpus)
+        fabric.meta["sized_options"] = sorted(sized)
     return fabric

@@ -13,7 +13,8 @@ where ``q`` Aggs per pod share a core (as many as the core's ports allow): a fat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from hpnsim.errors import InputError
 from hpnsim.fabrics.assembly import Assembly, add_hosts, check_ports, tier_plan
 from hpnsim.fabrics.fabric import Fabric, LinkKind, NodeKind
 from hpnsim.fabrics.frontend import FrontendSpec, add_frontend
+from hpnsim.units import format_bandwidth
 
 
 @dataclass
@@ -53,27 +55,107 @@ class TieredSpec:
     segments_field: str = "segments"
     last_pod_segments: int | None = None   # segments of the last pod (None: ``segments``)
     frontend: FrontendSpec | None = None   # HPN frontend network (see frontend.py)
+    # For port-check errors: builder parameter of each spec field, and the spec values of
+    # the builder's defaults. A switch over its chip budget then names the parameter that
+    # pushes it over (see _check_switch); without them the error names hosts_field
+    # (ToR) or segments_field (Agg).
+    param_names: dict[str, str] = field(default_factory=dict)
+    reference: dict[str, Any] = field(default_factory=dict)
+
+
+#: spec fields that set a ToR's / an Agg's port bandwidth (besides ``chip``)
+_TOR_FIELDS = ("hosts", "backups", "gpus_per_host", "ports_per_nic", "port_speed",
+               "tor_uplinks", "up_speed", "peer_links", "chip")
+_AGG_FIELDS = ("segments", "gpus_per_host", "plane_by", "tor_uplinks", "aggs_per_plane",
+               "agg_uplinks", "up_speed", "chip")
+#: how to bring a field back down (default: "lower <param>")
+_FIX = {"plane_by": "set {} true", "aggs_per_plane": "raise {}", "chip": "raise {}"}
+
+
+def _shape(s: TieredSpec) -> tuple[int, int, int]:
+    """(ToR groups per segment, planes, ToRs of one plane per segment)."""
+    groups = s.gpus_per_host if s.rail_optimized else 1
+    planes = {"side": s.sides, "group": groups, "none": 1}[s.plane_by]
+    return groups, planes, groups * s.sides // planes
+
+
+def _tor_ports(s: TieredSpec) -> dict[str, tuple[float, float]]:
+    """Port groups of one ToR: (ports, speed)."""
+    groups = _shape(s)[0]
+    host_ports = (s.gpus_per_host // groups) * (s.ports_per_nic // s.sides)
+    return {"down": (s.hosts * host_ports, s.port_speed),
+            "backup": (s.backups * host_ports, s.port_speed),
+            "up": (s.tor_uplinks, s.up_speed), "peer": (s.peer_links, s.up_speed)}
+
+
+def _agg_ports(s: TieredSpec) -> dict[str, tuple[float, float]]:
+    """Port groups of one Agg: one down port per ToR of its plane and link to it."""
+    per_pair = s.tor_uplinks // s.aggs_per_plane
+    return {"down": (s.segments * _shape(s)[2] * per_pair, s.up_speed),
+            "up": (s.agg_uplinks, s.up_speed)}
+
+
+def _need(ports: dict[str, tuple[float, float]]) -> float:
+    return sum(n * speed for n, speed in ports.values())
+
+
+def _check_switch(s: TieredSpec, tier: str, ports, fields: tuple[str, ...],
+                  fallback: str) -> None:
+    """Raise InputError when a ``tier`` switch needs more than its chip.
+
+    The error's field is the parameter whose value, put back to the builder's default
+    (``s.reference``), makes the switch fit; the message lists every such parameter (or,
+    when none alone does, every one whose default would lower the need, the most helpful
+    first). Without a reference, or with every parameter at its default, it names
+    ``fallback``.
+    """
+    need = _need(ports(s))
+    if need <= s.chip * (1 + 1e-9):
+        return
+    trials = []
+    for name in fields:
+        if name not in s.reference or getattr(s, name) == s.reference[name]:
+            continue
+        trial = replace(s, **{name: s.reference[name]})
+        if trial.tor_uplinks % trial.aggs_per_plane:
+            continue
+        excess = _need(ports(trial)) - trial.chip
+        if excess < need - s.chip:
+            trials.append((excess, name))
+    fixing = [name for excess, name in sorted(trials) if excess <= 1e-9 * s.chip]
+    blamed = fixing or [name for _, name in sorted(trials)]
+    if not blamed:
+        check_ports(tier, fallback, s.chip, **ports(s))
+        raise AssertionError("unreachable: the switch is over its chip")  # pragma: no cover
+    names = [s.param_names.get(name, name) for name in blamed]
+    detail = " + ".join(f"{group} {int(n)} x {format_bandwidth(speed)}"
+                        for group, (n, speed) in ports(s).items() if n)
+    if tier == "Agg":
+        detail += (f"; down = {s.segments} segments x {_shape(s)[2]} ToRs of its plane x "
+                   f"{s.tor_uplinks // s.aggs_per_plane} link(s) each")
+    fixes = [_FIX.get(name, "lower {}").format(p) for name, p in zip(blamed, names, strict=True)]
+    if "chip" not in blamed:
+        fixes.append("raise chip")
+    why = ("at its default" if len(names) == 1 else "each at its default") + (
+        " it would fit" if fixing else " it would need less")
+    fix = fixes[0] if len(fixes) == 1 else f"{', '.join(fixes[:-1])} or {fixes[-1]}"
+    raise InputError(names[0], f"a {tier} would need {format_bandwidth(need)} of ports "
+                               f"({detail}) but its chip has {format_bandwidth(s.chip)}; "
+                               f"set by {', '.join(names)} ({why}): {fix}")
 
 
 def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     """Build the fabric described by ``spec`` after checking every switch's ports."""
     s = spec
-    groups = s.gpus_per_host if s.rail_optimized else 1
-    nics_per_tor_host = s.gpus_per_host // groups
+    groups, planes, _ = _shape(s)
     tor_ports_per_nic = s.ports_per_nic // s.sides
-    planes = {"side": s.sides, "group": groups, "none": 1}[s.plane_by]
-    tors_per_plane = groups * s.sides // planes  # per segment
     if s.tor_uplinks % s.aggs_per_plane:
         raise InputError("tor_uplinks", f"must be a multiple of the Aggs per plane "
                                         f"({s.aggs_per_plane}), got {s.tor_uplinks}")
+    _check_switch(s, "ToR", _tor_ports, _TOR_FIELDS, s.hosts_field)
+    _check_switch(s, "Agg", _agg_ports, _AGG_FIELDS, s.segments_field)
+    tor_ports, agg_ports = _tor_ports(s), _agg_ports(s)
     per_pair = s.tor_uplinks // s.aggs_per_plane
-    host_ports = nics_per_tor_host * tor_ports_per_nic
-    check_ports("ToR", s.hosts_field, s.chip, down=(s.hosts * host_ports, s.port_speed),
-                backup=(s.backups * host_ports, s.port_speed), up=(s.tor_uplinks, s.up_speed),
-                peer=(s.peer_links, s.up_speed))
-    agg_down = s.segments * tors_per_plane * per_pair
-    check_ports("Agg", s.segments_field, s.chip, down=(agg_down, s.up_speed),
-                up=(s.agg_uplinks, s.up_speed))
 
     if s.pods > 1:
         _core_layout(s)  # fail before building anything
@@ -119,11 +201,8 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
                s.up_speed, lat, LinkKind.UPLINK)
 
     tiers = {
-        "tor": tier_plan(n_tor, s.chip, down=(s.hosts * host_ports, s.port_speed),
-                         backup=(s.backups * host_ports, s.port_speed),
-                         up=(s.tor_uplinks, s.up_speed), peer=(s.peer_links, s.up_speed)),
-        "agg": dict(tier_plan(n_agg, s.chip, down=(agg_down, s.up_speed),
-                              up=(s.agg_uplinks, s.up_speed)),
+        "tor": tier_plan(n_tor, s.chip, **tor_ports),
+        "agg": dict(tier_plan(n_agg, s.chip, **agg_ports),
                     total_down_ports=n_tor * s.tor_uplinks),
     }
     if s.pods > 1:
