@@ -6,7 +6,7 @@ import importlib
 
 import typer
 
-from hpnsim.cli.common import emit_json, fail
+from hpnsim.cli.common import emit_json, fail, table_console
 
 
 def register(app: typer.Typer) -> None:
@@ -45,4 +45,4 @@ def register(app: typer.Typer) -> None:
             target = "-" if m.target_seconds is None else f"{m.target_seconds:g}"
             details = ", ".join(f"{k}={v}" for k, v in m.details.items())
             table.add_row(m.name, f"{m.seconds:.3f}", target, ok, f"{m.peak_rss_mb:.0f}", details)
-        Console().print(table)
+        table_console().print(table)

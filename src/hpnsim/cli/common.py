@@ -95,3 +95,12 @@ def emit_json(obj: Any) -> None:
     """Write ``obj`` as JSON to stdout (numpy scalars and arrays converted, NaN as null)."""
     json.dump(to_jsonable(obj), sys.stdout, indent=2)
     sys.stdout.write("\n")
+
+
+def table_console(stderr: bool = False):
+    """A rich console for tables: the terminal's width on a terminal, 120 columns when the
+    output goes to a file or a pipe (rich's 80 would cut the wider tables)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else 120)

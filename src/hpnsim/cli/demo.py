@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from hpnsim.cli.common import emit_json, guarded
+from hpnsim.cli.common import emit_json, guarded, table_console
 
 
 def _print(result, console) -> None:
@@ -110,6 +110,6 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(result)
             return
-        console = Console()
+        console = table_console()
         _print(result, console)
         console.print("written: " + ", ".join(str(p) for p in written))

@@ -8,7 +8,13 @@ from typing import Any
 
 import typer
 
-from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
+from hpnsim.cli.common import (
+    PASS_THROUGH,
+    emit_json,
+    guarded,
+    parse_extra_options,
+    table_console,
+)
 from hpnsim.errors import InputError
 from hpnsim.fabrics.bom import validate_units
 
@@ -116,7 +122,6 @@ def _merge_labels(lists: list[list[str]]) -> list[str]:
 
 
 def _print(reports: list[dict[str, Any]], title: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title)
@@ -128,7 +133,7 @@ def _print(reports: list[dict[str, Any]], title: str) -> None:
     labels = _merge_labels([[label for label, _ in r] for r in rows])
     for label in labels:
         table.add_row(label, *(c.get(label, "-") for c in columns))
-    Console().print(table)
+    table_console().print(table)
 
 
 def _split(args: list[str]) -> tuple[list[str], list[str]]:

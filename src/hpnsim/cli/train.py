@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
+from hpnsim.cli.common import (
+    PASS_THROUGH,
+    emit_json,
+    guarded,
+    parse_extra_options,
+    table_console,
+)
 
 
 def _fabric_options(ctx: typer.Context) -> dict:
@@ -12,7 +18,6 @@ def _fabric_options(ctx: typer.Context) -> dict:
 
 
 def _print_result(r) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     from hpnsim.units import format_bytes, format_time
@@ -39,7 +44,7 @@ def _print_result(r) -> None:
         table.add_row(name, format_time(value), f"{100 * value / r.iteration_time:.1f}%",
                       "" if sent is None else format_bytes(sent))
     table.add_row("iteration", format_time(r.iteration_time), "100%", "")
-    console = Console()
+    console = table_console()
     console.print(table)
     extra = f"   EP all-to-all {format_time(r.ep_alltoall_time)}" if r.ep_alltoall_time else ""
     console.print(f"MFU {100 * r.mfu:.1f}%   {r.tokens_per_second:,.0f} tokens/s   "
@@ -172,7 +177,6 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(result.to_dict())
             return
-        from rich.console import Console
         from rich.table import Table
 
         table = Table(title=f"{model} TP{tp} x PP{pp}: weak scaling")
@@ -184,4 +188,4 @@ def register(app: typer.Typer) -> None:
                           f"{p.exposed_dp:.4f}",
                           f"{p.tokens_per_second:,.0f}", f"{100 * p.mfu:.1f}%",
                           f"{p.linearity:.4f}")
-        Console(width=max(Console().width, 110)).print(table)
+        table_console().print(table)
