@@ -9,6 +9,7 @@ bytes start flowing ``latency`` seconds after it starts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,6 +83,10 @@ def _as_link_ids(links, label):
 
 
 def _check_values(values, field, label_of, positive=False):
+    if type(values) in (float, int):  # the common scalar case, without numpy overhead
+        value = float(values)
+        if math.isfinite(value) and (value > 0 if positive else value >= 0):
+            return np.float64(value)
     arr = np.asarray(values, dtype=np.float64)
     bad = ~np.isfinite(arr) | ((arr <= 0) if positive else (arr < 0))
     if bad.any():
