@@ -13,15 +13,32 @@ from hpnsim.workloads.models import ModelSpec
 
 # Sizes the authors publish (paper or model card), independent of the catalog file.
 PUBLISHED = {
-    "gpt3-175b": 175.0e9, "llama-7b": 6.7e9, "llama-13b": 13.0e9, "llama-65b": 65.2e9,
-    "llama3-8b": 8.03e9, "llama3-70b": 70.6e9, "llama3-405b": 405.9e9, "bert-large": 340e6,
-    "resnet-50": 25.6e6, "mixtral-8x7b": 46.7e9, "deepseek-moe-16b": 16.4e9,
+    "gpt3-175b": 175.0e9,        # Brown et al. 2020 (GPT-3), Table 2.1: 175.0B
+    "llama-7b": 6.7e9,           # Touvron et al. 2023 (LLaMA), Table 2: 6.7B
+    "llama-13b": 13.0e9,         # ibid.: 13.0B
+    "llama-65b": 65.2e9,         # ibid.: 65.2B
+    "llama3-8b": 8.03e9,         # Meta-Llama-3-8B model card (Hugging Face): 8.03B
+    "llama3-70b": 70.6e9,        # Meta-Llama-3-70B model card (Hugging Face): 70.6B
+    "llama3-405b": 405e9,        # Dubey et al. 2024 (The Llama 3 Herd of Models): 405B
+    "bert-large": 340e6,         # Devlin et al. 2019 (BERT), section 3: BERT-large 340M
+    "resnet-50": 25.6e6,         # He et al. 2016 / torchvision ResNet50_Weights: 25.6M
+    "mixtral-8x7b": 46.7e9,      # Mistral AI, "Mixtral of experts" (2023): 46.7B total
+    "deepseek-moe-16b": 16.4e9,  # Dai et al. 2024 (DeepSeekMoE): 16.4B total
 }
-PUBLISHED_ACTIVE = {"mixtral-8x7b": 12.9e9, "deepseek-moe-16b": 2.8e9}
+PUBLISHED_ACTIVE = {
+    "mixtral-8x7b": 12.9e9,      # Mistral AI (2023): 12.9B used per token
+    "deepseek-moe-16b": 2.8e9,   # Dai et al. 2024: 2.8B activated per token
+}
 
 
 def test_catalog_has_the_required_models():
-    assert set(PUBLISHED) <= set(models.names())
+    # every catalog model needs a published size in PUBLISHED above, and vice versa
+    assert set(PUBLISHED) == set(models.names())
+
+
+def test_resnet50_count_is_torchvisions():
+    # torchvision.models.ResNet50_Weights.IMAGENET1K_V1.meta["num_params"] == 25_557_032
+    assert models.get("resnet-50").num_parameters() == 25_557_032
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
