@@ -71,13 +71,23 @@ def test_rail_aligned_ring_uses_one_rail_per_channel_across_hosts():
 
 
 def test_chain_broadcast_and_reduce_move_whole_buffer_once():
-    sch = build_schedule("broadcast", [5, 6, 7, 8], 4e6, "ring", gpus_per_host=8, root=2)
+    # GPUs 5, 6, 7 on host 0 and 8 on host 1; root = rank 2 = GPU 7. The ring 5-6-7-8
+    # opened at the root is the chain 7 -> 8 -> 5 -> 6: hops 7->8 and 8->5 cross hosts,
+    # 5->6 is NVLink; every hop carries the whole buffer once, pipelined in one stage
+    size = 4e6
+    sch = build_schedule("broadcast", [5, 6, 7, 8], size, "ring", gpus_per_host=8, root=2)
+    assert len(sch.stages) == 1 and sch.final == (0,)
     s = sch.stages[0]
-    assert s.src[0] == 7 and s.n_members == 3 and s.size == 4e6
-    red = build_schedule("reduce", [5, 6, 7, 8], 4e6, "ring", gpus_per_host=8, root=2)
-    assert red.stages[0].dst.tolist()[::-1][0] == 7 or 7 in red.stages[0].dst.tolist()
-    _, recv = sent_received(red)
-    assert 7 not in sent_received(red)[0] and recv[7] == 4e6
+    assert (s.src.tolist(), s.dst.tolist()) == ([7, 8, 5], [8, 5, 6])
+    assert (s.size, s.intra_steps, s.inter_steps, s.coupled) == (size, 1, 2, True)
+    assert sent_received(sch) == ({7: size, 8: size, 5: size}, {8: size, 5: size, 6: size})
+    # reduce: the same chain reversed, ending at the root, which only receives
+    red = build_schedule("reduce", [5, 6, 7, 8], size, "ring", gpus_per_host=8, root=2)
+    assert len(red.stages) == 1 and red.final == (0,)
+    r = red.stages[0]
+    assert (r.src.tolist(), r.dst.tolist()) == ([8, 5, 6], [7, 8, 5])
+    assert (r.size, r.intra_steps, r.inter_steps, r.coupled) == (size, 1, 2, True)
+    assert sent_received(red) == ({8: size, 5: size, 6: size}, {7: size, 8: size, 5: size})
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 13, 16, 31, 64])

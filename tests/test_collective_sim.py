@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,6 @@ from hpnsim.collectives import (
     PROTOCOL_EFFICIENCY,
     GroupShape,
     alpha_beta_time,
-    busbw_factor,
     compile_collective,
     hierarchical_time,
     hop_latencies,
@@ -42,20 +43,78 @@ def segment():
                 aggs_per_plane=2)
 
 
-@pytest.mark.parametrize("op, algo", [
+def tree16_by_hand(op, algo, n, size):
+    """Closed forms on ``tree16`` (one GPU per host, so every step is a network step), protocol
+    simple (efficiency 1), spray routing (non-blocking: each NIC gets B = 50 GB/s per
+    direction), written out from the schedules:
+
+    time = base (once, first stage) + network steps x per-step network latency + bytes term.
+    """
+    base_ring, _, a_ring = hop_latencies("ring", "simple")   # ring family: ring, hd, direct
+    base_tree, _, a_tree = hop_latencies("tree", "simple")
+    assert (base_ring, a_ring, base_tree, a_tree) == (8.4e-6, 14e-6, 14e-6, 14e-6)  # NCCL
+    beta = size / NIC
+    if (op, algo) == ("allreduce", "ring"):
+        # reduce-scatter + all-gather rounds: 2(n-1) steps, each moving S/n per rank
+        return base_ring + 2 * (n - 1) * a_ring + 2 * (n - 1) / n * beta
+    if (op, algo) in (("allgather", "ring"), ("reducescatter", "ring")):
+        return base_ring + (n - 1) * a_ring + (n - 1) / n * beta
+    if (op, algo) == ("allreduce", "tree"):
+        # two binary trees over hosts, each half the buffer, pipelined up and down: latency
+        # 2 x depth network hops, depth = ceil(log2 n); an interior rank of one tree (3 edges)
+        # is a leaf of the other (1 edge): its NIC sends 4 members of S/2 at B -> 2 S/B
+        depth = math.ceil(math.log2(n))
+        return base_tree + 2 * depth * a_tree + 4 * (size / 2) / NIC
+    if (op, algo) == ("allreduce", "hd"):
+        # fold the n - p ranks beyond the largest power of two p (whole buffer), log2 p
+        # halving steps (S/2, S/4, ..., S/p) and log2 p doubling steps back, then unfold
+        p = 2 ** int(math.floor(math.log2(n)))
+        halves = sum(size / 2**j for j in range(1, int(math.log2(p)) + 1)) / NIC
+        fold = 0.0 if p == n else 2 * (a_ring + beta)
+        return base_ring + 2 * math.log2(p) * a_ring + 2 * halves + fold
+    if (op, algo) in (("allgather", "hd"), ("reducescatter", "hd")):
+        halves = sum(size / 2**j for j in range(1, int(math.log2(n)) + 1)) / NIC
+        return base_ring + math.log2(n) * a_ring + halves
+    if (op, algo) in (("broadcast", "ring"), ("reduce", "ring")):
+        # one pipelined chain: all n-1 hops carry the whole buffer at once, so the bytes
+        # term is S/B (not (n-1) S/B) and the latency is the n-1 hops of the chain
+        return base_ring + (n - 1) * a_ring + beta
+    if (op, algo) == ("alltoall", "direct"):
+        # n-1 concurrent flows of S/n out of every NIC, one step
+        return base_ring + a_ring + (n - 1) * (size / n) / NIC
+    if (op, algo) == ("sendrecv", "direct"):
+        return base_ring + a_ring + beta
+    raise AssertionError(f"no hand formula for {op}/{algo}")
+
+
+#: nccl-tests bus-bandwidth factors (traffic.md), written out
+BUSBW_FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
+                "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
+                "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
+
+
+OP_ALGOS = [
     ("allreduce", "ring"), ("allgather", "ring"), ("reducescatter", "ring"),
     ("allreduce", "tree"), ("allreduce", "hd"), ("allgather", "hd"), ("reducescatter", "hd"),
     ("broadcast", "ring"), ("reduce", "ring"), ("alltoall", "direct"), ("sendrecv", "direct"),
-])
-def test_non_blocking_fabric_matches_alpha_beta_exactly(tree16, op, algo):
-    size, n = 2.0**30, 16
+]
+
+
+# 16 ranks, and 12 (not a power of two: hd folds 4 ranks; hd all-gather/reduce-scatter
+# need a power of two, so they run on 16 only)
+@pytest.mark.parametrize("op, algo, n", [(op, algo, n) for n in (16, 12) for op, algo in OP_ALGOS
+                                         if not (n == 12 and algo == "hd" and op != "allreduce")])
+def test_non_blocking_fabric_matches_hand_closed_forms_exactly(tree16, op, algo, n):
+    size = 2.0**30
     r = run_collective(tree16, op, range(n), size, algo=algo, protocol="simple",
                        routing="spray")
+    expected = tree16_by_hand(op, algo, n, size)
+    assert r.time == pytest.approx(expected, rel=1e-9)
+    assert r.busbw == pytest.approx(size / expected * BUSBW_FACTOR[op](n), rel=1e-9)
+    # second check only: the package's alpha-beta reference agrees with the hand form
     base, _, net = hop_latencies(algo, "simple")
-    # every hop crosses the network: alpha = NCCL's network hop latency, plus base once
-    assert r.time == pytest.approx(base + alpha_beta_time(op, algo, n, size, net, NIC),
-                                   rel=1e-9)
-    assert r.busbw == pytest.approx(size / r.time * busbw_factor(op, n))
+    assert base + alpha_beta_time(op, algo, n, size, net, NIC) == pytest.approx(expected,
+                                                                               rel=1e-9)
 
 
 def test_ring_allreduce_busbw_tends_to_link_bandwidth(tree16):
@@ -67,6 +126,24 @@ def test_ring_allreduce_busbw_tends_to_link_bandwidth(tree16):
     assert large.busbw == pytest.approx(NIC, rel=3e-3)
     expected = 2 * 15 / 16 * 2.0**32 / NIC  # 2(n-1)/n S/B ...
     assert large.time - expected == pytest.approx(8.4e-6 + 30 * 14e-6)  # ... + latency terms
+
+
+@pytest.mark.parametrize("op", ["allgather", "reducescatter"])
+def test_ring_allgather_reducescatter_busbw_tends_to_link_bandwidth(tree16, op):
+    n, size = 16, 16 * 2.0**30  # 16 GiB
+    r = run_collective(tree16, op, range(n), size, algo="ring", protocol="simple",
+                       routing="spray")
+    # t = L + T with L = base + (n-1) network hops, T = (n-1)/n S/B; busbw = (n-1)/n S / t
+    # = B T / (L + T): the NIC rate less the latency's share L / (L + T) of the time
+    latency = 8.4e-6 + (n - 1) * 14e-6
+    wire = (n - 1) / n * size / NIC
+    share = latency / (latency + wire)
+    assert share == pytest.approx(6.78e-4, rel=1e-3)  # 218.4 us of 322.1 ms
+    assert r.busbw == pytest.approx(NIC * (1 - share), rel=1e-9)
+    assert NIC * (1 - 1.01 * share) < r.busbw < NIC  # -> 50 GB/s within the latency share
+    small = run_collective(tree16, op, range(n), 2.0**20, algo="ring", protocol="simple",
+                           routing="spray")
+    assert small.busbw < 0.1 * NIC  # 1 MiB: 218 us of latency vs 20 us on the wire
 
 
 def test_protocol_efficiency_scales_wire_bytes(tree16):
@@ -89,10 +166,26 @@ def test_hierarchical_uses_nvlink_inside_hosts_exactly(segment):
     # every NIC carries 2(H-1)/H of S/k, split evenly over its two ports (2 channels)
     assert np.allclose(lb[kind == LinkKind.ACCESS], 2 * (hosts - 1) / hosts * size / k / 2)
     assert lb[kind == LinkKind.UPLINK].sum() == 0  # same rail, one segment: ToR hop only
-    base, nv_hop, net_hop = hop_latencies("hier", "simple")
+    base, nv_hop, net_hop = hop_latencies("hier", "simple")   # ring latency table
+    assert (base, nv_hop, net_hop) == (8.4e-6, 3.4e-6, 14e-6)
+    port = NIC / 2   # 2 x 200G ports per NIC, one rail ring (channel) per port
+    by_hand = (
+        base
+        # 1. reduce-scatter inside each host: NVLink ring, k-1 steps of S/k
+        + (k - 1) * nv_hop + (k - 1) / k * size / NVLINK
+        # 2. all-reduce of S/k per rail across H hosts: ring of 2(H-1) network steps,
+        #    each of the NIC's 2 ports carries one channel with half of 2(H-1)/H S/k
+        + 2 * (hosts - 1) * net_hop + 2 * (hosts - 1) / hosts * (size / k) / 2 / port
+        # 3. all-gather inside each host: as 1.
+        + (k - 1) * nv_hop + (k - 1) / k * size / NVLINK
+    )
+    # 2 x 4.70 ms (NVLink) + 4.03 ms (NIC) + 0.13 ms (latency)
+    assert by_hand == pytest.approx(13.562e-3, rel=1e-4)
+    assert r.time == pytest.approx(by_hand, rel=1e-9)
+    # second check only: the package's closed form agrees with the hand form
     expect = base + hierarchical_time("allreduce", k, hosts, size, alpha_intra=nv_hop,
                                       bw_intra=NVLINK, alpha_inter=net_hop, bw_inter=NIC)
-    assert r.time == pytest.approx(expect, rel=1e-9)
+    assert expect == pytest.approx(by_hand, rel=1e-9)
     assert r.hash_collisions == 0
 
 
@@ -227,14 +320,49 @@ def test_node_level_tree_matches_its_closed_form(request, fabric_name, routing, 
         assert np.allclose(ports[:, 0], ports[:, 1])
 
 
+def segment_fast_by_hand(algo, size):
+    """All-reduce on 4 hosts x 8 GPUs, NVLink 450 GB/s per direction, NIC 50 GB/s (2 ports),
+    protocol LL128 (efficiency 0.92, wire bytes = payload / 0.92), written out."""
+    k, hosts, n, eff = 8, 4, 32, 0.92
+    nv_bw = 450e9
+    if algo == "tree":
+        base, nv_hop, net_hop = 14.0e-6, 1.25e-6, 8.5e-6   # NCCL tree LL128
+        # chain of k GPUs per host up and down (2(k-1) NVLink hops), two binary trees of
+        # depth log2 H = 2 over hosts (2 x 2 network hops); bytes: a mid-chain GPU sends
+        # 2 members of S/2/C per tree per channel -> 2(k-1)/k S over NVLink; a NIC sends 4
+        # members of S/2/C for the C/k = 2 channels of its rail -> 2 S / k
+        return (base + 2 * (k - 1) * nv_hop + 2 * 2 * net_hop
+                + max(2 * (k - 1) / k * size / nv_bw, 2 * size / k / NIC) / eff)
+    base, nv_hop, net_hop = 14.0e-6, 1.9e-6, 4.0e-6       # NCCL ring LL128
+    if algo == "ring":
+        # 16 channels (8 rails x 2 ports), each a ring over all 32 GPUs: 2(n-1) steps of
+        # which 2(H-1) cross hosts; each GPU sends 2(n-1)/n S over NVLink (PXN relay
+        # included), each NIC 2 of the 16 channels' 2(n-1)/n S/16 -> NIC-bound here
+        return (base + 2 * (n - hosts) * nv_hop + 2 * (hosts - 1) * net_hop
+                + max(2 * (n - 1) / n * size / nv_bw,
+                      2 * (n - 1) / n * size / 8 / NIC) / eff)
+    if algo == "hier":
+        # NVLink reduce-scatter (k-1 steps, (k-1)/k S), per-rail ring all-reduce of S/k
+        # (2(H-1) network steps, 2(H-1)/H S/k over the NIC's 2 ports), NVLink all-gather
+        return (base + 2 * (k - 1) * nv_hop + 2 * (hosts - 1) * net_hop
+                + (2 * (k - 1) / k * size / nv_bw
+                   + 2 * (hosts - 1) / hosts * (size / k) / NIC) / eff)
+    raise AssertionError(algo)
+
+
 @pytest.mark.parametrize("algo", ["ring", "hier", "tree"])
 def test_group_closed_forms_match_simulation_on_a_segment(segment_fast, algo):
+    assert segment_fast.link_capacity[segment_fast.link_kind == LinkKind.NVLINK].max() == 450e9
+    assert (hop_latencies(algo, "ll128"), PROTOCOL_EFFICIENCY["ll128"]) == (
+        (14.0e-6, 1.25e-6, 8.5e-6) if algo == "tree" else (14.0e-6, 1.9e-6, 4.0e-6), 0.92)
     shape = GroupShape.from_fabric(segment_fast, range(32))
     for size in (2.0**12, 2.0**30):
         r = run_collective(segment_fast, "allreduce", range(32), size, algo=algo,
                            protocol="ll128", routing="hpn_dual_plane")
-        assert r.time == pytest.approx(model_time("allreduce", algo, "ll128", shape, size),
-                                       rel=1e-9)
+        assert r.time == pytest.approx(segment_fast_by_hand(algo, size), rel=1e-9)
+        # second check only: the package's group closed form agrees
+        assert model_time("allreduce", algo, "ll128", shape, size) == pytest.approx(
+            segment_fast_by_hand(algo, size), rel=1e-9)
 
 
 @pytest.mark.parametrize("size", [2.0**12, 2.0**22, 2.0**32])

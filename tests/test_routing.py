@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 import hpnsim.fabrics as fb
 from hpnsim.errors import InputError
 from hpnsim.fabrics import LinkKind, NodeKind
+from hpnsim.fabrics.lingjun import DEFAULT_PATH as LINGJUN_DEFAULT
 from hpnsim.routing import POLICIES, Paths, route
 
 
@@ -274,3 +277,106 @@ def test_bad_input_names_the_field(hpn):
         route(hpn, [0], [50], "precise", candidates=0)
     with pytest.raises(InputError, match="^seed_mode:"):
         route(hpn, [0], [50], seed_mode="random")
+
+
+def lingjun_csv() -> Path | None:
+    """The Lingjun trace: ``shared/`` beside the repository (CI), else the template's default."""
+    beside_repo = Path(__file__).resolve().parents[1].parent / "shared/data/lingjun/topo.csv"
+    for path in (beside_repo, Path(LINGJUN_DEFAULT)):
+        if path.is_file():
+            return path
+    return None
+
+
+def bfs_shortest_paths(f, source: int) -> tuple[np.ndarray, np.ndarray]:
+    """Hop distance from node ``source`` to every node over all links (link_src -> link_dst),
+    and the number of distinct shortest walks (parallel links counted apart), level by level."""
+    src, dst = f.link_src.astype(np.int64), f.link_dst.astype(np.int64)
+    dist = np.full(f.n_nodes, -1, dtype=np.int64)
+    count = np.zeros(f.n_nodes, dtype=np.float64)
+    dist[source], count[source] = 0, 1.0
+    frontier, level = np.array([source]), 0
+    while frontier.size:
+        out = np.isin(src, frontier)
+        new = out & (dist[dst] < 0)
+        nxt = np.unique(dst[new])
+        dist[nxt] = level + 1
+        onto = out & (dist[dst] == level + 1)   # every link from this level into the next
+        np.add.at(count, dst[onto], count[src[onto]])
+        frontier, level = nxt, level + 1
+    return dist, count
+
+
+@pytest.fixture(scope="module")
+def lingjun():
+    path = lingjun_csv()
+    if path is None:
+        pytest.skip("Lingjun topology trace (shared/data/lingjun/topo.csv) not available")
+    return fb.from_lingjun(str(path))
+
+
+def test_ecmp_on_imported_lingjun_takes_shortest_valid_walks_spread_over_all_equal_paths(
+        lingjun):
+    f = lingjun
+    is_switch = np.isin(f.node_kind, (NodeKind.TOR, NodeKind.AGG, NodeKind.CORE))
+    tor = f.gpu_tor[:, 0]
+    psw = f.node_pod[tor]
+    rng = np.random.default_rng(3)
+    sources = [int(np.flatnonzero(psw == p)[k]) for p in np.unique(psw) for k in (0, 77)]
+    seen_hops = set()
+    for s in sources:
+        dist, count = bfs_shortest_paths(f, int(f.gpu_node[s]))
+        dsts = rng.choice(np.flatnonzero(tor != tor[s]), 60, replace=False)
+        dst = np.repeat(dsts, 3)                       # 3 connections per pair
+        paths = route(f, np.full(dst.size, s), dst, "ecmp", conn=np.tile(np.arange(3), 60),
+                      seed=int(s))
+        for i in range(paths.n_flows):
+            path = paths.path(i)
+            nodes = nodes_along(f, path)
+            # a walk: each link starts where the previous one ended, GPU node to GPU node
+            assert np.array_equal(f.link_dst[path[:-1]], f.link_src[path[1:]])
+            assert nodes[0] == f.gpu_node[s] and nodes[-1] == f.gpu_node[dst[i]]
+            # shortest: as many links as the BFS distance; GPU-NIC-ToR at each end, so the
+            # switch-to-switch hops are that distance less 4
+            assert path.size == dist[f.gpu_node[dst[i]]]
+            switch_hops = int((is_switch[f.link_src[path]] & is_switch[f.link_dst[path]]).sum())
+            assert switch_hops == path.size - 4
+            seen_hops.add((bool(psw[dst[i]] == psw[s]), switch_hops))
+    # ToR -> Agg -> ToR inside a PSW, ToR -> Agg -> DSW core -> Agg -> ToR across PSWs
+    assert seen_hops == {(True, 2), (False, 4)}
+
+    s = sources[0]
+    dist, count = bfs_shortest_paths(f, int(f.gpu_node[s]))
+    aggs, cores = 64, 64
+    agg_uplinks = f.meta["tiers"]["agg"]["up_ports"]   # parallel Agg -> core links
+    assert agg_uplinks == 42
+
+    # same PSW, other ToR: one path per Agg of the PSW (one ToR-Agg link each)
+    near = int(np.flatnonzero((psw == psw[s]) & (tor != tor[s]))[0])
+    assert count[f.gpu_node[near]] == aggs
+    n = 2000
+    paths = route(f, np.full(n, s), np.full(n, near), "ecmp", conn=np.arange(n))
+    distinct = {tuple(paths.path(i).tolist()) for i in range(n)}
+    assert len(distinct) == count[f.gpu_node[near]]   # every equal-cost path is used
+
+    # other PSW: 64 Agg uplinks x 42 parallel Agg->core links x 42 parallel core->Agg links
+    far = int(np.flatnonzero(psw != psw[s])[0])
+    paths_total = count[f.gpu_node[far]]
+    assert paths_total == aggs * agg_uplinks * agg_uplinks
+    # more paths than UDP source ports (16384): give each connection its own port and
+    # compare with uniform hashing, which would hit M (1 - (1 - 1/M)^K) distinct paths
+    k = 16384
+    paths = route(f, np.full(k, s), np.full(k, far), "ecmp", sport=49152 + np.arange(k))
+    table = np.array([paths.path(i) for i in range(k)])
+    distinct = len({tuple(row) for row in table.tolist()})
+    uniform = paths_total * (1 - (1 - 1 / paths_total) ** k)
+    assert 0.95 * uniform < distinct <= k
+    # hop by hop: every choice is an equal-cost next hop (one BFS level closer), and the
+    # choices cover them: all 64 ToR uplinks evenly, nearly all 64 x 42 links of each tier
+    level = dist[f.link_dst[table]]
+    assert (level == np.arange(1, table.shape[1] + 1)).all()
+    tor_up = np.unique(table[:, 2], return_counts=True)
+    assert tor_up[0].size == aggs and tor_up[1].max() - tor_up[1].min() <= 0.5 * k / aggs
+    for hop in (3, 4):   # Agg -> core, core -> Agg: 64 x 42 equal-cost links per tier
+        used = np.unique(table[:, hop]).size
+        assert 0.99 * aggs * agg_uplinks <= used <= cores * agg_uplinks
