@@ -102,9 +102,17 @@ def main() -> None:
     parser.add_argument("--out", default="experiments/out", help="output directory")
     parser.add_argument("--seeds", type=int, default=3, help="ECMP seeds per case")
     parser.add_argument("--quick", action="store_true", help="448 GPUs, one seed")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the figure from OUT/results.json without simulating")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.plot_only:
+        rows = json.loads((out / "results.json").read_text())
+        counts = sorted({r["n_gpus"] for r in rows})
+        plot(rows, counts, out / "hpn_vs_clos_collectives.png")
+        print(f"wrote {out / 'hpn_vs_clos_collectives.png'}")
+        return
     counts = (448,) if args.quick else (448, 1024, 2048)
     seeds = range(1 if args.quick else args.seeds)
     rows = []
@@ -135,6 +143,12 @@ def main() -> None:
           f"{out / 'hpn_vs_clos_collectives.png'}")
 
 
+#: one hue per fabric (light: the 900 GB/s NVLink variant), one hatch per routing
+COLORS = {"hpn7": "#1f77b4", "hpn7/nv900": "#9ecae1", "dcn_plus": "#d62728",
+          "dcn_plus/nv900": "#fcae91"}
+HATCHES = {"ecmp": "", "hpn_dual_plane": "//", "precise": "xx"}
+
+
 def plot(rows: list[dict], counts, path: Path) -> None:
     """Mean (over seeds) bus bandwidth of the slowest job, one panel per pattern."""
     import matplotlib
@@ -142,7 +156,7 @@ def plot(rows: list[dict], counts, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(PATTERNS), figsize=(6 * len(PATTERNS), 4.5), sharey=True)
+    fig, axes = plt.subplots(1, len(PATTERNS), figsize=(6 * len(PATTERNS), 4.8), sharey=True)
     combos = [(f, r) for f in FABRICS for r in ROUTINGS]
     width = 0.8 / len(combos)
     for ax, pattern in zip(axes, PATTERNS, strict=True):
@@ -150,14 +164,18 @@ def plot(rows: list[dict], counts, path: Path) -> None:
             values = [np.mean([r["busbw_GBps"] for r in rows if r["fabric"] == fname
                                and r["routing"] == routing and r["pattern"] == pattern
                                and r["n_gpus"] == n]) for n in counts]
-            ax.bar(np.arange(len(counts)) + i * width, values, width,
+            ax.bar(np.arange(len(counts)) + i * width, values, width, color=COLORS[fname],
+                   hatch=HATCHES[routing], edgecolor="#333333", linewidth=0.3,
                    label=f"{fname} / {routing}")
         ax.set_xticks(np.arange(len(counts)) + 0.4 - width / 2, [str(n) for n in counts])
         ax.set_title(f"{pattern} (1 GiB)")
         ax.set_xlabel("GPUs (spread across segments)")
+        ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("busbw of slowest job (GB/s)")
-    axes[-1].legend(fontsize=7)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(FABRICS), fontsize=8,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
