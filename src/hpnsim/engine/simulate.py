@@ -171,8 +171,7 @@ def run_flows(capacity, paths, sizes, starts=None, priority=None) -> np.ndarray:
     """
     graph = TaskGraph()
     n = len(paths.ptr) - 1 if hasattr(paths, "ptr") else len(paths)
-    for name, values in (("sizes", sizes), ("starts", starts), ("priority", priority)):
-        check_length(values, n, name)
+    check_length(starts, n, "starts")  # add_transfers checks sizes and priority, not by this name
     graph.add_transfers(paths, sizes, priority=0 if priority is None else priority,
                         release=0.0 if starts is None else starts)
     result = simulate(graph, capacity)

@@ -5,7 +5,7 @@ or ``--units FILE.json`` on the CLI). Defaults and where they come from:
 
 - ``gpu``: 1275 W per GPU, the NVIDIA DGX H100 system maximum (10.2 kW) over 8 GPUs;
   it includes CPUs, memory and NICs of the host. It is counted for every host, backup hosts
-  included (HPN's backup hosts are powered spares); ``power_w["backup_gpus"]`` says how much
+  included (HPN's backup hosts are powered spares); ``power_w["backup_hosts"]`` says how much
   of ``power_w["gpus"]`` they are.
   The HPN paper's figure is lower: an 18 MW building holds about 15K GPUs (one 15,360-GPU
   pod), about 1.17 kW per active GPU *all-in* (hosts, backup hosts, both networks). With the
