@@ -109,11 +109,12 @@ def simulate_iteration(job: TrainJob, fabric, *, routing: str = "ecmp", tp_algo:
 def account(it: IterationGraph, start: np.ndarray, finish: np.ndarray) -> IterationResult:
     """Split each stage's time into the parts of :data:`PARTS` from simulated task times."""
     job = it.job
+    t0 = float(finish[it.origin]) if it.origin >= 0 else 0.0
     end = float(max(finish[t] for t in it.stage_end))
     stages, timeline = [], []
     for s, ops in enumerate(it.ops):
         parts = dict.fromkeys(PARTS, 0.0)
-        clock = 0.0
+        clock = t0
         for op in ops:
             begin = start[op.first]
             if begin > clock:
@@ -160,6 +161,11 @@ def account(it: IterationGraph, start: np.ndarray, finish: np.ndarray) -> Iterat
         stages.append({"stage": s, **{key: float(val) for key, val in parts.items()}})
     mean = {key: float(np.mean([row[key] for row in stages])) for key in PARTS}
     peak = job.gpu.peak_flops * job.gpus
+    if t0:
+        for row in timeline:
+            row["start"] -= t0
+            row["finish"] -= t0
+    end -= t0
     return IterationResult(
         job=job.to_dict(),
         iteration_time=end,
@@ -177,5 +183,5 @@ def account(it: IterationGraph, start: np.ndarray, finish: np.ndarray) -> Iterat
         per_stage=stages,
         timeline=timeline,
         notes=list(it.notes),
-        n_tasks=len(it.graph),
+        n_tasks=len(it.graph) - it.first_task,
     )

@@ -91,6 +91,8 @@ class IterationGraph:
                                                                    0.0))
     notes: list[str] = field(default_factory=list)
     compiled: dict = field(default_factory=dict, repr=False)  # collectives to replay
+    origin: int = -1      # the zero-length task the iteration starts after (-1: time 0)
+    first_task: int = 0   # this iteration's tasks are ``first_task ..`` of ``graph``
 
 
 def _path_latency(fabric, paths) -> float:
@@ -113,7 +115,9 @@ def _stage_groups(placement, job: TrainJob):
 
 
 def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp", tp_algo: str = "auto",
-                          dp_algo: str = "auto", gpus=None, seed: int = 0) -> IterationGraph:
+                          dp_algo: str = "auto", gpus=None, seed: int = 0,
+                          graph: TaskGraph | None = None, release: float = 0.0,
+                          after=()) -> IterationGraph:
     """Compile one iteration of ``job`` on ``fabric`` into a TaskGraph.
 
     Parameters
@@ -130,6 +134,12 @@ def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp", tp_al
         GPU indices the job runs on, in rank order (default ``0 .. job.gpus - 1``).
     seed : int
         Routing hash seed.
+    graph : TaskGraph, optional
+        Add the iteration to this graph (several jobs, or several iterations, in one
+        simulation); default a new graph.
+    release, after : float, sequence of int
+        The iteration starts at ``release`` and after the tasks ``after`` (e.g. the previous
+        iteration's end); its accounting measures time from that start.
 
     Returns
     -------
@@ -154,11 +164,16 @@ def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp", tp_al
     # grid[s, d, t]: GPU of pipeline stage s, DP rank d, TP rank t (cp is 1)
     grid = placement.groups("pp").reshape(job.dp, job.tp, job.pp).transpose(2, 0, 1)
     ep_groups, edp_groups = _stage_groups(placement, job)
-    graph = TaskGraph()
+    graph = TaskGraph() if graph is None else graph
+    first_task = len(graph)
+    origin = -1
+    if release > 0 or len(after):
+        origin = graph.add_delay(0.0, deps=after, release=release, name="iteration start")
     notes: list[str] = []
     p, v, m = job.pp, job.virtual_stages, job.micro_batches
     chunks = job.chunks
-    it = IterationGraph(job, graph, 0.0, ops=[[] for _ in range(p)], notes=notes)
+    it = IterationGraph(job, graph, 0.0, ops=[[] for _ in range(p)], notes=notes,
+                        origin=origin, first_task=first_task)
 
     if job.tp > 1:
         it.tp_time, sent = time_groups(fabric, "allreduce", grid[0, 0][None, :],
@@ -188,7 +203,7 @@ def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp", tp_al
     bwd_sent: dict[tuple[int, int], int] = {}  # (virtual stage, mb) -> transfer into u - 1
     last_block_tasks: dict[int, list[int]] = {}
     cursor = [0] * p
-    prev = [-1] * p
+    prev = [origin] * p
     remaining = sum(len(ops) for ops in schedule)
     # Emit ops in a topological order: a stage's next op waits until its input exists.
     while remaining:
