@@ -183,5 +183,5 @@ def account(it: IterationGraph, start: np.ndarray, finish: np.ndarray) -> Iterat
         per_stage=stages,
         timeline=timeline,
         notes=list(it.notes),
-        n_tasks=len(it.graph) - it.first_task,
+        n_tasks=it.end_task - it.first_task,
     )

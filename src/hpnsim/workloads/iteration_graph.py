@@ -92,7 +92,8 @@ class IterationGraph:
     notes: list[str] = field(default_factory=list)
     compiled: dict = field(default_factory=dict, repr=False)  # collectives to replay
     origin: int = -1      # the zero-length task the iteration starts after (-1: time 0)
-    first_task: int = 0   # this iteration's tasks are ``first_task ..`` of ``graph``
+    first_task: int = 0   # this iteration's tasks are ``first_task:end_task`` of ``graph``
+    end_task: int = 0
 
 
 def _path_latency(fabric, paths) -> float:
@@ -267,6 +268,7 @@ def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp", tp_al
     else:
         _add_data_parallel(it, job, fabric, grid, edp_groups, last_block_tasks, prev, routing,
                            dp_algo, seed)
+    it.end_task = len(graph)
     return it
 
 
