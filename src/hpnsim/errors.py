@@ -23,3 +23,51 @@ class InputError(HpnsimError, ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
+
+
+#: largest seed: seeds are mixed as 64-bit signed integers (``hpnsim.routing.hashing.mix64``)
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(seed, field: str = "seed") -> int:
+    """Return ``seed`` if it is an integer in ``0..2**63-1``, else raise :class:`InputError`.
+
+    >>> check_seed(7)
+    7
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: seed: must be an integer in 0..2^63-1 (9223372036854775807), got -1
+    """
+    import numbers
+
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) \
+            or not 0 <= seed <= MAX_SEED:
+        raise InputError(field, f"must be an integer in 0..2^63-1 ({MAX_SEED}), got {seed!r}")
+    return int(seed)
+
+
+def read_user_text(path, field: str, what: str = "file") -> str:
+    """Read a user's UTF-8 text file; a missing file, a directory or bytes that are not UTF-8
+    raise :class:`InputError` naming ``field`` (what the user typed), never a traceback.
+
+    Newlines are kept as they are in the file (for CSV readers).
+
+    >>> read_user_text("/nonexistent/x.txt", "model-file")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: model-file: cannot read /nonexistent/x.txt: No such file or directory
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(field, f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise InputError(field, f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} "
+                                f"on line {line}); give a UTF-8 text {what}") from None

@@ -43,10 +43,13 @@ def _as_number(value) -> float | None:
     return None
 
 
-def _check(field: str, value: float, allow_zero: bool) -> float:
+def _check(field: str, value: float, allow_zero: bool, typed=None) -> float:
+    """``value`` (SI) must be finite and positive; the error echoes ``typed``, what the user
+    wrote (``'-400G'``), rather than its SI conversion."""
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise InputError(field, f"must be finite and {bound}, got {value!r}")
+        raise InputError(field, f"must be finite and {bound}, got "
+                                f"{value if typed is None else typed!r}")
     return value
 
 
@@ -77,7 +80,7 @@ def parse_bandwidth(value, field: str = "bandwidth") -> float:
         number = float(magnitude) * _DECIMAL[prefix]
         if unit.startswith("b"):
             number /= 8.0
-    return _check(field, number, allow_zero=False)
+    return _check(field, number, False, value)
 
 
 def parse_size(value, field: str = "size", allow_zero: bool = False) -> float:
@@ -102,7 +105,7 @@ def parse_size(value, field: str = "size", allow_zero: bool = False) -> float:
         prefix = prefix.upper() if prefix == "k" else prefix
         scale = _DECIMAL[prefix] if unit == "B" else _BINARY[prefix]
         number = float(magnitude) * scale
-    return _check(field, number, allow_zero)
+    return _check(field, number, allow_zero, value)
 
 
 def parse_time(value, field: str = "time", allow_zero: bool = True) -> float:
@@ -123,7 +126,7 @@ def parse_time(value, field: str = "time", allow_zero: bool = True) -> float:
             raise InputError(field, f"cannot parse time {value!r}; use e.g. '1.5ms', '10us', '2h'")
         magnitude, unit = match.groups()
         number = float(magnitude) * _TIME[unit or "s"]
-    return _check(field, number, allow_zero)
+    return _check(field, number, allow_zero, value)
 
 
 def parse_size_range(value: str, field: str = "sizes") -> list[float]:

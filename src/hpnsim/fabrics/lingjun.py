@@ -10,11 +10,12 @@ them) and the DSW tier into one core per Agg index (Agg ``j`` of every PSW links
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
 
-from hpnsim.errors import InputError
+from hpnsim.errors import InputError, read_user_text
 from hpnsim.fabrics.assembly import (
     Assembly,
     add_hosts,
@@ -34,11 +35,8 @@ def read_lingjun(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str], l
 
     Returns ``(host_psw, host_tor, psw_names, tor_names)``; ToR names are ``PSW/ASW``.
     """
-    try:
-        with open(path, newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as error:
-        raise InputError("path", f"cannot read Lingjun topology {str(path)!r}: {error}") from None
+    text = read_user_text(path, "path", "CSV file")
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
     if not rows or not {"DSW", "PSW", "ASW"} <= set(rows[0]):
         raise InputError("path", f"{str(path)!r} needs columns ip,DSW,PSW,ASW")
     psw_names = sorted({r["PSW"] for r in rows})

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from hpnsim.errors import InputError
+from hpnsim.errors import InputError, read_user_text
 from hpnsim.workloads.layout import Layout
 
 POLICIES = ("DATA", "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID_DLRM",
@@ -330,10 +330,7 @@ def parse_aicb(text: str, source: str = "<string>", time_unit: float = 1e-9) -> 
 def load_aicb(path: str | Path, time_unit: float = 1e-9) -> Workload:
     """Read and parse a SimAI/AICB workload file (see :func:`parse_aicb`)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise InputError("workload-file", f"cannot read {path}: {error.strerror}") from None
+    text = read_user_text(path, "workload-file", "workload file")
     return parse_aicb(text, source=str(path), time_unit=time_unit)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from hpnsim.errors import InputError
+from hpnsim.errors import InputError, read_user_text
 
 _KINDS = ("transformer", "cnn")
 _NORMS = ("rmsnorm", "layernorm")
@@ -391,10 +391,9 @@ def load_yaml(path: str | Path) -> dict[str, ModelSpec]:
     64
     """
     path = Path(path)
+    text = read_user_text(path, "model-file", "YAML file")
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise InputError("model-file", f"cannot read {path}: {error.strerror}") from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise InputError("model-file", f"{path} is not valid YAML: {error}") from None
     return _parse_models(data, f"model-file {path}")
