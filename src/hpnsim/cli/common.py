@@ -36,6 +36,51 @@ def guarded(func):
     return wrapper
 
 
+def check_output_file(path, flag: str) -> None:
+    """Refuse, before any work, an output file that could not be written after the run:
+    its folder must exist, and the path must not be a folder.
+
+    >>> check_output_file("/nonexistent/gantt.png", "--plot")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: --plot: folder /nonexistent does not exist; create it or give another path
+    """
+    import os
+    from pathlib import Path
+
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise InputError(flag, f"{path} is a folder; give a file path, e.g. {target / 'out.png'}")
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise InputError(flag, f"folder {folder} {what}; create it or give another path")
+    if not os.access(folder, os.W_OK):
+        raise InputError(flag, f"folder {folder} is not writable; give another path")
+
+
+def check_output_dir(path, flag: str) -> None:
+    """Refuse, before any work, an output folder that exists as a file (or lies under one).
+
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile() as f:
+    ...     check_output_dir(f.name, "--out")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: --out: ... is a file; give a folder (it is created if missing)
+    """
+    from pathlib import Path
+
+    target = Path(path)
+    for folder in (target, *target.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                where = "" if folder == target else f" (in {path})"
+                raise InputError(flag, f"{folder} is a file{where}; give a folder "
+                                       f"(it is created if missing)")
+            return
+
+
 def parse_extra_options(args: list[str]) -> dict[str, str]:
     """Turn ``["--segments", "2", "--dual-tor=stacked", "--frontend"]`` into a dict.
 

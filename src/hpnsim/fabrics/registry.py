@@ -12,6 +12,7 @@ from hpnsim.fabrics.clos import dcn_plus, fat_tree, rail_only, rail_optimized
 from hpnsim.fabrics.fabric import Fabric
 from hpnsim.fabrics.hpn import hpn7
 from hpnsim.fabrics.lingjun import from_lingjun
+from hpnsim.fabrics.tiered import PLAN_ONLY, Planned
 
 #: template name -> builder
 TEMPLATES: dict[str, Callable[..., Fabric]] = {
@@ -188,6 +189,51 @@ def sizing_note(fabric: Fabric) -> str | None:
             f"holds only {fabric.n_gpus:,}")
 
 
+def _too_many(template: str, gpus, typed: dict, sized: dict, error: InputError) -> str:
+    """Message for a ``gpus`` request the template cannot be sized for: the largest GPU
+    count it can hold with the other options (found by checks alone, nothing is built)."""
+    fixed = {k: v for k, v in typed.items() if k not in sized}
+
+    def fits(n: int) -> bool:
+        token = PLAN_ONLY.set(True)
+        try:
+            TEMPLATES[template](**fixed, **size_options(template, n, fixed))
+        except Planned:
+            return True
+        except InputError:
+            return False
+        finally:
+            PLAN_ONLY.reset(token)
+        return True
+
+    low, high = 0, _convert("gpus", int, gpus)   # fits(low) (or low == 0), not fits(high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    allowed = f"must be 1..{low:,} for {template}" if low else f"{template} cannot be sized"
+    needs = ", ".join(f"{k}={v}" for k, v in sized.items())
+    reason = error.message.split("; ")[0]   # its advice names options the user did not set
+    return f"{allowed}, got {gpus!r} (it would need {needs}: {reason})"
+
+
+def planned_gpus(template: str, options: dict[str, Any] | None = None) -> int:
+    """GPUs :func:`build_fabric` would give, after every check, without building the fabric
+    (a templated one; a fixed topology such as lingjun is read). Raises as build_fabric does.
+
+    >>> planned_gpus("hpn7", {"pods": "2"})
+    30720
+    >>> planned_gpus("hpn7", {"gpus": "17000"})
+    17408
+    """
+    token = PLAN_ONLY.set(True)
+    try:
+        return build_fabric(template, options).n_gpus
+    except Planned as plan:
+        return plan.gpus
+    finally:
+        PLAN_ONLY.reset(token)
+
+
 def build_fabric(template: str, options: dict[str, Any] | None = None) -> Fabric:
     """Build a template from string (or typed) options; ``gpus`` sizes it.
 
@@ -214,7 +260,13 @@ def build_fabric(template: str, options: dict[str, Any] | None = None) -> Fabric
     if missing:
         raise InputError(missing[0], f"{template} needs --{missing[0].replace('_', '-')} "
                                      f"(or --gpus to size it)")
-    fabric = TEMPLATES[template](**typed)
+    try:
+        fabric = TEMPLATES[template](**typed)
+    except InputError as error:
+        if error.field not in sized:
+            raise
+        # the builder refused a size that --gpus chose, not one the user typed: say so
+        raise InputError("gpus", _too_many(template, gpus, typed, sized, error)) from None
     fabric.meta["options"] = typed
     if gpus is not None:
         fabric.meta["requested_gpus"] = _convert("gpus", int, gpus)

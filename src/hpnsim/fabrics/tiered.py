@@ -13,6 +13,7 @@ where ``q`` Aggs per pod share a core (as many as the core's ports allow): a fat
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -61,6 +62,20 @@ class TieredSpec:
     # (ToR) or segments_field (Agg).
     param_names: dict[str, str] = field(default_factory=dict)
     reference: dict[str, Any] = field(default_factory=dict)
+
+
+#: set by :func:`hpnsim.fabrics.registry.planned_gpus` to check a spec without building it:
+#: :func:`build_tiered` then raises :class:`Planned` once every check has passed
+PLAN_ONLY: ContextVar[bool] = ContextVar("hpnsim_plan_only", default=False)
+
+
+class Planned(Exception):  # noqa: N818 - a result carried by an exception, not an error
+    """Raised by :func:`build_tiered` under :data:`PLAN_ONLY`: the spec is valid and its
+    fabric would hold ``gpus`` GPUs."""
+
+    def __init__(self, gpus: int):
+        super().__init__(gpus)
+        self.gpus = gpus
 
 
 #: spec fields that set a ToR's / an Agg's port bandwidth (besides ``chip``)
@@ -165,6 +180,8 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
                                               f"got {last}")
     asm = Assembly()
     n_segments = (s.pods - 1) * s.segments + last
+    if PLAN_ONLY.get():
+        raise Planned(n_segments * s.hosts * s.gpus_per_host)
     seg_of_host = np.repeat(np.arange(n_segments, dtype=np.int32), s.hosts)
     gpu, nic = add_hosts(asm, seg_of_host // s.segments, seg_of_host % s.segments,
                          s.gpus_per_host, nvlink=s.nvlink, pcie=s.pcie, latency=s.host_latency)
