@@ -151,33 +151,10 @@ HATCHES = {"ecmp": "", "hpn_dual_plane": "//", "precise": "xx"}
 
 def plot(rows: list[dict], counts, path: Path) -> None:
     """Mean (over seeds) bus bandwidth of the slowest job, one panel per pattern."""
-    import matplotlib
+    from hpnsim.report.plots import plot_collective_panels
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(PATTERNS), figsize=(6 * len(PATTERNS), 4.8), sharey=True)
-    combos = [(f, r) for f in FABRICS for r in ROUTINGS]
-    width = 0.8 / len(combos)
-    for ax, pattern in zip(axes, PATTERNS, strict=True):
-        for i, (fname, routing) in enumerate(combos):
-            values = [np.mean([r["busbw_GBps"] for r in rows if r["fabric"] == fname
-                               and r["routing"] == routing and r["pattern"] == pattern
-                               and r["n_gpus"] == n]) for n in counts]
-            ax.bar(np.arange(len(counts)) + i * width, values, width, color=COLORS[fname],
-                   hatch=HATCHES[routing], edgecolor="#333333", linewidth=0.3,
-                   label=f"{fname} / {routing}")
-        ax.set_xticks(np.arange(len(counts)) + 0.4 - width / 2, [str(n) for n in counts])
-        ax.set_title(f"{pattern} (1 GiB)")
-        ax.set_xlabel("GPUs (spread across segments)")
-        ax.grid(axis="y", alpha=0.3)
-    axes[0].set_ylabel("busbw of slowest job (GB/s)")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(FABRICS), fontsize=8,
-               frameon=False)
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    plot_collective_panels(rows, counts, path, patterns=PATTERNS, fabrics=FABRICS,
+                           routings=ROUTINGS, colors=COLORS, hatches=HATCHES)
 
 
 if __name__ == "__main__":

@@ -6,12 +6,12 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from hpnsim.cli.fabric import _merge_labels
 from hpnsim.cli.main import app
 from hpnsim.errors import InputError
 from hpnsim.fabrics import build_fabric, fat_tree, hpn7, size_options
 from hpnsim.fabrics.bom import UNIT_TABLE, bill_of_materials
 from hpnsim.fabrics.export import from_json, to_json, to_simai
+from hpnsim.report.tables import merge_labels
 
 runner = CliRunner()
 
@@ -210,7 +210,7 @@ def test_switch_25_6T_power_follows_the_hpn_fact():
 
 
 def test_compare_keeps_row_groups_together():
-    assert _merge_labels([["a", "b", "d"], ["a", "b", "c", "d", "e"], ["x", "a"]]) == \
+    assert merge_labels([["a", "b", "d"], ["a", "b", "c", "d", "e"], ["x", "a"]]) == \
         ["x", "a", "b", "c", "d", "e"]
     result = runner.invoke(app, ["fabric", "compare", "hpn7", "dcn_plus", "--gpus", "15360"],
                            terminal_width=200)

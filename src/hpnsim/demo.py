@@ -92,9 +92,9 @@ def run_demo(config: DemoConfig = DemoConfig(),
     >>> sorted({a["routing"] for a in r.allreduce})
     ['ecmp', 'hpn_dual_plane', 'precise', 'spray']
     """
-    from hpnsim.cli.fabric import fabric_report
     from hpnsim.collectives import run_collective
     from hpnsim.fabrics import build_fabric
+    from hpnsim.fabrics.analysis import fabric_report
     from hpnsim.workloads import TrainJob, simulate_iteration
 
     result = DemoResult(config=dict(config.__dict__))

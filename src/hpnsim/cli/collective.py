@@ -9,10 +9,7 @@ import typer
 from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
 from hpnsim.errors import InputError
 from hpnsim.fabrics import build_fabric
-
-#: nccl-tests columns "redop" and "root" per operation
-_REDOP = {"allreduce": "sum", "reducescatter": "sum", "reduce": "sum"}
-_ELEMENT_BYTES = 4  # nccl-tests default type: float
+from hpnsim.report.text import ELEMENT_BYTES as _ELEMENT_BYTES  # nccl-tests type: float
 
 
 def _progress(total: int):
@@ -40,27 +37,6 @@ def sweep(fabric, op: str, gpus, sizes: list[float], **options) -> list:
             results.append(run_collective(fabric, op, gpus, s, **options))
             progress.advance(task)
     return results
-
-
-def format_table(results, root: int) -> str:
-    """nccl-tests-style text table plus our columns and the average bus bandwidth line."""
-    head = (f"#{'size':>12} {'count':>12} {'type':>6} {'redop':>6} {'root':>5} "
-            f"{'time(us)':>10} {'algbw':>8} {'busbw':>8} {'algo':>5} {'proto':>6} "
-            f"{'maxload':>7} {'collis':>6}  bottleneck")
-    unit = (f"#{'(B)':>12} {'(elements)':>12} {'':>6} {'':>6} {'':>5} {'':>10} "
-            f"{'(GB/s)':>8} {'(GB/s)':>8}")
-    lines = [head, unit]
-    for r in results:
-        redop = _REDOP.get(r.op, "none")
-        root_col = root if r.op in ("broadcast", "reduce") else -1
-        lines.append(
-            f" {int(r.size):>12d} {int(r.size) // _ELEMENT_BYTES:>12d} {'float':>6} "
-            f"{redop:>6} {root_col:>5d} {r.time * 1e6:>10.1f} {r.algbw / 1e9:>8.2f} "
-            f"{r.busbw / 1e9:>8.2f} {r.algo:>5} {r.protocol:>6} {r.max_link_flows:>7.0f} "
-            f"{r.hash_collisions:>6d}  {r.bottleneck}")
-    avg = sum(r.busbw for r in results) / len(results) / 1e9 if results else 0.0
-    lines.append(f"# Avg bus bandwidth    : {avg:.3f} ")
-    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:
@@ -126,4 +102,6 @@ def register(app: typer.Typer) -> None:
             return
         typer.echo(f"# hpnsim collective: {results[0].op} on {n} GPUs of {fabric} "
                    f"({built.n_gpus} GPUs), routing {routing}, seed {seed}")
-        typer.echo(format_table(results, root))
+        from hpnsim.report.text import collective_table
+
+        typer.echo(collective_table(results, root))

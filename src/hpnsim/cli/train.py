@@ -17,43 +17,6 @@ def _fabric_options(ctx: typer.Context) -> dict:
     return parse_extra_options(list(ctx.args))
 
 
-def _print_result(r) -> None:
-    from rich.table import Table
-
-    from hpnsim.units import format_bytes, format_time
-
-    job = r.job
-    shape = f"TP{job['tp']} x PP{job['pp']} x DP{job['dp']}"
-    if job.get("ep", 1) > 1:
-        shape += f" (EP{job['ep']})"
-    if job.get("zero"):
-        shape += f", ZeRO-{job['zero']}"
-    table = Table(title=f"{job['model']} {shape} "
-                        f"({job['gpus']} GPUs, {job['micro_batches']} micro-batches)")
-    table.add_column("part")
-    table.add_column("time", justify="right")
-    table.add_column("share", justify="right")
-    table.add_column("bytes sent / iteration", justify="right")
-    labels = {"dp": "exposed dp (FSDP gathers + reduce-scatters)" if job.get("zero") == 3
-              else "exposed dp", "ep": "exposed ep (MoE all-to-all)"}
-    rows = [("compute", r.compute_time, None),
-            *((labels.get(k, f"exposed {k}"), v, r.comm_bytes.get(k))
-              for k, v in r.exposed_comm.items()),
-            ("pipeline bubble", r.bubble, None), ("optimizer", r.optimizer_time, None)]
-    for name, value, sent in rows:
-        table.add_row(name, format_time(value), f"{100 * value / r.iteration_time:.1f}%",
-                      "" if sent is None else format_bytes(sent))
-    table.add_row("iteration", format_time(r.iteration_time), "100%", "")
-    console = table_console()
-    console.print(table)
-    extra = f"   EP all-to-all {format_time(r.ep_alltoall_time)}" if r.ep_alltoall_time else ""
-    console.print(f"MFU {100 * r.mfu:.1f}%   {r.tokens_per_second:,.0f} tokens/s   "
-                  f"TP all-reduce {format_time(r.tp_allreduce_time)}{extra}   "
-                  f"tasks {r.n_tasks}")
-    for note in r.notes:
-        console.print(f"note: {note}")
-
-
 def register(app: typer.Typer) -> None:
     """Add ``train`` and ``scaling`` to the root app."""
 
@@ -130,13 +93,15 @@ def register(app: typer.Typer) -> None:
             result = simulate_iteration(job, fab, routing=routing, tp_algo=tp_algo,
                                         dp_algo=dp_algo, seed=seed)
         if plot:
-            from hpnsim.workloads.iteration_plot import plot_gantt
+            from hpnsim.report.gantt import plot_gantt
 
             plot_gantt(result, plot)
         if json_out:
             emit_json(result.to_dict(timeline=timeline))
         else:
-            _print_result(result)
+            from hpnsim.report.tables import print_iteration
+
+            print_iteration(result, table_console())
 
     @app.command(context_settings=PASS_THROUGH)
     @guarded
@@ -162,7 +127,7 @@ def register(app: typer.Typer) -> None:
         Example: hpnsim scaling --model llama3-8b --tp 8 --dp 1,2,4,8 --fabrics hpn7,dcn_plus
         """
         from hpnsim.errors import InputError
-        from hpnsim.workloads.scaling import plot_linearity, scaling_linearity
+        from hpnsim.workloads.scaling import scaling_linearity
 
         try:
             dp_list = [int(x) for x in dps.split(",") if x.strip()]
@@ -173,19 +138,12 @@ def register(app: typer.Typer) -> None:
                                    micro_batches=micro_batches, routing=routing, gpu=gpu,
                                    fabric_options=_fabric_options(ctx) or None)
         if plot:
+            from hpnsim.report.plots import plot_linearity
+
             plot_linearity(result, plot)
         if json_out:
             emit_json(result.to_dict())
             return
-        from rich.table import Table
+        from hpnsim.report.tables import scaling_table
 
-        table = Table(title=f"{model} TP{tp} x PP{pp}: weak scaling")
-        for col in ("fabric", "routing", "GPUs", "iteration s", "exposed DP s", "tokens/s",
-                    "MFU", "linearity"):
-            table.add_column(col)
-        for p in result.points:
-            table.add_row(p.fabric, p.routing, str(p.gpus), f"{p.iteration_time:.4f}",
-                          f"{p.exposed_dp:.4f}",
-                          f"{p.tokens_per_second:,.0f}", f"{100 * p.mfu:.1f}%",
-                          f"{p.linearity:.4f}")
-        table_console().print(table)
+        table_console().print(scaling_table(result))

@@ -8,20 +8,6 @@ import typer
 
 from hpnsim.cli.common import emit_json, guarded
 
-_DECIMAL_UNITS = (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3))
-
-
-def _fmt(value: float) -> str:
-    """Decimal bytes, as the article prints them (1 PB = 1e15 B)."""
-    for unit, scale in _DECIMAL_UNITS:
-        if abs(value) >= scale:
-            return f"{value / scale:,.1f} {unit}"
-    return f"{value:.0f} B"
-
-
-def _pb(value: float) -> str:
-    return f"{value / 1e15:,.1f} PB"
-
 
 def _article(spec, gpus, tp, pp, dp, dataset_tokens, dataset_samples, batch, seq_len,
              parameters, json_out):
@@ -42,25 +28,9 @@ def _article(spec, gpus, tp, pp, dp, dataset_tokens, dataset_samples, batch, seq
             out["3d"]["switch_days_51_2T"] = article.switch_days(three_d.total_bytes)
         emit_json(out)
         return
-    typer.echo(f"{spec.name} under the article's formulas: P={inputs.parameters:.4g}, "
-               f"T={inputs.tokens:.4g} tokens, L={inputs.layers}, H={inputs.hidden}, "
-               f"N={inputs.batches:,.0f} mini-batches, G={gpus}  (per epoch, 1 PB = 1e15 B)")
-    typer.echo(f"{'mode':<6}{'pattern':<26}{'backward':>14}{'syncs':>8}{'forward':>14}{'passes':>12}")
-    lines = list(table.values()) + ([three_d] if three_d is not None else [])
-    for line in lines:
-        syncs = "-" if line.backward_syncs != line.backward_syncs else f"{line.backward_syncs:g}"
-        passes = "-" if line.forward_passes != line.forward_passes else f"{line.forward_passes:.4g}"
-        typer.echo(f"{line.mode:<6}{line.pattern:<26}{_pb(line.backward_bytes):>14}"
-                   f"{syncs:>8}{_pb(line.forward_bytes):>14}{passes:>12}")
-    tp_line = table["tp"]
-    mixed = 2**20 * 1e9
-    typer.echo(f"note: the article prints TP as {tp_line.backward_bytes / mixed:,.0f} / "
-               f"{tp_line.forward_bytes / mixed:,.0f}, i.e. bytes / (2^20 * 1e9), not PB")
-    if three_d is not None:
-        days = article.switch_days(three_d.total_bytes)
-        typer.echo(f"3d total {_fmt(three_d.total_bytes)} per epoch; one 51.2 Tbps switch at full "
-                   f"load: {days['as_bits_per_second']:.0f} days "
-                   f"({days['as_bytes_per_second']:.1f} days if 51.2T were bytes/s)")
+    from hpnsim.report.text import article_text
+
+    typer.echo(article_text(spec, inputs, table, three_d, gpus))
 
 
 def _real(spec, gpus, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, micro_batch, batch,
@@ -80,23 +50,9 @@ def _real(spec, gpus, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, micro_ba
     if json_out:
         emit_json(report)
         return
-    lay = layout
-    typer.echo(f"{spec.name}: TP{lay.tp} x CP{lay.cp} x PP{lay.pp} x DP{lay.dp} (EP{lay.ep}, "
-               f"ZeRO-{lay.zero}) on {lay.n_gpus} GPUs, {lay.num_microbatches} micro-batches of "
-               f"{lay.micro_batch} x {report.seq_len} tokens, {algorithm} collectives; "
-               f"{report.iterations_per_epoch:,.0f} iterations per epoch")
-    typer.echo(f"{'dim':<5}{'phase':<10}{'op':<15}{'group':>6}{'buffer':>12}{'calls':>8}"
-               f"{'per GPU':>12}{'all GPUs':>12}{'network':>9}")
-    for row in report.rows:
-        typer.echo(f"{row.dimension:<5}{row.phase:<10}{row.op:<15}{row.group_size:>6}"
-                   f"{_fmt(row.buffer_bytes):>12}{row.calls_per_iteration:>8}"
-                   f"{_fmt(row.bytes_per_gpu):>12}{_fmt(row.total_bytes):>12}"
-                   f"{row.network_fraction:>9.0%}")
-    typer.echo("per iteration / per epoch (all GPUs):")
-    for dim, d in report.by_dimension().items():
-        typer.echo(f"  {dim:<5}{_fmt(d['total_bytes']):>12} / {_fmt(d['per_epoch_bytes']):>12}"
-                   f"   network {_fmt(d['network_bytes'])} per iteration")
-    typer.echo(f"  total{_fmt(report.total_bytes):>12} / {_fmt(report.per_epoch_bytes):>12}")
+    from hpnsim.report.text import traffic_text
+
+    typer.echo(traffic_text(spec, layout, report, algorithm))
 
 
 def register(app: typer.Typer) -> None:
@@ -151,16 +107,12 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print the parsed workload as JSON."),
     ) -> None:
         """Parse a SimAI/AICB workload file and summarize it (errors name the line)."""
-        from hpnsim.workloads.aicb import PHASES, load_aicb
+        from hpnsim.workloads.aicb import load_aicb
 
         work = load_aicb(path)
         if json_out:
             emit_json(work)
             return
-        typer.echo(f"{path}: {work.policy}, TP{work.tp} x PP{work.pp} x DP{work.dp} (EP{work.ep}, "
-                   f"vpp {work.vpp}, ga {work.ga}, {work.all_gpus} GPUs), {len(work.layers)} layers")
-        for phase in PHASES:
-            typer.echo(f"  {phase:<12} compute {work.compute_time(phase) * 1e3:9.3f} ms   "
-                       + "   ".join(f"{g} {_fmt(work.comm_bytes(g, phase))}"
-                                    for g in ("tp", "dp", "ep", "edp")
-                                    if work.comm_bytes(g, phase) > 0))
+        from hpnsim.report.text import aicb_text
+
+        typer.echo(aicb_text(path, work))

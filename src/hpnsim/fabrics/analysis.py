@@ -234,3 +234,26 @@ def summary(fabric: Fabric) -> dict[str, Any]:
     if front is not None:
         out["frontend"] = front
     return out
+
+
+def fabric_report(fabric: Fabric) -> dict[str, Any]:
+    """Summary and bill of materials of a fabric as one JSON-ready dict.
+
+    ``requested_gpus`` is the ``--gpus`` request the fabric was sized for (None if
+    unsized); the BOM uses the unit table in ``fabric.meta["units"]`` if one is set.
+
+    Examples
+    --------
+    >>> from hpnsim.fabrics import fat_tree
+    >>> r = fabric_report(fat_tree(4))
+    >>> r["gpus"], r["switches"], r["path_choices"]["cross_pod"]
+    (16, {'tor': 8, 'agg': 8, 'core': 4}, 4)
+    """
+    from hpnsim.fabrics.bom import bill_of_materials
+
+    out = summary(fabric)
+    out = {**{k: v for k, v in out.items() if k in ("template", "gpus")},
+           "requested_gpus": fabric.meta.get("requested_gpus"), **out}
+    out["options"] = fabric.meta.get("options", {})
+    out["bom"] = bill_of_materials(fabric, units=fabric.meta.get("units"))
+    return out

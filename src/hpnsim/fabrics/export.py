@@ -131,7 +131,7 @@ def export(fabric: Fabric, path: str | Path, fmt: str = "json") -> Path:
         raise InputError("format", f"choose one of {', '.join(FORMATS)}, got {fmt!r}")
     path = Path(path)
     if fmt == "json":
-        from hpnsim.cli.common import to_jsonable
+        from hpnsim.jsonable import to_jsonable
 
         text = json.dumps(to_jsonable(to_json(fabric)))
     elif fmt == "graphml":

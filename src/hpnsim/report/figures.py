@@ -1,20 +1,13 @@
-"""Figures for results: matplotlib with the Agg backend, written as PNG files."""
+"""The demo's figures: all-reduce bus bandwidth per fabric and routing, iteration breakdown."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from hpnsim.report.canvas import pyplot, save
+
 #: the parts of an iteration in the order they stack (keys of IterationResult)
 ITERATION_PARTS = ("compute", "tp", "pp", "dp", "ep", "bubble", "optimizer")
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def plot_busbw(rows: list[dict], path: str | Path, title: str = "") -> Path:
@@ -27,7 +20,7 @@ def plot_busbw(rows: list[dict], path: str | Path, title: str = "") -> Path:
     >>> plot_busbw([{"fabric": "hpn7", "routing": "ecmp", "busbw": 40.0}], out).exists()
     True
     """
-    plt = _pyplot()
+    plt = pyplot()
     labels = [f"{r['fabric']} / {r['routing']}" for r in rows]
     values = [r["busbw"] for r in rows]
     fig, ax = plt.subplots(figsize=(7, 0.5 * len(rows) + 1.2))
@@ -39,10 +32,7 @@ def plot_busbw(rows: list[dict], path: str | Path, title: str = "") -> Path:
     ax.set_title(title)
     ax.margins(x=0.15)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi=120)
 
 
 def plot_iteration_breakdown(rows: list[dict], path: str | Path, title: str = "") -> Path:
@@ -57,7 +47,7 @@ def plot_iteration_breakdown(rows: list[dict], path: str | Path, title: str = ""
     >>> plot_iteration_breakdown([row], out).exists()
     True
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 0.7 * len(rows) + 2.0))
     left = [0.0] * len(rows)
     labels = [r["fabric"] for r in rows]
@@ -73,10 +63,7 @@ def plot_iteration_breakdown(rows: list[dict], path: str | Path, title: str = ""
     ax.legend(ncol=7, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3),
               frameon=False)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi=120)
 
 
 def _part_time(row: dict, part: str) -> float:
@@ -87,3 +74,20 @@ def _part_time(row: dict, part: str) -> float:
     if part == "optimizer":
         return float(row["optimizer_time"])
     return float(row["exposed_comm"].get(part, 0.0))
+
+
+def demo_figures(result, out: str | Path) -> list[Path]:
+    """Write the demo's figures into directory ``out``; returns their paths.
+
+    ``result`` is a :class:`~hpnsim.demo.DemoResult`: ``allreduce_busbw.png`` from its
+    all-reduce rows, ``iteration_breakdown.png`` from its training rows.
+    """
+    out = Path(out)
+    cfg = result.config
+    return [
+        plot_busbw(result.allreduce, out / "allreduce_busbw.png",
+                   f"{cfg['allreduce_size'] / 2**30:g} GiB all-reduce, "
+                   f"{cfg['allreduce_gpus']:,} GPUs"),
+        plot_iteration_breakdown(result.training, out / "iteration_breakdown.png",
+                                 f"{cfg['model']} TP{cfg['tp']} PP{cfg['pp']} DP{cfg['dp']}"),
+    ]

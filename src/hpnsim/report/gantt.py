@@ -27,11 +27,11 @@ def plot_gantt(result, path: str | Path, *, title: str | None = None) -> Path:
     >>> out.stat().st_size > 0
     True
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
+
+    from hpnsim.report.canvas import pyplot, save
+
+    plt = pyplot()
 
     rows = result.timeline
     stages = 1 + max((row["stage"] for row in rows), default=0)
@@ -58,7 +58,4 @@ def plot_gantt(result, path: str | Path, *, title: str | None = None) -> Path:
     ax.legend(handles=[Patch(color=c, label=k) for k, c in COLORS.items() if k in shown],
               loc="upper right", fontsize=7, ncol=5)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path, dpi=110)

@@ -260,25 +260,3 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
                                               r.tokens_per_second / ideal, r.exposed_comm["dp"],
                                               policy))
     return result
-
-
-def plot_linearity(result: ScalingResult, path) -> None:
-    """Linearity against GPUs, one line per fabric, to a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for template in dict.fromkeys(p.fabric for p in result.points):
-        pts = result.curve(template)
-        ax.plot([p.gpus for p in pts], [p.linearity for p in pts], marker="o", label=template)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("GPUs")
-    ax.set_ylabel("linearity")
-    ax.set_title(f"{result.model} TP{result.tp} x PP{result.pp}: weak-scaling linearity")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
