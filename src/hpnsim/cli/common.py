@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import sys
 from typing import Any
 
 import typer
 
 from hpnsim.errors import InputError
+from hpnsim.jsonable import to_jsonable
 
 #: typer ``context_settings`` for commands that accept free ``--param value`` options
 #: (fabric parameters pass through to the builder).
@@ -109,31 +109,6 @@ def parse_extra_options(args: list[str]) -> dict[str, str]:
             i += 1
         options[key.replace("-", "_")] = value
     return options
-
-
-def to_jsonable(value: Any) -> Any:
-    """Convert numpy scalars and arrays, NaN (to None) and objects with ``to_dict``, recursively.
-
-    >>> import numpy as np
-    >>> to_jsonable({"a": np.arange(2), "b": float("nan")})
-    {'a': [0, 1], 'b': None}
-    """
-    import numpy as np
-
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [to_jsonable(v) for v in value.tolist()]
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating | float):
-        value = float(value)
-        return value if math.isfinite(value) else None
-    if hasattr(value, "to_dict"):
-        return to_jsonable(value.to_dict())
-    return value
 
 
 def emit_json(obj: Any) -> None:
