@@ -84,8 +84,7 @@ def _ideal_fabric(gpus_per_host=1, hosts=4):
     """HPN segment with zero latency and (practically) infinite link capacity."""
     fabric = hpn7(segments=1, hosts_per_segment=hosts, backup_hosts=0, rails=gpus_per_host,
                   hop_latency="0s", host_latency="0s")
-    fabric.link_capacity[:] = 1e30
-    return fabric
+    return fabric.with_link_capacity(None, 1e30)   # fabrics are immutable: a new one
 
 
 def _flat_model(layers):

@@ -10,8 +10,11 @@ Links are directed (a cable is two links): ``link_src``, ``link_dst``, ``link_ca
 port of an ACCESS link, else -1). Builders emit every cable as two consecutive links, so the
 reverse of link ``l`` is ``l ^ 1``.
 
-Everything derived (adjacency, link lookup, names, switch distances) is computed on first
-use and cached; the arrays themselves must not be mutated after construction.
+A built Fabric is immutable: every array (and every derived array cached on first use:
+adjacency, link lookup, GPU ports, switch distances) is read-only, so caches keyed on a
+fabric (routing tables, collective plans) can never go stale. To change a fabric, build a
+new one (:meth:`Fabric.replace`, :meth:`Fabric.with_link_capacity`); what changes during a
+run (links down, degraded capacity) lives in :class:`hpnsim.fabrics.state.FabricState`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from typing import Any
 import numpy as np
 
 from hpnsim.errors import InputError
+from hpnsim.fabrics.distances import UNREACHABLE, SwitchDistances, frozen
+
+__all__ = ["BACKEND", "FRONTEND", "UNREACHABLE", "Fabric", "LinkKind", "NodeKind", "frozen"]
 
 
 class NodeKind(IntEnum):
@@ -55,20 +61,19 @@ class LinkKind(IntEnum):
 
 
 SWITCH_KINDS = (NodeKind.TOR, NodeKind.AGG, NodeKind.CORE)
-#: hop count stored in :attr:`Fabric.switch_distance` when a switch cannot reach another
-UNREACHABLE = np.iinfo(np.int16).max
 
 _NODE_FIELDS = ("node_kind", "node_tier", "node_pod", "node_segment", "node_rail",
                 "node_plane", "node_host", "node_index", "node_network")
 _LINK_FIELDS = ("link_src", "link_dst", "link_capacity", "link_latency", "link_kind",
                 "link_port")
+_COLUMNS = frozenset((*_NODE_FIELDS, *_LINK_FIELDS, "gpu_node", "gpu_nic"))
 _DTYPES = {"node_kind": np.int8, "node_tier": np.int8, "node_network": np.int8, "link_src": np.int32,
            "link_dst": np.int32, "link_capacity": np.float64, "link_latency": np.float64,
            "link_kind": np.int8, "link_port": np.int8}
 _NAME_RE = re.compile(r"[a-z]+|-?\d+")
 
 
-class Fabric:
+class Fabric(SwitchDistances):
     """Array-backed network: nodes, directed links, GPU indices and derived lookups.
 
     Builders (:func:`hpnsim.fabrics.hpn7` and friends) create fabrics; ``meta`` holds
@@ -97,16 +102,113 @@ class Fabric:
             array = np.ascontiguousarray(column, dtype=_DTYPES.get(name, np.int32))
             if array.shape != (n_nodes,):
                 raise ValueError(f"{name} must have shape ({n_nodes},), got {array.shape}")
-            setattr(self, name, array)
+            setattr(self, name, frozen(array))
         n_links = len(links["link_src"])
         for name in _LINK_FIELDS:
             array = np.ascontiguousarray(links[name], dtype=_DTYPES[name])
             if array.shape != (n_links,):
                 raise ValueError(f"{name} must have shape ({n_links},), got {array.shape}")
-            setattr(self, name, array)
-        self.gpu_node = np.ascontiguousarray(gpu_node, dtype=np.int32)
-        self.gpu_nic = np.ascontiguousarray(gpu_nic, dtype=np.int32)
+            setattr(self, name, frozen(array))
+        self.gpu_node = frozen(np.ascontiguousarray(gpu_node, dtype=np.int32))
+        self.gpu_nic = frozen(np.ascontiguousarray(gpu_nic, dtype=np.int32))
         self.meta: dict[str, Any] = dict(meta or {})
+        self._built = True
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _COLUMNS and self.__dict__.get("_built"):
+            raise AttributeError(f"Fabric.{name} is read-only: build a new fabric with "
+                                 f"fabric.replace({name}=...)")
+        object.__setattr__(self, name, value)
+
+    # ------------------------------------------------------- new fabrics
+    def replace(self, **columns) -> Fabric:
+        """A new Fabric with some arrays replaced (the others are shared, read-only).
+
+        Keys: any node or link column (``link_capacity``, ``node_plane``...), ``gpu_node``,
+        ``gpu_nic`` or ``meta``. Derived lookups are rebuilt on first use by the new fabric.
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> f = fat_tree(4)
+        >>> g = f.replace(link_latency=np.zeros(f.n_links))
+        >>> float(g.link_latency.max()), np.shares_memory(g.link_src, f.link_src)
+        (0.0, True)
+        """
+        known = {*_NODE_FIELDS, *_LINK_FIELDS, "gpu_node", "gpu_nic", "meta"}
+        unknown = sorted(set(columns) - known)
+        if unknown:
+            raise InputError(unknown[0],
+                             f"not a Fabric column; use one of {', '.join(sorted(known))}")
+        pick = lambda name: columns[name] if name in columns else getattr(self, name)  # noqa: E731
+        return Fabric({name: pick(name) for name in _NODE_FIELDS},
+                      {name: pick(name) for name in _LINK_FIELDS},
+                      pick("gpu_node"), pick("gpu_nic"), pick("meta"))
+
+    def with_link_capacity(self, links, bytes_per_s) -> Fabric:
+        """A new Fabric whose selected links have capacity ``bytes_per_s`` (others unchanged).
+
+        Parameters
+        ----------
+        links : ``None`` (every link), a :class:`LinkKind` (every link of that kind), a
+            boolean mask of ``n_links``, or link ids.
+        bytes_per_s : a number >= 0, a unit string (``"900GB/s"``, ``"400G"``), or one
+            value per selected link.
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import hpn7
+        >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
+        ...          aggs_per_plane=2)
+        >>> g = f.with_link_capacity(LinkKind.NVLINK, "450GB/s")
+        >>> float(g.link_capacity[g.link_kind == LinkKind.NVLINK].max()) / 1e9
+        450.0
+        >>> bool((g.link_capacity[g.link_kind != LinkKind.NVLINK]
+        ...       == f.link_capacity[f.link_kind != LinkKind.NVLINK]).all())
+        True
+        """
+        from hpnsim.units import parse_bandwidth
+
+        if links is None:
+            ids = np.arange(self.n_links)
+        elif isinstance(links, LinkKind):
+            ids = np.flatnonzero(self.link_kind == links)
+        else:
+            ids = self.check_link_ids(links)
+        if isinstance(bytes_per_s, str):
+            bytes_per_s = parse_bandwidth(bytes_per_s, "bytes_per_s")
+        try:
+            value = np.broadcast_to(np.asarray(bytes_per_s, dtype=np.float64), ids.shape)
+        except (TypeError, ValueError) as exc:
+            raise InputError("bytes_per_s", f"needs a number or one per selected link "
+                                            f"({ids.size}), got {bytes_per_s!r:.60}") from exc
+        if not np.all(np.isfinite(value) & (value >= 0)):
+            raise InputError("bytes_per_s", f"must be finite and >= 0, got {bytes_per_s!r:.60}")
+        capacity = self.link_capacity.copy()
+        capacity[ids] = value
+        return self.replace(link_capacity=capacity)
+
+    def check_link_ids(self, links) -> np.ndarray:
+        """Link ids (int64) from ids or a boolean mask of ``n_links``; InputError if unknown.
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> f = fat_tree(4)
+        >>> f.check_link_ids(f.link_kind == LinkKind.CORE).size, f.check_link_ids(3).tolist()
+        (32, [3])
+        """
+        array = np.atleast_1d(np.asarray(links))
+        if array.dtype == bool:
+            if array.shape != (self.n_links,):
+                raise InputError("links", f"a mask needs one entry per link ({self.n_links}), "
+                                          f"got shape {array.shape}")
+            return np.flatnonzero(array)
+        if array.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+            raise InputError("links", f"must be link ids or a boolean mask, got {links!r:.60}")
+        bad = (array < 0) | (array >= self.n_links)
+        if bad.any():
+            raise InputError("links", f"unknown link id {int(array[bad][0])} "
+                                      f"(the fabric has links 0..{self.n_links - 1})")
+        return array.astype(np.int64)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -141,7 +243,7 @@ class Fabric:
         counts = np.bincount(self.link_src, minlength=self.n_nodes)
         ptr = np.zeros(self.n_nodes + 1, dtype=np.int64)
         np.cumsum(counts, out=ptr[1:])
-        return ptr, order
+        return frozen(ptr), frozen(order)
 
     @property
     def out_ptr(self) -> np.ndarray:
@@ -165,7 +267,7 @@ class Fabric:
     def _link_keys(self) -> tuple[np.ndarray, np.ndarray]:
         keys = self.link_src.astype(np.int64) * self.n_nodes + self.link_dst
         order = np.argsort(keys, kind="stable")
-        return keys[order], order.astype(np.int32)
+        return frozen(keys[order]), frozen(order.astype(np.int32))
 
     def link_ids(self, src_nodes, dst_nodes) -> np.ndarray:
         """Vectorized link lookup: the id of a link ``src -> dst`` per pair, -1 where none.
@@ -202,7 +304,7 @@ class Fabric:
         port = self.link_port[access].astype(np.int64)
         tor[gpu, port] = self.link_dst[access]
         link[gpu, port] = access
-        return tor, link
+        return frozen(tor), frozen(link)
 
     @property
     def gpu_tor(self) -> np.ndarray:
@@ -269,7 +371,8 @@ class Fabric:
         >>> np.bincount(f.link_network).tolist(), f.has_frontend
         ([2048, 64], True)
         """
-        return np.maximum(self.node_network[self.link_src], self.node_network[self.link_dst])
+        return frozen(np.maximum(self.node_network[self.link_src],
+                                 self.node_network[self.link_dst]))
 
     @property
     def has_frontend(self) -> bool:
@@ -323,67 +426,3 @@ class Fabric:
         if node is None:
             raise InputError("node", f"no node named {name!r} (e.g. {self.node_name(0)!r})")
         return node
-
-    # ------------------------------------------------------- switch distances
-    @cached_property
-    def switch_nodes(self) -> np.ndarray:
-        """Switch node ids; row ``i`` of :attr:`switch_distance` is ``switch_nodes[i]``."""
-        return self.switches()
-
-    @cached_property
-    def switch_row(self) -> np.ndarray:
-        """Per node, its row in :attr:`switch_distance` (-1 for non-switches)."""
-        row = np.full(self.n_nodes, -1, dtype=np.int32)
-        row[self.switch_nodes] = np.arange(len(self.switch_nodes), dtype=np.int32)
-        return row
-
-    @cached_property
-    def switch_graph(self):
-        """scipy.sparse CSR (switch rows x switch rows): number of links from one to the other."""
-        from scipy.sparse import csr_matrix
-
-        rows = self.switch_row
-        between = (rows[self.link_src] >= 0) & (rows[self.link_dst] >= 0)
-        n = len(self.switch_nodes)
-        return csr_matrix((np.ones(int(between.sum()), dtype=np.float32),
-                           (rows[self.link_src[between]], rows[self.link_dst[between]])),
-                          shape=(n, n))
-
-    def switch_distance_from(self, switch: int) -> np.ndarray:
-        """Hop counts from one switch node to every switch row (int16), without the full matrix."""
-        from scipy.sparse.csgraph import breadth_first_order
-
-        graph = self.switch_graph
-        dist = np.full(graph.shape[0], UNREACHABLE, dtype=np.int16)
-        source = int(self.switch_row[switch])
-        order, parent = breadth_first_order(graph, source, directed=True)
-        dist[source] = 0
-        for node in order[1:]:  # BFS order: parents come first
-            dist[node] = dist[parent[node]] + 1
-        return dist
-
-    @cached_property
-    def switch_distance(self) -> np.ndarray:
-        """Hop counts between switches over switch-to-switch links only (int16).
-
-        ``switch_distance[switch_row[a], switch_row[b]]``; :data:`UNREACHABLE` when there is
-        no path. Computed on first use by breadth-first search (scipy.sparse.csgraph).
-
-        >>> from hpnsim.fabrics import fat_tree
-        >>> f = fat_tree(4)
-        >>> int(f.switch_distance.max())   # edge -> agg -> core -> agg -> edge
-        4
-        """
-        from scipy.sparse.csgraph import shortest_path
-
-        graph = self.switch_graph
-        n = graph.shape[0]
-        out = np.empty((n, n), dtype=np.int16)
-        chunk = 512
-        for start in range(0, n, chunk):
-            stop = min(start + chunk, n)
-            dist = shortest_path(graph, method="D", unweighted=True,
-                                 indices=np.arange(start, stop))
-            dist[~np.isfinite(dist)] = UNREACHABLE
-            out[start:stop] = dist
-        return out
