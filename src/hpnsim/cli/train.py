@@ -17,6 +17,37 @@ def _fabric_options(ctx: typer.Context) -> dict:
     return parse_extra_options(list(ctx.args))
 
 
+def _note(message: str) -> None:
+    typer.echo(f"note: {message}", err=True)
+
+
+#: train options that describe the job; a --workload file fixes every one of them
+_JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--vpp",
+              "zero": "--zero", "micro_batch": "--micro-batch", "global_batch": "--global-batch",
+              "seq_len": "--seq-len", "schedule": "--schedule",
+              "sequence_parallel": "--sequence-parallel", "model": "--model",
+              "model_file": "--model-file", "gpu": "--gpu", "mfu": "--mfu",
+              "prefetch": "--prefetch", "recompute": "--recompute",
+              "bucket_params": "--bucket-params", "grad_bytes": "--grad-bytes",
+              "tp_algo": "--tp-algo", "dp_algo": "--dp-algo"}
+_PARALLELISM = ("tp", "pp", "dp", "ep", "vpp", "zero", "micro_batch", "global_batch",
+                "seq_len", "schedule", "sequence_parallel")
+
+
+def _refuse_job_flags(ctx: typer.Context) -> None:
+    """A job flag given with --workload would be silently ignored: refuse it, naming it."""
+    from hpnsim.errors import InputError
+
+    for name, flag in _JOB_FLAGS.items():
+        source = ctx.get_parameter_source(name)
+        if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
+            continue
+        what = ("parallelism and batches (tp, pp, dp, ep, micro-batches)"
+                if name in _PARALLELISM else "job (model, compute times, collectives)")
+        raise InputError(flag, f"not used with --workload: the workload file fixes the {what}; "
+                               f"drop {flag} or use --model instead of --workload")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``train`` and ``scaling`` to the root app."""
 
@@ -67,12 +98,18 @@ def register(app: typer.Typer) -> None:
         Example: hpnsim train --model llama3-70b --tp 8 --pp 8 --dp 16 --global-batch 2048
         --fabric hpn7 --json. MoE: --model mixtral-8x7b --tp 8 --dp 8 --ep 8; FSDP: --zero 3.
         """
-        from hpnsim.errors import InputError
+        from hpnsim.cli.common import check_output_file
+        from hpnsim.errors import InputError, check_seed
         from hpnsim.workloads.scaling import fabric_for_job
 
+        check_seed(seed, "--seed")
+        if plot:
+            check_output_file(plot, "--plot")
         options = _fabric_options(ctx)
         if workload:
             from hpnsim.workloads.iteration_aicb import simulate_aicb_file
+
+            _refuse_job_flags(ctx)
 
             result = simulate_aicb_file(workload, fabric, options, routing=routing, seed=seed)
         else:
@@ -89,7 +126,7 @@ def register(app: typer.Typer) -> None:
                            gpu=gpu, mfu=mfu, schedule=schedule, virtual_stages=vpp, zero=zero,
                            sequence_parallel=sequence_parallel, bucket_params=bucket_params,
                            grad_bytes=grad_bytes, recompute=recompute)
-            fab = fabric_for_job(fabric, job.gpus, options, gpu=job.gpu)
+            fab = fabric_for_job(fabric, job.gpus, options, gpu=job.gpu, note=_note)
             result = simulate_iteration(job, fab, routing=routing, tp_algo=tp_algo,
                                         dp_algo=dp_algo, seed=seed)
         if plot:
@@ -126,9 +163,12 @@ def register(app: typer.Typer) -> None:
 
         Example: hpnsim scaling --model llama3-8b --tp 8 --dp 1,2,4,8 --fabrics hpn7,dcn_plus
         """
+        from hpnsim.cli.common import check_output_file
         from hpnsim.errors import InputError
         from hpnsim.workloads.scaling import scaling_linearity
 
+        if plot:
+            check_output_file(plot, "--plot")
         try:
             dp_list = [int(x) for x in dps.split(",") if x.strip()]
         except ValueError:
@@ -136,7 +176,7 @@ def register(app: typer.Typer) -> None:
         result = scaling_linearity(model, tp=tp, pp=pp, dps=dp_list,
                                    fabrics=[f.strip() for f in fabrics.split(",") if f.strip()],
                                    micro_batches=micro_batches, routing=routing, gpu=gpu,
-                                   fabric_options=_fabric_options(ctx) or None)
+                                   fabric_options=_fabric_options(ctx) or None, note=_note)
         if plot:
             from hpnsim.report.plots import plot_linearity
 

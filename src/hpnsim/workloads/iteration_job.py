@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from hpnsim.errors import InputError
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
-from hpnsim.workloads.layout import Layout, make_layout
+from hpnsim.workloads.layout import Layout, check_layout, make_layout
 
 ZERO_STAGES = (0, 1, 2, 3)
 #: HBM bytes the mixed-precision Adam step moves per parameter: fp32 master weight, m and v
@@ -52,6 +52,7 @@ class Block:
     backward_ep_ops: int
     dense_params: float
     expert_params: float
+    forward_attention: float = 0.0  # the attention part of forward_compute (the rest: MLP)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class StageCost:
         return tuple(b.dense_params for b in self.blocks)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TrainJob:
     """Model + parallel layout + batch + GPU of one data-parallel training job.
 
@@ -135,6 +136,11 @@ class TrainJob:
         Full activation recomputation (backward re-runs the forward, TP included).
     optimizer_bytes_per_param : float
         HBM bytes the optimizer step moves per local parameter (0 leaves the step out).
+    layout : Layout, optional
+        The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
+        defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
+        ``job.ep``, ``job.zero``, ``job.micro_batch``, ``job.global_batch``,
+        ``job.schedule``, ``job.virtual_stages`` and ``job.sequence_parallel`` read it.
 
     Examples
     --------
@@ -143,62 +149,96 @@ class TrainJob:
     (1024, 128, 10)
     >>> round(job.stage_cost(0).forward_compute * 1e3, 1)       # ms per micro-batch
     45.5
+    >>> from hpnsim.workloads.layout import Layout
+    >>> TrainJob("llama3-8b", layout=Layout(tp=8, dp=2, global_batch=8)).micro_batches
+    4
     """
 
-    model: models.ModelSpec | str
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    micro_batch: int = 1
-    global_batch: int | None = None
-    seq_len: int | None = None
-    gpu: GPUSpec | str = "h800"
-    mfu: float | None = None
-    schedule: str = ""
-    virtual_stages: int = 1
-    zero: int = 0
-    ep: int = 1
-    fsdp_prefetch: bool = True
-    sequence_parallel: bool = False
-    bucket_params: int | None = None
-    grad_bytes: int = 2
-    recompute: bool = False
-    optimizer_bytes_per_param: float = OPTIMIZER_BYTES_PER_PARAM
-    layout: Layout | None = field(default=None, compare=False, repr=False)
-    _costs: dict = field(default_factory=dict, compare=False, repr=False)
+    model: models.ModelSpec
+    layout: Layout
+    seq_len: int
+    gpu: GPUSpec
+    mfu: float | None
+    fsdp_prefetch: bool
+    bucket_params: int
+    grad_bytes: int
+    recompute: bool
+    optimizer_bytes_per_param: float
+    _costs: dict = field(compare=False, repr=False)
 
-    def __post_init__(self):
-        spec = models.get(self.model)
+    def __init__(self, model: models.ModelSpec | str, tp: int = 1, pp: int = 1, dp: int = 1,
+                 micro_batch: int = 1, global_batch: int | None = None,
+                 seq_len: int | None = None, gpu: GPUSpec | str = "h800",
+                 mfu: float | None = None, schedule: str = "", virtual_stages: int = 1,
+                 zero: int = 0, ep: int = 1, fsdp_prefetch: bool = True,
+                 sequence_parallel: bool = False, bucket_params: int | None = None,
+                 grad_bytes: int = 2, recompute: bool = False,
+                 optimizer_bytes_per_param: float = OPTIMIZER_BYTES_PER_PARAM, *,
+                 layout: Layout | None = None):
+        spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
                                       "needs a transformer (layers, hidden size)")
-        object.__setattr__(self, "model", spec)
-        object.__setattr__(self, "gpu", get_gpu(self.gpu, mfu=self.mfu))
-        for name in ("tp", "pp", "dp", "ep", "micro_batch", "virtual_stages", "grad_bytes"):
-            value = getattr(self, name)
+        parallel = dict(tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
+                        virtual_stages=virtual_stages)
+        for name, value in (*parallel.items(), ("grad_bytes", grad_bytes)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(name, f"must be a positive integer, got {value!r}")
-        if self.zero not in ZERO_STAGES:
-            raise InputError("zero", f"one of {', '.join(map(str, ZERO_STAGES))}, "
-                                     f"got {self.zero!r}")
-        if self.seq_len is None:
-            object.__setattr__(self, "seq_len", spec.seq_len)
-        if self.global_batch is None:
-            object.__setattr__(self, "global_batch", self.dp * self.micro_batch * 4 * self.pp)
-        layout = make_layout(spec, tp=self.tp, pp=self.pp, dp=self.dp, ep=self.ep,
-                             vpp=self.virtual_stages,
-                             zero=self.zero, sequence_parallel=self.sequence_parallel,
-                             micro_batch=self.micro_batch, global_batch=self.global_batch,
-                             schedule=self.schedule, gpus_per_host=None)
-        object.__setattr__(self, "layout", layout)
-        object.__setattr__(self, "schedule", layout.schedule)
-        if self.bucket_params is None:
-            object.__setattr__(self, "bucket_params", int(max(40e6, 1e6 * self.dp)))
-        if not self.optimizer_bytes_per_param >= 0:
+        if zero not in ZERO_STAGES:
+            raise InputError("zero", f"one of {', '.join(map(str, ZERO_STAGES))}, got {zero!r}")
+        set_ = object.__setattr__
+        set_(self, "model", spec)
+        set_(self, "gpu", get_gpu(gpu, mfu=mfu))
+        set_(self, "mfu", mfu)
+        set_(self, "seq_len", spec.seq_len if seq_len is None else seq_len)
+        if layout is None:
+            if global_batch is None:
+                global_batch = dp * micro_batch * 4 * pp
+            layout = make_layout(spec, tp=tp, pp=pp, dp=dp, ep=ep, vpp=virtual_stages,
+                                 zero=zero, sequence_parallel=sequence_parallel,
+                                 micro_batch=micro_batch, global_batch=global_batch,
+                                 schedule=schedule, gpus_per_host=None)
+        else:
+            given = {k: v for k, v in (*parallel.items(), ("zero", zero),
+                                       ("global_batch", global_batch), ("schedule", schedule),
+                                       ("sequence_parallel", sequence_parallel))
+                     if v != {"global_batch": None, "schedule": "", "zero": 0,
+                              "sequence_parallel": False}.get(k, 1)}
+            if given:
+                raise InputError("layout", f"give the parallel sizes either in the layout or "
+                                           f"as arguments, not both (got {', '.join(given)})")
+            if not isinstance(layout, Layout):
+                raise InputError("layout", f"must be a Layout, got {type(layout).__name__}")
+            if layout.cp != 1:
+                raise InputError("cp", f"context parallelism is not simulated, got {layout.cp}")
+            check_layout(layout, spec, gpus_per_host=None)
+        set_(self, "layout", layout)
+        set_(self, "fsdp_prefetch", fsdp_prefetch)
+        set_(self, "recompute", recompute)
+        set_(self, "grad_bytes", grad_bytes)
+        set_(self, "optimizer_bytes_per_param", optimizer_bytes_per_param)
+        set_(self, "_costs", {})
+        if bucket_params is None:
+            bucket_params = int(max(40e6, 1e6 * layout.dp))
+        set_(self, "bucket_params", bucket_params)
+        if not optimizer_bytes_per_param >= 0:
             raise InputError("optimizer_bytes_per_param",
-                             f"must be >= 0, got {self.optimizer_bytes_per_param!r}")
-        if self.bucket_params < 1:
-            raise InputError("bucket_params", f"must be >= 1, got {self.bucket_params}")
+                             f"must be >= 0, got {optimizer_bytes_per_param!r}")
+        if bucket_params < 1:
+            raise InputError("bucket_params", f"must be >= 1, got {bucket_params}")
+
+    # ----- the layout's sizes, read-only -------------------------------------------------
+    tp = property(lambda self: self.layout.tp, doc="Tensor-parallel size.")
+    pp = property(lambda self: self.layout.pp, doc="Pipeline-parallel size.")
+    dp = property(lambda self: self.layout.dp, doc="Data-parallel size.")
+    ep = property(lambda self: self.layout.ep, doc="Expert-parallel size.")
+    zero = property(lambda self: self.layout.zero, doc="ZeRO stage.")
+    micro_batch = property(lambda self: self.layout.micro_batch, doc="Sequences per micro-batch.")
+    global_batch = property(lambda self: self.layout.global_batch, doc="Sequences per iteration.")
+    schedule = property(lambda self: self.layout.schedule, doc="Pipeline schedule.")
+    virtual_stages = property(lambda self: self.layout.vpp, doc="Model chunks per stage.")
+    sequence_parallel = property(lambda self: self.layout.sequence_parallel,
+                                 doc="Megatron sequence parallelism.")
 
     # ----- sizes -----------------------------------------------------------------------
     @property
@@ -268,12 +308,13 @@ class TrainJob:
         blocks: list[Block] = []
         for layer in range(first, first + self.layers_per_chunk):
             seconds = spec.layer_forward_flops_per_token(layer, self.seq_len) * tokens / tp / rate
+            attention = _attention_flops_per_token(spec, self.seq_len) * tokens / tp / rate
             params = spec.layer_parameters(layer) / tp
             moe = spec.is_moe_layer(layer)
             expert = spec.experts * expert_width / tp if moe and self.ep > 1 else 0.0
             blocks.append(Block(f"layer{layer}", seconds, backward_factor * seconds,
                                 tp_fwd, tp_bwd, ep_fwd if moe else 0, ep_bwd if moe else 0,
-                                params - expert, expert / self.ep))
+                                params - expert, expert / self.ep, attention))
         table = spec.vocab * spec.hidden / tp
         if chunk == self.chunks - 1:  # final norm and output head (untied) on the last chunk
             head = spec.head_forward_flops_per_token() * tokens / tp / rate
@@ -392,4 +433,18 @@ class TrainJob:
 
 
 _BLOCK_SUMS = ("forward_compute", "backward_compute", "forward_tp_ops", "backward_tp_ops",
-               "forward_ep_ops", "backward_ep_ops", "dense_params", "expert_params")
+               "forward_ep_ops", "backward_ep_ops", "dense_params", "expert_params",
+               "forward_attention")
+
+
+def _attention_flops_per_token(spec: models.ModelSpec, seq_len: int) -> float:
+    """Forward FLOPs per token of a layer's attention: Q, K, V, O projections and the
+    score and value products (the part of ``layer_forward_flops_per_token`` before the MLP).
+
+    >>> m = models.get("gpt3-175b")
+    >>> _attention_flops_per_token(m, 2048) == 8 * 12288**2 + 4 * 2048 * 12288
+    True
+    """
+    q = spec.heads * spec.head_dim
+    kv = spec.kv_heads * spec.head_dim
+    return float(2 * (2 * spec.hidden * q + 2 * spec.hidden * kv) + 4 * seq_len * q)

@@ -57,7 +57,7 @@ def check_fabric_for_job(template: str, n_gpus: int, options: dict | None = None
     ...
     hpnsim.errors.InputError: fabric: the job needs 32,768 GPUs but hpn7 is sized up to 15,360 GPUs (one pod of 15 segments) unless told otherwise; ask for more with --pods 3 (46,080 GPUs) or --gpus 32768
     >>> check_fabric_for_job("hpn7", 32768, {"pods": "3"}, note=print)
-    fabric: hpn7 with --pods 3 holds 46,080 GPUs (15,360 without it); the job uses 32,768
+    fabric: hpn7 with --pods 3 holds 46,080 GPUs (without sizing options: up to 15,360); the job uses 32,768
     {'pods': '3'}
     """
     from hpnsim.fabrics.registry import planned_gpus
@@ -87,8 +87,8 @@ def check_fabric_for_job(template: str, n_gpus: int, options: dict | None = None
         except InputError:   # the template needs a size (fat_tree's k)
             default = have
     if note is not None and have > default:
-        note(f"fabric: {template} with {flags} holds {have:,} GPUs ({default:,} without it); "
-             f"the job uses {n_gpus:,}")
+        note(f"fabric: {template} with {flags} holds {have:,} GPUs (without sizing options: "
+             f"up to {default:,}); the job uses {n_gpus:,}")
     return options
 
 
