@@ -1,0 +1,375 @@
+"""Regression pins of user-facing figures, taken before the scenario refactor.
+
+Every expected value here was produced by running the code of commit
+d195a8a88843683292d6c2710a3b07ce9ef69290 (the last commit before the scenario refactor),
+through the same calls the tests make: these are regression pins, not independent
+derivations, and they do not claim the figures are right, only that a refactor must not move
+them. They cover what README.md, docs/benchmarks.md and the CLI show: the 15,360-GPU pod's
+counts and bill of materials, `fabric compare hpn7 dcn_plus`, collective times and bus
+bandwidths, training iterations (dense TP/PP/DP, ZeRO-3, MoE EP), weak scaling and a
+SimAI/AICB workload.
+
+A deliberate change of any figure must update its pin here, with the reason for the change in
+the commit message.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import hpnsim as hs
+from hpnsim.cli.main import app
+from hpnsim.fabrics import dcn_plus, hpn7
+
+REL = 1e-9
+
+
+def approx(value):
+    return pytest.approx(value, rel=REL)
+
+
+def _cli_json(*args):
+    out = CliRunner().invoke(app, list(args))
+    assert out.exit_code == 0, out.output
+    return json.loads(out.stdout)
+
+
+# --------------------------------------------------------------------------- fabrics
+
+@pytest.fixture(scope="module")
+def pod():
+    return hs.fabrics.hpn7()                               # the README's 15,360-GPU pod
+
+
+@pytest.fixture(scope="module")
+def hpn64():
+    # two segments of 4 hosts: rings and trees cross the Aggs
+    return hpn7(segments=2, hosts_per_segment=4, backup_hosts=0, tor_uplinks=4,
+                aggs_per_plane=4)
+
+
+@pytest.fixture(scope="module")
+def dcn64():
+    return dcn_plus(segments=2, hosts_per_segment=4)
+
+
+HPN7_POD_POWER_W = {"switches": 540000.0, "optics": 556800.0, "network": 1096800.0,
+                    "gpus": 20808000.0, "backup_hosts": 1224000.0, "frontend_network": 0.0,
+                    "total": 21904800.0}
+HPN7_POD_COST_USD = {"switches": 18000000.0, "optics": 13881600.0, "cables": 2352000.0,
+                     "network": 34233600.0, "frontend_network": 0.0,
+                     "all_networks": 34233600.0}
+
+
+def _check_hpn7_pod(d):
+    assert d["template"] == "hpn7"
+    assert (d["gpus"], d["hosts"], d["backup_hosts"]) == (15360, 1920, 120)
+    assert d["switches"] == {"tor": 240, "agg": 120, "core": 0}
+    assert (d["links"], d["cables"]) == (151680, 75840)
+    assert d["oversubscription"] == {"tor": approx(1.0666666666666667), "agg": approx(15.0)}
+    assert d["bisection_bandwidth"] == approx(360000000000000.0)
+    assert d["path_choices"] == {"same_segment": 1, "cross_segment": 60, "cross_pod": None}
+    bom = d["bom"]
+    assert bom["switches"] == {"tor": 240, "agg": 120}
+    assert bom["switch_ports"] == {"200G": 32640, "400G": 29760}
+    assert bom["reserved_ports"] == 960 and bom["nic_ports"] == 32640
+    assert bom["cables"] == {"access": 32640, "uplink": 14400}
+    assert bom["transceivers"] == {"200G-MM": 65280, "400G-MM": 28800}
+    assert bom["power_w"] == approx(HPN7_POD_POWER_W)
+    assert bom["cost_usd"] == approx(HPN7_POD_COST_USD)
+    assert bom["network_cost_per_gpu_usd"] == approx(2228.75)
+    assert bom["gpus_per_mw"] == approx(701.216171797962)
+
+
+def test_fabric_hpn7_pod_json():
+    _check_hpn7_pod(_cli_json("fabric", "hpn7", "--json"))
+
+
+def test_fabric_compare_hpn7_dcn_plus_15360():
+    hpn, dcn = _cli_json("fabric", "compare", "hpn7", "dcn_plus", "--gpus", "15360",
+                         "--json")["fabrics"]
+    _check_hpn7_pod(hpn)
+    assert hpn["options"] == {"pods": 1, "segments": 15}
+    assert dcn["template"] == "dcn_plus"
+    assert (dcn["gpus"], dcn["hosts"], dcn["backup_hosts"]) == (15360, 1920, 0)
+    assert dcn["switches"] == {"tor": 240, "agg": 240, "core": 128}
+    assert (dcn["links"], dcn["cables"]) == (184320, 92160)
+    assert dcn["options"] == {"pods": 30, "segments": 4}
+    assert dcn["bisection_bandwidth"] == approx(384000000000000.0)
+    assert dcn["path_choices"] == {"same_segment": 1, "cross_segment": 512, "cross_pod": 131072}
+    bom = dcn["bom"]
+    assert bom["switch_ports"] == {"200G": 30720, "400G": 61440}
+    assert bom["transceivers"] == {"200G-MM": 61440, "400G-MM": 30720, "400G-SM": 30720}
+    assert bom["power_w"] == approx({"switches": 912000.0, "optics": 829440.0,
+                                     "network": 1741440.0, "gpus": 19584000.0,
+                                     "backup_hosts": 0.0, "frontend_network": 0.0,
+                                     "total": 21325440.0})
+    assert bom["cost_usd"] == approx({"switches": 30400000.0, "optics": 35328000.0,
+                                      "cables": 3225600.0, "network": 68953600.0,
+                                      "frontend_network": 0.0, "all_networks": 68953600.0})
+    assert bom["network_cost_per_gpu_usd"] == approx(4489.166666666667)
+    assert bom["gpus_per_mw"] == approx(720.2664986044837)
+    # the headline cells of the table
+    table = CliRunner().invoke(app, ["fabric", "compare", "hpn7", "dcn_plus", "--gpus", "15360"])
+    assert table.exit_code == 0, table.output
+    for cell in ("1,097 kW", "1,741 kW", "21.90 MW", "21.33 MW", "$34.2 M", "$69.0 M",
+                 "$2,229", "$4,489", "2880.0 Tbps", "3072.0 Tbps"):
+        assert cell in table.stdout, cell
+
+
+# --------------------------------------------------------------------------- collectives
+
+# (fabric, op, algo, routing, size) -> (time s, busbw B/s, protocol, hash collisions, bottleneck)
+NVLINK0 = "pod0/seg0/host0/gpu-r0->pod0/seg0/host0/nvswitch"
+COLLECTIVES = [
+    (("hpn64", "allreduce", "ring", "ecmp", 2**28),
+     (0.003154986434782609, 167506997232.59332, "ll128", 62, NVLINK0)),
+    (("hpn64", "allreduce", "ring", "hpn_dual_plane", 2**28),
+     (0.003154986434782609, 167506997232.59332, "ll128", 0, NVLINK0)),
+    (("hpn64", "allreduce", "hier", "ecmp", 2**28),
+     (0.004949620480000001, 106772288125.0079, "simple", 78, NVLINK0)),
+    (("hpn64", "allreduce", "hier", "hpn_dual_plane", 2**28),
+     (0.0037752153600000005, 139987326179.98245, "simple", 0, NVLINK0)),
+    (("hpn64", "allreduce", "tree", "ecmp", 2**28),
+     (0.00283835456, 186193194975.6129, "simple", 188,
+      "pod0/seg0/host3/nic-r0->pod0/seg0/tor-r0-p0[port0]")),
+    (("hpn64", "allreduce", "tree", "hpn_dual_plane", 2**28),
+     (0.00250281024, 211155562476.842, "simple", 88, NVLINK0)),
+    (("hpn64", "allgather", "ring", "ecmp", 2**26),
+     (0.0005074233043478261, 130187729719.87369, "ll128", 62, NVLINK0)),
+    (("dcn64", "allreduce", "ring", "ecmp", 2**28),
+     (0.003154986434782609, 167506997232.59332, "ll128", 85,
+      "pod0/seg0/tor-p0->pod0/seg0/host0/nic-r0[port0]")),
+    (("dcn64", "allreduce", "hier", "ecmp", 2**28),
+     (0.004949620480000001, 106772288125.0079, "simple", 77, NVLINK0)),
+    (("dcn64", "allreduce", "tree", "ecmp", 2**28),
+     (0.00283835456, 186193194975.6129, "simple", 202,
+      "pod0/seg0/host3/nic-r0->pod0/seg0/tor-p0[port0]")),
+]
+
+
+@pytest.mark.parametrize("case, expected", COLLECTIVES,
+                         ids=["-".join(map(str, c[:4])) for c, _ in COLLECTIVES])
+def test_run_collective_small_fabrics(request, case, expected):
+    fabric_name, op, algo, routing, size = case
+    fabric = request.getfixturevalue(fabric_name)
+    r = hs.run_collective(fabric, op, range(64), size, algo=algo, routing=routing)
+    time, busbw, protocol, collisions, bottleneck = expected
+    assert r.time == approx(time)
+    assert r.busbw == approx(busbw)
+    assert (r.protocol, r.hash_collisions, r.bottleneck) == (protocol, collisions, bottleneck)
+
+
+def test_readme_ring_allreduce_2048_gpus_on_the_pod(pod):
+    r = hs.run_collective(pod, "allreduce", range(2048), 4 * 2**30, algo="ring", routing="ecmp")
+    assert r.time == approx(0.055525232)
+    assert r.busbw == approx(154627724707.21057)
+    assert (r.protocol, r.hash_collisions, r.bottleneck) == ("ll128", 1994, NVLINK0)
+
+
+def test_collective_cli_json():
+    rows = _cli_json("collective", "--fabric", "hpn7", "--segments", "2", "--hosts-per-segment",
+                     "4", "--backup-hosts", "0", "--tor-uplinks", "4", "--aggs-per-plane", "4",
+                     "--gpus", "64", "--algo", "hier", "--routing", "ecmp", "--sizes", "1M,256M",
+                     "--json")
+    assert [(r["size"], r["algo"], r["protocol"], r["n_gpus"]) for r in rows] == [
+        (1048576.0, "hier", "ll", 64), (268435456.0, "hier", "simple", 64)]
+    small, large = rows
+    assert small["time_us"] == approx(89.50016)
+    assert small["algbw"] == approx(11.715912016246676)
+    assert small["busbw"] == approx(23.06570178198564)
+    assert large["time_us"] == approx(4949.6204800000005)
+    assert large["algbw"] == approx(54.23354317460719)
+    assert large["busbw"] == approx(106.7722881250079)
+    assert large["bottleneck_utilization"] == approx(0.47454350277781293)
+    for row in rows:
+        assert (row["hash_collisions"], row["max_link_flows"], row["n_groups"]) == (78, 2.0, 18)
+        assert row["bottleneck"] == NVLINK0
+
+
+# --------------------------------------------------------------------------- training
+
+def _check_iteration(r, expected):
+    assert r.iteration_time == approx(expected["iteration_time"])
+    assert r.compute_time == approx(expected["compute_time"])
+    assert r.exposed_comm == approx(expected["exposed_comm"])
+    assert r.bubble == approx(expected["bubble"])
+    assert r.optimizer_time == approx(expected["optimizer_time"])
+    assert r.mfu == approx(expected["mfu"])
+    if "ep_alltoall_time" in expected:
+        assert r.ep_alltoall_time == approx(expected["ep_alltoall_time"])
+
+
+DENSE_8B_32 = {                   # llama3-8b TP8 x PP2 x DP2, global batch 8, 32 GPUs, ECMP
+    "iteration_time": 0.572488368530263, "compute_time": 0.26639157711528877,
+    "exposed_comm": {"tp": 0.16465985536000002, "pp": 0.00920329311999996,
+                     "dp": 0.007880352960000087, "ep": 0.0},
+    "bubble": 0.12015836240482483, "optimizer_time": 0.0041949275701492535,
+    "mfu": 0.20939501357841653,
+}
+
+TRAIN_CASES = {
+    "dense-tp8pp2dp2": (
+        dict(model="llama3-8b", tp=8, pp=2, dp=2, global_batch=8),
+        dict(segments=1, hosts_per_segment=4, backup_hosts=0), "ecmp", DENSE_8B_32),
+    "dense-tp8pp2dp4-two-segments": (
+        dict(model="llama3-8b", tp=8, pp=2, dp=4, global_batch=16),
+        dict(segments=2, hosts_per_segment=4, backup_hosts=0, tor_uplinks=4, aggs_per_plane=4),
+        "ecmp", {
+            "iteration_time": 0.5810751338213852, "compute_time": 0.26639157711528877,
+            "exposed_comm": {"tp": 0.16465985536000002, "pp": 0.012409007638795187,
+                             "dp": 0.012322530953432637, "ep": 0.0},
+            "bubble": 0.1210972351837193, "optimizer_time": 0.0041949275701492535,
+            "mfu": 0.20630070489082103}),
+    "zero3-dp8": (
+        dict(model="llama3-8b", dp=8, zero=3, seq_len=1024, global_batch=8),
+        dict(segments=1, hosts_per_segment=1, backup_hosts=0), "ecmp", {
+            "iteration_time": 0.22739432500671067, "compute_time": 0.10726565785744888,
+            "exposed_comm": {"tp": 0.0, "pp": 0.0, "dp": 0.11173884196478416, "ep": 0.0},
+            "bubble": 0.0, "optimizer_time": 0.008389825184477612,
+            "mfu": 0.2122724304330266}),
+    "moe-tp2dp8ep8-ecmp": (
+        dict(model="mixtral-8x7b", tp=2, dp=8, ep=8, seq_len=1024, global_batch=8),
+        dict(segments=1, hosts_per_segment=2, backup_hosts=0), "ecmp", {
+            "iteration_time": 0.17846848174609153, "compute_time": 0.08981491141524152,
+            "exposed_comm": {"tp": 0.007314309119999999, "pp": 0.0,
+                             "dp": 0.002082479826086947, "ep": 0.04898842713043478},
+            "bubble": 0.0, "optimizer_time": 0.030268354254328358,
+            "mfu": 0.22646413384274688, "ep_alltoall_time": 0.00038272208695652174}),
+    "moe-tp2dp8ep8-dual-plane": (
+        dict(model="mixtral-8x7b", tp=2, dp=8, ep=8, seq_len=1024, global_batch=8),
+        dict(segments=1, hosts_per_segment=2, backup_hosts=0), "hpn_dual_plane", {
+            "iteration_time": 0.15512626818087422, "compute_time": 0.08981491141524152,
+            "exposed_comm": {"tp": 0.007314309119999999, "pp": 0.0,
+                             "dp": 0.002082479826086947, "ep": 0.02564621356521739},
+            "bubble": 0.0, "optimizer_time": 0.030268354254328358,
+            "mfu": 0.26054072344300583, "ep_alltoall_time": 0.00020036104347826087}),
+    # docs/benchmarks.md: Mixtral-8x7B EP8 on 64 GPUs exposes 0.26 s (dual-plane), 0.52 s (ECMP)
+    "benchmarks-mixtral-ep8-64-dual-plane": (
+        dict(model="mixtral-8x7b", tp=4, dp=16, ep=8, seq_len=4096, global_batch=32),
+        dict(segments=1, hosts_per_segment=8), "hpn_dual_plane", {
+            "iteration_time": 0.7371550546584581, "compute_time": 0.3814854719754196,
+            "exposed_comm": {"tp": 0.07179730944, "pp": 0.0, "dp": 0.00530564123826105,
+                             "ep": 0.26343243775999997},
+            "bubble": 0.0, "optimizer_time": 0.01513419424477612,
+            "mfu": 0.2328797195435049, "ep_alltoall_time": 0.0010290329599999999}),
+    "benchmarks-mixtral-ep8-64-ecmp": (
+        dict(model="mixtral-8x7b", tp=4, dp=16, ep=8, seq_len=4096, global_batch=32),
+        dict(segments=1, hosts_per_segment=8), "ecmp", {
+            "iteration_time": 0.9992705847871522, "compute_time": 0.3814854719754196,
+            "exposed_comm": {"tp": 0.07179730944, "pp": 0.0, "dp": 0.009723133606956647,
+                             "ep": 0.52113047552},
+            "bubble": 0.0, "optimizer_time": 0.01513419424477612,
+            "mfu": 0.17179377137925528, "ep_alltoall_time": 0.00203566592}),
+}
+
+
+@pytest.mark.parametrize("name", list(TRAIN_CASES))
+def test_simulate_iteration_small_jobs(name):
+    job_options, fabric_options, routing, expected = TRAIN_CASES[name]
+    job = hs.TrainJob(**job_options)
+    r = hs.simulate_iteration(job, hpn7(**fabric_options), routing=routing)
+    _check_iteration(r, expected)
+
+
+def test_readme_llama3_70b_iteration_on_the_pod(pod):
+    # README / docs/benchmarks.md: 27.39 s, MFU 29.1%, TP 6.30 s, PP 0.64 s, DP 0.08 s, bubble 2.65 s
+    job = hs.TrainJob("llama3-70b", tp=8, pp=8, dp=16, global_batch=2048)
+    r = hs.simulate_iteration(job, pod)
+    _check_iteration(r, {
+        "iteration_time": 27.390931267298363, "compute_time": 17.71629876286029,
+        "exposed_comm": {"tp": 6.299674214400039, "pp": 0.6404868750599447,
+                         "dp": 0.07566824667607275, "ep": 0.0},
+        "bubble": 2.649589057352826, "optimizer_time": 0.009214110949253732,
+        "mfu": 0.2910574439944357})
+
+
+def test_train_cli_json():
+    d = _cli_json("train", "--model", "llama3-8b", "--tp", "8", "--pp", "2", "--dp", "2",
+                  "--global-batch", "8", "--fabric", "hpn7", "--json")
+    assert (d["job"]["gpus"], d["job"]["micro_batches"], d["job"]["seq_len"]) == (32, 4, 8192)
+    for key in ("iteration_time", "compute_time", "bubble", "optimizer_time", "mfu"):
+        assert d[key] == approx(DENSE_8B_32[key]), key
+    assert d["exposed_comm"] == approx(DENSE_8B_32["exposed_comm"])
+    assert d["tokens_per_second"] == approx(114475.68824542088)
+
+
+# --------------------------------------------------------------------------- scaling
+
+def test_scaling_cli_json():
+    d = _cli_json("scaling", "--model", "llama3-8b", "--tp", "8", "--dp", "1,2,4",
+                  "--micro-batches", "1", "--json")
+    assert (d["model"], d["tp"], d["pp"], d["micro_batches"]) == ("llama3-8b", 8, 1, 1)
+    # (fabric, routing, gpus, iteration_time, tokens/s, mfu, linearity, exposed_dp)
+    expected = [
+        ("hpn7", "hpn_dual_plane", 8, 0.22391557137794305, 36585.21803368856,
+         0.2676817180783355, 1.0, 0.0),
+        ("hpn7", "hpn_dual_plane", 16, 0.22901139050837777, 71542.2929996167,
+         0.26172543085252037, 0.9777486215025262, 0.00509581913043472),
+        ("hpn7", "hpn_dual_plane", 32, 0.23167770007359526, 141437.86816595143,
+         0.25871331091382505, 0.9664960041765502, 0.0077621286956522095),
+        ("dcn_plus", "ecmp", 8, 0.22391557137794305, 36585.21803368856,
+         0.2676817180783355, 1.0, 0.0),
+        ("dcn_plus", "ecmp", 16, 0.23397600963881257, 70024.27310941787,
+         0.25617201072651025, 0.9570022658459739, 0.010060438260869525),
+        ("dcn_plus", "ecmp", 32, 0.23912462876924737, 137033.1453044126,
+         0.250656342508239, 0.9363969430100783, 0.01520905739130432),
+    ]
+    assert len(d["points"]) == len(expected)
+    for point, (fabric, routing, gpus, t, tps, mfu, lin, dp) in zip(d["points"], expected,
+                                                                    strict=True):
+        assert (point["fabric"], point["routing"], point["gpus"]) == (fabric, routing, gpus)
+        assert point["iteration_time"] == approx(t)
+        assert point["tokens_per_second"] == approx(tps)
+        assert point["mfu"] == approx(mfu)
+        assert point["linearity"] == approx(lin)
+        assert point["exposed_dp"] == approx(dp)
+
+
+# --------------------------------------------------------------------------- AICB workloads
+
+AICB_MOE = """\
+HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 ep: 2 pp: 1 vpp: 1 ga: 2 all_gpus: 16
+4
+embedding_layer\t-1\t20000\tALLREDUCE\t8388608\t20000\tNONE\t0\t20000\tNONE\t0\t0
+attention_layer_0\t-1\t343597\tALLREDUCE\t8388608\t343597\tALLREDUCE\t8388608\t343597\tNONE\t0\t0
+moe_layer_0\t-1\t458130\tALLTOALL_EP\t16777216\t458130\tALLTOALL_EP\t16777216\t458130\tALLREDUCE_DP_EP\t67108864\t0
+grad_sync\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tALLREDUCE\t207837184\t831348
+"""
+
+
+@pytest.fixture()
+def aicb_moe(tmp_path):
+    path = tmp_path / "moe.txt"
+    path.write_text(AICB_MOE)
+    return path
+
+
+def test_aicb_cli_summary(aicb_moe):
+    d = _cli_json("aicb", str(aicb_moe), "--json")
+    assert (d["tp"], d["ep"], d["pp"], d["vpp"], d["ga"], d["all_gpus"], d["dp"]) == (
+        2, 2, 1, 1, 2, 16, 8)
+    assert [layer["name"] for layer in d["layers"]] == [
+        "embedding_layer", "attention_layer_0", "moe_layer_0", "grad_sync"]
+    moe = d["layers"][2]
+    assert moe["forward_comm"] == {"kind": "alltoall", "group": "ep", "size": 16777216.0}
+    assert moe["weight_grad_comm"] == {"kind": "allreduce", "group": "edp", "size": 67108864.0}
+    assert d["layers"][3]["update_time"] == approx(0.000831348)
+
+
+def test_train_cli_aicb_workload(aicb_moe):
+    d = _cli_json("train", "--workload", str(aicb_moe), "--json")
+    job = d["job"]
+    assert (job["tp"], job["pp"], job["dp"], job["ep"], job["gpus"], job["micro_batches"]) == (
+        2, 1, 8, 2, 16, 2)
+    assert d["iteration_time"] == approx(0.00719661816)
+    assert d["compute_time"] == approx(0.004930368000000001)
+    assert d["exposed_comm"] == approx({"tp": 0.00034285824, "pp": 0.0,
+                                        "dp": 0.0008770717600000005,
+                                        "ep": 0.00021497215999999997})
+    assert d["bubble"] == approx(0.0)
+    assert d["optimizer_time"] == approx(0.0008313480000000001)
+    assert d["mfu"] is None
