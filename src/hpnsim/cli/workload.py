@@ -19,7 +19,8 @@ def _article(spec, gpus, tp, pp, dp, dataset_tokens, dataset_samples, batch, seq
     table = article.article_table(inputs, gpus)
     three_d = None
     if any(v is not None for v in (tp, pp, dp)):
-        three_d = article.article_3d(inputs, tp or 1, pp or 1, dp or 1)
+        # None (not given) is 1; 0 stays 0 so that article_3d refuses it
+        three_d = article.article_3d(inputs, *(1 if v is None else v for v in (tp, pp, dp)))
     if json_out:
         out = {"model": spec.name, "article_inputs": vars(inputs), "gpus": gpus}
         out.update({mode: line.to_dict() for mode, line in table.items()})
@@ -39,7 +40,8 @@ def _real(spec, gpus, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, micro_ba
     from hpnsim.workloads.layout import make_layout
     from hpnsim.workloads.traffic import iteration_traffic
 
-    layout = make_layout(spec, tp=tp or 1, pp=pp or 1, dp=dp or 1, cp=cp, ep=ep, vpp=vpp,
+    tp, pp, dp = (1 if v is None else v for v in (tp, pp, dp))   # 0 is refused, not 1
+    layout = make_layout(spec, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp,
                          zero=zero, sequence_parallel=sequence_parallel,
                          micro_batch=micro_batch, global_batch=batch, n_gpus=gpus,
                          gpus_per_host=gpus_per_host, allow_cross_host_tp=allow_cross_host_tp)

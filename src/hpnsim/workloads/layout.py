@@ -156,6 +156,10 @@ def check_layout(layout: Layout, model: ModelSpec | str, *, n_gpus: int | None =
     """
     model = get_model(model)
     lay = layout
+    if gpus_per_host is not None and (isinstance(gpus_per_host, bool) or not isinstance(
+            gpus_per_host, int) or gpus_per_host < 1):
+        raise InputError("gpus_per_host", f"must be a positive integer (GPUs on one NVLink "
+                                          f"domain, e.g. 8), got {gpus_per_host!r}")
     if n_gpus is not None and lay.n_gpus != n_gpus:
         raise InputError("layout", f"tp*cp*pp*dp = {lay.tp}*{lay.cp}*{lay.pp}*{lay.dp} = "
                                    f"{lay.n_gpus} must equal the job's GPUs, got {n_gpus}")

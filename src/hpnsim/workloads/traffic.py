@@ -198,6 +198,12 @@ def iteration_traffic(model: ModelSpec | str, layout: Layout, *, seq_len: int | 
     >>> round(rep.iterations_per_epoch)
     9298
     """
+    if algorithm not in ALGORITHMS:
+        raise InputError("algorithm", f"one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if isinstance(dataset_tokens, bool) or not isinstance(dataset_tokens, int | float) \
+            or not 0 <= dataset_tokens < float("inf"):
+        raise InputError("dataset-tokens", f"must be a finite number >= 0 (tokens per epoch; 0 "
+                                           f"leaves iterations per epoch 0), got {dataset_tokens!r}")
     model = get_model(model)
     check_layout(layout, model, gpus_per_host=gpus_per_host if placement is None else None,
                  allow_cross_host_tp=allow_cross_host_tp)
