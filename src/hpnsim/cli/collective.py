@@ -39,6 +39,23 @@ def sweep(fabric, op: str, gpus, sizes: list[float], **options) -> list:
     return results
 
 
+def _larger_fabric_hint(template: str, options: dict, n: int) -> str:
+    """``"; for a larger fabric pass --pods P"`` when a pod count would hold ``n`` GPUs."""
+    import math
+
+    from hpnsim.fabrics.registry import planned_gpus, template_parameters
+
+    if n < 2 or "pods" not in template_parameters(template) or "gpus" in options:
+        return ""
+    keep = {k: v for k, v in options.items() if k not in ("pods", "last_pod_segments")}
+    try:
+        pods = math.ceil(n / planned_gpus(template, {**keep, "pods": 1}))
+        planned_gpus(template, {**keep, "pods": pods})
+    except InputError:
+        return ""
+    return f"; for a larger fabric pass --pods {pods}"
+
+
 def register(app: typer.Typer) -> None:
     """Add ``collective`` to the root app."""
 
@@ -87,13 +104,20 @@ def register(app: typer.Typer) -> None:
         if any(s < _ELEMENT_BYTES for s in size_list):
             raise InputError("sizes", f"must be at least {_ELEMENT_BYTES} bytes (one float "
                                       f"element), got {sizes!r}")
-        built = build_fabric(fabric, parse_extra_options(list(ctx.args)))
-        n = built.n_gpus if gpus == 0 else gpus
-        if n < 2 or n > built.n_gpus:
-            raise InputError("gpus", f"must be 2..{built.n_gpus} (a collective needs two GPUs; "
-                                     f"the fabric has {built.n_gpus}), got {gpus}")
+        from hpnsim.errors import check_seed
+        from hpnsim.fabrics.registry import planned_gpus
+
+        check_seed(seed, "--seed")
         if channels < 0:
             raise InputError("channels", f"must be >= 0, got {channels}")
+        options = parse_extra_options(list(ctx.args))
+        have = planned_gpus(fabric, options)   # checks only: refuse before building
+        n = have if gpus == 0 else gpus
+        if n < 2 or n > have:
+            raise InputError("gpus", f"must be 2..{have:,} (a collective needs two GPUs; the "
+                                     f"fabric has {have:,}), got {gpus}"
+                                     + _larger_fabric_hint(fabric, options, n))
+        built = build_fabric(fabric, options)
         results = sweep(built, op, list(range(n)), size_list, algo=algo, protocol=protocol,
                         routing=routing, channels=channels or None, qps=qps, seed=seed,
                         root=root)

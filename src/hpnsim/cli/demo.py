@@ -41,9 +41,13 @@ def register(app: typer.Typer) -> None:
         """
         from rich.console import Console
 
+        from hpnsim.cli.common import check_output_dir
         from hpnsim.demo import DemoConfig, run_demo
+        from hpnsim.errors import check_seed
         from hpnsim.report.tables import print_demo
 
+        check_seed(seed, "--seed")
+        check_output_dir(out, "--out")   # before the run, not after it
         config = DemoConfig.quick() if quick else DemoConfig()
         config = DemoConfig(**{**config.__dict__, "seed": seed})
         err = Console(stderr=True)
