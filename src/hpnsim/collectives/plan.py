@@ -19,7 +19,7 @@ from hpnsim.collectives.algorithms import build_schedule
 from hpnsim.collectives.model import GroupShape, choose_algorithm, choose_protocol
 from hpnsim.collectives.ops import normalize_algorithm, normalize_op, normalize_protocol
 from hpnsim.collectives.schedule import Schedule, check_group
-from hpnsim.errors import InputError
+from hpnsim.errors import InputError, check_seed
 
 
 @dataclass(frozen=True)
@@ -259,6 +259,7 @@ def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
         raise InputError("size", f"must be a finite number of bytes > 0, got {size!r}")
     if isinstance(qps, bool) or int(qps) != qps or qps < 1:
         raise InputError("qps", f"must be an integer >= 1, got {qps!r}")
+    check_seed(seed)
     options = dict(routing_options or {})
     options.setdefault("pxn", bool(pxn))
     option_key = _option_key(options)
