@@ -43,6 +43,13 @@ for module in (demo, fabric, collective, workload, train, bench):
     module.register(app)
 
 
+def _missing(param) -> str:
+    """What a required option or argument left out is for (click's own message is empty)."""
+    help_text = (getattr(param, "help", None) or "").strip().rstrip(".")
+    kind = "option" if getattr(param, "param_type_name", "") == "option" else "argument"
+    return f"required {kind} not given" + (f"; {help_text}" if help_text else "")
+
+
 def run(argv: list[str] | None = None) -> None:
     """Console-script entry point: a command-line parse error is one line and exit code 2,
     like every other bad input (``error: --seed: 'abc' is not a valid integer.``)."""
@@ -53,8 +60,8 @@ def run(argv: list[str] | None = None) -> None:
         code = 2
     except UsageError as error:
         param = getattr(error, "param", None)
-        field, message = ("/".join(param.opts), error.message) if param else \
-            ("arguments", error.format_message())
+        field, message = ("/".join(param.opts), error.message or _missing(param)) if param \
+            else ("arguments", error.format_message())
         typer.echo(f"error: {field}: {message}", err=True)
         code = 2
     except typer.Abort:

@@ -144,7 +144,7 @@ def register(app: typer.Typer) -> None:
     @guarded
     def scaling(
         ctx: typer.Context,
-        model: str = typer.Option(..., "--model", help="Catalog model."),
+        model: str = typer.Option(..., "--model", help="Catalog model, e.g. llama3-8b."),
         tp: int = typer.Option(8, "--tp", help="Tensor-parallel size (fixed)."),
         pp: int = typer.Option(1, "--pp", help="Pipeline-parallel size (fixed)."),
         dps: str = typer.Option("1,2,4,8,16", "--dp", help="Comma list of DP sizes."),
