@@ -12,7 +12,7 @@ except ImportError:  # pragma: no cover - older typer on plain click
     from click.exceptions import NoArgsIsHelpError, UsageError
 
 from hpnsim import __version__
-from hpnsim.cli import bench, collective, demo, fabric, train, workload
+from hpnsim.cli import bench, collective, demo, fabric, scenario, train, workload
 
 app = typer.Typer(
     name="hpnsim",
@@ -39,7 +39,7 @@ def _root(
     """hpnsim: HPN 7.0-style fabrics, LLM traffic, collectives, Crux scheduling and faults."""
 
 
-for module in (demo, fabric, collective, workload, train, bench):
+for module in (demo, scenario, fabric, collective, workload, train, bench):
     module.register(app)
 
 

@@ -1,0 +1,54 @@
+"""CLI commands: ``hpnsim run SCENARIO.yaml`` and ``hpnsim schema``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from hpnsim.cli.common import emit_json, guarded, table_console
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run`` and ``schema`` to the root app."""
+
+    @app.command()
+    @guarded
+    def run(
+        scenario: str = typer.Argument(..., help="Scenario YAML file (see `hpnsim schema` and "
+                                                 "examples/)."),
+        out: str = typer.Option(None, "--out", help="Write results.json, jobs.csv and "
+                                                    "iterations.csv into this folder."),
+        timeline: bool = typer.Option(False, "--timeline", help="Include Gantt rows in --json."),
+        json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    ) -> None:
+        """Run a scenario: every job on one fabric in one simulation, each job's iteration
+        time, exposed communication and slowdown against running alone.
+
+        Example: hpnsim run examples/two_jobs.yaml --out results/
+        """
+        from hpnsim.errors import InputError
+        from hpnsim.run import run as run_scenario
+
+        if out is not None and Path(out).exists() and not Path(out).is_dir():
+            raise InputError("--out", f"{out} is a file; give a folder")
+        console = table_console(stderr=True)
+        with console.status("running") as status:
+            result = run_scenario(scenario, progress=lambda msg: status.update(msg))
+        if out is not None:
+            for path in result.save(out):
+                typer.echo(f"wrote {path}", err=True)
+        if json_out:
+            emit_json(result.to_dict(timeline=timeline))
+        else:
+            from hpnsim.report.run_tables import print_run
+
+            print_run(result, table_console())
+
+    @app.command()
+    def schema() -> None:
+        """Print the JSON Schema of scenario files (for editors and validators)."""
+        from hpnsim.scenario import Scenario
+
+        typer.echo(json.dumps(Scenario.model_json_schema(), indent=2))

@@ -1,0 +1,187 @@
+"""Results of a scenario run, and how every result is written: ``to_dict``, ``to_frame``,
+atomic JSON and CSV files.
+
+A result type is a dataclass with ``to_dict()`` (JSON-ready) and ``to_frame()`` (a pandas
+table, the optional ``frames`` extra) built from :meth:`rows`. Files are written through a
+temporary file in the same folder and renamed over the target, so a run that is cut off
+never leaves a half-written result behind.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpnsim.jsonable import to_jsonable
+
+__all__ = ["JobResult", "RunResult", "write_atomic", "write_csv", "write_json"]
+
+
+def write_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file and a rename (never half-written).
+
+    >>> import tempfile, os
+    >>> p = write_atomic(os.path.join(tempfile.mkdtemp(), "r.txt"), "ok")
+    >>> p.read_text()
+    'ok'
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    """``obj`` (anything :func:`~hpnsim.jsonable.to_jsonable` takes) as indented JSON, atomically."""
+    return write_atomic(path, json.dumps(to_jsonable(obj), indent=2) + "\n")
+
+
+def write_csv(path: str | Path, rows: list[dict]) -> Path:
+    """Rows of dicts as CSV (columns: the keys of the first row), atomically.
+
+    >>> import tempfile, os
+    >>> p = write_csv(os.path.join(tempfile.mkdtemp(), "t.csv"), [{"a": 1, "b": None}])
+    >>> p.read_text().splitlines()
+    ['a,b', '1,']
+    """
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(to_jsonable(rows))
+    return write_atomic(path, buffer.getvalue())
+
+
+def _frame(rows: list[dict]):
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("to_frame needs pandas: pip install 'hpnsim[frames]'") from exc
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class JobResult:
+    """One job of a run.
+
+    Attributes
+    ----------
+    name, model : str
+    gpus : list of int
+        The GPUs it ran on, in rank order.
+    arrival, finish : float
+        When it arrived and when its last iteration ended (seconds from the run's start).
+    iterations : list of IterationResult
+        One per simulated iteration, each measured from its own start.
+    alone_iteration_time : float or None
+        Mean iteration time of the same job on the same GPUs with no other job running.
+    """
+
+    name: str
+    model: str
+    gpus: list
+    arrival: float
+    finish: float
+    iterations: list
+    alone_iteration_time: float | None = None
+
+    @property
+    def iteration_time(self) -> float:
+        """Mean iteration time over the simulated iterations."""
+        return sum(it.iteration_time for it in self.iterations) / len(self.iterations)
+
+    @property
+    def slowdown(self) -> float | None:
+        """Iteration time over the time alone (1.0: nobody slowed it down)."""
+        if not self.alone_iteration_time:
+            return None
+        return self.iteration_time / self.alone_iteration_time
+
+    def summary(self) -> dict:
+        """One row: the figures a table shows."""
+        last = self.iterations[-1]
+        return {"job": self.name, "model": self.model, "gpus": len(self.gpus),
+                "arrival": self.arrival, "finish": self.finish,
+                "iterations": len(self.iterations), "iteration_time": self.iteration_time,
+                "alone_iteration_time": self.alone_iteration_time, "slowdown": self.slowdown,
+                "mfu": sum(it.mfu for it in self.iterations) / len(self.iterations),
+                "tokens_per_second": last.tokens_per_second,
+                **{f"exposed_{k}": v for k, v in last.exposed_comm.items()},
+                "bubble": last.bubble}
+
+    def to_dict(self, timeline: bool = False) -> dict:
+        return {**self.summary(), "placement": list(self.gpus),
+                "per_iteration": [it.to_dict(timeline=timeline) for it in self.iterations]}
+
+    def rows(self) -> list[dict]:
+        """One row per iteration."""
+        return [{"job": self.name, "iteration": i, "iteration_time": it.iteration_time,
+                 "compute": it.compute_time, **{f"exposed_{k}": v
+                                                for k, v in it.exposed_comm.items()},
+                 "bubble": it.bubble, "optimizer": it.optimizer_time, "mfu": it.mfu}
+                for i, it in enumerate(self.iterations)]
+
+    def to_frame(self):
+        return _frame(self.rows())
+
+
+@dataclass
+class RunResult:
+    """Everything one scenario run produced.
+
+    ``makespan`` is when the last job finished; ``fabric`` summarises what ran on (template,
+    GPUs, links); ``notes`` collects what the user should know (approximations, sizing).
+    """
+
+    scenario: dict
+    fabric: dict
+    jobs: list[JobResult]
+    makespan: float
+    n_tasks: int
+    n_events: int
+    notes: list = field(default_factory=list)
+
+    def job(self, name: str) -> JobResult:
+        """The result of the job called ``name``."""
+        for job in self.jobs:
+            if job.name == name:
+                return job
+        raise KeyError(name)
+
+    def rows(self) -> list[dict]:
+        """One row per job (the summary table)."""
+        return [job.summary() for job in self.jobs]
+
+    def iteration_rows(self) -> list[dict]:
+        """One row per job and iteration."""
+        return [row for job in self.jobs for row in job.rows()]
+
+    def to_dict(self, timeline: bool = False) -> dict:
+        return {"scenario": self.scenario, "fabric": self.fabric, "makespan": self.makespan,
+                "n_tasks": self.n_tasks, "n_events": self.n_events, "notes": list(self.notes),
+                "jobs": [job.to_dict(timeline=timeline) for job in self.jobs]}
+
+    def to_frame(self):
+        return _frame(self.rows())
+
+    def save(self, folder: str | Path) -> list[Path]:
+        """Write ``results.json``, ``jobs.csv`` and ``iterations.csv`` into ``folder``
+        (created if missing), each atomically; returns the paths."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        return [write_json(folder / "results.json", self.to_dict(timeline=True)),
+                write_csv(folder / "jobs.csv", self.rows()),
+                write_csv(folder / "iterations.csv", self.iteration_rows())]

@@ -1,0 +1,211 @@
+"""``run(scenario) -> RunResult``: every job of a scenario on one fabric, in one simulation.
+
+The fabric is built once; each job gets its GPUs (its explicit ``gpus``, or whole free hosts,
+lowest first); every iteration of every job is compiled into one shared
+:class:`~hpnsim.engine.TaskGraph` (a job's first iteration is released at its arrival, each
+next one starts when the previous one ended); one engine run shares every link max-min
+fairly among all of them, so jobs whose collectives cross the same links slow each other.
+With ``compare_alone`` (default when there are several jobs) each job also runs alone on the
+same GPUs, and its slowdown is the ratio of the two iteration times.
+
+Examples
+--------
+>>> result = run({"fabric": {"template": "hpn7", "segments": 1, "hosts_per_segment": 4,
+...                          "backup_hosts": 0},
+...               "jobs": [{"model": "llama3-8b", "tp": 8, "dp": 2, "global_batch": 8}]})
+>>> job = result.job("job0")
+>>> job.gpus[:3], len(job.gpus), round(job.iteration_time, 3)
+([0, 1, 2], 16, 0.881)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from hpnsim.engine import simulate
+from hpnsim.errors import InputError
+from hpnsim.results import JobResult, RunResult
+from hpnsim.scenario import (
+    Scenario,
+    check_against_fabric,
+    load_scenario,
+    parse_scenario,
+    scenario_lines,
+)
+from hpnsim.scenario_yaml import located
+
+__all__ = ["allocate", "as_scenario", "build_scenario_fabric", "run"]
+
+
+def as_scenario(scenario) -> Scenario:
+    """A :class:`Scenario` from a Scenario, a dict, or the path of a YAML file."""
+    if isinstance(scenario, Scenario):
+        return scenario
+    if isinstance(scenario, str | Path):
+        return load_scenario(scenario)
+    return parse_scenario(scenario)
+
+
+def build_scenario_fabric(scenario: Scenario):
+    """Build the scenario's fabric; builder errors are named ``fabric.<parameter>``.
+
+    When ``fabric.nvlink`` is not given and every job uses the same GPU type, the hosts get
+    that GPU's NVLink bandwidth (an H100 job runs on 900 GB/s NVLink, an H800 one on 400).
+    """
+    from hpnsim.workloads.gpus import get_gpu
+
+    spec = scenario.fabric
+    options = spec.options()
+    kinds = {job.gpu for job in scenario.jobs}
+    if "nvlink" not in options and spec.resolved_template != "lingjun":
+        if len(kinds) > 1:
+            raise located(InputError("fabric.nvlink", f"jobs use different GPUs ({', '.join(sorted(kinds))}); "
+                                     "set fabric.nvlink"), scenario_lines(scenario), ("fabric",))
+        options["nvlink"] = f"{get_gpu(kinds.pop()).nvlink_bandwidth / 1e9:g}GB/s"
+    try:
+        from hpnsim.fabrics import build_fabric
+
+        return build_fabric(spec.resolved_template, options)
+    except InputError as exc:
+        path = ("fabric", exc.field.lstrip("-").replace("-", "_"))
+        raise located(InputError("", exc.message), scenario_lines(scenario), path) from None
+
+
+def allocate(scenario: Scenario, fabric) -> list[np.ndarray]:
+    """GPU indices of every job, in rank order: its ``gpus`` (or the GPUs of its ``hosts``)
+    if given, else the lowest whole hosts no other job holds (jobs in scenario order).
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> s = parse_scenario({"jobs": [{"model": "llama3-8b", "tp": 4},
+    ...                              {"model": "llama3-8b", "tp": 8, "dp": 2}]})
+    >>> [g[[0, -1]].tolist() for g in allocate(s, hpn7(segments=1))]
+    [[0, 3], [8, 23]]
+    """
+    per_host = fabric.gpus_per_host
+    host_free = np.ones(fabric.n_gpus // per_host, dtype=bool)
+    given = [job.placement(per_host) for job in scenario.jobs]
+    for gpus in given:
+        if gpus is not None:
+            host_free[np.unique(np.asarray(gpus) // per_host)] = False
+    out = []
+    for i, job in enumerate(scenario.jobs):
+        count = job.gpu_count
+        if given[i] is not None:
+            out.append(np.asarray(given[i][:count], dtype=np.int64))
+            continue
+        hosts = np.flatnonzero(host_free)[: -(-count // per_host)]
+        if hosts.size * per_host < count:
+            raise located(InputError("", f"no {-(-count // per_host)} free hosts left for "
+                                         f"its {count} GPUs (other jobs hold the rest)"),
+                          scenario_lines(scenario), ("jobs", i))
+        host_free[hosts] = False
+        gpus = (hosts[:, None] * per_host + np.arange(per_host)).ravel()[:count]
+        out.append(gpus.astype(np.int64))
+    return out
+
+
+def _simulate_jobs(scenario: Scenario, fabric, jobs: list, placements: list):
+    """One shared graph for ``jobs`` (indices into scenario.jobs); returns
+    ``({job index: [IterationResult...]}, {job index: finish}, n_tasks, n_events)``."""
+    from hpnsim.engine import TaskGraph
+    from hpnsim.workloads.iteration import account
+    from hpnsim.workloads.iteration_graph import build_iteration_graph
+
+    graph = TaskGraph()
+    built: dict[int, list] = {}
+    for i in jobs:
+        spec = scenario.jobs[i]
+        job = spec.train_job()
+        its, after = [], ()
+        for _ in range(spec.iterations):
+            it = build_iteration_graph(job, fabric, routing=scenario.routing,
+                                       tp_algo=spec.tp_algo, dp_algo=spec.dp_algo,
+                                       gpus=placements[i], seed=scenario.seed, graph=graph,
+                                       release=spec.arrival, after=after)
+            its.append(it)
+            after = it.stage_end
+        built[i] = its
+    sim = simulate(graph, fabric.link_capacity)
+    results = {i: [account(it, sim.start, sim.finish) for it in its] for i, its in built.items()}
+    finish = {i: float(max(sim.finish[t] for t in its[-1].stage_end))
+              for i, its in built.items()}
+    return results, finish, len(graph), sim.n_events
+
+
+def _check_workloads(scenario: Scenario) -> None:
+    for i, job in enumerate(scenario.jobs):
+        if job.workload is not None and (len(scenario.jobs) > 1 or job.iterations > 1
+                                         or job.arrival > 0):
+            raise located(InputError("", "an AICB workload runs only as a scenario's single "
+                                         "job, for one iteration at time 0, for now"),
+                          scenario_lines(scenario), ("jobs", i, "workload"))
+
+
+def run(scenario, *, progress=None) -> RunResult:
+    """Run a scenario: build the fabric, place the jobs, simulate them together.
+
+    Parameters
+    ----------
+    scenario : Scenario, dict or path
+        A validated :class:`Scenario`, a dict in its shape, or a YAML file.
+    progress : callable, optional
+        Called with a short message before each phase (for a progress display).
+
+    Returns
+    -------
+    RunResult
+        Per job: its iterations (time, exposed communication per dimension, bubble, MFU),
+        its finish time and, with ``compare_alone``, its slowdown against running alone.
+    """
+    say = progress or (lambda message: None)
+    scenario = as_scenario(scenario)
+    _check_workloads(scenario)
+    say("building the fabric")
+    fabric = build_scenario_fabric(scenario)
+    check_against_fabric(scenario, fabric)
+    placements = allocate(scenario, fabric)
+    notes = []
+    if scenario.jobs[0].workload is not None:
+        return _run_workload(scenario, fabric, placements[0])
+    indices = list(range(len(scenario.jobs)))
+    say(f"simulating {len(indices)} job(s) together")
+    shared, finish, n_tasks, n_events = _simulate_jobs(scenario, fabric, indices, placements)
+    alone: dict[int, float] = {}
+    compare = scenario.compare_alone
+    if compare is None:
+        compare = len(indices) > 1
+    if compare:
+        for i in indices:
+            say(f"simulating {scenario.jobs[i].name} alone")
+            its = _simulate_jobs(scenario, fabric, [i], placements)[0][i]
+            alone[i] = sum(r.iteration_time for r in its) / len(its)
+    jobs = [JobResult(name=spec.name, model=spec.model, gpus=placements[i].tolist(),
+                      arrival=spec.arrival, finish=finish[i], iterations=shared[i],
+                      alone_iteration_time=alone.get(i))
+            for i, spec in enumerate(scenario.jobs)]
+    for job in jobs:
+        notes.extend(f"{job.name}: {n}" for n in dict.fromkeys(job.iterations[0].notes))
+    return RunResult(scenario=scenario.model_dump(mode="json"), fabric=_fabric_summary(fabric),
+                     jobs=jobs, makespan=max(finish.values()), n_tasks=n_tasks,
+                     n_events=n_events, notes=notes)
+
+
+def _run_workload(scenario: Scenario, fabric, gpus) -> RunResult:
+    from hpnsim.workloads.iteration_aicb import simulate_aicb
+
+    spec = scenario.jobs[0]
+    result = simulate_aicb(spec.load_workload(), fabric, routing=scenario.routing,
+                           seed=scenario.seed)
+    job = JobResult(name=spec.name, model=Path(spec.workload).name, gpus=gpus.tolist(),
+                    arrival=0.0, finish=result.iteration_time, iterations=[result])
+    return RunResult(scenario=scenario.model_dump(mode="json"), fabric=_fabric_summary(fabric),
+                     jobs=[job], makespan=result.iteration_time, n_tasks=result.n_tasks,
+                     n_events=0, notes=list(result.notes))
+
+
+def _fabric_summary(fabric) -> dict:
+    meta = fabric.meta
+    return {"template": meta.get("template", ""), "options": meta.get("options", {}),
+            "gpus": fabric.n_gpus, "hosts": fabric.n_hosts, "links": fabric.n_links}
