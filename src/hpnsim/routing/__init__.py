@@ -17,6 +17,8 @@ from hpnsim.routing.ballsbins import (
     no_collision_probability,
 )
 from hpnsim.routing.diagnostics import RoutingDiagnostics, diagnose
+from hpnsim.routing.ecmp import switch_seeds
+from hpnsim.routing.flows import FlowBatch
 from hpnsim.routing.hashing import (
     HASH_FUNCTIONS,
     five_tuple_keys,
@@ -24,10 +26,10 @@ from hpnsim.routing.hashing import (
     hash_keys,
 )
 from hpnsim.routing.paths import Paths
-from hpnsim.routing.route import POLICIES, native_policy, route, switch_seeds
+from hpnsim.routing.route import POLICIES, native_policy, route
 
 __all__ = [
-    "HASH_FUNCTIONS", "POLICIES", "Paths", "RoutingDiagnostics", "diagnose",
+    "HASH_FUNCTIONS", "POLICIES", "FlowBatch", "Paths", "RoutingDiagnostics", "diagnose",
     "expected_distinct_paths", "expected_excess_flows",
     "expected_max_load", "five_tuple_keys", "hash_five_tuples", "hash_keys",
     "max_load_distribution", "native_policy", "no_collision_probability", "route",

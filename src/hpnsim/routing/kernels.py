@@ -1,4 +1,4 @@
-"""Numba kernels: hop-by-hop shortest-path ECMP walks, spraying fractions, greedy placement.
+"""Numba kernels shared by the hashing policies: hop-by-hop shortest-path walks.
 
 All kernels take flat arrays only. A flow enters the switch fabric at ``start`` (the ToR
 behind the NIC port it leaves on) and must reach one of its destination ToRs
@@ -8,8 +8,18 @@ the nearest destination ToR (``distance`` is the fabric's switch hop-count matri
 same code routes templated and imported topologies.
 
 Choice at a switch with ``c > 1`` candidates: ``tier_code[tier]`` >= 0 hashes the flow's
-5-tuple key with that function and the switch's seed; -1 uses a fixed per-destination
-mapping (``(dst_code + switch id) % c``), as HPN's core and aggregation switches do.
+5-tuple key with that function and the switch's seed; a negative code ``-1 - h`` uses a
+fixed per-destination mapping (``(dst_code + switch id) % c``), as HPN's core and
+aggregation switches do, and falls back to hashing with function ``h`` when the mapped
+link is down.
+
+``topo`` is :meth:`~hpnsim.routing.tables.RoutingTables.topo`: the adjacency and distances
+the walk follows (under a :class:`~hpnsim.fabrics.state.FabricState`, only the links that
+are up, and distances over them) followed by the all-up ones (``base_*``) and a
+``degraded`` flag. With every link up the two are the same arrays and ``degraded`` is
+False: the walks are exactly the all-up walks. Degraded, a switch picks among its
+remaining candidates with the same hash (fewer candidates), and a fixed mapping keeps its
+all-up choice whenever that link is still a candidate.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ def max_out_degree(sw_ptr):
 
 
 @njit(cache=True, inline="always")
-def _dist(node, targets, row, distance):
+def target_distance(node, targets, row, distance):
     best = UNREACHABLE
     r = row[node]
     for p in range(targets.shape[0]):
@@ -74,7 +84,7 @@ def _candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance, pair
         return count
     for j in range(sw_ptr[cur], sw_ptr[cur + 1]):
         link = sw_links[j]
-        if _dist(link_dst[link], targets, row, distance) == d - 1:
+        if target_distance(link_dst[link], targets, row, distance) == d - 1:
             buf[count] = link
             count += 1
     return count
@@ -84,15 +94,15 @@ CACHE_SLOTS = 4096
 
 
 @njit(cache=True)
-def _new_cache(n_targets, max_degree):
-    tags = np.full((CACHE_SLOTS, n_targets + 2), -1, dtype=np.int64)
-    counts = np.zeros(CACHE_SLOTS, dtype=np.int64)
-    links = np.empty((CACHE_SLOTS, max_degree), dtype=np.int32)
+def candidate_cache(n_targets, max_degree, slots=CACHE_SLOTS):
+    tags = np.full((slots, n_targets + 2), -1, dtype=np.int64)
+    counts = np.zeros(slots, dtype=np.int64)
+    links = np.empty((slots, max_degree), dtype=np.int32)
     return tags, counts, links
 
 
 @njit(cache=True)
-def _cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance, pair_keys,
+def cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance, pair_keys,
                        pair_links, n_nodes, tags, counts, links):
     """Candidate links of ``(cur, targets)`` memoized in a direct-mapped cache: flows
     between the same ToRs (and precise's many tries per flow) share them. Returns the slot."""
@@ -117,18 +127,38 @@ def _cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distanc
 
 
 @njit(cache=True)
+def _fixed_pick(cur, targets, dst_code, code, key, seeds, topo, cache, slot, count):
+    """Degraded fixed mapping: the all-up mapped link if still a candidate, else a hash."""
+    (sw_ptr, sw_links, link_dst, row, distance, pair_keys, pair_links, node_tier,
+     b_ptr, b_links, b_distance, b_keys, b_pair_links, degraded) = topo
+    tags, counts, cached, b_tags, b_counts, b_cached = cache
+    d = target_distance(cur, targets, row, b_distance)
+    if d < UNREACHABLE and d > 0:
+        b_slot = cached_candidates(cur, d, targets, b_ptr, b_links, link_dst, row,
+                                   b_distance, b_keys, b_pair_links, row.shape[0], b_tags,
+                                   b_counts, b_cached)
+        if b_counts[b_slot] > 0:
+            mapped = b_cached[b_slot, (dst_code + cur) % b_counts[b_slot]]
+            for j in range(count):
+                if cached[slot, j] == mapped:
+                    return j
+    return np.int64(hash_row(-1 - code, key, seeds[cur])) % count
+
+
+@njit(cache=True)
 def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, offset, cache):
     """Route one flow from ToR ``cur`` to its NIC, writing links into ``out[offset:]``.
 
-    ``topo`` = ``(sw_ptr, sw_links, link_dst, row, distance, pair_keys, pair_links,
-    node_tier)``; ``cache`` from :func:`_new_cache`. Returns 0 on success, 1 if the
-    destination is unreachable, 2 if the path does not fit in ``out``.
+    ``topo`` from :meth:`~hpnsim.routing.tables.RoutingTables.topo`; ``cache`` from
+    :func:`new_cache`. Returns 0 on success, 1 if the destination is unreachable, 2 if the
+    path does not fit in ``out``.
     """
-    sw_ptr, sw_links, link_dst, row, distance, pair_keys, pair_links, node_tier = topo
-    tags, counts, cached = cache
+    sw_ptr, sw_links, link_dst, row, distance, pair_keys, pair_links, node_tier = topo[:8]
+    degraded = topo[13]
+    tags, counts, cached = cache[0], cache[1], cache[2]
     if cur < 0:
         return 1
-    d = _dist(cur, targets, row, distance)
+    d = target_distance(cur, targets, row, distance)
     if d >= UNREACHABLE:
         return 1
     k = offset
@@ -150,7 +180,7 @@ def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, off
                         break
                     pick -= 1
             return 0
-        slot = _cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance,
+        slot = cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance,
                                   pair_keys, pair_links, row.shape[0], tags, counts, cached)
         count = counts[slot]
         if count == 0:
@@ -160,6 +190,9 @@ def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, off
             code = tier_code[node_tier[cur]]
             if code >= 0:
                 pick = np.int64(hash_row(code, key, seeds[cur])) % count
+            elif degraded:
+                pick = _fixed_pick(cur, targets, dst_code, code, key, seeds, topo, cache,
+                                   slot, count)
             else:
                 # fixed mapping: no 5-tuple hash, but distinct upstream switches map
                 # to distinct next hops, so the diversity of earlier hashes survives
@@ -173,7 +206,12 @@ def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, off
 
 @njit(cache=True)
 def new_cache(topo, n_targets):
-    return _new_cache(n_targets, max_out_degree(topo[0]))
+    """Candidate caches of a walk: the followed adjacency's and (degraded) the all-up one's."""
+    degree = max(max_out_degree(topo[0]), max_out_degree(topo[8]))
+    tags, counts, links = candidate_cache(n_targets, degree)
+    b_tags, b_counts, b_links = candidate_cache(n_targets, degree,
+                                                CACHE_SLOTS if topo[13] else 1)
+    return tags, counts, links, b_tags, b_counts, b_links
 
 
 @njit(cache=True)
@@ -191,108 +229,3 @@ def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, topo, tier_code, seeds,
         status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i], topo,
                              tier_code, seeds, table[i], 0, cache)
     return table, status
-
-
-@njit(cache=True)
-def _spray_flow(i, start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst, row,
-                distance, pair_keys, pair_links, tags, counts, cached, acc, pending, out_links,
-                out_weight, pos, fill):
-    """Per-packet spraying of flow i: split evenly at every switch, merge at every node."""
-    targets = dst_tors[i]
-    n_pending = 0
-    top = -1
-    for p in range(start.shape[1]):
-        s = start[i, p]
-        if s >= 0 and start_frac[i, p] > 0.0:
-            d = _dist(s, targets, row, distance)
-            if d >= UNREACHABLE:
-                return -1
-            if acc[s] == 0.0:
-                pending[n_pending] = s
-                n_pending += 1
-            acc[s] += start_frac[i, p]
-            if d > top:
-                top = d
-    level = top
-    while level >= 0:
-        end = n_pending
-        for q in range(end):
-            node = pending[q]
-            share = acc[node]
-            if _dist(node, targets, row, distance) != level:
-                continue
-            if level == 0:
-                count = 0
-                for p in range(targets.shape[0]):
-                    if targets[p] == node:
-                        count += 1
-                for p in range(targets.shape[0]):
-                    if targets[p] == node:
-                        if fill:
-                            out_links[pos] = -(p + 1)   # exit port p, resolved later
-                            out_weight[pos] = share / count
-                        pos += 1
-                continue
-            slot = _cached_candidates(node, level, targets, sw_ptr, sw_links, link_dst, row,
-                                      distance, pair_keys, pair_links, acc.shape[0], tags,
-                                      counts, cached)
-            count = counts[slot]
-            buf = cached[slot]
-            if count == 0:
-                return -1
-            for j in range(count):
-                link = buf[j]
-                nxt = link_dst[link]
-                if fill:
-                    out_links[pos] = link
-                    out_weight[pos] = share / count
-                pos += 1
-                if acc[nxt] == 0.0:
-                    pending[n_pending] = nxt
-                    n_pending += 1
-                acc[nxt] += share / count
-        level -= 1
-    for q in range(n_pending):
-        acc[pending[q]] = 0.0
-    return pos
-
-
-@njit(cache=True)
-def spray_walk(start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst, row,
-               distance, pair_keys, pair_links, n_nodes):
-    """Fractions of every flow over all equal-cost switch paths (split evenly per hop).
-
-    ``start[i, p]`` / ``start_frac[i, p]``: the ToRs a flow enters and the fraction entering
-    each. Returns CSR ``(ptr, links, weight)`` and a per-flow ok flag. The last hop into the
-    destination NIC over port p is written as ``-(p + 1)``, so flows that differ only in
-    their destination NIC share one result.
-    """
-    n = start.shape[0]
-    acc = np.zeros(n_nodes, dtype=np.float64)
-    pending = np.empty(n_nodes, dtype=np.int64)
-    dummy_l = np.empty(0, dtype=np.int32)
-    dummy_w = np.empty(0, dtype=np.float64)
-    flow_entries = np.zeros(n, dtype=np.int64)
-    ok = np.ones(n, dtype=np.bool_)
-    tags, counts, cached = _new_cache(dst_tors.shape[1], max_out_degree(sw_ptr))
-    for i in range(n):
-        c = _spray_flow(i, start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst,
-                        row, distance, pair_keys, pair_links, tags, counts, cached, acc,
-                        pending, dummy_l,
-                        dummy_w, 0, False)
-        if c < 0:
-            ok[i] = False
-            c = 0
-        flow_entries[i] = c
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    for i in range(n):
-        ptr[i + 1] = ptr[i] + flow_entries[i]
-    links = np.empty(ptr[n], dtype=np.int32)
-    weight = np.empty(ptr[n], dtype=np.float64)
-    for i in range(n):
-        if ok[i]:
-            _spray_flow(i, start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst,
-                        row, distance, pair_keys, pair_links, tags, counts, cached, acc,
-                        pending, links,
-                        weight, ptr[i], True)
-    return ptr, links, weight, ok

@@ -1,4 +1,6 @@
-"""Per-fabric lookups routing needs, built once (vectorized) and cached per Fabric object.
+"""Per-fabric lookups routing needs, built once (vectorized) and cached per Fabric object
+(and, under a :class:`~hpnsim.fabrics.state.FabricState` with links down, per state
+fingerprint: the adjacency without the down links and the distances over the rest).
 
 - switch-to-switch out-adjacency (CSR) so hop-by-hop kernels never scan NIC-facing ports;
 - per GPU: its PCIe links (GPU->NIC, NIC->GPU), NVLink links (GPU->NVSwitch, NVSwitch->GPU),
@@ -9,13 +11,19 @@
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from hpnsim.errors import InputError
+from hpnsim.fabrics.distances import switch_distance_matrix
 from hpnsim.fabrics.fabric import UNREACHABLE, Fabric, LinkKind
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STATE_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: degraded-state tables kept per fabric (least recently used dropped first)
+STATE_TABLES_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -40,15 +48,26 @@ class RoutingTables:
     host_rail_gpu: np.ndarray  # int32 (n_hosts, rails): GPU of a host on a rail, -1 if none
     ip: np.ndarray            # int64 (n_gpus,): IPv4 address of each GPU's NIC (10.0.0.0/8)
     max_hops: int             # longest finite switch-to-switch hop count
+    link_up: np.ndarray | None = None       # bool (n_links) when some link is down, else None
+    base: RoutingTables | None = None       # the all-up tables when some link is down
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
 
     @property
     def ports(self) -> int:
         return self.gpu_tor.shape[1]
 
     def topo(self, fabric: Fabric) -> tuple:
-        """The arrays the walking kernels take as one tuple."""
+        """The arrays the walking kernels take as one tuple (see :mod:`.kernels`): the
+        followed adjacency and distances, the all-up ones, and whether links are down."""
+        b = self.base or self
         return (self.sw_ptr, self.sw_links, fabric.link_dst, self.row, self.distance,
-                self.pair_keys, self.pair_links, fabric.node_tier)
+                self.pair_keys, self.pair_links, fabric.node_tier, b.sw_ptr, b.sw_links,
+                b.distance, b.pair_keys, b.pair_links, self.link_up is not None)
 
 
 def _first_link_of_kind(fabric: Fabric, nodes: np.ndarray, kind: LinkKind) -> np.ndarray:
@@ -65,8 +84,12 @@ def _max_finite(distance: np.ndarray) -> int:
     return int(finite.max()) if finite.size else 0
 
 
-def routing_tables(fabric: Fabric) -> RoutingTables:
-    """Build (or fetch from cache) the routing lookups of ``fabric``.
+def routing_tables(fabric: Fabric, state=None) -> RoutingTables:
+    """Build (or fetch from cache) the routing lookups of ``fabric`` (under ``state``).
+
+    With ``state`` None or without down links these are the all-up tables; otherwise the
+    switch adjacency leaves out the down links and distances count only the links that
+    are up (cached per ``state.fingerprint``; ``base`` holds the all-up tables).
 
     >>> from hpnsim.fabrics.hpn import hpn7
     >>> f = hpn7(segments=2, hosts_per_segment=2, backup_hosts=0, tor_uplinks=4,
@@ -74,7 +97,47 @@ def routing_tables(fabric: Fabric) -> RoutingTables:
     >>> t = routing_tables(f)
     >>> t.ports, int(f.link_dst[t.access_up[9, 1]]) == int(f.gpu_tor[9, 1])
     (2, True)
+    >>> from hpnsim.fabrics import FabricState
+    >>> s = FabricState(f).set_down(f.out_of(f.gpu_tor[0, 0])[-1])    # a ToR uplink
+    >>> d = routing_tables(f, s)
+    >>> d.base is t, d.sw_links.size == t.sw_links.size - 1
+    (True, True)
     """
+    if state is None:
+        return _all_up_tables(fabric)
+    if getattr(state, "fabric", None) is not fabric:
+        raise InputError("state", "is the state of another fabric: build FabricState(fabric) "
+                                  "for the fabric being routed")
+    if not state.down_links.size:
+        return _all_up_tables(fabric)
+    per_state = _STATE_CACHE.setdefault(fabric, OrderedDict())
+    key = state.fingerprint
+    tables = per_state.get(key)
+    if tables is not None:
+        per_state.move_to_end(key)
+        return tables
+    tables = _degraded_tables(fabric, _all_up_tables(fabric), state.up)
+    per_state[key] = tables
+    while len(per_state) > STATE_TABLES_KEPT:
+        per_state.popitem(last=False)
+    return tables
+
+
+def _degraded_tables(fabric: Fabric, base: RoutingTables, up: np.ndarray) -> RoutingTables:
+    """``base`` without the down links: adjacency filtered (order kept), distances redone."""
+    up = np.array(up, dtype=bool)
+    sw_links = base.sw_links[up[base.sw_links]]
+    sw_ptr = np.zeros(fabric.n_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(fabric.link_src[sw_links], minlength=fabric.n_nodes),
+              out=sw_ptr[1:])
+    keep = up[base.pair_links]
+    distance = switch_distance_matrix(fabric, up)
+    return replace(base, sw_ptr=sw_ptr, sw_links=sw_links, pair_keys=base.pair_keys[keep],
+                   pair_links=base.pair_links[keep], distance=distance,
+                   max_hops=max(base.max_hops, _max_finite(distance)), link_up=up, base=base)
+
+
+def _all_up_tables(fabric: Fabric) -> RoutingTables:
     cached = _CACHE.get(fabric)
     if cached is not None:
         return cached
