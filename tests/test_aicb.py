@@ -212,7 +212,7 @@ def _small_fabric():
 
 
 def test_expert_all_to_all_is_simulated_with_ep_above_one():
-    from hpnsim.workloads.iteration_aicb import simulate_aicb
+    from hpnsim.training import simulate_aicb
 
     w = parse_aicb(_header_text("model_parallel_NPU_group: 1 ep: 2 ga: 2 all_gpus: 8"))
     r = simulate_aicb(w, _small_fabric())
@@ -226,7 +226,7 @@ def test_expert_all_to_all_is_simulated_with_ep_above_one():
 
 
 def test_expert_all_to_all_with_ep_one_moves_nothing():
-    from hpnsim.workloads.iteration_aicb import simulate_aicb
+    from hpnsim.training import simulate_aicb
 
     # ep 1: every EP group is a single GPU, so ALLTOALL_EP costs nothing
     w = parse_aicb(_header_text("model_parallel_NPU_group: 1 ep: 1 ga: 2 all_gpus: 8"))

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 from hpnsim.errors import InputError
 from hpnsim.fabrics import fat_tree, hpn7
+from hpnsim.training import simulate_iteration
 from hpnsim.workloads import models
-from hpnsim.workloads.iteration import simulate_iteration
 from hpnsim.workloads.iteration_job import TrainJob
 from hpnsim.workloads.iteration_schedule import pipeline_schedule
 

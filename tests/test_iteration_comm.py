@@ -6,7 +6,7 @@ import pytest
 from hpnsim.collectives import compile_collective, compile_into
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.fabrics import hpn7
-from hpnsim.workloads.iteration_comm import compile_groups, replay
+from hpnsim.training.comm import compile_groups, replay
 
 
 @pytest.mark.parametrize("op, algo, gpus", [

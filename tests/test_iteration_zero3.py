@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hpnsim.fabrics import fat_tree, hpn7
+from hpnsim.training import simulate_iteration
 from hpnsim.workloads import models
-from hpnsim.workloads.iteration import simulate_iteration
 from hpnsim.workloads.iteration_job import TrainJob
 from hpnsim.workloads.layout import Layout
 from hpnsim.workloads.traffic import iteration_traffic

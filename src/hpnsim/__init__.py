@@ -16,15 +16,16 @@ from hpnsim.errors import HpnsimError, InputError
 
 __version__ = "0.1.0"
 
-_SUBPACKAGES = ("fabrics", "engine", "routing", "collectives", "workloads", "report", "demo")
+_SUBPACKAGES = ("fabrics", "engine", "routing", "collectives", "workloads", "training", "report",
+               "demo")
 #: top-level shortcuts: name -> (module, attribute)
 _SHORTCUTS = {
     "simulate": ("hpnsim.engine", "simulate"),
     "TaskGraph": ("hpnsim.engine", "TaskGraph"),
     "route": ("hpnsim.routing", "route"),
     "run_collective": ("hpnsim.collectives", "run_collective"),
-    "simulate_iteration": ("hpnsim.workloads", "simulate_iteration"),
-    "TrainJob": ("hpnsim.workloads", "TrainJob"),
+    "simulate_iteration": ("hpnsim.training", "simulate_iteration"),
+    "TrainJob": ("hpnsim.training", "TrainJob"),
     "build_fabric": ("hpnsim.fabrics", "build_fabric"),
 }
 

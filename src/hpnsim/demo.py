@@ -95,7 +95,7 @@ def run_demo(config: DemoConfig = DemoConfig(),
     from hpnsim.collectives import run_collective
     from hpnsim.fabrics import build_fabric
     from hpnsim.fabrics.analysis import fabric_report
-    from hpnsim.workloads import TrainJob, simulate_iteration
+    from hpnsim.training import TrainJob, simulate_iteration
 
     result = DemoResult(config=dict(config.__dict__))
     built = {}

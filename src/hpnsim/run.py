@@ -110,8 +110,7 @@ def _simulate_jobs(scenario: Scenario, fabric, jobs: list, placements: list):
     """One shared graph for ``jobs`` (indices into scenario.jobs); returns
     ``({job index: [IterationResult...]}, {job index: finish}, n_tasks, n_events)``."""
     from hpnsim.engine import TaskGraph
-    from hpnsim.workloads.iteration import account
-    from hpnsim.workloads.iteration_graph import build_iteration_graph
+    from hpnsim.training import account, build_iteration_graph
 
     graph = TaskGraph()
     built: dict[int, list] = {}
@@ -193,7 +192,7 @@ def run(scenario, *, progress=None) -> RunResult:
 
 
 def _run_workload(scenario: Scenario, fabric, gpus) -> RunResult:
-    from hpnsim.workloads.iteration_aicb import simulate_aicb
+    from hpnsim.training import simulate_aicb
 
     spec = scenario.jobs[0]
     result = simulate_aicb(spec.load_workload(), fabric, routing=scenario.routing,

@@ -16,7 +16,7 @@ from hpnsim.benchmarks import Measurement, timed
 def _case(name: str, model: str, tp: int, pp: int, dp: int, global_batch: int,
           fabric_options: dict, target: float | None, *, template: str = "hpn7",
           routing: str = "ecmp", **job_options) -> list[Measurement]:
-    from hpnsim.workloads.iteration import simulate_iteration
+    from hpnsim.training import simulate_iteration
     from hpnsim.workloads.iteration_job import TrainJob
     from hpnsim.workloads.scaling import fabric_for_job
 

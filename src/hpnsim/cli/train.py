@@ -107,15 +107,14 @@ def register(app: typer.Typer) -> None:
             check_output_file(plot, "--plot")
         options = _fabric_options(ctx)
         if workload:
-            from hpnsim.workloads.iteration_aicb import simulate_aicb_file
+            from hpnsim.training import simulate_aicb_file
 
             _refuse_job_flags(ctx)
 
             result = simulate_aicb_file(workload, fabric, options, routing=routing, seed=seed)
         else:
+            from hpnsim.training import TrainJob, simulate_iteration
             from hpnsim.workloads import models
-            from hpnsim.workloads.iteration import simulate_iteration
-            from hpnsim.workloads.iteration_job import TrainJob
 
             if not model:
                 raise InputError("model", "give --model NAME (or --workload FILE)")

@@ -222,7 +222,7 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
     from hpnsim.errors import check_seed
     from hpnsim.fabrics.registry import TEMPLATES
     from hpnsim.routing import native_policy
-    from hpnsim.workloads.iteration import simulate_iteration
+    from hpnsim.training import simulate_iteration
 
     dps = sorted({int(d) for d in dps})
     if not dps or dps[0] < 1:

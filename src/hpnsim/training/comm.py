@@ -1,4 +1,4 @@
-"""Communication helpers of the iteration simulator: collectives over sets of groups, timed
+"""Communication helpers of the training compiler: collectives over sets of groups, timed
 alone on the fabric or compiled into the iteration graph, with the bytes they put on the wire.
 
 Bytes are counted from the compiled schedules (payload each member flow carries, summed over

@@ -1,0 +1,392 @@
+"""Compile a training :class:`~hpnsim.training.program.Program` into a TaskGraph.
+
+What becomes a task, and the one approximation:
+
+- **Compute** of a stage is one Delay shared by every GPU of the stage (all DP replicas and
+  TP ranks run identical kernels in lockstep: exact). Consecutive stream ops nobody else
+  waits for merge into one Delay.
+- **Collectives that cross the network are tasks of the graph**: gradient buckets, ZeRO
+  gathers and reduce-scatters (every group of the stage), EP all-to-alls whose groups span
+  hosts (all EP groups of the stage at once, between the compute pieces of their layer), TP
+  collectives whose group spans hosts. Other jobs, other dimensions' traffic and failures
+  slow them.
+- **PP messages** of all replicas move as one transfer group per message (the replicas run
+  in lockstep; the coupled variable is as fast as the most loaded link any member crosses:
+  the slowest replica's timing).
+- **Blocking collectives that stay inside a host** (TP with rail-aligned placement, EP
+  groups inside a host) are timed once, alone on the fabric, on one group, and replayed as a
+  Delay. This is an approximation; it is exact when nothing else crosses those NVLink links
+  while they run: the groups of one kind are disjoint GPU sets (their GPU-NVSwitch links do
+  not meet), a stage runs its blocking collectives one at a time, and with rail-aligned
+  placement PP and DP traffic leaves a GPU through its own NIC, never through NVSwitch. When
+  DP peers share a host (not rail-aligned) a note says the figure is an isolated one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpnsim.engine import TaskGraph
+from hpnsim.errors import InputError
+from hpnsim.training.comm import compile_groups, time_groups
+from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
+from hpnsim.workloads.placement import place
+
+_CATEGORY = {"tp": "tp", "ep": "ep", "dp": "dp", "edp": "dp"}
+_NAMES = {"allreduce": "all-reduce", "alltoall": "all-to-all", "allgather": "all-gather",
+          "reducescatter": "reduce-scatter"}
+
+
+@dataclass
+class Element:
+    """One element of a stage's compute stream: tasks ``first`` .. ``last``; a Delay with
+    the ``nominal`` seconds per part (compute, tp, ep), or a simulated collective of
+    ``category`` (nominal None)."""
+
+    first: int
+    last: int
+    nominal: dict | None = None
+    category: str = ""
+
+
+@dataclass
+class StagePass:
+    """A pass of a stage: its stream elements and the pipeline message it waited for."""
+
+    kind: str
+    micro_batch: int
+    chunk: int
+    recv: int = -1
+    elements: list[Element] = field(default_factory=list)
+
+
+@dataclass
+class CompiledIteration:
+    """An iteration in a TaskGraph and the handles :func:`~hpnsim.training.account` reads.
+
+    ``passes[s]`` are stage ``s``'s passes; ``rows[s]`` its collective Gantt rows
+    ``(kind, first_tasks, final_tasks)``; ``stage_end[s]`` a zero-length task ending the
+    stage's iteration (the next iteration of the job can start ``after`` them). The
+    iteration's own tasks are ``first_task:end_task``; it starts after ``origin`` (-1: at 0).
+    """
+
+    program: Program
+    graph: TaskGraph
+    passes: list[list[StagePass]] = field(default_factory=list)
+    rows: list[list[tuple]] = field(default_factory=list)
+    stage_end: list[int] = field(default_factory=list)
+    comm_bytes: dict = field(default_factory=lambda: dict.fromkeys(("tp", "pp", "dp", "ep"),
+                                                                   0.0))
+    tp_time: float = 0.0
+    ep_replay: float = 0.0  # seconds of a replayed (in-host) EP all-to-all, if any
+    notes: list[str] = field(default_factory=list)
+    origin: int = -1
+    first_task: int = 0
+    end_task: int = 0
+
+    @property
+    def job(self) -> dict:
+        """The job description of the program."""
+        return self.program.job
+
+
+def _path_latency(fabric, paths) -> float:
+    """Largest member path latency (propagation along the links)."""
+    per_link = np.asarray(fabric.link_latency)[np.asarray(paths.links, dtype=np.int64)]
+    sums = np.add.reduceat(per_link, paths.ptr[:-1]) if per_link.size else np.zeros(0)
+    empty = np.diff(paths.ptr) == 0
+    if sums.size:
+        sums[empty] = 0.0
+    return float(sums.max(initial=0.0))
+
+
+def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
+                    routing: str = "ecmp", seed: int = 0, tp_algo: str = "auto",
+                    dp_algo: str = "auto", release: float = 0.0,
+                    after=()) -> CompiledIteration:
+    """Add one iteration of ``program`` to ``graph`` (see the module docstring).
+
+    Parameters
+    ----------
+    program : Program
+    graph : TaskGraph
+        Several jobs and iterations may share it.
+    fabric : Fabric
+    gpus : array of int, optional
+        GPU indices of the job in rank order (default ``0 .. n - 1``).
+    routing, seed : str, int
+        Routing policy and hash seed of the network traffic.
+    tp_algo, dp_algo : str
+        Algorithms of TP collectives and of DP / expert-DP ones (EP: ``auto``).
+    release, after : float, sequence of int
+        The iteration starts at ``release`` and after the tasks ``after``.
+
+    Returns
+    -------
+    CompiledIteration
+
+    Examples
+    --------
+    >>> from hpnsim.fabrics import hpn7
+    >>> from hpnsim.training.program import Layout
+    >>> prog = Program(Layout(tp=8), [[Pass("F", 0, 0), Compute(1e-3),
+    ...                                Collective("allreduce", "tp", 2**20), Compute(1e-3)]])
+    >>> it = compile_program(prog, TaskGraph(), hpn7(segments=1, hosts_per_segment=1))
+    >>> it.end_task - it.first_task              # one Delay (TP replayed) and the stage end
+    2
+    """
+    layout = program.layout
+    if gpus is None and layout.n_gpus > fabric.n_gpus:
+        raise InputError("fabric", f"has {fabric.n_gpus} GPUs; the job needs "
+                                   f"tp*pp*dp = {layout.n_gpus}")
+    placement = place(layout, fabric.gpus_per_host, gpus=gpus)
+    first_task = len(graph)
+    origin = -1
+    if release > 0 or len(after):
+        origin = graph.add_delay(0.0, deps=after, release=release, name="iteration start")
+    it = CompiledIteration(program, graph, origin=origin, first_task=first_task,
+                           notes=list(program.notes))
+    _Compiler(it, fabric, placement, routing, seed, tp_algo, dp_algo).run()
+    it.end_task = len(graph)
+    return it
+
+
+class _Compiler:
+    def __init__(self, it, fabric, placement, routing, seed, tp_algo, dp_algo):
+        self.it, self.graph, self.fabric, self.placement = it, it.graph, fabric, placement
+        self.routing, self.seed = routing, seed
+        self.algo = {"tp": tp_algo, "dp": dp_algo, "edp": dp_algo, "ep": "auto"}
+        lay = placement.layout
+        self.groups = {kind: placement.groups(kind).reshape(lay.pp, -1, size)
+                       for kind, size in (("tp", lay.tp), ("dp", lay.dp), ("ep", lay.ep),
+                                          ("edp", lay.edp))}
+        self.members = placement.groups("pp")  # column s: GPUs of stage s
+        self.cache: dict = {}      # compiled collectives to replay
+        self.timed: dict = {}      # (op, kind, size, local pattern) -> (seconds, bytes)
+        self.paths: dict = {}
+        self.sent: dict = {}       # tag -> transfer task
+        self.replayed: set = set()
+
+    # ----- driver --------------------------------------------------------------------------
+    def run(self) -> None:
+        stages = self.it.program.stages
+        state = [_StageState(self, s, ops) for s, ops in enumerate(stages)]
+        remaining = sum(len(ops) for ops in stages)
+        while remaining:
+            progressed = False
+            for st in state:
+                while st.cursor < len(st.ops):
+                    op = st.ops[st.cursor]
+                    if isinstance(op, Recv) and op.tag not in self.sent:
+                        break
+                    st.step(op)
+                    st.cursor += 1
+                    remaining -= 1
+                    progressed = True
+            if not progressed:
+                waiting = [f"stage {st.s} waits for {st.ops[st.cursor].tag}" for st in state
+                           if st.cursor < len(st.ops)]
+                raise InputError("program", "deadlock: " + "; ".join(waiting))
+        for st in state:
+            st.finish()
+        self._notes()
+
+    def _notes(self) -> None:
+        lay = self.placement.layout
+        if lay.dp > 1 and not self.placement.rail_aligned:
+            for op, kind in sorted(self.replayed):
+                self.it.notes.append(f"{kind.upper()} {_NAMES[op]} timed in isolation; this "
+                                     "placement lets other traffic share its links, which is "
+                                     "not simulated")
+        size = self.it.program.tp_allreduce_bytes
+        if size is None:
+            self.it.tp_time = float("nan")
+        elif size > 0:
+            key = next((k for k in self.timed if k[:3] == ("allreduce", "tp", float(size))), None)
+            self.it.tp_time = self.timed[key][0] if key else float("nan")
+
+    # ----- collectives ---------------------------------------------------------------------
+    def in_host(self, groups: np.ndarray) -> bool:
+        hosts = self.placement.host_of(groups)
+        return bool((hosts == hosts[:, :1]).all())
+
+    def replay_time(self, op: Collective, groups: np.ndarray) -> float:
+        """Seconds of ``op`` on one group alone; the bytes of all groups are counted."""
+        group = groups[0]
+        key = (op.op, op.group, float(op.size), tuple(self.placement.local_of(group)))
+        if key not in self.timed:
+            self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size,
+                                          algo=self.algo[op.group], routing=self.routing,
+                                          seed=self.seed)
+        self.replayed.add((op.op, op.group))
+        seconds, sent = self.timed[key]
+        if op.group == "ep":
+            self.it.ep_replay = max(self.it.ep_replay, seconds)
+        self.it.comm_bytes[_CATEGORY[op.group]] += sent * len(groups)
+        return seconds
+
+    def collective(self, op: Collective, groups: np.ndarray, deps, name: str):
+        """Compile ``op`` on all ``groups`` after ``deps``: ``(done, first tasks)``."""
+        done, first, sent = compile_groups(self.graph, self.fabric, op.op, groups, op.size,
+                                           deps=deps, algo=self.algo[op.group],
+                                           routing=self.routing, seed=self.seed, name=name,
+                                           cache=self.cache)
+        self.it.comm_bytes[_CATEGORY[op.group]] += sent
+        return done, first
+
+    def send(self, s: int, op: Send, deps) -> int:
+        key = (s, op.to)
+        if key not in self.paths:
+            from hpnsim.routing import route
+
+            paths = route(self.fabric, self.members[:, s], self.members[:, op.to],
+                          self.routing, seed=self.seed)
+            self.paths[key] = (paths, _path_latency(self.fabric, paths))
+        paths, latency = self.paths[key]
+        task = self.graph.add_transfer_paths(paths, op.size, latency=latency, deps=deps,
+                                             name=f"pp {op.tag}")
+        self.it.comm_bytes["pp"] += op.size * self.members.shape[0]
+        self.sent[op.tag] = task
+        return task
+
+
+class _StageState:
+    """One stage being compiled: its stream tail and the tasks of its ops."""
+
+    def __init__(self, compiler: _Compiler, s: int, ops: list):
+        self.c, self.s, self.ops, self.cursor = compiler, s, ops, 0
+        self.graph = compiler.graph
+        origin = compiler.it.origin
+        self.tail = origin
+        self.recv = -1                    # message the next stream element waits for
+        self.pending: dict | None = None  # stream Delay being merged
+        self.tasks: dict[int, list[int]] = {}          # op -> tasks that finish it
+        self.per_group: dict[int, list[list[int]]] = {}
+        self.passes: list[StagePass] = []
+        self.rows: dict[tuple, list] = {}
+        referenced, self.followed = set(), set()
+        for op in ops:
+            if isinstance(op, Compute | Collective):
+                referenced.update(op.after)
+            if isinstance(op, Collective) and op.follows >= 0:
+                self.followed.add(op.follows)
+        self.referenced = referenced | self.followed
+        compiler.it.passes.append(self.passes)
+
+    def deps(self, indices) -> list[int]:
+        return [t for i in indices for t in self.tasks.get(i, ())]
+
+    def start_deps(self, extra=()) -> list[int]:
+        deps = [t for t in (self.tail, self.recv) if t >= 0] + list(extra)
+        self.recv = -1
+        return deps
+
+    def current(self) -> StagePass:
+        if not self.passes:  # ops before any Pass: an anonymous forward pass
+            self.passes.append(StagePass("F", -1, -1))
+        return self.passes[-1]
+
+    def flush(self) -> None:
+        p = self.pending
+        if p is None:
+            return
+        seconds = p["compute"] + p["tp"] + p["ep"]
+        task = self.graph.add_delay(seconds, deps=p["deps"] or self._origin(),
+                                    name=f"s{self.s} {p['name']}")
+        self.current().elements.append(Element(task, task, {k: p[k] for k in
+                                                            ("compute", "tp", "ep")}))
+        for i in p["ops"]:
+            self.tasks[i] = [task]
+        self.tail = task
+        self.pending = None
+
+    def _origin(self) -> list[int]:
+        return [self.c.it.origin] if self.c.it.origin >= 0 else []
+
+    def delay(self, index: int, part: str, seconds: float, after, name: str) -> None:
+        if self.pending is None or after or self.recv >= 0:
+            self.flush()
+            self.pending = {"compute": 0.0, "tp": 0.0, "ep": 0.0, "ops": [], "name": name,
+                            "deps": self.start_deps(self.deps(after))}
+        self.pending[part] += seconds
+        self.pending["ops"].append(index)
+        if index in self.referenced:
+            self.flush()
+
+    def step(self, op) -> None:
+        i, c, s = self.cursor, self.c, self.s
+        if isinstance(op, Pass):
+            self.flush()
+            self.passes.append(StagePass(op.kind, op.micro_batch, op.chunk))
+        elif isinstance(op, Compute):
+            part = "compute"
+            self.delay(i, part, op.seconds, op.after, op.label or "compute")
+        elif isinstance(op, Recv):
+            self.flush()
+            self.recv = c.sent[op.tag]
+            self.current().recv = self.recv
+            self.tasks[i] = [self.recv]
+        elif isinstance(op, Send):
+            self.flush()
+            self.tasks[i] = [c.send(s, op, [t for t in (self.tail,) if t >= 0]
+                                    or self._origin())]
+        elif op.blocking:
+            self.blocking(i, op)
+        else:
+            self.asynchronous(i, op)
+
+    def blocking(self, i: int, op: Collective) -> None:
+        groups = self.c.groups[op.group][self.s]
+        if groups.shape[1] < 2:  # one-GPU groups move nothing: no time, no task
+            self.delay(i, _CATEGORY[op.group], 0.0, op.after, f"{op.group} {op.op}")
+            return
+        if self.c.in_host(groups):
+            seconds = self.c.replay_time(op, groups)
+            self.delay(i, _CATEGORY[op.group], seconds, op.after, f"{op.group} {op.op}")
+            return
+        self.flush()
+        deps = self.start_deps(self.deps(op.after)) or self._origin()
+        done, first = self.c.collective(op, groups, deps, f"s{self.s} {op.group} {op.op}")
+        self.current().elements.append(Element(first[0] if first else done, done,
+                                               category=_CATEGORY[op.group]))
+        self.tasks[i] = [done]
+        self.tail = done
+
+    def asynchronous(self, i: int, op: Collective) -> None:
+        groups = self.c.groups[op.group][self.s]
+        if groups.shape[1] < 2:
+            self.tasks[i] = []
+            return
+        base = self.deps(op.after) or self._origin()
+        name = f"s{self.s} {op.row or op.group} {op.op}"
+        if op.follows >= 0 or i in self.followed:  # one chain per group
+            behind = self.per_group.get(op.follows) if op.follows >= 0 else None
+            finals, first = [], []
+            for g, group in enumerate(groups):
+                deps = base + (behind[g] if behind else [])
+                done, starts = self.c.collective(op, group[None, :], deps, name)
+                finals.append([done])
+                first += starts
+            self.per_group[i] = finals
+            self.tasks[i] = [f[0] for f in finals]
+        else:
+            done, first = self.c.collective(op, groups, base, name)
+            self.tasks[i] = [done]
+        if op.row:
+            key = (op.row, op.step if op.step >= 0 else -1)
+            row = self.rows.setdefault(key, [op.row, [], []])
+            row[1].extend(first)
+            row[2].extend(self.tasks[i])
+
+    def finish(self) -> None:
+        self.flush()
+        leaves = [t for i, op in enumerate(self.ops) if isinstance(op, Collective)
+                  and not op.blocking and i not in self.referenced for t in self.tasks[i]]
+        end = [t for t in (self.tail,) if t >= 0] + leaves
+        self.c.it.stage_end.append(self.graph.add_delay(0.0, deps=end or self._origin(),
+                                                        name=f"end s{self.s}"))
+        rows = list(self.rows.values())
+        rows.sort(key=lambda row: row[0] == "allgather")
+        self.c.it.rows.append([tuple(row) for row in rows])

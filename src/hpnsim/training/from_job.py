@@ -1,0 +1,227 @@
+"""The program of a :class:`~hpnsim.workloads.iteration_job.TrainJob` (Megatron-LM semantics).
+
+Per stage, the pipeline schedule's passes in order; per transformer layer and pass:
+
+- forward: attention compute, TP all-reduce; [MoE: dispatch all-to-all], MLP (experts)
+  compute, [MoE: combine all-to-all], TP all-reduce;
+- backward (MLP first): [combine all-to-all], MLP input-gradient compute, [dispatch
+  all-to-all], TP all-reduce, MLP weight-gradient compute; then the same for attention
+  without all-to-alls. Full recomputation replays the layer's forward (TP and EP included)
+  first.
+
+TP all-reduces exist with ``tp > 1``, all-to-alls in MoE layers with ``ep > 1`` (group
+``ep``, the routed-token buffer :attr:`TrainJob.ep_buffer_bytes`). A pass receives the
+pipeline message from the previous (forward) or next (backward) virtual stage and sends its
+own on. Gradient buckets reduce (all-reduce, or reduce-scatter with ZeRO-1/2) over the DP
+groups (dense) and the expert-DP groups (routed experts) once their block's backward of the
+last micro-batch is done, one after another per group; then the optimizer steps; ZeRO-1/2
+all-gathers the updated weights bucket by bucket. ZeRO-3 (FSDP) gathers every unit before
+its forward and backward and reduce-scatters it after its backward, every micro-batch, on
+one communication stream per stage (see :func:`program_from_job`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
+from hpnsim.workloads.iteration_job import Block, TrainJob
+from hpnsim.workloads.iteration_schedule import pipeline_schedule
+
+
+def program_from_job(job: TrainJob) -> Program:
+    """The training program of one iteration of ``job``.
+
+    ZeRO-3: a unit's all-gather is issued when the unit is called (after the previous
+    compute and the pipeline message), or with ``job.fsdp_prefetch`` one unit ahead, when
+    the current unit starts; every gather and reduce-scatter waits for the previous one
+    (one NCCL stream); the optimizer waits for the last reduce-scatter.
+
+    Examples
+    --------
+    >>> job = TrainJob("llama3-8b", tp=8, pp=2, dp=2, global_batch=4)
+    >>> prog = program_from_job(job)
+    >>> [op.kind for op in prog.stages[1] if isinstance(op, Pass)][:4]
+    ['F', 'B', 'F', 'B']
+    >>> ar = [op for op in prog.ops(Collective) if op.group == "tp"]
+    >>> len(ar) == 2 * 32 * (2 + 2)     # micro-batches x layers (both stages) x (fwd + bwd)
+    True
+    """
+    schedule = pipeline_schedule(job.schedule, job.pp, job.micro_batches, job.virtual_stages)
+    stages = [_StageBuilder(job, s).build(schedule[s]) for s in range(job.pp)]
+    return Program(layout=job.layout, stages=stages, job=job.to_dict(),
+                   model_flops=job.model_flops, tokens=job.tokens_per_iteration,
+                   peak_flops=job.gpu.peak_flops,
+                   tp_allreduce_bytes=job.activation_bytes if job.tp > 1 else 0.0)
+
+
+class _StageBuilder:
+    """Appends one stage's ops; ``last`` is the index of its latest stream op (-1: none)."""
+
+    def __init__(self, job: TrainJob, stage: int):
+        self.job, self.s = job, stage
+        self.ops: list = []
+        self.last = -1
+        self.message = job.activation_bytes / (job.tp if job.sequence_parallel else 1)
+        self.anchors: dict[int, list[int]] = {}   # virtual stage -> last op of each block
+        self.fsdp_tail: tuple[int, ...] = ()
+        self.fsdp_steps = 0
+
+    def add(self, op) -> int:
+        self.ops.append(op)
+        if isinstance(op, Compute) or (isinstance(op, Collective) and op.blocking):
+            self.last = len(self.ops) - 1
+        return len(self.ops) - 1
+
+    # ----- one block (layer, head or embedding) of one pass ------------------------------
+    def block(self, block: Block, kind: str, after: tuple[int, ...] = ()) -> None:
+        job = self.job
+        tp = (Collective("allreduce", "tp", job.activation_bytes),) if job.tp > 1 else ()
+        ep = ((Collective("alltoall", "ep", job.ep_buffer_bytes),)
+              if block.forward_ep_ops > 0 else ())
+        if block.name == "head":
+            h = block.forward_compute
+            fwd, bwd = [Compute(h, "head")], [Compute(h, "head ig"), Compute(h, "head wg")]
+        elif block.forward_compute == 0:  # embedding lookup: no kernels worth a task
+            fwd, bwd = [], []
+        else:
+            attn = block.forward_attention
+            mlp = block.forward_compute - attn
+            fwd = [Compute(attn, "attention"), *tp, *ep, Compute(mlp, "mlp"), *ep, *tp]
+            bwd = [*ep, Compute(mlp, "mlp ig"), *ep, *tp, Compute(mlp, "mlp wg"),
+                   Compute(attn, "attention ig"), *tp, Compute(attn, "attention wg")]
+        ops = fwd if kind == "F" else (fwd + bwd if job.recompute else bwd)
+        for i, op in enumerate(ops):
+            if i == 0 and after:
+                op = replace(op, after=after)
+            self.add(op)
+
+    def forward_blocks(self, u: int) -> list[Block]:
+        return list(reversed(self.job.stage_cost(u).blocks))
+
+    # ----- passes --------------------------------------------------------------------------
+    def build(self, schedule) -> list:
+        job = self.job
+        p, m, chunks = job.pp, job.micro_batches, job.chunks
+        units = self.fsdp_plan(schedule) if job.zero == 3 else None
+        for n, (kind, j, k) in enumerate(schedule):
+            u = k * p + self.s
+            self.add(Pass(kind, j, k))
+            recv = -1
+            if kind == "F" and u > 0:
+                recv = self.add(Recv((u - 1) % p, ("F", j, u)))
+            elif kind == "B" and u < chunks - 1:
+                recv = self.add(Recv((u + 1) % p, ("B", j, u)))
+            if units is not None:
+                self.fsdp_pass(units, n, kind, recv)
+            elif kind == "F":
+                for block in self.forward_blocks(u):
+                    self.block(block, "F")
+            else:
+                ends = []
+                for block in job.stage_cost(u).blocks:
+                    self.block(block, "B")
+                    ends.append(self.last)
+                if j == m - 1:
+                    self.anchors[u] = ends
+            if kind == "F" and u < chunks - 1:
+                self.add(Send((u + 1) % p, self.message, ("F", j, u + 1)))
+            elif kind == "B" and u > 0:
+                self.add(Send((u - 1) % p, self.message, ("B", j, u - 1)))
+        if units is not None:
+            self.add(Pass("optimizer"))
+            self.add(Compute(job.optimizer_time(self.s), "optimizer", after=self.fsdp_tail))
+        else:
+            self.data_parallel()
+        return self.ops
+
+    def shards(self) -> list[tuple[str, bool]]:
+        """Group kinds gradients synchronise over: DP (dense), expert-DP (routed experts)."""
+        job = self.job
+        out = [("dp", False)] if job.dp > 1 else []
+        if job.ep > 1 and job.edp > 1:
+            out.append(("edp", True))
+        return out
+
+    def data_parallel(self) -> None:
+        job, p = self.job, self.job.pp
+        reduce_op = "allreduce" if job.zero == 0 else "reducescatter"
+        tails, done = [], []
+        for kind, expert in self.shards():
+            prev = -1
+            for k in reversed(range(job.virtual_stages)):  # chunks finish last-first
+                u = k * p + self.s
+                for params, block in job.buckets(u, expert=expert):
+                    prev = self.add(Collective(reduce_op, kind, params * job.grad_bytes,
+                                               blocking=False, after=(self.anchors[u][block],),
+                                               follows=prev, row="dp"))
+                    done.append((params, kind))
+            if prev >= 0:
+                tails.append(prev)
+        self.add(Pass("optimizer"))
+        optimizer = self.add(Compute(job.optimizer_time(self.s), "optimizer",
+                                     after=tuple(tails)))
+        if job.zero:  # distributed optimizer: gather the updated 16-bit weights
+            chains: dict[str, int] = {}
+            for params, kind in done:
+                chains[kind] = self.add(Collective(
+                    "allgather", kind, params * job.model.dtype_bytes, blocking=False,
+                    after=(optimizer,), follows=chains.get(kind, -1), row="allgather"))
+
+    # ----- ZeRO-3 / FSDP ---------------------------------------------------------------------
+    def fsdp_plan(self, schedule) -> list:
+        """Per pass: its FSDP units in execution order, ``(unit, blocks)`` each."""
+        plan = []
+        for kind, _, k in schedule:
+            u = k * self.job.pp + self.s
+            blocks = iter(self.forward_blocks(u))
+            units = [(unit, [next(blocks) for _ in unit.name.split("+")])
+                     for unit in self.job.fsdp_units(u)]
+            plan.append(units if kind == "F" else [(a, b[::-1]) for a, b in units[::-1]])
+        self.flat = [(n, i) for n, units in enumerate(plan) for i in range(len(units))]
+        self.position = {key: q for q, key in enumerate(self.flat)}
+        self.gathered: dict[int, tuple[int, ...]] = {}
+        return plan
+
+    def fsdp_step(self, op: str, unit: Block, after: tuple[int, ...]) -> tuple[int, ...]:
+        """One gather or reduce-scatter of ``unit`` on every shard group, after ``after``
+        and the previous step; returns its ops (empty when it moves nothing)."""
+        job = self.job
+        element = job.model.dtype_bytes if op == "allgather" else job.grad_bytes
+        row = "fsdp-ag" if op == "allgather" else "fsdp-rs"
+        waits = tuple(dict.fromkeys(t for t in (*after, *self.fsdp_tail) if t >= 0))
+        made = []
+        for kind, expert in self.shards():
+            params = unit.expert_params if expert else unit.dense_params
+            if params > 0:
+                made.append(self.add(Collective(op, kind, params * element, blocking=False,
+                                                after=waits, row=row, step=self.fsdp_steps)))
+        if made:
+            self.fsdp_tail = tuple(made)
+            self.fsdp_steps += 1
+        return tuple(made)
+
+    def fsdp_gather(self, units, q: int, after: tuple[int, ...]) -> tuple[int, ...]:
+        if q not in self.gathered:
+            n, i = self.flat[q]
+            self.gathered[q] = self.fsdp_step("allgather", units[n][i][0], after)
+        return self.gathered[q]
+
+    def fsdp_pass(self, units, n: int, kind: str, recv: int) -> None:
+        entry = tuple(t for t in (self.last, recv) if t >= 0)
+        previous = tuple(t for t in (self.last,) if t >= 0)
+        last = -1
+        for i, (unit, blocks) in enumerate(units[n]):
+            q = self.position[(n, i)]
+            # without prefetch the gather is issued when the unit is called: input ready
+            gather = self.fsdp_gather(units, q, entry if i == 0 else (last,))
+            if self.job.fsdp_prefetch and q + 1 < len(self.flat):
+                self.fsdp_gather(units, q + 1, previous if i == 0 else (last,))
+            first = True
+            for block in blocks:
+                before = len(self.ops)
+                self.block(block, kind, after=gather if first else ())
+                first = first and len(self.ops) == before
+            last = self.last
+            if kind == "B":
+                self.fsdp_step("reducescatter", unit, (last,))

@@ -1,0 +1,90 @@
+"""One call per question: simulate an iteration of a TrainJob or of an AICB file.
+
+Each is :func:`~hpnsim.training.program_from_job` / :func:`~hpnsim.training.program_from_aicb`,
+then :func:`~hpnsim.training.compile_program`, the engine, and
+:func:`~hpnsim.training.account`.
+"""
+
+from __future__ import annotations
+
+from hpnsim.engine import TaskGraph, simulate
+from hpnsim.errors import InputError
+from hpnsim.training.account import account
+from hpnsim.training.compile import CompiledIteration, compile_program
+from hpnsim.training.from_aicb import program_from_aicb
+from hpnsim.training.from_job import program_from_job
+from hpnsim.workloads.aicb import Workload, load_aicb
+from hpnsim.workloads.iteration import IterationResult
+from hpnsim.workloads.iteration_job import TrainJob
+
+
+def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp",
+                          tp_algo: str = "auto", dp_algo: str = "auto", gpus=None,
+                          seed: int = 0, graph: TaskGraph | None = None, release: float = 0.0,
+                          after=()) -> CompiledIteration:
+    """Compile one iteration of ``job`` into ``graph`` (default a new TaskGraph).
+
+    ``program_from_job`` + :func:`compile_program` (parameters there).
+
+    Examples
+    --------
+    >>> from hpnsim.fabrics import hpn7
+    >>> fab = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
+    >>> it = build_iteration_graph(TrainJob("llama3-8b", tp=8, pp=2, dp=2, global_batch=8), fab)
+    >>> [sum(p.kind in "FB" for p in stage) for stage in it.passes]   # F, B of 4 micro-batches
+    [8, 8]
+    """
+    return compile_program(program_from_job(job), TaskGraph() if graph is None else graph,
+                           fabric, gpus=gpus, routing=routing, seed=seed, tp_algo=tp_algo,
+                           dp_algo=dp_algo, release=release, after=after)
+
+
+def simulate_iteration(job: TrainJob, fabric, *, routing: str = "ecmp", tp_algo: str = "auto",
+                       dp_algo: str = "auto", gpus=None, seed: int = 0) -> IterationResult:
+    """Simulate one iteration of ``job`` on ``fabric`` (parameters of :func:`compile_program`).
+
+    Examples
+    --------
+    >>> from hpnsim.fabrics import hpn7
+    >>> fab = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
+    >>> r = simulate_iteration(TrainJob("llama3-8b", tp=8, pp=2, dp=2, global_batch=8), fab)
+    >>> parts = r.compute_time + sum(r.exposed_comm.values()) + r.bubble + r.optimizer_time
+    >>> bool(abs(parts - r.iteration_time) < 1e-9 * r.iteration_time)
+    True
+    """
+    it = build_iteration_graph(job, fabric, routing=routing, tp_algo=tp_algo, dp_algo=dp_algo,
+                               gpus=gpus, seed=seed)
+    sim = simulate(it.graph, fabric.link_capacity)
+    return account(it, sim.start, sim.finish)
+
+
+def simulate_aicb(workload: Workload, fabric, *, routing: str = "ecmp",
+                  seed: int = 0) -> IterationResult:
+    """Simulate one iteration of a parsed AICB workload (pipeline-parallel ones too).
+
+    Examples
+    --------
+    >>> from hpnsim.fabrics import hpn7
+    >>> from hpnsim.workloads.aicb import example_path
+    >>> fab = hpn7(segments=1, hosts_per_segment=1, backup_hosts=0)
+    >>> r = simulate_aicb(load_aicb(example_path()), fab)
+    >>> bool(r.iteration_time > r.compute_time > 0)
+    True
+    """
+    n = workload.to_layout().n_gpus
+    if n > fabric.n_gpus:
+        raise InputError("fabric", f"has {fabric.n_gpus} GPUs; the workload needs {n}")
+    it = compile_program(program_from_aicb(workload), TaskGraph(), fabric, routing=routing,
+                         seed=seed)
+    sim = simulate(it.graph, fabric.link_capacity)
+    return account(it, sim.start, sim.finish)
+
+
+def simulate_aicb_file(path, template: str, fabric_options: dict | None = None, *,
+                       routing: str = "ecmp", seed: int = 0) -> IterationResult:
+    """Load an AICB file, size a ``template`` fabric for it, simulate one iteration."""
+    from hpnsim.workloads.scaling import fabric_for_job
+
+    workload = load_aicb(path)
+    fabric = fabric_for_job(template, workload.to_layout().n_gpus, fabric_options)
+    return simulate_aicb(workload, fabric, routing=routing, seed=seed)
