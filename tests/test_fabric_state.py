@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hpnsim.errors import InputError
-from hpnsim.fabrics import LinkKind, hpn7
+from hpnsim.fabrics import FabricState, LinkKind, hpn7
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +60,76 @@ def test_with_link_capacity_builds_a_new_fabric(small):
     with pytest.raises(InputError) as e:
         f.replace(link_colour=np.zeros(f.n_links))
     assert e.value.field == "link_colour"
+
+
+# ----------------------------------------------------------------------------- FabricState
+def test_state_starts_all_up_with_the_fabric_capacities(small):
+    s = FabricState(small)
+    assert s.version == 0 and s.down_links.size == 0 and s.up.all() and s.all_up
+    assert np.array_equal(s.capacity, small.link_capacity)
+    assert not s.capacity.flags.writeable and not s.up.flags.writeable
+
+
+def test_down_up_capacity_version_and_fingerprint(small):
+    f = small
+    s = FabricState(f)
+    empty = s.fingerprint
+    s.set_down([5, 4])
+    assert s.version == 1 and s.down_links.tolist() == [4, 5]
+    assert s.capacity[[4, 5]].tolist() == [0.0, 0.0] and not s.up[[4, 5]].any()
+    s.set_down(4)                                  # already down: nothing changes
+    assert s.version == 1
+    s.set_capacity(5, 1e9)                         # kept for when the link comes back
+    assert s.version == 2 and s.capacity[5] == 0.0
+    s.set_up([4, 5])
+    assert s.version == 3 and s.capacity[5] == 1e9 and s.capacity[4] == f.link_capacity[4]
+    assert s.fingerprint != empty
+    s.set_capacity(5, f.link_capacity[5])          # back to the fabric's value
+    assert s.fingerprint == empty and s.all_up and s.version == 4
+    hash(s.fingerprint)
+
+
+def test_equal_states_have_equal_fingerprints_whatever_their_history(small):
+    a = FabricState(small).set_down([1, 2]).set_capacity(7, "100G")
+    b = FabricState(small).set_capacity(7, 12.5e9).set_down(2).set_down(1)
+    c = FabricState(small).set_down([1, 2, 3]).set_up(3).set_capacity(7, 12.5e9)
+    assert a.fingerprint == b.fingerprint == c.fingerprint
+    assert a.version != c.version
+
+
+def test_copy_is_independent(small):
+    a = FabricState(small).set_down(3)
+    b = a.copy()
+    b.set_up(3).set_down(9)
+    assert a.down_links.tolist() == [3] and b.down_links.tolist() == [9]
+    assert b.version == a.version + 2
+
+
+def test_names_select_links(small):
+    f = small
+    s = FabricState(f)
+    tor = f.find_node("pod0/seg0/tor-r0-p0")
+    # a ToR of this fabric: 2 NICs (one per host) and 2 Aggs, a cable each way per neighbour
+    s.set_down("pod0/seg0/tor-r0-p0")
+    assert s.down_links.size == 8
+    assert set(s.down_links.tolist()) == set(np.flatnonzero((f.link_src == tor)
+                                                            | (f.link_dst == tor)).tolist())
+    access = int(f.gpu_access_link[0, 1])
+    assert s.links(f.link_name(access)).tolist() == [access]
+    assert s.links(["pod0/agg-p0-0", 0]).size == 2 * 8 + 1   # 8 plane-0 ToRs, + link 0
+
+
+def test_bad_input_names_the_field(small):
+    s = FabricState(small)
+    for call, field in [(lambda: s.set_down([small.n_links]), "links"),
+                        (lambda: s.set_down([-1]), "links"),
+                        (lambda: s.set_down([1.5]), "links"),
+                        (lambda: s.set_capacity(0, -1.0), "bytes_per_s"),
+                        (lambda: s.set_capacity(0, float("nan")), "bytes_per_s"),
+                        (lambda: s.set_capacity([0, 1], [1.0, 2.0, 3.0]), "bytes_per_s"),
+                        (lambda: s.set_down("pod0/nowhere"), "node"),
+                        (lambda: s.set_down("pod0/seg0/tor-r0-p0->pod0/agg-p1-0"), "links")]:
+        with pytest.raises(InputError) as e:
+            call()
+        assert e.value.field == field
+    assert s.version == 0

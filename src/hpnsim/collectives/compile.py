@@ -34,7 +34,7 @@ def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto
                  protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
                  qps: int = 1, deps=(), seed: int = 0, priority: int = 0, weight: float = 1.0,
                  release: float = 0.0, root: int = 0, pxn: bool = True, name: str = "",
-                 routing_options: dict | None = None) -> CompiledCollective:
+                 routing_options: dict | None = None, state=None) -> CompiledCollective:
     """:func:`compile_collective` returning everything it built (schedule, paths, task ids).
 
     The schedule and paths come from :func:`~hpnsim.collectives.plan.plan_collective`
@@ -42,7 +42,7 @@ def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto
     """
     plan = plan_collective(fabric, op, gpus, size, algo=algo, protocol=protocol,
                            routing=routing, channels=channels, qps=qps, seed=seed, root=root,
-                           pxn=pxn, routing_options=routing_options)
+                           pxn=pxn, routing_options=routing_options, state=state)
     return add_plan(graph, plan, deps=deps, priority=priority, weight=weight,
                     release=release, name=name)
 
@@ -94,7 +94,7 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
                        channels: int | None = None, qps: int = 1, deps=(), seed: int = 0,
                        priority: int = 0, weight: float = 1.0, release: float = 0.0,
                        root: int = 0, pxn: bool = True, name: str = "",
-                       routing_options: dict | None = None) -> list[int]:
+                       routing_options: dict | None = None, state=None) -> list[int]:
     """Add a collective's transfer groups to ``graph``; return the ids of its final tasks.
 
     Parameters
@@ -117,6 +117,8 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
     seed : seeds the connections' source ports (ECMP entropy) and the routing policy.
     priority, weight : engine priority class and max-min weight of every group.
     root : rank index of the broadcast/reduce root. pxn : relay cross-rail hops over NVLink.
+    state : a :class:`~hpnsim.fabrics.state.FabricState` of ``fabric``: routing avoids its
+        down links where it has a choice (run the graph on ``state.capacity``).
 
     Returns
     -------
@@ -138,4 +140,4 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
     return compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,
                         routing=routing, channels=channels, qps=qps, deps=deps, seed=seed,
                         priority=priority, weight=weight, release=release, root=root, pxn=pxn,
-                        name=name, routing_options=routing_options).final
+                        name=name, routing_options=routing_options, state=state).final

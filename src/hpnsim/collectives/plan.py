@@ -3,8 +3,10 @@
 A :class:`RoutedSchedule` is everything about a collective that does not depend on the task
 graph it goes into: workloads compile the same collective (same group, size, algorithm,
 routing, seed) thousands of times per iteration, so plans are cached
-(:class:`PlanCache`, keyed on the fabric object and the parameters); adding a cached plan
-to a graph only adds tasks. Plans are shared: do not mutate them.
+(:class:`PlanCache`, keyed on the fabric object, the parameters and the fingerprint of the
+:class:`~hpnsim.fabrics.state.FabricState` routed under, so a failure or a recovery never
+gets a stale plan); adding a cached plan to a graph only adds tasks. Plans are shared: do
+not mutate them.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def _join(first, second):
                  sport=second.sport, policy=second.policy)
 
 
-def route_members(fabric, src, dst, via, conn, routing: str, seed: int, options: dict):
+def route_members(fabric, src, dst, via, conn, routing: str, seed: int, options: dict,
+                  state=None):
     """Route member flows; a flow with ``via >= 0`` is the NVLink hop to ``via`` followed by
     the network route from ``via`` (PXN).
 
@@ -87,11 +90,11 @@ def route_members(fabric, src, dst, via, conn, routing: str, seed: int, options:
 
     relayed = via >= 0
     start = np.where(relayed, via, src)
-    main = route(fabric, start, dst, routing, conn=conn, seed=seed, **options)
+    main = route(fabric, start, dst, routing, conn=conn, seed=seed, state=state, **options)
     if not relayed.any():
         return main
     hop = route(fabric, src[relayed], via[relayed], routing, conn=conn[relayed], seed=seed,
-                **{k: v for k, v in options.items() if k == "pxn"})
+                state=state, **{k: v for k, v in options.items() if k == "pxn"})
     counts = np.zeros(src.size, dtype=np.int64)
     counts[relayed] = np.diff(hop.ptr)
     prefix = Paths(np.concatenate([[0], np.cumsum(counts)]), hop.links, hop.weight)
@@ -129,7 +132,7 @@ def routing_order(sch: Schedule, qps: int) -> np.ndarray:
 
 
 def route_schedule(fabric, sch: Schedule, routing: str, qps: int, seed: int,
-                   options: dict) -> tuple:
+                   options: dict, state=None) -> tuple:
     """Paths of every stage's members (QP-expanded), routed in one call (see
     :func:`routing_order`); connection ids are drawn from ``seed`` in stage order."""
     counts = [s.n_members * qps for s in sch.stages]
@@ -149,7 +152,7 @@ def route_schedule(fabric, sch: Schedule, routing: str, qps: int, seed: int,
     per_flow = {k: np.asarray(v)[order] for k, v in options.items()
                 if np.ndim(v) == 1 and np.size(v) == src.size}
     routed = route_members(fabric, src[order], dst[order], via[order], conn[order], routing,
-                           seed, {**options, **per_flow})
+                           seed, {**options, **per_flow}, state)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(order.size)
     bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -237,10 +240,11 @@ def plan_cache(enabled: bool | None = None, *, clear: bool = False) -> dict:
 def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
                     protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
                     qps: int = 1, seed: int = 0, root: int = 0, pxn: bool = True,
-                    routing_options: dict | None = None) -> RoutedSchedule:
+                    routing_options: dict | None = None, state=None) -> RoutedSchedule:
     """Validated, scheduled and routed collective (see
     :func:`~hpnsim.collectives.compile.compile_collective` for the parameters), from
-    :data:`PLAN_CACHE` when the same one was planned before on this fabric object.
+    :data:`PLAN_CACHE` when the same one was planned before on this fabric object under an
+    equal ``state`` (:class:`~hpnsim.fabrics.state.FabricState`; None: every link up).
 
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
@@ -248,8 +252,13 @@ def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     >>> a = plan_collective(f, "allreduce", range(16), 2**20, algo="hier")
     >>> a is plan_collective(f, "allreduce", range(16), 2**20, algo="hier")
     True
+    >>> from hpnsim.fabrics import FabricState
+    >>> s = FabricState(f).set_down(f.gpu_access_link[0, 0])
+    >>> plan_collective(f, "allreduce", range(16), 2**20, algo="hier", state=s) is a
+    False
     """
     from hpnsim.routing.route import POLICIES
+    from hpnsim.routing.tables import state_key
 
     op = normalize_op(op)
     if routing not in POLICIES:
@@ -264,7 +273,7 @@ def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     options.setdefault("pxn", bool(pxn))
     option_key = _option_key(options)
     key = None if option_key is None else (
-        getattr(fabric, "version", None), op, gpus.tobytes(), float(size), str(algo),
+        state_key(fabric, state), op, gpus.tobytes(), float(size), str(algo),
         str(protocol), routing, channels, int(qps), seed, root, bool(pxn), option_key)
     plan = PLAN_CACHE.get(fabric, key)
     if plan is not None:
@@ -275,7 +284,7 @@ def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     sch = build_schedule(op, gpus, size, algo, gpus_per_host=fabric.gpus_per_host,
                          channels=channels, root=root, pxn=relay,
                          nic_ports=int(fabric.ports_per_nic))
-    paths = route_schedule(fabric, sch, routing, int(qps), seed, options)
+    paths = route_schedule(fabric, sch, routing, int(qps), seed, options, state)
     plan = RoutedSchedule(sch, algo, protocol, int(qps), paths)
     PLAN_CACHE.put(fabric, key, plan)
     return plan

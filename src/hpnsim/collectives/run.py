@@ -62,9 +62,10 @@ def network_links(fabric) -> np.ndarray:
     return np.isin(fabric.link_kind, (LinkKind.UPLINK, LinkKind.CORE))
 
 
-def concurrent_link_flows(compiled, fabric) -> tuple[float, int]:
+def concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
     """(most flows on one network link, hash collisions) over waves of stages that start
-    together (same dependencies); network links are NIC ports and switch-to-switch links."""
+    together (same dependencies); network links are NIC ports and switch-to-switch links
+    (under ``state``, down links are no alternatives)."""
     from hpnsim.routing.diagnostics import alternative_groups, excess_over_ideal
 
     network = alternative_groups(fabric) >= 0
@@ -81,16 +82,21 @@ def concurrent_link_flows(compiled, fabric) -> tuple[float, int]:
             whole_flows &= bool(np.all(paths.weight == 1.0))
         if network.any():
             worst = max(worst, float(load[network].max()))
-        collisions += float(excess_over_ideal(fabric, load, integral=whole_flows).sum())
+        collisions += float(excess_over_ideal(fabric, load, integral=whole_flows,
+                                              state=state).sum())
     return worst, int(round(collisions))
 
 
 def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
                    protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
                    qps: int = 1, seed: int = 0, root: int = 0, pxn: bool = True,
-                   routing_options: dict | None = None) -> CollectiveResult:
+                   routing_options: dict | None = None, state=None) -> CollectiveResult:
     """Simulate one collective alone on ``fabric`` (see :func:`compile_collective` for the
     parameters) and measure it.
+
+    Under ``state`` (a :class:`~hpnsim.fabrics.state.FabricState`) routing avoids the down
+    links where it can and the links run at ``state.capacity``; a transfer left on a dead
+    link never finishes (``time`` is infinite).
 
     Examples
     --------
@@ -108,20 +114,22 @@ def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     graph = TaskGraph()
     compiled = compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,
                             routing=routing, channels=channels, qps=qps, seed=seed, root=root,
-                            pxn=pxn, routing_options=routing_options)
-    sim = simulate(graph, fabric.link_capacity)
+                            pxn=pxn, routing_options=routing_options, state=state)
+    capacity = fabric.link_capacity if state is None else state.capacity
+    sim = simulate(graph, capacity)
     time = float(sim.finish[compiled.final].max())
     n = compiled.schedule.gpus.size
     algbw = size / time if time > 0 else np.inf
     busbw = algbw * busbw_factor(op, n)
     link_bytes = np.asarray(sim.link_bytes, dtype=np.float64)
-    ratio = link_bytes / fabric.link_capacity
+    ratio = np.divide(link_bytes, capacity, out=np.zeros_like(link_bytes),
+                      where=capacity > 0)
     worst = int(np.argmax(ratio)) if ratio.size else -1
     utilization = float(ratio[worst] / time) if worst >= 0 and time > 0 else 0.0
     top = np.argsort(-ratio, kind="stable")[:10]
     top_links = [(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
                  if link_bytes[k] > 0]
-    max_flows, collisions = concurrent_link_flows(compiled, fabric)
+    max_flows, collisions = concurrent_link_flows(compiled, fabric, state)
     return CollectiveResult(
         op=compiled.schedule.op, algo=compiled.algo, protocol=compiled.protocol,
         routing=routing, n_gpus=n, size=float(size), time=time, algbw=algbw, busbw=busbw,

@@ -6,6 +6,8 @@ into one node from the same tier above, e.g. the two ToR ports leading to one NI
 60 Agg links into one ToR). A group carrying ``T`` flows over ``m`` links ideally puts
 ``ceil(T/m)`` on each; every flow above that on a link is one collision. Perfect
 placement gives 0; ECMP with n flows on n paths gives ``n - distinct paths used``.
+Under a :class:`~hpnsim.fabrics.state.FabricState` a down link is no alternative: the
+ideal spread counts only the links of a group that are up.
 """
 
 from __future__ import annotations
@@ -18,17 +20,20 @@ import numpy as np
 
 from hpnsim.fabrics.fabric import Fabric, LinkKind, NodeKind
 from hpnsim.routing.paths import Paths
+from hpnsim.routing.tables import state_key
 
 #: link kinds where routing has a choice (in-host NVLink and PCIe are fixed by the endpoints)
 NETWORK_KINDS = (LinkKind.ACCESS, LinkKind.UPLINK, LinkKind.CORE, LinkKind.PEER)
 _GROUPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def alternative_groups(fabric: Fabric) -> np.ndarray:
-    """Group id of every link among interchangeable alternatives (-1 for in-host links).
+def alternative_groups(fabric: Fabric, state=None) -> np.ndarray:
+    """Group id of every link among interchangeable alternatives (-1 for in-host links and,
+    under ``state``, for down links).
 
     Upward links group by (source, tier above); downward links by (destination, tier
-    above); links within a tier (ToR peer links) stand alone.
+    above); links within a tier (ToR peer links) stand alone. Cached per fabric and state
+    fingerprint; read-only.
 
     >>> import hpnsim.fabrics as fb
     >>> f = fb.hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=4,
@@ -37,9 +42,19 @@ def alternative_groups(fabric: Fabric) -> np.ndarray:
     >>> bool(g[f.gpu_access_link[0, 0]] == g[f.gpu_access_link[0, 1]])   # one NIC's 2 ports
     True
     """
-    cached = _GROUPS.get(fabric)
+    key = state_key(fabric, state)
+    per_state = _GROUPS.setdefault(fabric, {})
+    cached = per_state.get(key)
     if cached is not None:
         return cached
+    if key is not None:
+        groups = alternative_groups(fabric).copy()
+        groups[~state.up] = -1
+        groups.flags.writeable = False
+        per_state[key] = groups
+        while len(per_state) > 16:         # keep the all-up groups and the latest states
+            per_state.pop(next(k for k in per_state if k is not None))
+        return groups
     src, dst = fabric.link_src.astype(np.int64), fabric.link_dst.astype(np.int64)
     tier_src, tier_dst = fabric.node_tier[src].astype(np.int64), fabric.node_tier[dst]
     network = np.isin(fabric.link_kind, NETWORK_KINDS)
@@ -49,16 +64,19 @@ def alternative_groups(fabric: Fabric) -> np.ndarray:
                                                      + np.arange(fabric.n_links)))
     groups = np.full(fabric.n_links, -1, dtype=np.int64)
     _, groups[network] = np.unique(key[network], return_inverse=True)
-    _GROUPS[fabric] = groups
+    groups.flags.writeable = False
+    per_state[None] = groups
     return groups
 
 
-def excess_over_ideal(fabric: Fabric, load: np.ndarray, *, integral: bool = True) -> np.ndarray:
+def excess_over_ideal(fabric: Fabric, load: np.ndarray, *, integral: bool = True,
+                      state=None) -> np.ndarray:
     """Per link, the load above the ideal spread of its group of alternatives.
 
     A group carrying ``T`` over ``m`` interchangeable links ideally puts ``T/m`` on each
     (``ceil(T/m)`` when ``integral``: whole flows); in-host links have no alternative and
-    get 0. The sum over links is the collision count of :func:`diagnose`.
+    get 0 (so do down links under ``state``, whose group then counts one link fewer). The
+    sum over links is the collision count of :func:`diagnose`.
 
     >>> import hpnsim.fabrics as fb
     >>> f = fb.hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=4,
@@ -67,8 +85,12 @@ def excess_over_ideal(fabric: Fabric, load: np.ndarray, *, integral: bool = True
     >>> load[f.gpu_access_link[0, 0]] = 2.0       # both flows of GPU 0 on NIC port 0
     >>> float(excess_over_ideal(f, load).sum())   # ideal is one per port
     1.0
+    >>> from hpnsim.fabrics import FabricState
+    >>> s = FabricState(f).set_down(f.gpu_access_link[0, 1])      # port 1 is dead
+    >>> float(excess_over_ideal(f, load, state=s).sum())          # port 0 is all there is
+    0.0
     """
-    groups = alternative_groups(fabric)
+    groups = alternative_groups(fabric, state)
     network = groups >= 0
     n_groups = int(groups.max()) + 1 if network.any() else 0
     g = groups[network]
@@ -126,13 +148,14 @@ def _ratio_max_over_mean(values: np.ndarray, groups: np.ndarray, n_groups: int):
         return peak / (total / np.maximum(size, 1))
 
 
-def diagnose(fabric: Fabric, paths: Paths, sizes=None) -> RoutingDiagnostics:
+def diagnose(fabric: Fabric, paths: Paths, sizes=None, *, state=None) -> RoutingDiagnostics:
     """Per-link load, per-port and per-ToR-uplink imbalance, collisions and a histogram.
 
     Parameters
     ----------
     fabric, paths : the fabric and the routed flows (:func:`hpnsim.routing.route`).
     sizes : bytes per flow (scalar or array) to weigh loads in bytes; default counts flows.
+    state : a :class:`~hpnsim.fabrics.state.FabricState`: down links are no alternatives.
 
     Returns
     -------
@@ -153,7 +176,7 @@ def diagnose(fabric: Fabric, paths: Paths, sizes=None) -> RoutingDiagnostics:
     load = paths.link_load(fabric.n_links, sizes)
     network = alternative_groups(fabric) >= 0
     integral = sizes is None and bool(np.all(paths.weight == 1.0))
-    excess = excess_over_ideal(fabric, load, integral=integral)
+    excess = excess_over_ideal(fabric, load, integral=integral, state=state)
     by_kind = {LinkKind(k).name.lower(): float(excess[fabric.link_kind == k].sum())
                for k in NETWORK_KINDS if (fabric.link_kind == k).any()}
 

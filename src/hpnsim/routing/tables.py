@@ -103,12 +103,7 @@ def routing_tables(fabric: Fabric, state=None) -> RoutingTables:
     >>> d.base is t, d.sw_links.size == t.sw_links.size - 1
     (True, True)
     """
-    if state is None:
-        return _all_up_tables(fabric)
-    if getattr(state, "fabric", None) is not fabric:
-        raise InputError("state", "is the state of another fabric: build FabricState(fabric) "
-                                  "for the fabric being routed")
-    if not state.down_links.size:
+    if state_key(fabric, state) is None or not state.down_links.size:
         return _all_up_tables(fabric)
     per_state = _STATE_CACHE.setdefault(fabric, OrderedDict())
     key = state.fingerprint
@@ -121,6 +116,25 @@ def routing_tables(fabric: Fabric, state=None) -> RoutingTables:
     while len(per_state) > STATE_TABLES_KEPT:
         per_state.popitem(last=False)
     return tables
+
+
+def state_key(fabric: Fabric, state) -> tuple | None:
+    """Cache key of ``state`` on ``fabric``: None when there is no state or it changes
+    nothing, else its fingerprint; InputError when it is the state of another fabric.
+
+    >>> from hpnsim.fabrics import FabricState, fat_tree
+    >>> f = fat_tree(4)
+    >>> state_key(f, None), state_key(f, FabricState(f))
+    (None, None)
+    >>> state_key(f, FabricState(f).set_down(0)) == FabricState(f).set_down([0]).fingerprint
+    True
+    """
+    if state is None:
+        return None
+    if getattr(state, "fabric", None) is not fabric:
+        raise InputError("state", "is the state of another fabric: build FabricState(fabric) "
+                                  "for the fabric being routed")
+    return None if state.all_up else state.fingerprint
 
 
 def _degraded_tables(fabric: Fabric, base: RoutingTables, up: np.ndarray) -> RoutingTables:
