@@ -27,6 +27,9 @@ _SHORTCUTS = {
     "simulate_iteration": ("hpnsim.training", "simulate_iteration"),
     "TrainJob": ("hpnsim.training", "TrainJob"),
     "build_fabric": ("hpnsim.fabrics", "build_fabric"),
+    "run": ("hpnsim.run", "run"),
+    "Scenario": ("hpnsim.scenario", "Scenario"),
+    "load_scenario": ("hpnsim.scenario", "load_scenario"),
 }
 
 __all__ = ["HpnsimError", "InputError", "errors", "units", "__version__",

@@ -20,6 +20,8 @@ Examples
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -208,3 +210,14 @@ def _fabric_summary(fabric) -> dict:
     meta = fabric.meta
     return {"template": meta.get("template", ""), "options": meta.get("options", {}),
             "gpus": fabric.n_gpus, "hosts": fabric.n_hosts, "links": fabric.n_links}
+
+
+class _CallableModule(types.ModuleType):
+    """``hs.run(scenario)`` must be the function, but importing this module makes the name
+    ``hpnsim.run`` the module; calling the module calls :func:`run`."""
+
+    def __call__(self, scenario, **options) -> RunResult:
+        return run(scenario, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule
