@@ -35,6 +35,7 @@ class DemoConfig:
     allreduce_size: float = 4 * 2**30
     allreduce_algo: str = "ring"
     model: str = "llama3-70b"
+    gpu: str = "h800"
     tp: int = 8
     pp: int = 8
     dp: int = 16
@@ -71,6 +72,17 @@ def _spread_over_segments(fabric, n_gpus: int):
     return np.arange(n_gpus)
 
 
+def _host_bandwidths(fabric) -> dict[str, float]:
+    """NVLink per GPU (both directions, as GPU sheets quote it) and NIC bandwidth per GPU (one
+    direction, all ports), in bytes/s: what a figure must name as held fixed."""
+    from hpnsim.fabrics import LinkKind
+
+    nvlink = fabric.link_capacity[fabric.link_kind == LinkKind.NVLINK]
+    nic_out = (fabric.link_src == fabric.gpu_nic[0]) & (fabric.link_kind == LinkKind.ACCESS)
+    return {"nvlink_bandwidth": 2 * float(nvlink.max()) if nvlink.size else 0.0,
+            "nic_bandwidth": float(fabric.link_capacity[nic_out].sum())}
+
+
 def _bottleneck_kind(fabric, result) -> str:
     """Kind of the link with the highest bytes/capacity (``nvlink``, ``access``, ``uplink``...)."""
     from hpnsim.fabrics import LinkKind
@@ -96,13 +108,16 @@ def run_demo(config: DemoConfig = DemoConfig(),
     from hpnsim.fabrics import build_fabric
     from hpnsim.fabrics.analysis import fabric_report
     from hpnsim.training import TrainJob, simulate_iteration
+    from hpnsim.workloads.gpus import get_gpu
 
     result = DemoResult(config=dict(config.__dict__))
+    nvlink = f"{get_gpu(config.gpu).nvlink_bandwidth / 1e9:g}GB/s"  # both fabrics: the GPU's
     built = {}
     for template in ("hpn7", "dcn_plus"):
         step(f"building {template} for {config.pod_gpus:,} GPUs")
-        built[template] = build_fabric(template, {"gpus": config.pod_gpus})
+        built[template] = build_fabric(template, {"gpus": config.pod_gpus, "nvlink": nvlink})
         result.fabrics.append(fabric_report(built[template]))
+    result.config["hosts"] = {t: _host_bandwidths(f) for t, f in built.items()}
 
     gpus = _spread_over_segments(built["hpn7"], config.allreduce_gpus)
     for template, routing in ALLREDUCE_CASES:
@@ -112,7 +127,7 @@ def run_demo(config: DemoConfig = DemoConfig(),
         result.allreduce.append({"fabric": template, **r.to_dict(),
                                  "bottleneck_kind": _bottleneck_kind(built[template], r)})
 
-    job = TrainJob(config.model, tp=config.tp, pp=config.pp, dp=config.dp)
+    job = TrainJob(config.model, tp=config.tp, pp=config.pp, dp=config.dp, gpu=config.gpu)
     for template in ("hpn7", "dcn_plus"):
         step(f"one {config.model} iteration on {template}")
         fabric = built[template]
