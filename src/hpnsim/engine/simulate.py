@@ -1,94 +1,13 @@
-"""simulate(graph, capacity) -> SimResult, and run_flows for plain flows."""
+"""simulate(graph, capacity) -> SimResult, and run_flows for plain flows: one-shot runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from hpnsim.engine.loop import FLOWING, run_loop
-from hpnsim.engine.maxmin import make_workspace
+from hpnsim.engine.simresult import SimResult
+from hpnsim.engine.simulation import Simulation
 from hpnsim.engine.taskgraph import TaskGraph
-from hpnsim.engine.validate import check_capacity, check_length
-from hpnsim.errors import InputError
-
-
-@dataclass
-class SimResult:
-    """Per-task times and per-link carried bytes of one simulation.
-
-    ``start``/``finish`` are ``inf`` for tasks that never started/finished. ``stalled`` lists
-    the transfers left with bytes to move and a zero rate when nothing else could happen
-    (e.g. a link taken down and never restored); ``remaining`` holds their bytes left.
-    """
-
-    start: np.ndarray
-    finish: np.ndarray
-    link_bytes: np.ndarray
-    remaining: np.ndarray
-    stalled: np.ndarray
-    names: list[str] = field(default_factory=list)
-    n_events: int = 0
-
-    @property
-    def makespan(self) -> float:
-        """Finish time of the last task (``inf`` if any task never finished)."""
-        return float(self.finish.max()) if self.finish.size else 0.0
-
-    @property
-    def complete(self) -> bool:
-        """True when every task finished."""
-        return bool(np.all(np.isfinite(self.finish)))
-
-    def to_frame(self):
-        """Per-task table (pandas, an optional dependency): name, start, finish, duration."""
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("SimResult.to_frame needs pandas: pip install 'hpnsim[frames]'"
-                              ) from exc
-        return pd.DataFrame({"name": self.names or [""] * self.start.size,
-                             "start": self.start, "finish": self.finish,
-                             "duration": self.finish - self.start})
-
-    def to_dict(self) -> dict:
-        """Plain-Python view (lists, ``None`` for never), for JSON output."""
-        def seconds(arr):
-            return [float(x) if np.isfinite(x) else None for x in arr]
-
-        return {
-            "makespan": self.makespan if self.complete else None,
-            "complete": self.complete,
-            "n_events": self.n_events,
-            "start": seconds(self.start),
-            "finish": seconds(self.finish),
-            "names": list(self.names),
-            "link_bytes": self.link_bytes.tolist(),
-            "stalled": [int(t) for t in self.stalled],
-            "stalled_remaining_bytes": [float(self.remaining[t]) for t in self.stalled],
-        }
-
-
-def _capacity_events(events, n_links):
-    if len(events) == 0:
-        return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
-    try:
-        arr = np.asarray(events, dtype=np.float64).reshape(-1, 3)
-    except (TypeError, ValueError) as exc:
-        raise InputError("capacity_events", "need (time, link, capacity) triples") from exc
-    times, link_f, caps = arr[:, 0], arr[:, 1], arr[:, 2]
-    for i in range(arr.shape[0]):
-        if not np.isfinite(times[i]) or times[i] < 0:
-            raise InputError("capacity_events", f"event {i}: time must be finite and >= 0, "
-                                                f"got {float(times[i])!r}")
-        if link_f[i] != np.round(link_f[i]) or not 0 <= link_f[i] < n_links:
-            raise InputError("capacity_events", f"event {i}: unknown link id {link_f[i]!r} "
-                                                f"(the fabric has {n_links} links)")
-        if not np.isfinite(caps[i]) or caps[i] < 0:
-            raise InputError("capacity_events", f"event {i}: link {int(link_f[i])}: capacity "
-                                                f"must be finite and >= 0, got {float(caps[i])!r}")
-    order = np.argsort(times, kind="stable")
-    return times[order], link_f[order].astype(np.int64), caps[order]
+from hpnsim.engine.validate import check_length
 
 
 def simulate(graph: TaskGraph, capacity, *, capacity_events=()) -> SimResult:
@@ -114,30 +33,9 @@ def simulate(graph: TaskGraph, capacity, *, capacity_events=()) -> SimResult:
     >>> r.finish.tolist(), r.link_bytes.tolist()
     ([20.0, 25.0, 26.0], [250.0])
     """
-    cap = check_capacity(capacity)
-    arrays = graph.arrays(cap.shape[0])
-    ev_time, ev_link, ev_cap = _capacity_events(capacity_events, cap.shape[0])
-    n = arrays.kind.shape[0]
-    dep_task = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.dep_ptr))
-    order = np.argsort(arrays.deps, kind="stable")
-    succ = dep_task[order]
-    succ_ptr = np.zeros(n + 1, dtype=np.int64)
-    succ_ptr[1:] = np.cumsum(np.bincount(arrays.deps, minlength=n))
-    indeg = np.diff(arrays.dep_ptr).astype(np.int64)
-    same_priority = bool(n == 0 or np.all(arrays.priority == arrays.priority[0]))
-    start, finish, remaining, status, n_events = run_loop(
-        arrays.kind, arrays.amount, arrays.priority, arrays.weight, arrays.latency,
-        arrays.release, arrays.ptr, arrays.links, arrays.usage, succ_ptr, succ, indeg,
-        cap, ev_time, ev_link, ev_cap, cap.shape[0], same_priority,
-        make_workspace(cap.shape[0], n))
-    moved = np.where(arrays.kind == 0, arrays.amount - remaining, 0.0)
-    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.ptr))
-    link_bytes = np.bincount(arrays.links, weights=arrays.usage * moved[row],
-                             minlength=cap.shape[0])
-    return SimResult(start=start, finish=finish, link_bytes=link_bytes,
-                     remaining=np.where(status == FLOWING, remaining, 0.0),
-                     stalled=np.flatnonzero(status == FLOWING), names=list(graph.names),
-                     n_events=int(n_events))
+    sim = Simulation(graph, capacity, capacity_events=capacity_events)
+    sim.run()
+    return sim.result()
 
 
 def run_flows(capacity, paths, sizes, starts=None, priority=None) -> np.ndarray:
