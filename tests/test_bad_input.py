@@ -70,7 +70,7 @@ def _refused(capsys, argv, field):
 
 _FILE_COMMANDS = [
     (["aicb", "{}"], "workload-file"),
-    (["train", "--workload", "{}"], "workload-file"),
+    (["train", "--workload", "{}"], "--workload"),
     (["traffic", "--model", "llama3-8b", "--model-file", "{}"], "model-file"),
     (["fabric", "lingjun", "--path", "{}"], "path"),
 ]
@@ -171,13 +171,13 @@ def test_workload_file_refuses_the_flags_it_fixes(capsys, no_work, flag, value):
 
 def test_train_job_larger_than_the_default_fabric(capsys, no_work):
     line = _refused(capsys, ["train", "--model", "llama3-70b", "--tp", "8", "--pp", "8",
-                             "--dp", "512"], "fabric")
+                             "--dp", "512"], "--fabric")
     assert "32,768" in line and "15,360" in line and "--pods 3" in line and "--gpus 32768" in line
 
 
 def test_train_job_larger_than_the_sized_fabric(capsys, no_work):
     line = _refused(capsys, ["train", "--model", "llama3-8b", "--tp", "8", "--dp", "512",
-                             "--segments", "2"], "fabric")
+                             "--segments", "2"], "--fabric")
     assert "4,096" in line and "--segments 2" in line and "2,048" in line
 
 

@@ -53,9 +53,9 @@ def test_train_cli_ep_json_and_table():
 
 
 @pytest.mark.parametrize("args, field", [
-    (["--model", "llama3-8b", "--dp", "8", "--ep", "2"], "ep"),
-    (["--model", "mixtral-8x7b", "--dp", "6", "--ep", "4"], "ep"),
-    (["--model", "llama3-8b", "--dp", "2", "--zero", "4"], "zero"),
+    (["--model", "llama3-8b", "--dp", "8", "--ep", "2"], "--ep"),
+    (["--model", "mixtral-8x7b", "--dp", "6", "--ep", "4"], "--ep"),
+    (["--model", "llama3-8b", "--dp", "2", "--zero", "4"], "--zero"),
 ])
 def test_train_cli_bad_ep_or_zero_exits_2_with_one_line(args, field):
     out = _train(*args)

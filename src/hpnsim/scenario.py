@@ -94,8 +94,12 @@ class FabricSpec(BaseModel):
 
         if self.topology is not None and self.template not in ("hpn7", "lingjun"):
             raise ValueError("topology files are Lingjun CSVs: use template lingjun")
+        options = self.options()
+        gpus = options.pop("gpus", None)
+        if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int | str)):
+            raise ValueError(f"gpus: must be a whole number of GPUs, got {gpus!r}")
         try:
-            typed_options(self.resolved_template, self.options())
+            typed_options(self.resolved_template, options)
         except InputError as exc:
             raise ValueError(f"{exc.field}: {exc.message}") from None
         return self
@@ -187,7 +191,7 @@ class JobSpec(BaseModel):
     def gpu_count(self) -> int:
         """GPUs the job occupies (tp * pp * dp, or the workload's)."""
         if self.workload is not None:
-            return self.load_workload().gpus
+            return self.load_workload().to_layout().n_gpus
         return self.tp * self.pp * self.dp
 
     def load_workload(self):
@@ -292,6 +296,22 @@ def parse_scenario(data: Any, lines: dict | None = None) -> Scenario:
     except ValidationError as exc:
         path, message = _first_error(exc)
         raise located(InputError(format_path(path), message), lines or {}, path) from None
+
+
+def parse_section(model: type[BaseModel], data: Any, section: str):
+    """Validate one section of a scenario (e.g. :class:`FabricSpec` as ``"fabric"``);
+    errors are named ``section.key``.
+
+    >>> parse_section(FabricSpec, {"template": "hpn7", "segmnts": 1}, "fabric")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: fabric.segmnts: not a parameter of hpn7; allowed: ...
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        path, message = _first_error(exc)
+        raise InputError(format_path((section, *path)), message) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

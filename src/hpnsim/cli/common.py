@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from contextlib import contextmanager
 from typing import Any
 
 import typer
@@ -34,6 +35,62 @@ def guarded(func):
             fail(error.field, error.message)
 
     return wrapper
+
+
+def flag_of(path: str) -> str:
+    """The command-line flag of a scenario path: ``jobs[0].micro_batch`` -> ``--micro-batch``,
+    ``fabric.template`` -> ``--fabric``, ``fabric.segments`` -> ``--segments``.
+
+    >>> flag_of("jobs[0].micro_batch"), flag_of("fabric.template"), flag_of("seed")
+    ('--micro-batch', '--fabric', '--seed')
+    >>> flag_of("jobs[0]"), flag_of("--plot"), flag_of("w.txt line 3")
+    ('job', '--plot', 'w.txt line 3')
+    """
+    import re
+
+    if not re.fullmatch(r"(jobs\[\d+\]|fabric)(\.\w+)?|\w+", path):
+        return path   # already a flag, or a file and line
+    if path in ("fabric", "fabric.template"):
+        return "--fabric"
+    last = path.rsplit(".", 1)[-1]
+    if "[" in last or last == "jobs":
+        return "job"
+    if last == "scenario":
+        return "arguments"
+    return "--" + last.replace("_", "-")
+
+
+@contextmanager
+def errors_as_flags():
+    """Name a scenario path in an :class:`InputError` by its command-line flag (see
+    :func:`flag_of`), for commands that run a scenario built from their options.
+
+    >>> with errors_as_flags():
+    ...     raise InputError("jobs[0].ep", "must divide dp=6, got 4")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: --ep: must divide dp=6, got 4
+    """
+    try:
+        yield
+    except InputError as error:
+        raise InputError(flag_of(error.field), error.message) from None
+
+
+def scenario_from_flags(data: dict, model=None, section: str = ""):
+    """Validate command-line values as a scenario (or one ``section`` of it, with ``model``
+    its pydantic class), so a command and a YAML file share one validation; errors name
+    the flag the user typed (see :func:`flag_of`).
+
+    >>> scenario_from_flags({"jobs": [{"model": "llama3-8b", "tp": 0}]})
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: --tp: Input should be greater than or equal to 1, got 0
+    """
+    from hpnsim.scenario import parse_scenario, parse_section
+
+    with errors_as_flags():
+        return parse_scenario(data) if model is None else parse_section(model, data, section)
 
 
 def check_output_file(path, flag: str) -> None:

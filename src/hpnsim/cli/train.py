@@ -98,36 +98,38 @@ def register(app: typer.Typer) -> None:
         Example: hpnsim train --model llama3-70b --tp 8 --pp 8 --dp 16 --global-batch 2048
         --fabric hpn7 --json. MoE: --model mixtral-8x7b --tp 8 --dp 8 --ep 8; FSDP: --zero 3.
         """
-        from hpnsim.cli.common import check_output_file
+        from hpnsim.cli.common import check_output_file, errors_as_flags, scenario_from_flags
         from hpnsim.errors import InputError, check_seed
-        from hpnsim.workloads.scaling import fabric_for_job
+        from hpnsim.run import run
+        from hpnsim.scenario import FabricSpec
+        from hpnsim.workloads.scaling import check_fabric_for_job
 
         check_seed(seed, "--seed")
         if plot:
             check_output_file(plot, "--plot")
-        options = _fabric_options(ctx)
         if workload:
-            from hpnsim.training import simulate_aicb_file
-
             _refuse_job_flags(ctx)
-
-            result = simulate_aicb_file(workload, fabric, options, routing=routing, seed=seed)
+            job = {"workload": workload}
         else:
-            from hpnsim.training import TrainJob, simulate_iteration
-            from hpnsim.workloads import models
-
             if not model:
-                raise InputError("model", "give --model NAME (or --workload FILE)")
-            extra = models.load_yaml(model_file) if model_file else None
-            job = TrainJob(models.get(model, extra), tp=tp, pp=pp, dp=dp, ep=ep,
-                           fsdp_prefetch=prefetch,
-                           micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len,
-                           gpu=gpu, mfu=mfu, schedule=schedule, virtual_stages=vpp, zero=zero,
-                           sequence_parallel=sequence_parallel, bucket_params=bucket_params,
-                           grad_bytes=grad_bytes, recompute=recompute)
-            fab = fabric_for_job(fabric, job.gpus, options, gpu=job.gpu, note=_note)
-            result = simulate_iteration(job, fab, routing=routing, tp_algo=tp_algo,
-                                        dp_algo=dp_algo, seed=seed)
+                raise InputError("--model", "give --model NAME (or --workload FILE)")
+            job = {"model": model, "model_file": model_file, "tp": tp, "pp": pp, "dp": dp,
+                   "ep": ep, "zero": zero, "micro_batch": micro_batch,
+                   "global_batch": global_batch, "seq_len": seq_len, "gpu": gpu, "mfu": mfu,
+                   "schedule": schedule, "vpp": vpp, "sequence_parallel": sequence_parallel,
+                   "recompute": recompute, "prefetch": prefetch,
+                   "bucket_params": bucket_params, "grad_bytes": grad_bytes,
+                   "tp_algo": tp_algo, "dp_algo": dp_algo}
+        scenario = scenario_from_flags({
+            "fabric": {"template": fabric}, "routing": routing, "seed": seed,
+            "jobs": [{k: v for k, v in job.items() if v is not None}]})
+        with errors_as_flags():
+            # the fabric is sized to the job unless the user sized it (--pods, --gpus ...)
+            options = check_fabric_for_job(fabric, scenario.jobs[0].gpu_count,
+                                           _fabric_options(ctx), note=_note)
+            scenario.fabric = scenario_from_flags(
+                {"template": fabric, **options}, model=FabricSpec, section="fabric")
+            result = run(scenario).jobs[0].iterations[0]
         if plot:
             from hpnsim.report.gantt import plot_gantt
 
