@@ -193,7 +193,7 @@ def test_collective_group_larger_than_the_fabric(capsys, no_work):
 
 
 def test_sizing_options_that_grow_the_fabric_say_so():
-    from hpnsim.workloads.scaling import check_fabric_for_job
+    from hpnsim.workloads.sizing import check_fabric_for_job
 
     notes = []
     assert check_fabric_for_job("hpn7", 20000, {"pods": "2"}, notes.append) == {"pods": "2"}
@@ -222,9 +222,9 @@ def test_messages_name_the_field_typed(capsys, no_work, argv, field, says):
 def test_python_api_callers_get_the_same_checks(tmp_path):
     from hpnsim.errors import InputError
     from hpnsim.fabrics import build_fabric
+    from hpnsim.training.scaling import scaling_linearity
     from hpnsim.workloads.layout import Layout, check_layout
     from hpnsim.workloads.models import load_yaml
-    from hpnsim.workloads.scaling import scaling_linearity
 
     with pytest.raises(InputError, match="^gpus_per_host: "):
         check_layout(Layout(), "llama3-8b", gpus_per_host=0)

@@ -8,7 +8,7 @@ import pytest
 from hpnsim.report.figures import allreduce_subtitle, busbw_figure
 from hpnsim.report.gantt import gantt_figure
 from hpnsim.report.plots import linearity_figure
-from hpnsim.workloads.scaling import ScalingPoint, ScalingResult
+from hpnsim.training.scaling import ScalingPoint, ScalingResult
 
 
 def _legend_off_the_axes(fig) -> None:

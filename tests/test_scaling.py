@@ -6,7 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hpnsim.cli.main import app
-from hpnsim.workloads.scaling import fabric_for_job, scaling_linearity
+from hpnsim.training.scaling import scaling_linearity
+from hpnsim.workloads.sizing import fabric_for_job
 
 
 def test_linearity_is_throughput_per_gpu_relative_to_smallest_size():

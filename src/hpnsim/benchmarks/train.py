@@ -18,7 +18,7 @@ def _case(name: str, model: str, tp: int, pp: int, dp: int, global_batch: int,
           routing: str = "ecmp", **job_options) -> list[Measurement]:
     from hpnsim.training import simulate_iteration
     from hpnsim.workloads.iteration_job import TrainJob
-    from hpnsim.workloads.scaling import fabric_for_job
+    from hpnsim.workloads.sizing import fabric_for_job
 
     job = TrainJob(model, tp=tp, pp=pp, dp=dp, global_batch=global_batch, **job_options)
     build, fabric = timed(f"{name}: build fabric",

@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
         from hpnsim.errors import InputError, check_seed
         from hpnsim.run import run
         from hpnsim.scenario import FabricSpec
-        from hpnsim.workloads.scaling import check_fabric_for_job
+        from hpnsim.workloads.sizing import check_fabric_for_job
 
         check_seed(seed, "--seed")
         if plot:
@@ -166,7 +166,7 @@ def register(app: typer.Typer) -> None:
         """
         from hpnsim.cli.common import check_output_file
         from hpnsim.errors import InputError
-        from hpnsim.workloads.scaling import scaling_linearity
+        from hpnsim.training.scaling import scaling_linearity
 
         if plot:
             check_output_file(plot, "--plot")

@@ -15,7 +15,7 @@ def plot_linearity(result, path: str | Path) -> Path:
     Examples
     --------
     >>> import tempfile, os
-    >>> from hpnsim.workloads.scaling import ScalingPoint, ScalingResult
+    >>> from hpnsim.training.scaling import ScalingPoint, ScalingResult
     >>> r = ScalingResult("m", 8, 1, 4, [ScalingPoint("hpn7", 8, 1, 1.0, 10.0, 0.4, 1.0, 0.0,
     ...                                               "hpn_dual_plane")])
     >>> plot_linearity(r, os.path.join(tempfile.mkdtemp(), "lin.png")).exists()
@@ -27,7 +27,7 @@ def plot_linearity(result, path: str | Path) -> Path:
 def linearity_figure(result):
     """Weak-scaling linearity against GPUs, one line per fabric and routing.
 
-    ``result`` is a :class:`~hpnsim.workloads.scaling.ScalingResult`. Left, linearity on an
+    ``result`` is a :class:`~hpnsim.training.scaling.ScalingResult`. Left, linearity on an
     axis from 0 (the curves sit near 1: scaling is nearly linear on both fabrics); right,
     what is lost to scaling, ``1 - linearity`` in percent, also from 0, beside each run's
     exposed DP communication as a share of its iteration, so a reader sees how much of
@@ -36,7 +36,7 @@ def linearity_figure(result):
 
     Examples
     --------
-    >>> from hpnsim.workloads.scaling import ScalingPoint, ScalingResult
+    >>> from hpnsim.training.scaling import ScalingPoint, ScalingResult
     >>> r = ScalingResult("m", 8, 1, 4, [ScalingPoint("hpn7", 8, 1, 1.0, 10.0, 0.4, 1.0, 0.0,
     ...                                               "hpn_dual_plane"),
     ...                                  ScalingPoint("hpn7", 16, 2, 1.01, 19.8, 0.4, 0.99,

@@ -215,11 +215,11 @@ def print_iteration(r, console) -> None:
 
 
 def scaling_table(result):
-    """One row per (fabric, size) point of a :class:`~hpnsim.workloads.scaling.ScalingResult`.
+    """One row per (fabric, size) point of a :class:`~hpnsim.training.scaling.ScalingResult`.
 
     Examples
     --------
-    >>> from hpnsim.workloads.scaling import ScalingPoint, ScalingResult
+    >>> from hpnsim.training.scaling import ScalingPoint, ScalingResult
     >>> r = ScalingResult("m", 8, 1, 4, [ScalingPoint("hpn7", 8, 1, 1.0, 10.0, 0.4, 1.0, 0.0)])
     >>> scaling_table(r).row_count
     1

@@ -16,6 +16,7 @@ from hpnsim.training.compile import CompiledIteration, compile_program
 from hpnsim.training.from_aicb import program_from_aicb
 from hpnsim.training.from_job import program_from_job
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
+from hpnsim.training.scaling import ScalingPoint, ScalingResult, scaling_linearity
 from hpnsim.training.simulate import (
     build_iteration_graph,
     simulate_aicb,
@@ -26,6 +27,6 @@ from hpnsim.workloads.iteration import IterationResult
 from hpnsim.workloads.iteration_job import TrainJob
 
 __all__ = ["Collective", "CompiledIteration", "Compute", "IterationResult", "Pass", "Program",
-           "Recv", "Send", "TrainJob", "account", "build_iteration_graph", "compile_program",
-           "program_from_aicb", "program_from_job", "simulate_aicb", "simulate_aicb_file",
-           "simulate_iteration"]
+           "Recv", "ScalingPoint", "ScalingResult", "Send", "TrainJob", "account",
+           "build_iteration_graph", "compile_program", "program_from_aicb", "program_from_job",
+           "scaling_linearity", "simulate_aicb", "simulate_aicb_file", "simulate_iteration"]

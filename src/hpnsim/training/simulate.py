@@ -83,7 +83,7 @@ def simulate_aicb(workload: Workload, fabric, *, routing: str = "ecmp",
 def simulate_aicb_file(path, template: str, fabric_options: dict | None = None, *,
                        routing: str = "ecmp", seed: int = 0) -> IterationResult:
     """Load an AICB file, size a ``template`` fabric for it, simulate one iteration."""
-    from hpnsim.workloads.scaling import fabric_for_job
+    from hpnsim.workloads.sizing import fabric_for_job
 
     workload = load_aicb(path)
     fabric = fabric_for_job(template, workload.to_layout().n_gpus, fabric_options)

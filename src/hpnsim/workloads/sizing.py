@@ -1,20 +1,18 @@
-"""Scaling linearity of a training job as it grows, fabric against fabric.
+"""Sizing a fabric for a job: how many segments or pods a template needs for N GPUs.
 
-Weak scaling, as training teams measure it: the model parallel shape (TP x PP) and the
-micro-batches per pipeline stay fixed while data parallelism grows, so the work per GPU per
-iteration is constant and any loss of throughput per GPU is the network's doing (DP
-collectives over more GPUs and farther, contention, and ECMP collisions).
+Without sizing options a template is trimmed to the building blocks a job needs (HPN 7.0 by
+1,024-GPU segments, DCN+ by 512-GPU pods) up to ``DEFAULT_MAX_GPUS``; with them (``--pods``,
+``--gpus``, ...) the fabric is what they say, checked to hold the job.
 
-``linearity(N) = throughput(N) / (N / N0 * throughput(N0))`` with ``N0`` the smallest size.
+>>> fabric_for_job("hpn7", 1500).n_gpus
+2048
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from hpnsim.errors import InputError
-from hpnsim.workloads.iteration_job import TrainJob
 
 #: GPUs in one building block of each template, used to size a fabric for a job
 _BLOCK = {"hpn7": 1024, "dcn_plus": 512}
@@ -146,117 +144,3 @@ def fabric_for_job(template: str, n_gpus: int, options: dict | None = None, gpu=
         raise InputError("fabric", f"{template} with {options} has {fabric.n_gpus} GPUs; the "
                                    f"job needs {n_gpus}")
     return fabric
-
-
-@dataclass
-class ScalingPoint:
-    """One (fabric, size) measurement."""
-
-    fabric: str
-    gpus: int
-    dp: int
-    iteration_time: float
-    tokens_per_second: float
-    mfu: float
-    linearity: float
-    exposed_dp: float
-    routing: str = ""
-
-
-@dataclass
-class ScalingResult:
-    """Linearity curves per fabric."""
-
-    model: str
-    tp: int
-    pp: int
-    micro_batches: int
-    points: list[ScalingPoint] = field(default_factory=list)
-
-    def curve(self, fabric: str) -> list[ScalingPoint]:
-        """The points of one fabric, by size."""
-        return sorted((p for p in self.points if p.fabric == fabric), key=lambda p: p.gpus)
-
-    def to_dict(self) -> dict:
-        """JSON-ready dict."""
-        return {"model": self.model, "tp": self.tp, "pp": self.pp,
-                "micro_batches": self.micro_batches,
-                "points": [p.__dict__ for p in self.points]}
-
-
-def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dcn_plus"),
-                      micro_batches: int | None = None, routing: str = "native",
-                      fabric_options: dict | None = None, seed: int = 0, note=None,
-                      **job_options) -> ScalingResult:
-    """Simulate the job at each DP size on each fabric and compute linearity.
-
-    Parameters
-    ----------
-    model : str
-    tp, pp : int
-        Fixed model-parallel shape.
-    dps : sequence of int
-        Data-parallel sizes (GPUs = tp * pp * dp).
-    fabrics : sequence of str
-        Fabric templates, each sized per job by :func:`fabric_for_job`.
-    micro_batches : int, optional
-        Micro-batches per pipeline (default ``4 * pp``), fixed across sizes.
-    routing : str
-        A policy of :func:`hpnsim.routing.route`, or ``"native"`` (default): each fabric
-        with the routing it is built for (:func:`hpnsim.routing.native_policy`: HPN's
-        dual-plane routing on hpn7, ECMP elsewhere).
-    note : callable, optional
-        Hears a message when sizing options grow a fabric (see :func:`check_fabric_for_job`).
-    job_options
-        Passed to :class:`TrainJob` (``micro_batch``, ``gpu``, ``zero``, ...).
-
-    Every input (each job, each fabric's size) is checked before the first simulation.
-
-    Examples
-    --------
-    >>> r = scaling_linearity("llama3-8b", tp=8, pp=1, dps=[2, 4], fabrics=["hpn7"],
-    ...                       micro_batches=1)
-    >>> [p.gpus for p in r.curve("hpn7")], r.curve("hpn7")[0].linearity
-    ([16, 32], 1.0)
-    """
-    from hpnsim.errors import check_seed
-    from hpnsim.fabrics.registry import TEMPLATES
-    from hpnsim.routing import native_policy
-    from hpnsim.training import simulate_iteration
-
-    dps = sorted({int(d) for d in dps})
-    if not dps or dps[0] < 1:
-        raise InputError("dps", f"need positive data-parallel sizes, got {dps!r}")
-    fabrics = list(fabrics)
-    if not fabrics:
-        raise InputError("fabrics", f"name at least one fabric template, e.g. hpn7,dcn_plus; "
-                                    f"choose from {', '.join(TEMPLATES)}")
-    for template in fabrics:
-        if template not in TEMPLATES:
-            raise InputError("fabrics", f"unknown fabric {template!r}; choose from "
-                                        f"{', '.join(TEMPLATES)}")
-    m = 4 * pp if micro_batches is None else micro_batches
-    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
-        raise InputError("micro_batches", f"must be a positive integer (default 4*pp = "
-                                          f"{4 * pp}), got {micro_batches!r}")
-    check_seed(seed)
-    micro_batch = int(job_options.pop("micro_batch", 1))
-    jobs = [TrainJob(model, tp=tp, pp=pp, dp=dp, micro_batch=micro_batch,
-                     global_batch=dp * micro_batch * m, **job_options) for dp in dps]
-    for template in fabrics:   # refuse a fabric too small for the largest job before running
-        check_fabric_for_job(template, jobs[-1].gpus, fabric_options, note)
-    result = ScalingResult(str(model), tp, pp, m)
-    for template in fabrics:
-        base = None
-        for dp, job in zip(dps, jobs, strict=True):
-            fabric = fabric_for_job(template, job.gpus, fabric_options, gpu=job.gpu)
-            policy = native_policy(fabric) if routing == "native" else routing
-            r = simulate_iteration(job, fabric, routing=policy, seed=seed)
-            if base is None:
-                base = (job.gpus, r.tokens_per_second)
-            ideal = job.gpus / base[0] * base[1]
-            result.points.append(ScalingPoint(template, job.gpus, dp, r.iteration_time,
-                                              r.tokens_per_second, r.mfu,
-                                              r.tokens_per_second / ideal, r.exposed_comm["dp"],
-                                              policy))
-    return result
