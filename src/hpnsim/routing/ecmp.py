@@ -79,7 +79,8 @@ def walk(flows: FlowBatch, port: np.ndarray, keys: np.ndarray, codes: np.ndarray
     relay, dst, port = flows.relay[subset], flows.dst[subset], port[subset]
     table, status = ecmp_walk(t.gpu_tor[relay, port], flows.targets(subset),
                               t.access_down[dst], keys[subset], dst.astype(np.int64),
-                              t.topo(fabric), codes, seeds, t.max_hops + 2)
+                              t.topo(fabric), codes, seeds, t.max_hops + 2,
+                              t.base_topo() if (codes[1:4] < 0).any() else None)
     stuck = np.flatnonzero(status)
     if stuck.size and flows.degraded:
         b = t.base

@@ -15,11 +15,12 @@ link is down.
 
 ``topo`` is :meth:`~hpnsim.routing.tables.RoutingTables.topo`: the adjacency and distances
 the walk follows (under a :class:`~hpnsim.fabrics.state.FabricState`, only the links that
-are up, and distances over them) followed by the all-up ones (``base_*``) and a
-``degraded`` flag. With every link up the two are the same arrays and ``degraded`` is
-False: the walks are exactly the all-up walks. Degraded, a switch picks among its
-remaining candidates with the same hash (fewer candidates), and a fixed mapping keeps its
-all-up choice whenever that link is still a candidate.
+are up, and distances over them). ``base`` is None with every link up (the branch is
+compiled away: the walks are exactly the all-up walks), else
+:meth:`~hpnsim.routing.tables.RoutingTables.base_topo` (the all-up adjacency and
+distances) with its own candidate cache. Degraded, a switch picks among its remaining
+candidates with the same hash (fewer candidates), and a fixed mapping keeps its all-up
+choice whenever that link is still a candidate.
 """
 
 from __future__ import annotations
@@ -127,11 +128,11 @@ def cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance
 
 
 @njit(cache=True)
-def _fixed_pick(cur, targets, dst_code, code, key, seeds, topo, cache, slot, count):
+def _fixed_pick(cur, targets, dst_code, code, key, seeds, row, link_dst, cached, slot, count,
+                base, base_cache):
     """Degraded fixed mapping: the all-up mapped link if still a candidate, else a hash."""
-    (sw_ptr, sw_links, link_dst, row, distance, pair_keys, pair_links, node_tier,
-     b_ptr, b_links, b_distance, b_keys, b_pair_links, degraded) = topo
-    tags, counts, cached, b_tags, b_counts, b_cached = cache
+    b_ptr, b_links, b_distance, b_keys, b_pair_links = base
+    b_tags, b_counts, b_cached = base_cache
     d = target_distance(cur, targets, row, b_distance)
     if d < UNREACHABLE and d > 0:
         b_slot = cached_candidates(cur, d, targets, b_ptr, b_links, link_dst, row,
@@ -146,16 +147,17 @@ def _fixed_pick(cur, targets, dst_code, code, key, seeds, topo, cache, slot, cou
 
 
 @njit(cache=True)
-def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, offset, cache):
+def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, offset, cache,
+             base=None, base_cache=None):
     """Route one flow from ToR ``cur`` to its NIC, writing links into ``out[offset:]``.
 
     ``topo`` from :meth:`~hpnsim.routing.tables.RoutingTables.topo`; ``cache`` from
-    :func:`new_cache`. Returns 0 on success, 1 if the destination is unreachable, 2 if the
-    path does not fit in ``out``.
+    :func:`new_cache`; ``base`` / ``base_cache`` only under a degraded state (module
+    docstring). Returns 0 on success, 1 if the destination is unreachable, 2 if the path
+    does not fit in ``out``.
     """
-    sw_ptr, sw_links, link_dst, row, distance, pair_keys, pair_links, node_tier = topo[:8]
-    degraded = topo[13]
-    tags, counts, cached = cache[0], cache[1], cache[2]
+    sw_ptr, sw_links, link_dst, row, distance, pair_keys, pair_links, node_tier = topo
+    tags, counts, cached = cache
     if cur < 0:
         return 1
     d = target_distance(cur, targets, row, distance)
@@ -181,7 +183,7 @@ def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, off
                     pick -= 1
             return 0
         slot = cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance,
-                                  pair_keys, pair_links, row.shape[0], tags, counts, cached)
+                                 pair_keys, pair_links, row.shape[0], tags, counts, cached)
         count = counts[slot]
         if count == 0:
             return 1
@@ -190,13 +192,13 @@ def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, off
             code = tier_code[node_tier[cur]]
             if code >= 0:
                 pick = np.int64(hash_row(code, key, seeds[cur])) % count
-            elif degraded:
-                pick = _fixed_pick(cur, targets, dst_code, code, key, seeds, topo, cache,
-                                   slot, count)
             else:
                 # fixed mapping: no 5-tuple hash, but distinct upstream switches map
                 # to distinct next hops, so the diversity of earlier hashes survives
                 pick = (dst_code + cur) % count
+                if base is not None:
+                    pick = _fixed_pick(cur, targets, dst_code, code, key, seeds, row,
+                                       link_dst, cached, slot, count, base, base_cache)
         link = cached[slot, pick]
         out[k] = link
         cur = link_dst[link]
@@ -206,16 +208,13 @@ def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, off
 
 @njit(cache=True)
 def new_cache(topo, n_targets):
-    """Candidate caches of a walk: the followed adjacency's and (degraded) the all-up one's."""
-    degree = max(max_out_degree(topo[0]), max_out_degree(topo[8]))
-    tags, counts, links = candidate_cache(n_targets, degree)
-    b_tags, b_counts, b_links = candidate_cache(n_targets, degree,
-                                                CACHE_SLOTS if topo[13] else 1)
-    return tags, counts, links, b_tags, b_counts, b_links
+    """Candidate cache of a walk over ``topo`` (:func:`cached_candidates`)."""
+    return candidate_cache(n_targets, max_out_degree(topo[0]))
 
 
 @njit(cache=True)
-def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, topo, tier_code, seeds, width):
+def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, topo, tier_code, seeds, width,
+              base=None):
     """Route every flow from its start ToR to its destination NIC (see :func:`walk_one`).
 
     Returns ``(table, status)``: ``table[i]`` holds flow i's link ids padded with -1;
@@ -225,7 +224,13 @@ def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, topo, tier_code, seeds,
     table = np.full((n, width), -1, dtype=np.int32)
     status = np.zeros(n, dtype=np.int8)
     cache = new_cache(topo, dst_tors.shape[1])
-    for i in range(n):
-        status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i], topo,
-                             tier_code, seeds, table[i], 0, cache)
+    if base is None:
+        for i in range(n):
+            status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i],
+                                 topo, tier_code, seeds, table[i], 0, cache)
+    else:
+        base_cache = candidate_cache(dst_tors.shape[1], max_out_degree(base[0]))
+        for i in range(n):
+            status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i],
+                                 topo, tier_code, seeds, table[i], 0, cache, base, base_cache)
     return table, status

@@ -62,12 +62,17 @@ class RoutingTables:
         return self.gpu_tor.shape[1]
 
     def topo(self, fabric: Fabric) -> tuple:
-        """The arrays the walking kernels take as one tuple (see :mod:`.kernels`): the
-        followed adjacency and distances, the all-up ones, and whether links are down."""
-        b = self.base or self
+        """The arrays the walking kernels take as one tuple (see :mod:`.kernels`)."""
         return (self.sw_ptr, self.sw_links, fabric.link_dst, self.row, self.distance,
-                self.pair_keys, self.pair_links, fabric.node_tier, b.sw_ptr, b.sw_links,
-                b.distance, b.pair_keys, b.pair_links, self.link_up is not None)
+                self.pair_keys, self.pair_links, fabric.node_tier)
+
+    def base_topo(self) -> tuple | None:
+        """None with every link up, else the all-up adjacency and distances the kernels
+        use to keep a fixed mapping's all-up choice (see :mod:`.kernels`)."""
+        b = self.base
+        if b is None:
+            return None
+        return (b.sw_ptr, b.sw_links, b.distance, b.pair_keys, b.pair_links)
 
 
 def _first_link_of_kind(fabric: Fabric, nodes: np.ndarray, kind: LinkKind) -> np.ndarray:
