@@ -20,7 +20,8 @@ from typing import Any
 
 from hpnsim.jsonable import to_jsonable
 
-__all__ = ["JobResult", "RunResult", "write_atomic", "write_csv", "write_json"]
+__all__ = ["CollectiveRun", "JobResult", "RunResult", "write_atomic", "write_csv",
+           "write_json"]
 
 
 def write_atomic(path: str | Path, text: str) -> Path:
@@ -139,11 +140,60 @@ class JobResult:
 
 
 @dataclass
+class CollectiveRun:
+    """One collective of a scenario: its :class:`~hpnsim.collectives.CollectiveResult` at
+    every size of its sweep, each measured alone on the fabric.
+
+    Examples
+    --------
+    >>> from hpnsim.run import run
+    >>> r = run({"fabric": {"template": "fat_tree", "k": 4},
+    ...          "collectives": [{"op": "allreduce", "sizes": "1M:2M", "algo": "ring"}]})
+    >>> c = r.collective("collective0")
+    >>> len(c.gpus), [row["size"] for row in c.rows()]
+    (16, [1048576.0, 2097152.0])
+    """
+
+    name: str
+    gpus: list
+    results: list
+
+    @property
+    def op(self) -> str:
+        return self.results[0].op if self.results else ""
+
+    @property
+    def avg_busbw(self) -> float:
+        """Mean bus bandwidth over the sizes (bytes/s; nccl-tests' "Avg bus bandwidth")."""
+        return sum(r.busbw for r in self.results) / len(self.results) if self.results else 0.0
+
+    def rows(self) -> list[dict]:
+        """One row per size: the fields of ``CollectiveResult.to_dict`` (bandwidths in GB/s,
+        time in s and us) but its list of busiest links."""
+        return [{"collective": self.name, **{k: v for k, v in r.to_dict().items()
+                                             if k != "top_links"}}
+                for r in self.results]
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "op": self.op, "n_gpus": len(self.gpus),
+                "avg_busbw": self.avg_busbw / 1e9, "placement": list(self.gpus),
+                "per_size": [r.to_dict() for r in self.results]}
+
+    def to_frame(self):
+        return _frame(self.rows())
+
+
+@dataclass
 class RunResult:
     """Everything one scenario run produced.
 
-    ``makespan`` is when the last job finished; ``fabric`` summarises what ran on (template,
-    GPUs, links); ``notes`` collects what the user should know (approximations, sizing).
+    ``makespan`` is when the last job finished (0 without jobs); ``fabric`` summarises what
+    ran on (template, GPUs, links); ``collectives`` holds each collective's size sweep (each
+    run alone, not with the jobs); ``fabric_report`` the fabric's counts, oversubscription,
+    path choices and bill of materials when the scenario asked for it (``hpnsim fabric
+    --json`` prints the same dict); ``notes`` collects what the user should know
+    (approximations, sizing). ``built_fabric`` is the fabric object itself (for exports; not
+    saved).
     """
 
     scenario: dict
@@ -153,6 +203,9 @@ class RunResult:
     n_tasks: int
     n_events: int
     notes: list = field(default_factory=list)
+    collectives: list[CollectiveRun] = field(default_factory=list)
+    fabric_report: dict | None = None
+    built_fabric: Any = field(default=None, repr=False, compare=False)
 
     def job(self, name: str) -> JobResult:
         """The result of the job called ``name``."""
@@ -161,9 +214,20 @@ class RunResult:
                 return job
         raise KeyError(name)
 
+    def collective(self, name: str) -> CollectiveRun:
+        """The result of the collective called ``name``."""
+        for run in self.collectives:
+            if run.name == name:
+                return run
+        raise KeyError(name)
+
     def rows(self) -> list[dict]:
         """One row per job (the summary table)."""
         return [job.summary() for job in self.jobs]
+
+    def collective_rows(self) -> list[dict]:
+        """One row per collective and size."""
+        return [row for run in self.collectives for row in run.rows()]
 
     def iteration_rows(self) -> list[dict]:
         """One row per job and iteration."""
@@ -172,16 +236,24 @@ class RunResult:
     def to_dict(self, timeline: bool = False) -> dict:
         return {"scenario": self.scenario, "fabric": self.fabric, "makespan": self.makespan,
                 "n_tasks": self.n_tasks, "n_events": self.n_events, "notes": list(self.notes),
-                "jobs": [job.to_dict(timeline=timeline) for job in self.jobs]}
+                "jobs": [job.to_dict(timeline=timeline) for job in self.jobs],
+                "collectives": [run.to_dict() for run in self.collectives],
+                "fabric_report": self.fabric_report}
 
     def to_frame(self):
         return _frame(self.rows())
 
     def save(self, folder: str | Path) -> list[Path]:
-        """Write ``results.json``, ``jobs.csv`` and ``iterations.csv`` into ``folder``
-        (created if missing), each atomically; returns the paths."""
+        """Write ``results.json`` into ``folder`` (created if missing), with ``jobs.csv`` and
+        ``iterations.csv`` when there are jobs and ``collectives.csv`` (one row per
+        collective and size) when there are collectives, each atomically; returns the paths.
+        """
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        return [write_json(folder / "results.json", self.to_dict(timeline=True)),
-                write_csv(folder / "jobs.csv", self.rows()),
-                write_csv(folder / "iterations.csv", self.iteration_rows())]
+        paths = [write_json(folder / "results.json", self.to_dict(timeline=True))]
+        if self.jobs:
+            paths += [write_csv(folder / "jobs.csv", self.rows()),
+                      write_csv(folder / "iterations.csv", self.iteration_rows())]
+        if self.collectives:
+            paths.append(write_csv(folder / "collectives.csv", self.collective_rows()))
+        return paths

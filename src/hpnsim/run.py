@@ -1,4 +1,5 @@
-"""``run(scenario) -> RunResult``: every job of a scenario on one fabric, in one simulation.
+"""``run(scenario) -> RunResult``: every job of a scenario on one fabric, in one simulation;
+then every collective of the scenario, each alone; then the fabric report, when asked.
 
 The fabric is built once; each job gets its GPUs (its explicit ``gpus``, or whole free hosts,
 lowest first); every iteration of every job is compiled into one shared
@@ -6,7 +7,9 @@ lowest first); every iteration of every job is compiled into one shared
 next one starts when the previous one ended); one engine run shares every link max-min
 fairly among all of them, so jobs whose collectives cross the same links slow each other.
 With ``compare_alone`` (default when there are several jobs) each job also runs alone on the
-same GPUs, and its slowdown is the ratio of the two iteration times.
+same GPUs, and its slowdown is the ratio of the two iteration times. Collectives
+(``collectives:``) do not share the simulation with the jobs: each runs alone on the idle
+fabric, one size after another (:func:`run_collectives`), as ``hpnsim collective`` does.
 
 Examples
 --------
@@ -28,7 +31,7 @@ import numpy as np
 
 from hpnsim.engine import simulate
 from hpnsim.errors import InputError
-from hpnsim.results import JobResult, RunResult
+from hpnsim.results import CollectiveRun, JobResult, RunResult
 from hpnsim.scenario import (
     Scenario,
     check_against_fabric,
@@ -36,9 +39,10 @@ from hpnsim.scenario import (
     parse_scenario,
     scenario_lines,
 )
+from hpnsim.scenario_collectives import check_collectives
 from hpnsim.scenario_yaml import located
 
-__all__ = ["allocate", "as_scenario", "build_scenario_fabric", "run"]
+__all__ = ["allocate", "as_scenario", "build_scenario_fabric", "run", "run_collectives"]
 
 
 def as_scenario(scenario) -> Scenario:
@@ -61,18 +65,26 @@ def build_scenario_fabric(scenario: Scenario):
     spec = scenario.fabric
     options = spec.options()
     kinds = {job.gpu for job in scenario.jobs}
-    if "nvlink" not in options and spec.resolved_template != "lingjun":
+    if "nvlink" not in options and spec.resolved_template != "lingjun" and kinds:
         if len(kinds) > 1:
             raise located(InputError("fabric.nvlink", f"jobs use different GPUs ({', '.join(sorted(kinds))}); "
                                      "set fabric.nvlink"), scenario_lines(scenario), ("fabric",))
         options["nvlink"] = f"{get_gpu(kinds.pop()).nvlink_bandwidth / 1e9:g}GB/s"
     try:
         from hpnsim.fabrics import build_fabric
+        from hpnsim.fabrics.registry import planned_gpus
 
-        return build_fabric(spec.resolved_template, options)
+        # every check of the builder, and the collectives' sizes, before the (long) build
+        planned = planned_gpus(spec.resolved_template, options)
+        check_collectives(scenario, planned, scenario_lines(scenario))
+        fabric = build_fabric(spec.resolved_template, options)
     except InputError as exc:
+        if exc.field.startswith("collectives["):
+            raise
         path = ("fabric", exc.field.lstrip("-").replace("-", "_"))
         raise located(InputError("", exc.message), scenario_lines(scenario), path) from None
+    fabric.meta["units"] = spec.units
+    return fabric
 
 
 def allocate(scenario: Scenario, fabric) -> list[np.ndarray]:
@@ -145,7 +157,12 @@ def _check_workloads(scenario: Scenario) -> None:
 
 
 def run(scenario, *, progress=None) -> RunResult:
-    """Run a scenario: build the fabric, place the jobs, simulate them together.
+    """Run a scenario: build the fabric, place the jobs, simulate them together; then run
+    each collective alone; then report the fabric if asked.
+
+    Jobs share one simulation (they slow each other). Collectives do not run with the jobs:
+    each runs alone on the idle fabric, one size after another, one collective after
+    another, exactly as ``hpnsim collective`` runs it.
 
     Parameters
     ----------
@@ -159,6 +176,14 @@ def run(scenario, *, progress=None) -> RunResult:
     RunResult
         Per job: its iterations (time, exposed communication per dimension, bubble, MFU),
         its finish time and, with ``compare_alone``, its slowdown against running alone.
+        Per collective: its results per size. With ``report_fabric`` (the default when there
+        are neither jobs nor collectives): the fabric report.
+
+    Examples
+    --------
+    >>> r = run({"fabric": {"template": "fat_tree", "k": 4}})
+    >>> r.jobs, r.collectives, r.fabric_report["gpus"], r.fabric_report["switches"]
+    ([], [], 16, {'tor': 8, 'agg': 8, 'core': 4})
     """
     say = progress or (lambda message: None)
     scenario = as_scenario(scenario)
@@ -167,9 +192,58 @@ def run(scenario, *, progress=None) -> RunResult:
     fabric = build_scenario_fabric(scenario)
     check_against_fabric(scenario, fabric)
     placements = allocate(scenario, fabric)
+    if scenario.jobs and scenario.jobs[0].workload is not None:
+        result = _run_workload(scenario, fabric, placements[0])
+    elif scenario.jobs:
+        result = _run_jobs(scenario, fabric, placements, say)
+    else:
+        result = RunResult(scenario=scenario.model_dump(mode="json"),
+                           fabric=_fabric_summary(fabric), jobs=[], makespan=0.0, n_tasks=0,
+                           n_events=0)
+    from hpnsim.fabrics.registry import sizing_note
+
+    note = sizing_note(fabric)
+    if note:
+        result.notes.insert(0, f"gpus: {note}")
+    result.collectives = run_collectives(scenario, fabric, say)
+    if scenario.wants_fabric_report:
+        from hpnsim.fabrics.analysis import fabric_report
+
+        say("reporting the fabric")
+        result.fabric_report = fabric_report(fabric)
+    result.built_fabric = fabric
+    return result
+
+
+def run_collectives(scenario: Scenario, fabric, say=None) -> list[CollectiveRun]:
+    """Every collective of ``scenario`` at every size, each alone on ``fabric``
+    (:func:`~hpnsim.collectives.run_collective` with the scenario's routing and seed).
+
+    >>> from hpnsim.fabrics import fat_tree
+    >>> s = parse_scenario({"collectives": [{"gpus": 4, "sizes": "1K,1M"}]})
+    >>> [r.size for r in run_collectives(s, fat_tree(4))[0].results]
+    [1024.0, 1048576.0]
+    """
+    from hpnsim.collectives import run_collective
+    from hpnsim.units import format_bytes
+
+    say = say or (lambda message: None)
+    out = []
+    for spec in scenario.collectives:
+        gpus = spec.group(fabric.n_gpus)
+        results = []
+        for k, size in enumerate(spec.sizes):
+            say(f"{spec.name}: {spec.op} on {len(gpus):,} GPUs, size {k + 1}/"
+                f"{len(spec.sizes)} ({format_bytes(size)})")
+            results.append(run_collective(fabric, spec.op, gpus, size,
+                                          routing=scenario.routing, seed=scenario.seed,
+                                          **spec.options()))
+        out.append(CollectiveRun(name=spec.name, gpus=gpus, results=results))
+    return out
+
+
+def _run_jobs(scenario: Scenario, fabric, placements: list, say) -> RunResult:
     notes = []
-    if scenario.jobs[0].workload is not None:
-        return _run_workload(scenario, fabric, placements[0])
     indices = list(range(len(scenario.jobs)))
     say(f"simulating {len(indices)} job(s) together")
     shared, finish, n_tasks, n_events = _simulate_jobs(scenario, fabric, indices, placements)

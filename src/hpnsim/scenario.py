@@ -31,16 +31,20 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
 from hpnsim.errors import MAX_SEED, InputError, read_user_text
+from hpnsim.scenario_collectives import CollectiveSpec, check_collectives, name_collectives
+from hpnsim.scenario_fabric import FabricSpec
 from hpnsim.scenario_yaml import format_path, load_yaml, located
 from hpnsim.units import parse_time
 
 ROUTINGS = ("ecmp", "hpn_dual_plane", "precise", "spray")
 SCHEDULERS = ("none",)
+
+__all__ = ["CollectiveSpec", "FabricSpec", "JobSpec", "Scenario", "check_against_fabric",
+           "load_scenario", "parse_scenario", "parse_section", "scenario_lines"]
 
 
 def _seconds(value: Any) -> Any:
@@ -63,63 +67,6 @@ def _not_bool(value: Any) -> Any:
 #: seconds, from a number or a string with a unit ("30s", "1.5ms", "2h")
 Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[int, Field(ge=1, strict=True)]
-
-
-class FabricSpec(BaseModel):
-    """The fabric: a template and its builder parameters (``hpnsim fabric`` lists them), or
-    ``topology``, a Lingjun-format CSV file (one row per host with its ToR, Agg and core).
-
-    Builder parameters are the keys of the template's builder (``segments``, ``pods``,
-    ``dual_tor``, ``uplink_speed`` ...); ``gpus`` sizes the fabric for that many GPUs.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    template: str = Field("hpn7", description="hpn7, dcn_plus, rail_optimized, rail_only, "
-                                              "fat_tree or lingjun")
-    topology: str | None = Field(None, description="a Lingjun topology CSV (template lingjun)")
-
-    @field_validator("template")
-    @classmethod
-    def _known_template(cls, value: str) -> str:
-        from hpnsim.fabrics.registry import TEMPLATES
-
-        if value not in TEMPLATES:
-            raise ValueError(f"unknown fabric {value!r}; choose from {', '.join(TEMPLATES)}")
-        return value
-
-    @model_validator(mode="after")
-    def _known_parameters(self) -> FabricSpec:
-        from hpnsim.fabrics.registry import typed_options
-
-        if self.topology is not None and self.template not in ("hpn7", "lingjun"):
-            raise ValueError("topology files are Lingjun CSVs: use template lingjun")
-        options = self.options()
-        gpus = options.pop("gpus", None)
-        if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int | str)):
-            raise ValueError(f"gpus: must be a whole number of GPUs, got {gpus!r}")
-        try:
-            typed_options(self.resolved_template, options)
-        except InputError as exc:
-            raise ValueError(f"{exc.field}: {exc.message}") from None
-        return self
-
-    @property
-    def resolved_template(self) -> str:
-        return "lingjun" if self.topology is not None else self.template
-
-    def options(self) -> dict[str, Any]:
-        """Builder parameters (everything but ``template``), ``topology`` as ``path``."""
-        out = dict(self.model_extra or {})
-        if self.topology is not None:
-            out["path"] = self.topology
-        return out
-
-    def build(self):
-        """Build the fabric (:func:`hpnsim.fabrics.build_fabric`)."""
-        from hpnsim.fabrics import build_fabric
-
-        return build_fabric(self.resolved_template, self.options())
 
 
 class JobSpec(BaseModel):
@@ -221,18 +168,27 @@ class JobSpec(BaseModel):
 
 
 class Scenario(BaseModel):
-    """A whole run: one fabric, the jobs on it, the routing policy and the seed.
+    """A whole run: one fabric, the jobs and collectives on it, the routing policy, the seed.
 
-    ``scheduler`` and ``faults`` are reserved for cluster scheduling and failures; today
-    ``scheduler`` is ``none`` (ECMP or the chosen routing, one queue, max-min sharing) and
-    ``faults`` must be empty.
+    ``jobs`` run together in one simulation; each of ``collectives`` (a size sweep, as
+    ``hpnsim collective`` runs) runs alone. A scenario with neither describes only the
+    fabric: its report (``report_fabric``, the data of ``hpnsim fabric --json``) is the
+    result. ``scheduler`` and ``faults`` are reserved for cluster scheduling and failures;
+    today ``scheduler`` is ``none`` (ECMP or the chosen routing, one queue, max-min sharing)
+    and ``faults`` must be empty.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = ""
     fabric: FabricSpec = Field(default_factory=FabricSpec)
-    jobs: list[JobSpec] = Field(min_length=1)
+    jobs: list[JobSpec] = Field(default_factory=list)
+    collectives: list[CollectiveSpec] = Field(
+        default_factory=list, description="collectives swept over sizes, each alone on the "
+                                          "fabric (the options of hpnsim collective)")
+    report_fabric: bool | None = Field(
+        None, description="report the fabric (counts, oversubscription, path choices, bill "
+                          "of materials; default: when there are no jobs and no collectives)")
     routing: Literal["ecmp", "hpn_dual_plane", "precise", "spray"] = "ecmp"
     seed: Annotated[int, Field(ge=0, le=MAX_SEED, strict=True)] = 0
     compare_alone: bool | None = Field(
@@ -251,7 +207,28 @@ class Scenario(BaseModel):
             if job.name in seen:
                 raise ValueError(f"jobs[{i}].name: {job.name!r} is used by another job")
             seen.add(job.name)
+        name_collectives(self.collectives, self.jobs)
+        for key in ("jobs", "collectives"):
+            if key in self.model_fields_set and not getattr(self, key):
+                raise ValueError(f"{key}: an empty list; list at least one, or leave the key "
+                                 f"out")
+        # a fabric-only scenario: refuse what only traffic would use (it would be ignored)
+        unused = sorted({"routing", "seed", "compare_alone"} & self.model_fields_set)
+        if not self.jobs and not self.collectives and unused:
+            raise ValueError(f"jobs: required: {unused[0]} sets how jobs and collectives run; "
+                             f"give jobs or collectives, or leave {unused[0]} out for a "
+                             f"fabric-only scenario")
+        if self.compare_alone and not self.jobs:
+            raise ValueError("compare_alone: compares jobs with running alone; the scenario "
+                             "has no jobs")
         return self
+
+    @property
+    def wants_fabric_report(self) -> bool:
+        """``report_fabric``, by default true when there are no jobs and no collectives."""
+        if self.report_fabric is None:
+            return not self.jobs and not self.collectives
+        return self.report_fabric
 
 
 def _first_error(exc: ValidationError) -> tuple[tuple, str]:
@@ -289,7 +266,7 @@ def parse_scenario(data: Any, lines: dict | None = None) -> Scenario:
     hpnsim.errors.InputError: jobs[0].tp: Input should be greater than or equal to 1, got 0
     """
     if not isinstance(data, dict):
-        raise InputError("scenario", "must be a mapping with at least a 'jobs' list, got "
+        raise InputError("scenario", "must be a mapping (fabric, jobs, collectives ...), got "
                                      f"{type(data).__name__}")
     try:
         return Scenario.model_validate(data)
@@ -339,7 +316,7 @@ def scenario_lines(scenario: Scenario) -> dict:
 
 def check_against_fabric(scenario: Scenario, fabric) -> None:
     """What needs the fabric: TP within a host, every job fits, placements exist and are
-    disjoint, and all jobs together fit. Raises :class:`InputError` by YAML path.
+    disjoint, all jobs together fit, and every collective's GPUs exist. Raises :class:`InputError` by YAML path.
 
     >>> from hpnsim.fabrics import hpn7
     >>> s = parse_scenario({"jobs": [{"model": "llama3-8b", "tp": 3}]})
@@ -400,3 +377,4 @@ def check_against_fabric(scenario: Scenario, fabric) -> None:
     if total > fabric.n_gpus:
         fail(("jobs",), f"the jobs need {total:,} GPUs together; the fabric has "
                         f"{fabric.n_gpus:,}")
+    check_collectives(scenario, fabric.n_gpus, lines)

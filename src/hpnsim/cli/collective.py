@@ -1,59 +1,51 @@
-"""CLI commands: ``hpnsim collective`` — nccl-tests-style sweeps of one collective on a fabric."""
+"""CLI commands: ``hpnsim collective`` — nccl-tests-style sweeps of one collective on a fabric.
+
+parse -> Scenario -> run -> report: the options become a scenario with one collective
+(``collectives[0]``, keys named as the options; see :mod:`hpnsim.scenario_collectives`),
+:func:`hpnsim.run.run` runs it, and the table or JSON is printed from its result. Errors
+name the option as typed, without dashes (``error: sizes: ...``), as this command always
+has.
+"""
 
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 
 import typer
 
 from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
-from hpnsim.errors import InputError
-from hpnsim.fabrics import build_fabric
-from hpnsim.report.text import ELEMENT_BYTES as _ELEMENT_BYTES  # nccl-tests type: float
 
 
-def _progress(total: int):
-    """A rich progress bar on stderr when it is a terminal, else None."""
+def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce", gpus: int = 0,
+                        sizes: str = "1M:1G", algo: str = "auto", protocol: str = "auto",
+                        routing: str = "ecmp", channels: int = 0, qps: int = 1, root: int = 0,
+                        seed: int = 0):
+    """The scenario ``hpnsim collective`` runs: one collective (``gpus`` 0: every GPU) on the
+    fabric ``fabric`` with builder ``options``; errors named by option (``sizes``, ``gpus``).
+
+    >>> s = collective_scenario("fat_tree", {"k": "4"}, gpus=8, sizes="1M:4M")
+    >>> s.collectives[0].sizes, s.fabric.options()
+    ([1048576.0, 2097152.0, 4194304.0], {'k': '4'})
+    """
+    from hpnsim.cli.common import option_of, scenario_from_flags
+    from hpnsim.errors import InputError
+
+    if "template" in options:
+        raise InputError("template", "name the fabric template with --fabric")
+    spec = {"op": op, "gpus": gpus or None, "sizes": sizes, "algo": algo,
+            "protocol": protocol, "channels": channels, "qps": qps, "root": root}
+    return scenario_from_flags({"fabric": {**options, "template": fabric}, "routing": routing,
+                                "seed": seed, "collectives": [spec]}, name=option_of)
+
+
+def _status():
+    """A status line on stderr while the sizes run, when stderr is a terminal."""
     if not sys.stderr.isatty():
-        return None
+        return nullcontext(None)
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    return Progress(TextColumn("collective"), BarColumn(), MofNCompleteColumn(),
-                    console=Console(stderr=True), transient=True)
-
-
-def sweep(fabric, op: str, gpus, sizes: list[float], **options) -> list:
-    """Run the collective at every size; returns the :class:`CollectiveResult` list."""
-    from hpnsim.collectives import run_collective
-
-    progress = _progress(len(sizes))
-    results = []
-    if progress is None:
-        return [run_collective(fabric, op, gpus, s, **options) for s in sizes]
-    with progress:
-        task = progress.add_task("sizes", total=len(sizes))
-        for s in sizes:
-            results.append(run_collective(fabric, op, gpus, s, **options))
-            progress.advance(task)
-    return results
-
-
-def _larger_fabric_hint(template: str, options: dict, n: int) -> str:
-    """``"; for a larger fabric pass --pods P"`` when a pod count would hold ``n`` GPUs."""
-    import math
-
-    from hpnsim.fabrics.registry import planned_gpus, template_parameters
-
-    if n < 2 or "pods" not in template_parameters(template) or "gpus" in options:
-        return ""
-    keep = {k: v for k, v in options.items() if k not in ("pods", "last_pod_segments")}
-    try:
-        pods = math.ceil(n / planned_gpus(template, {**keep, "pods": 1}))
-        planned_gpus(template, {**keep, "pods": pods})
-    except InputError:
-        return ""
-    return f"; for a larger fabric pass --pods {pods}"
+    return Console(stderr=True).status("collective")
 
 
 def register(app: typer.Typer) -> None:
@@ -85,47 +77,24 @@ def register(app: typer.Typer) -> None:
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
     ) -> None:
         """Simulate a collective over a size sweep and print an nccl-tests-style table."""
-        from hpnsim.collectives.ops import (
-            check_supported,
-            normalize_algorithm,
-            normalize_op,
-            normalize_protocol,
-        )
-        from hpnsim.routing.route import POLICIES
-        from hpnsim.units import parse_size_range
-
-        canonical_op, canonical_algo = normalize_op(op), normalize_algorithm(algo)
-        if canonical_algo != "auto":
-            check_supported(canonical_op, canonical_algo)
-        normalize_protocol(protocol)
-        if routing not in POLICIES:
-            raise InputError("routing", f"must be one of {', '.join(POLICIES)}, got {routing!r}")
-        size_list = parse_size_range(sizes, "sizes")
-        if any(s < _ELEMENT_BYTES for s in size_list):
-            raise InputError("sizes", f"must be at least {_ELEMENT_BYTES} bytes (one float "
-                                      f"element), got {sizes!r}")
+        from hpnsim.cli.common import errors_as_flags, option_of
         from hpnsim.errors import check_seed
-        from hpnsim.fabrics.registry import planned_gpus
+        from hpnsim.run import run
 
         check_seed(seed, "--seed")
-        if channels < 0:
-            raise InputError("channels", f"must be >= 0, got {channels}")
-        options = parse_extra_options(list(ctx.args))
-        have = planned_gpus(fabric, options)   # checks only: refuse before building
-        n = have if gpus == 0 else gpus
-        if n < 2 or n > have:
-            raise InputError("gpus", f"must be 2..{have:,} (a collective needs two GPUs; the "
-                                     f"fabric has {have:,}), got {gpus}"
-                                     + _larger_fabric_hint(fabric, options, n))
-        built = build_fabric(fabric, options)
-        results = sweep(built, op, list(range(n)), size_list, algo=algo, protocol=protocol,
-                        routing=routing, channels=channels or None, qps=qps, seed=seed,
-                        root=root)
+        scenario = collective_scenario(fabric, parse_extra_options(list(ctx.args)), op=op,
+                                       gpus=gpus, sizes=sizes, algo=algo, protocol=protocol,
+                                       routing=routing, channels=channels, qps=qps,
+                                       root=root, seed=seed)
+        with errors_as_flags(option_of), _status() as status:
+            result = run(scenario, progress=status.update if status else None)
+        results = result.collectives[0].results
         if json_out:
             emit_json([r.to_dict() for r in results])
             return
-        typer.echo(f"# hpnsim collective: {results[0].op} on {n} GPUs of {fabric} "
-                   f"({built.n_gpus} GPUs), routing {routing}, seed {seed}")
+        typer.echo(f"# hpnsim collective: {results[0].op} on {len(result.collectives[0].gpus)} "
+                   f"GPUs of {fabric} ({result.fabric['gpus']} GPUs), routing {routing}, "
+                   f"seed {seed}")
         from hpnsim.report.text import collective_table
 
         typer.echo(collective_table(results, root))

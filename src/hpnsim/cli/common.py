@@ -45,25 +45,43 @@ def flag_of(path: str) -> str:
     ('--micro-batch', '--fabric', '--seed')
     >>> flag_of("jobs[0]"), flag_of("--plot"), flag_of("w.txt line 3")
     ('job', '--plot', 'w.txt line 3')
+    >>> flag_of("collectives[0].sizes"), flag_of("collectives[0]")
+    ('--sizes', 'collective')
     """
     import re
 
-    if not re.fullmatch(r"(jobs\[\d+\]|fabric)(\.\w+)?|\w+", path):
+    if not re.fullmatch(r"((jobs|collectives)\[\d+\]|fabric)(\.\w+)?|\w+", path):
         return path   # already a flag, or a file and line
     if path in ("fabric", "fabric.template"):
         return "--fabric"
     last = path.rsplit(".", 1)[-1]
-    if "[" in last or last == "jobs":
-        return "job"
+    if "[" in last or last in ("jobs", "collectives"):
+        return "collective" if last.startswith("collectives") else "job"
     if last == "scenario":
         return "arguments"
     return "--" + last.replace("_", "-")
 
 
+def option_of(path: str) -> str:
+    """The bare option name of a scenario path, as ``hpnsim collective`` and ``hpnsim
+    fabric`` have always named their errors: :func:`flag_of` without dashes.
+
+    >>> option_of("collectives[0].sizes"), option_of("fabric.hosts_per_segment")
+    ('sizes', 'hosts_per_segment')
+    >>> option_of("fabric.no_such_param"), option_of("--seed")
+    ('no_such_param', '--seed')
+    """
+    flag = flag_of(path)
+    if flag != path and flag.startswith("--"):
+        return flag[2:].replace("-", "_")
+    return flag
+
+
 @contextmanager
-def errors_as_flags():
+def errors_as_flags(name=flag_of):
     """Name a scenario path in an :class:`InputError` by its command-line flag (see
-    :func:`flag_of`), for commands that run a scenario built from their options.
+    :func:`flag_of`; ``name`` renames differently, e.g. :func:`option_of`), for commands
+    that run a scenario built from their options.
 
     >>> with errors_as_flags():
     ...     raise InputError("jobs[0].ep", "must divide dp=6, got 4")
@@ -74,13 +92,13 @@ def errors_as_flags():
     try:
         yield
     except InputError as error:
-        raise InputError(flag_of(error.field), error.message) from None
+        raise InputError(name(error.field), error.message) from None
 
 
-def scenario_from_flags(data: dict, model=None, section: str = ""):
+def scenario_from_flags(data: dict, model=None, section: str = "", name=flag_of):
     """Validate command-line values as a scenario (or one ``section`` of it, with ``model``
     its pydantic class), so a command and a YAML file share one validation; errors name
-    the flag the user typed (see :func:`flag_of`).
+    the flag the user typed (see :func:`flag_of`; ``name`` as in :func:`errors_as_flags`).
 
     >>> scenario_from_flags({"jobs": [{"model": "llama3-8b", "tp": 0}]})
     Traceback (most recent call last):
@@ -89,7 +107,7 @@ def scenario_from_flags(data: dict, model=None, section: str = ""):
     """
     from hpnsim.scenario import parse_scenario, parse_section
 
-    with errors_as_flags():
+    with errors_as_flags(name):
         return parse_scenario(data) if model is None else parse_section(model, data, section)
 
 

@@ -1,4 +1,10 @@
-"""CLI commands: ``hpnsim fabric TEMPLATE [--param value ...]`` and ``hpnsim fabric compare A B``."""
+"""CLI commands: ``hpnsim fabric TEMPLATE [--param value ...]`` and ``hpnsim fabric compare A B``.
+
+parse -> Scenario -> run -> report: each template with its options becomes a fabric-only
+scenario (``fabric:`` and nothing else; ``--units`` is ``fabric.units``), :func:`hpnsim.run.run`
+builds it and reports it, and the table, JSON or export is made from that report. Errors
+name the builder parameter as typed, without dashes (``error: segments: ...``).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,6 @@ from hpnsim.cli.common import (
     table_console,
 )
 from hpnsim.errors import InputError
-from hpnsim.fabrics.analysis import fabric_report
 from hpnsim.fabrics.bom import validate_units
 from hpnsim.report.tables import fabric_table
 
@@ -45,6 +50,45 @@ def _compare_options(template: str, options: dict[str, str], shared: set[str]) -
     return {k: v for k, v in options.items() if k in params or k == "gpus" or k not in shared}
 
 
+def _option_name(path: str) -> str:
+    """``fabric.segments`` -> ``segments``, ``fabric.template`` -> ``template``."""
+    from hpnsim.cli.common import option_of
+
+    if path in ("fabric", "fabric.template"):
+        return "template"
+    return option_of(path)
+
+
+def fabric_scenario(template: str, options: dict, units: dict | None = None):
+    """The fabric-only scenario ``hpnsim fabric TEMPLATE --options`` runs (it reports the
+    fabric); errors are named by builder parameter.
+
+    >>> s = fabric_scenario("fat_tree", {"k": "4"})
+    >>> s.jobs, s.collectives, s.wants_fabric_report, s.fabric.options()
+    ([], [], True, {'k': '4'})
+    """
+    from hpnsim.cli.common import scenario_from_flags
+
+    if "template" in options:
+        raise InputError("template", "not a builder parameter; name the template first")
+    if "units" in options:
+        raise InputError("units", "give a unit table file with --units FILE")
+    fabric = {**options, "template": template}
+    if units is not None:
+        fabric["units"] = units
+    return scenario_from_flags({"fabric": fabric}, name=_option_name)
+
+
+def _run_fabric(template: str, options: dict, units: dict | None):
+    """Run the fabric-only scenario; returns the :class:`~hpnsim.results.RunResult`."""
+    from hpnsim.cli.common import errors_as_flags
+    from hpnsim.run import run
+
+    scenario = fabric_scenario(template, options, units)
+    with errors_as_flags(_option_name):
+        return run(scenario)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``fabric`` to the root app."""
 
@@ -71,12 +115,7 @@ def register(app: typer.Typer) -> None:
         (its switches, optics, power and a checkpoint bound are reported apart); `hpnsim fabric compare hpn7 dcn_plus --gpus 15360` puts them side by side.
         """
         from hpnsim.fabrics.export import FORMATS, export
-        from hpnsim.fabrics.registry import (
-            TEMPLATES,
-            build_fabric,
-            sizing_note,
-            template_parameters,
-        )
+        from hpnsim.fabrics.registry import TEMPLATES, template_parameters
 
         unit_table = _load_units(units)
         if template is None:
@@ -96,18 +135,18 @@ def register(app: typer.Typer) -> None:
                                             "dcn_plus --gpus 15360")
             options = parse_extra_options(rest)
             known = set().union(*(template_parameters(n) for n in names if n in TEMPLATES))
-            fabrics = [build_fabric(n, _compare_options(n, options, known)) for n in names]
+            runs = [_run_fabric(n, _compare_options(n, options, known), unit_table)
+                    for n in names]
         else:
             names, rest = _split(list(ctx.args))
             if names:
                 raise InputError("arguments", f"unexpected argument {names[0]!r}; use --name value")
-            fabrics = [build_fabric(template, parse_extra_options(rest))]
-        for f in fabrics:
-            f.meta["units"] = unit_table
-            note = sizing_note(f)
-            if note:
-                typer.echo(f"note: gpus: {note}", err=True)
-        reports = [fabric_report(f) for f in fabrics]
+            runs = [_run_fabric(template, parse_extra_options(rest), unit_table)]
+        for result in runs:
+            for note in result.notes:
+                typer.echo(f"note: {note}", err=True)
+        fabrics = [result.built_fabric for result in runs]
+        reports = [result.fabric_report for result in runs]
         if export_path:
             if len(fabrics) != 1:
                 raise InputError("export", "export one fabric at a time, not a comparison")

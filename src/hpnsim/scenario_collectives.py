@@ -1,0 +1,241 @@
+"""Collectives in a scenario: :class:`CollectiveSpec`, one nccl-tests-style sweep of one
+collective over a group of GPUs, and its checks against the fabric.
+
+The keys are the options of ``hpnsim collective``, underscores for dashes (``op``, ``gpus``,
+``sizes``, ``algo``, ``protocol``, ``channels``, ``qps``, ``root``); the scenario's
+``routing`` and ``seed`` apply to every collective. A collective runs alone on the fabric,
+one size after the other (see :func:`hpnsim.run.run`).
+
+Examples
+--------
+>>> c = CollectiveSpec.model_validate({"op": "all-reduce", "gpus": 16, "sizes": "1M:4M"})
+>>> c.op, c.group(32)[:3], c.sizes
+('allreduce', [0, 1, 2], [1048576.0, 2097152.0, 4194304.0])
+>>> CollectiveSpec.model_validate({"op": "alltoall", "algo": "ring"})
+Traceback (most recent call last):
+...
+pydantic_core._pydantic_core.ValidationError: 1 validation error for CollectiveSpec
+...
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hpnsim.errors import InputError
+from hpnsim.scenario_yaml import format_path, located
+
+#: nccl-tests' default element type is a 4-byte float: no collective moves less
+ELEMENT_BYTES = 4
+#: the sweep ``hpnsim collective`` runs when ``--sizes`` is not given
+DEFAULT_SIZES = "1M:1G"
+
+__all__ = ["DEFAULT_SIZES", "ELEMENT_BYTES", "CollectiveSpec", "check_collectives",
+           "larger_fabric_hint"]
+
+
+def _as_message(func, value):
+    try:
+        return func(value)
+    except InputError as exc:
+        raise ValueError(exc.message) from None
+
+
+def _parse_sizes(value: Any) -> list[float]:
+    from hpnsim.units import parse_size, parse_size_range
+
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"must be a size such as 4GiB, a sweep such as 1M:4G or a list, "
+                         f"got {value!r}")
+    if isinstance(value, list):
+        if not value:
+            raise ValueError("must list at least one size, got []")
+        sizes = [_as_message(lambda v: parse_size(v, "sizes"), v) for v in value]
+    elif isinstance(value, int | float):
+        sizes = [_as_message(lambda v: parse_size(v, "sizes"), value)]
+    else:
+        sizes = _as_message(lambda v: parse_size_range(v, "sizes"), value)
+    if min(sizes) < ELEMENT_BYTES:
+        raise ValueError(f"must be at least {ELEMENT_BYTES} bytes (one float element), "
+                         f"got {value!r}")
+    return sizes
+
+
+class CollectiveSpec(BaseModel):
+    """One collective of a scenario, swept over ``sizes`` (what ``hpnsim collective`` runs).
+
+    ``gpus`` is a count (the first N GPUs of the fabric, host-major) or an explicit list of
+    GPU indices in rank order; without it, every GPU of the fabric. ``sizes`` is one size
+    (``4GiB``, bytes as a number), a sweep ``MIN:MAX[:FACTOR]`` (``1M:4G``: powers of two),
+    a comma list or a YAML list; bare prefixes are binary, as in nccl-tests.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = ""
+    op: str = Field("allreduce", description="allreduce, allgather, reducescatter, alltoall, "
+                                             "broadcast, reduce, sendrecv or send")
+    gpus: int | list[int] | None = Field(
+        None, description="the first N GPUs, or GPU indices in rank order (default: all)")
+    sizes: list[float] = Field(default=DEFAULT_SIZES, validate_default=True,
+                               description="one size, MIN:MAX[:FACTOR], a comma list or a list")
+    algo: str = Field("auto", description="ring, tree, hd, hier, direct or auto")
+    protocol: str = Field("auto", description="ll, ll128, simple or auto")
+    channels: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="parallel rings/trees (0: one per rail)")
+    qps: Annotated[int, Field(ge=1, strict=True)] = Field(1, description="connections per peer")
+    root: Annotated[int, Field(ge=0, strict=True)] = Field(
+        0, description="root rank of broadcast and reduce")
+
+    @field_validator("op", mode="before")
+    @classmethod
+    def _op(cls, value: Any) -> str:
+        from hpnsim.collectives.ops import normalize_op
+
+        return _as_message(normalize_op, str(value))
+
+    @field_validator("algo", mode="before")
+    @classmethod
+    def _algo(cls, value: Any) -> str:
+        from hpnsim.collectives.ops import normalize_algorithm
+
+        return _as_message(normalize_algorithm, str(value))
+
+    @field_validator("protocol", mode="before")
+    @classmethod
+    def _protocol(cls, value: Any) -> str:
+        from hpnsim.collectives.ops import normalize_protocol
+
+        return _as_message(normalize_protocol, str(value))
+
+    @field_validator("sizes", mode="before")
+    @classmethod
+    def _sizes(cls, value: Any) -> list[float]:
+        return _parse_sizes(value)
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _gpus(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 2:
+                raise ValueError(f"must be 2 or more (a collective needs two GPUs), "
+                                 f"got {value}")
+            return value
+        if not isinstance(value, list) or any(isinstance(g, bool) or not isinstance(g, int)
+                                              for g in value):
+            raise ValueError(f"must be a GPU count or a list of GPU indices, got {value!r}")
+        if len(value) < 2:
+            raise ValueError(f"must list 2 or more GPUs (a collective needs two), got {value}")
+        if min(value) < 0:
+            raise ValueError(f"GPU indices are 0 or more, got {min(value)}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"{max(value, key=value.count)} appears twice")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CollectiveSpec:
+        from hpnsim.collectives.ops import check_supported
+
+        if self.algo != "auto":
+            try:
+                check_supported(self.op, self.algo)
+            except InputError as exc:
+                raise ValueError(f"algo: {exc.message}") from None
+        if self.root and self.op not in ("broadcast", "reduce"):
+            raise ValueError(f"root: only broadcast and reduce have a root; {self.op} would "
+                             f"ignore root {self.root}")
+        return self
+
+    def group(self, fabric_gpus: int) -> list[int]:
+        """The GPUs of the collective, in rank order, on a fabric of ``fabric_gpus`` GPUs.
+
+        >>> CollectiveSpec(gpus=[8, 0]).group(16), CollectiveSpec().group(4)
+        ([8, 0], [0, 1, 2, 3])
+        """
+        if isinstance(self.gpus, list):
+            return list(self.gpus)
+        return list(range(fabric_gpus if self.gpus is None else self.gpus))
+
+    def options(self) -> dict:
+        """Keyword arguments of :func:`~hpnsim.collectives.run_collective` (but routing and
+        seed, which are the scenario's)."""
+        return {"algo": self.algo, "protocol": self.protocol,
+                "channels": self.channels or None, "qps": self.qps, "root": self.root}
+
+
+def name_collectives(collectives: list[CollectiveSpec], jobs: list) -> None:
+    """Give unnamed collectives ``collective<i>``; refuse a name another collective or a job
+    already has (raises ValueError naming ``collectives[i].name``)."""
+    seen = {job.name for job in jobs}
+    for i, spec in enumerate(collectives):
+        if not spec.name:
+            spec.name = f"collective{i}"
+        if spec.name in seen:
+            raise ValueError(f"collectives[{i}].name: {spec.name!r} is used by another job "
+                             f"or collective")
+        seen.add(spec.name)
+
+
+def larger_fabric_hint(template: str, options: dict, n: int) -> str:
+    """``"; for a larger fabric set fabric.pods to P (--pods P)"`` when ``P`` pods of the
+    template would hold ``n`` GPUs (and the user did not size it with ``gpus``), else ``""``.
+
+    >>> larger_fabric_hint("hpn7", {}, 20000)
+    '; for a larger fabric set fabric.pods to 2 (--pods 2)'
+    """
+    import math
+
+    from hpnsim.fabrics.registry import planned_gpus, template_parameters
+
+    if n < 2 or "pods" not in template_parameters(template) or "gpus" in options:
+        return ""
+    keep = {k: v for k, v in options.items() if k not in ("pods", "last_pod_segments")}
+    try:
+        pods = math.ceil(n / planned_gpus(template, {**keep, "pods": 1}))
+        planned_gpus(template, {**keep, "pods": pods})
+    except InputError:
+        return ""
+    if pods <= 1:
+        return ""
+    return f"; for a larger fabric set fabric.pods to {pods} (--pods {pods})"
+
+
+def check_collectives(scenario, n_gpus: int, lines: dict | None = None) -> None:
+    """Every collective's GPUs exist on a fabric of ``n_gpus`` GPUs (and a broadcast or
+    reduce root is one of its ranks). Raises :class:`InputError` named
+    ``collectives[i].gpus`` (with the YAML line, given ``lines``).
+
+    >>> from hpnsim.scenario import parse_scenario
+    >>> s = parse_scenario({"fabric": {"template": "fat_tree", "k": 4},
+    ...                     "collectives": [{"gpus": 64, "sizes": "1M"}]})
+    >>> check_collectives(s, 16)
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: collectives[0].gpus: must be 2..16 (a collective needs two GPUs; the fabric has 16), got 64
+    """
+    lines = lines or {}
+
+    def fail(path, message):
+        raise located(InputError(format_path(path), message), lines, path)
+
+    for i, spec in enumerate(scenario.collectives):
+        if isinstance(spec.gpus, int) and spec.gpus > n_gpus:
+            options = scenario.fabric.options()
+            hint = larger_fabric_hint(scenario.fabric.resolved_template, options, spec.gpus)
+            fail(("collectives", i, "gpus"), f"must be 2..{n_gpus:,} (a collective needs two "
+                                             f"GPUs; the fabric has {n_gpus:,}), got "
+                                             f"{spec.gpus}{hint}")
+        if spec.gpus is None and n_gpus < 2:
+            fail(("collectives", i, "gpus"), f"the fabric has {n_gpus} GPU; a collective "
+                                             f"needs two")
+        if isinstance(spec.gpus, list) and max(spec.gpus) >= n_gpus:
+            fail(("collectives", i, "gpus"), f"GPU {max(spec.gpus)} does not exist (the "
+                                             f"fabric has GPUs 0..{n_gpus - 1})")
+        size = len(spec.group(n_gpus))
+        if spec.root >= size:
+            fail(("collectives", i, "root"), f"must be a rank in 0..{size - 1}, got "
+                                             f"{spec.root}")
