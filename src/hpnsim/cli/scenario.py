@@ -18,15 +18,20 @@ def register(app: typer.Typer) -> None:
     def run(
         scenario: str = typer.Argument(..., help="Scenario YAML file (see `hpnsim schema` and "
                                                  "examples/)."),
-        out: str = typer.Option(None, "--out", help="Write results.json, jobs.csv and "
-                                                    "iterations.csv into this folder."),
+        out: str = typer.Option(None, "--out", help="Write results.json (and jobs.csv, "
+                                                    "iterations.csv, collectives.csv when "
+                                                    "there are jobs or collectives) into "
+                                                    "this folder."),
         timeline: bool = typer.Option(False, "--timeline", help="Include Gantt rows in --json."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
         """Run a scenario: every job on one fabric in one simulation, each job's iteration
-        time, exposed communication and slowdown against running alone.
+        time, exposed communication and slowdown against running alone; each collective
+        alone over its sizes (nccl-tests-style table); a scenario with neither prints the
+        fabric table (as `hpnsim fabric`).
 
-        Example: hpnsim run examples/two_jobs.yaml --out results/
+        Example: hpnsim run examples/two_jobs.yaml --out results/;
+        hpnsim run examples/collective.yaml
         """
         from hpnsim.errors import InputError
         from hpnsim.run import run as run_scenario

@@ -1,4 +1,5 @@
-"""Tables of a scenario run (``hpnsim run``): one row per job, then the notes."""
+"""Tables of a scenario run (``hpnsim run``): one row per job, an nccl-tests-style table per
+collective, the fabric table of a fabric report, then the notes."""
 
 from __future__ import annotations
 
@@ -43,9 +44,44 @@ def run_table(result):
     return table
 
 
+def collective_text(result) -> str:
+    """Every collective of a :class:`~hpnsim.results.RunResult` as ``hpnsim collective``
+    prints it: a ``#`` header line, then its nccl-tests-style table.
+
+    Examples
+    --------
+    >>> from hpnsim.run import run
+    >>> r = run({"fabric": {"template": "fat_tree", "k": 4},
+    ...          "collectives": [{"name": "ar", "sizes": "1M", "algo": "ring"}]})
+    >>> collective_text(r).splitlines()[0]
+    '# ar: allreduce on 16 GPUs of fat_tree (16 GPUs), routing ecmp, seed 0'
+    """
+    from hpnsim.report.text import collective_table
+
+    blocks = []
+    specs = result.scenario.get("collectives", [])
+    for i, run in enumerate(result.collectives):
+        root = specs[i].get("root", 0) if i < len(specs) else 0
+        blocks.append(f"# {run.name}: {run.op} on {len(run.gpus):,} GPUs of "
+                      f"{result.fabric['template']} ({result.fabric['gpus']:,} GPUs), routing "
+                      f"{result.scenario.get('routing', 'ecmp')}, seed "
+                      f"{result.scenario.get('seed', 0)}\n" + collective_table(run.results, root))
+    return "\n\n".join(blocks)
+
+
 def print_run(result, console) -> None:
-    """The job table and the run's notes."""
-    console.print(run_table(result))
-    console.print(f"tasks {result.n_tasks:,}   events {result.n_events:,}")
+    """The job table (when there are jobs), each collective's table, the fabric table (when
+    the run reported the fabric), and the run's notes."""
+    if result.jobs:
+        console.print(run_table(result))
+        console.print(f"tasks {result.n_tasks:,}   events {result.n_events:,}")
+    if result.collectives:
+        console.print(collective_text(result), markup=False, highlight=False,
+                      soft_wrap=True)
+    if result.fabric_report is not None:
+        from hpnsim.report.tables import fabric_table
+
+        console.print(fabric_table([result.fabric_report],
+                                   f"fabric {result.fabric['template']}"))
     for note in result.notes:
         console.print(f"note: {note}")
