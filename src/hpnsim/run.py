@@ -217,7 +217,9 @@ def run(scenario, *, progress=None) -> RunResult:
 
 def run_collectives(scenario: Scenario, fabric, say=None) -> list[CollectiveRun]:
     """Every collective of ``scenario`` at every size, each alone on ``fabric``
-    (:func:`~hpnsim.collectives.run_collective` with the scenario's routing and seed).
+    (:func:`~hpnsim.collectives.run_collective` with the scenario's routing and seed). The
+    fabric is the scenario's: when it has jobs, its NVLink follows their GPU type (see
+    :func:`build_scenario_fabric`), else the template's default.
 
     >>> from hpnsim.fabrics import fat_tree
     >>> s = parse_scenario({"collectives": [{"gpus": 4, "sizes": "1K,1M"}]})

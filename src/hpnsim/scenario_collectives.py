@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from hpnsim.errors import InputError
 from hpnsim.scenario_yaml import format_path, located
@@ -63,6 +70,11 @@ def _parse_sizes(value: Any) -> list[float]:
     return sizes
 
 
+#: what a file may give for ``sizes`` (validated into a list of bytes)
+_SIZES_SCHEMA = {"anyOf": [{"type": "string"}, {"type": "number"},
+                           {"type": "array", "items": {"type": ["string", "number"]}}]}
+
+
 class CollectiveSpec(BaseModel):
     """One collective of a scenario, swept over ``sizes`` (what ``hpnsim collective`` runs).
 
@@ -79,7 +91,8 @@ class CollectiveSpec(BaseModel):
                                              "broadcast, reduce, sendrecv or send")
     gpus: int | list[int] | None = Field(
         None, description="the first N GPUs, or GPU indices in rank order (default: all)")
-    sizes: list[float] = Field(default=DEFAULT_SIZES, validate_default=True,
+    sizes: Annotated[list[float], WithJsonSchema(_SIZES_SCHEMA)] = Field(
+        default=DEFAULT_SIZES, validate_default=True,
                                description="one size, MIN:MAX[:FACTOR], a comma list or a list")
     algo: str = Field("auto", description="ring, tree, hd, hier, direct or auto")
     protocol: str = Field("auto", description="ll, ll128, simple or auto")
