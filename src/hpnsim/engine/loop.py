@@ -47,23 +47,19 @@ REL_TOL = 1e-12
 _READY, _FLOW, _DELAY_DONE = 0, 1, 2
 
 
-@njit(cache=True, inline="always")
-def _mark(lstamp, queue, count, lk):
-    """Queue link ``lk`` for the next re-solve (once per epoch)."""
-    if lstamp[lk] != count[EPOCH]:
-        lstamp[lk] = count[EPOCH]
-        queue[count[QUEUE_N]] = lk
-        count[QUEUE_N] += 1
-
-
 @njit(cache=True)
 def mark_links(s, links):
     """Queue links changed between events; the next :func:`advance` re-solves them at now."""
-    if s.count[QUEUE_N] == 0:
-        s.count[EPOCH] += 1
     lstamp, queue, count = s.lstamp, s.queue, s.count
+    if count[QUEUE_N] == 0:
+        count[EPOCH] += 1
+    epoch, qn = count[EPOCH], count[QUEUE_N]
     for lk in links:
-        _mark(lstamp, queue, count, lk)
+        if lstamp[lk] != epoch:
+            lstamp[lk] = epoch
+            queue[qn] = lk
+            qn += 1
+    count[QUEUE_N] = qn
 
 
 @njit(cache=True)
@@ -82,26 +78,29 @@ def _is_stale(status, version, ca, cb, i):
     return status[v] != FLOWING or cb[i] != version[v]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def next_event_time(s):
     """Time of the next event (``inf`` if none); drops stale completions on the way."""
-    cn = s.count[COMPLETIONS_N]
-    ct, ca, cb = s.ct, s.ca, s.cb
-    while cn > 0 and _is_stale(s.status, s.version, ca, cb, 0):
+    # every kernel takes its arrays from the state in its first lines and never again:
+    # then numba's reference counting of the state's arrays is pruned away
+    count, ct, ca, cb, status, version = s.count, s.ct, s.ca, s.cb, s.status, s.version
+    ht, ev_time = s.ht, s.ev_time
+    cn = count[COMPLETIONS_N]
+    while cn > 0 and _is_stale(status, version, ca, cb, 0):
         cn = heap_pop(ct, ca, cb, cn)
-    s.count[COMPLETIONS_N] = cn
+    count[COMPLETIONS_N] = cn
     t = np.inf
-    if s.count[HEAP_N] > 0:
-        t = s.ht[0]
-    ei = s.count[NEXT_CAPACITY_EVENT]
-    if ei < s.ev_time.shape[0] and s.ev_time[ei] < t:
-        t = s.ev_time[ei]
+    if count[HEAP_N] > 0:
+        t = ht[0]
+    ei = count[NEXT_CAPACITY_EVENT]
+    if ei < ev_time.shape[0] and ev_time[ei] < t:
+        t = ev_time[ei]
     if cn > 0 and ct[0] < t:
         t = ct[0]
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _finish(status, finish, remaining, succ_ptr, succ, waiting, release, ht, ha, hb, hn,
             v, t):
     """Task ``v`` is done at ``t``; successors left with nothing to wait for become ready.
@@ -117,33 +116,45 @@ def _finish(status, finish, remaining, succ_ptr, succ, waiting, release, ht, ha,
     return hn
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def apply_capacity_events(s, t_lim):
     """Scheduled capacity changes due by ``t_lim``; returns whether any was applied."""
-    ei = s.count[NEXT_CAPACITY_EVENT]
-    progress = False
-    while ei < s.ev_time.shape[0] and s.ev_time[ei] <= t_lim:
-        lk = s.ev_link[ei]
-        s.cap[lk] = s.ev_cap[ei]
-        _mark(s.lstamp, s.queue, s.count, lk)
+    count, ev_time = s.count, s.ev_time
+    ev_link, ev_cap, cap, lstamp, queue = s.ev_link, s.ev_cap, s.cap, s.lstamp, s.queue
+    ei = count[NEXT_CAPACITY_EVENT]
+    if ei == ev_time.shape[0] or ev_time[ei] > t_lim:
+        return False
+    epoch, qn = count[EPOCH], count[QUEUE_N]
+    while ei < ev_time.shape[0] and ev_time[ei] <= t_lim:
+        lk = ev_link[ei]
+        cap[lk] = ev_cap[ei]
+        if lstamp[lk] != epoch:  # queue each changed link once per event
+            lstamp[lk] = epoch
+            queue[qn] = lk
+            qn += 1
         ei += 1
-        progress = True
-    s.count[NEXT_CAPACITY_EVENT] = ei
-    return progress
+    count[NEXT_CAPACITY_EVENT] = ei
+    count[QUEUE_N] = qn
+    return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def complete_transfers(s, t_lim):
     """Transfers projected to finish by ``t_lim`` finish; returns whether any did."""
-    ct, ca, cb, status, version = s.ct, s.ca, s.cb, s.status, s.version
+    count, ct = s.count, s.ct
+    ca, cb, status, version = s.ca, s.cb, s.status, s.version
     ptr, links, lptr, lcnt, lact, epos = s.ptr, s.links, s.lptr, s.lcnt, s.lact, s.epos
-    lstamp, queue, count = s.lstamp, s.queue, s.count
+    lstamp, queue = s.lstamp, s.queue
     ht, ha, hb = s.ht, s.ha, s.hb
-    cn = count[COMPLETIONS_N]
-    hn = count[HEAP_N]
+    finish, remaining, succ_ptr, succ = s.finish, s.remaining, s.succ_ptr, s.succ
+    waiting, release = s.waiting, s.release
+    if count[COMPLETIONS_N] == 0 or ct[0] > t_lim:  # (stale entries at the top are rare)
+        return False
+    cn, hn = count[COMPLETIONS_N], count[HEAP_N]
+    epoch, qn = count[EPOCH], count[QUEUE_N]
     progress = False
     while cn > 0:
-        if _is_stale(status, version, ca, cb, 0):
+        if status[ca[0]] != FLOWING or cb[0] != version[ca[0]]:  # stale
             cn = heap_pop(ct, ca, cb, cn)
             continue
         if ct[0] > t_lim:
@@ -157,62 +168,75 @@ def complete_transfers(s, t_lim):
             lact[p] = moved
             epos[moved] = p
             lcnt[lk] -= 1
-            _mark(lstamp, queue, count, lk)
-        hn = _finish(status, s.finish, s.remaining, s.succ_ptr, s.succ, s.waiting, s.release,
-                     ht, ha, hb, hn, v, tc)
+            if lstamp[lk] != epoch:
+                lstamp[lk] = epoch
+                queue[qn] = lk
+                qn += 1
+        hn = _finish(status, finish, remaining, succ_ptr, succ, waiting, release, ht, ha, hb,
+                     hn, v, tc)
         progress = True
-    count[COMPLETIONS_N] = cn
-    count[HEAP_N] = hn
+    count[COMPLETIONS_N], count[HEAP_N], count[QUEUE_N] = cn, hn, qn
     return progress
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fire_timed_events(s, t_lim):
     """Task starts, flow starts (after the latency) and delay ends due by ``t_lim``."""
-    ht, ha, hb, status, ptr, links = s.ht, s.ha, s.hb, s.status, s.ptr, s.links
-    lptr, lcnt, lact, epos = s.lptr, s.lcnt, s.lact, s.epos
-    lstamp, queue, count = s.lstamp, s.queue, s.count
+    count, ht = s.count, s.ht
+    ha, hb, status, ptr, links = s.ha, s.hb, s.status, s.ptr, s.links
+    lptr, lcnt, lact, epos, lstamp, queue = s.lptr, s.lcnt, s.lact, s.epos, s.lstamp, s.queue
+    start, kind, amount, latency, last_t, rate = s.start, s.kind, s.amount, s.latency, \
+        s.last_t, s.rate
+    is_new, finish, remaining, succ_ptr, succ = s.is_new, s.finish, s.remaining, s.succ_ptr, \
+        s.succ
+    waiting, release = s.waiting, s.release
     hn = count[HEAP_N]
+    if hn == 0 or ht[0] > t_lim:
+        return False
+    epoch, qn = count[EPOCH], count[QUEUE_N]
     progress = False
     while hn > 0 and ht[0] <= t_lim:
         te, v, what = ht[0], ha[0], hb[0]
         hn = heap_pop(ht, ha, hb, hn)
         progress = True
         if what == _READY:
-            s.start[v] = te
+            start[v] = te
             status[v] = STARTED
-            if s.kind[v] == DELAY:
-                hn = heap_push(ht, ha, hb, hn, te + s.amount[v], v, _DELAY_DONE)
+            if kind[v] == DELAY:
+                hn = heap_push(ht, ha, hb, hn, te + amount[v], v, _DELAY_DONE)
             else:
-                hn = heap_push(ht, ha, hb, hn, te + s.latency[v], v, _FLOW)
-        elif what == _FLOW and s.amount[v] > 0.0 and ptr[v + 1] > ptr[v]:
+                hn = heap_push(ht, ha, hb, hn, te + latency[v], v, _FLOW)
+        elif what == _FLOW and amount[v] > 0.0 and ptr[v + 1] > ptr[v]:
             status[v] = FLOWING
-            s.last_t[v] = te
-            s.rate[v] = 0.0
-            s.is_new[v] = True
+            last_t[v] = te
+            rate[v] = 0.0
+            is_new[v] = True
             for e in range(ptr[v], ptr[v + 1]):
                 lk = links[e]
                 p = lptr[lk] + lcnt[lk]
                 lact[p] = e
                 epos[e] = p
                 lcnt[lk] += 1
-                _mark(lstamp, queue, count, lk)
+                if lstamp[lk] != epoch:
+                    lstamp[lk] = epoch
+                    queue[qn] = lk
+                    qn += 1
         else:  # a delay ends, or a transfer with nothing to move or no link to cross
-            hn = _finish(status, s.finish, s.remaining, s.succ_ptr, s.succ, s.waiting,
-                         s.release, ht, ha, hb, hn, v, te)
-    count[HEAP_N] = hn
+            hn = _finish(status, finish, remaining, succ_ptr, succ, waiting, release, ht, ha,
+                         hb, hn, v, te)
+    count[HEAP_N], count[QUEUE_N] = hn, qn
     return progress
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def collect_component(s):
     """The flowing transfers connected to the queued links, into ``comp``; returns how many."""
     lstamp, queue, count, vstamp, comp = s.lstamp, s.queue, s.count, s.vstamp, s.comp
     ptr, links, lptr, lcnt, lact, evar = s.ptr, s.links, s.lptr, s.lcnt, s.lact, s.evar
-    epoch = count[EPOCH]
+    epoch, qn = count[EPOCH], count[QUEUE_N]
     head = 0
     nc = 0
-    while head < count[QUEUE_N]:
+    while head < qn:
         lk = queue[head]
         head += 1
         for k in range(lptr[lk], lptr[lk] + lcnt[lk]):
@@ -223,7 +247,11 @@ def collect_component(s):
             comp[nc] = v
             nc += 1
             for e in range(ptr[v], ptr[v + 1]):
-                _mark(lstamp, queue, count, links[e])
+                l2 = links[e]
+                if lstamp[l2] != epoch:
+                    lstamp[l2] = epoch
+                    queue[qn] = l2
+                    qn += 1
     count[QUEUE_N] = 0
     return nc
 
@@ -244,21 +272,22 @@ def _compact_completions(ct, ca, cb, status, version, cn):
     return k
 
 
-@njit(cache=True)
-def resolve(s, t):
-    """Re-solve the component of the queued links at time ``t``; reschedule completions
-    of the transfers whose rate changed (their remaining bytes are brought to ``t``)."""
-    nc = collect_component(s)
-    if nc == 0:
-        return
-    members = s.comp[:nc]
-    if not s.count[SAME_PRIORITY]:
-        members = members[np.argsort(s.priority[members], kind="mergesort")]
+@njit(cache=True, inline="always")
+def resolve(s, t, nc):
+    """Re-solve the ``nc`` transfers collected in ``comp`` at time ``t``; reschedule the
+    completions of those whose rate changed (their remaining bytes are brought to ``t``)."""
+    comp, count, priority, ptr, links, usage = s.comp, s.count, s.priority, s.ptr, s.links, \
+        s.usage
+    weight, cap, ws, status = s.weight, s.cap, s.ws, s.status
     new_rate, rate, remaining, last_t = s.new_rate, s.rate, s.remaining, s.last_t
     is_new, version, ct, ca, cb = s.is_new, s.version, s.ct, s.ca, s.cb
-    solve_subset(members, s.priority, s.ptr, s.links, s.usage, s.weight, s.cap, new_rate,
-                 s.ws, SWITCH_AT)
-    cn = s.count[COMPLETIONS_N]
+    if nc == 0:
+        return
+    members = comp[:nc]
+    if not count[SAME_PRIORITY]:
+        members = members[np.argsort(priority[members], kind="mergesort")]
+    solve_subset(members, priority, ptr, links, usage, weight, cap, new_rate, ws, SWITCH_AT)
+    cn = count[COMPLETIONS_N]
     for i in range(nc):
         v = members[i]
         r = new_rate[v]
@@ -272,37 +301,39 @@ def resolve(s, t):
         version[v] += 1
         if r > 0.0:
             if cn == ct.shape[0]:
-                cn = _compact_completions(ct, ca, cb, s.status, version, cn)
+                cn = _compact_completions(ct, ca, cb, status, version, cn)
             cn = heap_push(ct, ca, cb, cn, t + remaining[v] / r, v, version[v])
-    s.count[COMPLETIONS_N] = cn
-
-
-@njit(cache=True)
-def process_event(s, t):
-    """Everything due within ``REL_TOL`` of ``t``, then the re-solve of what it changed."""
-    s.count[N_EVENTS] += 1
-    s.count[EPOCH] += 1
-    s.count[QUEUE_N] = 0
-    t_lim = t + REL_TOL * abs(t)
-    progress = True
-    while progress:
-        # all three run every round: each can make the others due
-        changed = apply_capacity_events(s, t_lim)
-        completed = complete_transfers(s, t_lim)
-        fired = fire_timed_events(s, t_lim)
-        progress = changed or completed or fired
-    s.clock[LAST_EVENT] = t
-    resolve(s, t)
+    count[COMPLETIONS_N] = cn
 
 
 @njit(cache=True)
 def advance(s, until):
     """Re-solve what changed since the last event (at now), then process every event due
-    at or before ``until``. The clock's NOW is left to the caller."""
-    if s.count[QUEUE_N] > 0:
-        resolve(s, s.clock[NOW])
+    at or before ``until``: everything within ``REL_TOL`` of the earliest pending time is
+    one event, followed by one re-solve of what it changed. NOW is left to the caller."""
+    count, clock, ev_time, ht, ct = s.count, s.clock, s.ev_time, s.ht, s.ct
+    if count[QUEUE_N] > 0:
+        resolve(s, clock[NOW], collect_component(s))
     while True:
         t = next_event_time(s)
         if t == np.inf or t > until:
             break
-        process_event(s, t)
+        count[N_EVENTS] += 1
+        count[EPOCH] += 1
+        count[QUEUE_N] = 0
+        t_lim = t + REL_TOL * abs(t)
+        progress = True
+        while progress:
+            # all three run every round (each can make the others due), but only when
+            # something of theirs is due: a kernel call is not free
+            ei = count[NEXT_CAPACITY_EVENT]
+            changed = completed = fired = False
+            if ei < ev_time.shape[0] and ev_time[ei] <= t_lim:
+                changed = apply_capacity_events(s, t_lim)
+            if count[COMPLETIONS_N] > 0 and ct[0] <= t_lim:
+                completed = complete_transfers(s, t_lim)
+            if count[HEAP_N] > 0 and ht[0] <= t_lim:
+                fired = fire_timed_events(s, t_lim)
+            progress = changed or completed or fired
+        clock[LAST_EVENT] = t
+        resolve(s, t, collect_component(s))
