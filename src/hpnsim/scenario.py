@@ -21,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -231,29 +232,31 @@ class Scenario(BaseModel):
         return self.report_fabric
 
 
+#: a YAML path at the start of a validator's message: ``jobs[1].name: ...``
+_PATH_PREFIX = re.compile(r"([A-Za-z_]\w*(?:\[\d+\])*(?:\.[A-Za-z_]\w*(?:\[\d+\])*)*): ")
+
+
 def _first_error(exc: ValidationError) -> tuple[tuple, str]:
+    """The first pydantic error as (YAML path, one-line message).
+
+    A model validator that blames a nested key says so first (``"gpus: appears twice"``);
+    that key joins the path.
+    """
     err = exc.errors(include_url=False)[0]
     path = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
-    message = err["msg"]
-    for prefix in ("Value error, ", "Assertion failed, "):
-        if message.startswith(prefix):
-            message = message[len(prefix):]
+    message = err["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if err["type"] == "extra_forbidden":
         message = "unknown key"
     elif err["type"] == "missing":
         message = "required"
-    elif err["type"] == "literal_error":
-        message = f"{message}, got {err.get('input')!r}"
     elif "input" in err and not isinstance(err["input"], dict | list) \
             and "got " not in message:
         message = f"{message}, got {err['input']!r}"
-    # errors raised by a model validator about a nested field name it first
-    head, sep, rest = message.partition(": ")
-    if sep and head.replace("[", ".").replace("]", "").replace(".", "").replace(
-            "_", "").isalnum() and " " not in head:
-        sub = tuple(int(x) if x.isdigit() else x
-                    for x in head.replace("]", "").replace("[", ".").split("."))
-        path, message = (*path, *sub), rest
+    nested = _PATH_PREFIX.match(message)
+    if nested:
+        sub = re.findall(r"[A-Za-z_]\w*|\d+", nested.group(1))
+        path = (*path, *(int(x) if x.isdigit() else x for x in sub))
+        message = message[nested.end():]
     return path, message
 
 
