@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hpnsim.frames import to_frame
 from hpnsim.jsonable import to_jsonable
 
 __all__ = ["CollectiveRun", "JobResult", "RunResult", "write_atomic", "write_csv",
@@ -64,14 +65,6 @@ def write_csv(path: str | Path, rows: list[dict]) -> Path:
         writer.writeheader()
         writer.writerows(to_jsonable(rows))
     return write_atomic(path, buffer.getvalue())
-
-
-def _frame(rows: list[dict]):
-    try:
-        import pandas as pd
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("to_frame needs pandas: pip install 'hpnsim[frames]'") from exc
-    return pd.DataFrame(rows)
 
 
 @dataclass
@@ -136,7 +129,7 @@ class JobResult:
                 for i, it in enumerate(self.iterations)]
 
     def to_frame(self):
-        return _frame(self.rows())
+        return to_frame(self.rows())
 
 
 @dataclass
@@ -180,7 +173,7 @@ class CollectiveRun:
                 "per_size": [r.to_dict() for r in self.results]}
 
     def to_frame(self):
-        return _frame(self.rows())
+        return to_frame(self.rows())
 
 
 @dataclass
@@ -241,7 +234,7 @@ class RunResult:
                 "fabric_report": self.fabric_report}
 
     def to_frame(self):
-        return _frame(self.rows())
+        return to_frame(self.rows())
 
     def save(self, folder: str | Path) -> list[Path]:
         """Write ``results.json`` into ``folder`` (created if missing), with ``jobs.csv`` and

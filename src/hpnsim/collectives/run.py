@@ -54,6 +54,33 @@ class CollectiveResult:
             "top_links": [{"link": name, "bytes": b} for name, b in self.top_links],
         }
 
+    def rows(self) -> list[dict]:
+        """One row: the figures of the collective in SI units (seconds, bytes, bytes/s; unlike
+        :meth:`to_dict`, whose bandwidths are in GB/s), without the per-link arrays.
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import build_fabric
+        >>> f = build_fabric("hpn7", {"segments": 1, "hosts_per_segment": 2, "backup_hosts": 0})
+        >>> r = run_collective(f, "allreduce", range(16), 2**20, algo="ring")
+        >>> row, = r.rows()
+        >>> row["op"], row["n_gpus"], row["busbw"] == r.busbw
+        ('allreduce', 16, True)
+        """
+        return [{name: getattr(self, name) for name in ROW_FIELDS}]
+
+    def to_frame(self):
+        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra)."""
+        from hpnsim.frames import to_frame
+
+        return to_frame(self.rows(), columns=list(ROW_FIELDS))
+
+
+#: the columns of :meth:`CollectiveResult.rows` (every field but the per-link ones)
+ROW_FIELDS = ("op", "algo", "protocol", "routing", "n_gpus", "size", "time", "algbw", "busbw",
+              "bottleneck", "bottleneck_utilization", "max_link_flows", "hash_collisions",
+              "n_groups")
+
 
 def network_links(fabric) -> np.ndarray:
     """Boolean mask of switch-to-switch links (where ECMP hashing decides)."""

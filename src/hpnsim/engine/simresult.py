@@ -41,16 +41,24 @@ class SimResult:
         """True when every task finished."""
         return bool(np.all(np.isfinite(self.finish)))
 
+    def rows(self) -> list[dict]:
+        """One row per task (in task-id order): name, start, finish, duration (``inf`` for
+        never).
+
+        >>> r = SimResult(np.zeros(1), np.ones(1), np.zeros(1), np.zeros(1), np.zeros(0, int))
+        >>> r.rows()
+        [{'name': '', 'start': 0.0, 'finish': 1.0, 'duration': 1.0}]
+        """
+        names = self.names or [""] * self.start.size
+        return [{"name": name, "start": s, "finish": f, "duration": f - s}
+                for name, s, f in zip(names, self.start.tolist(), self.finish.tolist(),
+                                      strict=True)]
+
     def to_frame(self):
-        """Per-task table (pandas, an optional dependency): name, start, finish, duration."""
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("SimResult.to_frame needs pandas: pip install 'hpnsim[frames]'"
-                              ) from exc
-        return pd.DataFrame({"name": self.names or [""] * self.start.size,
-                             "start": self.start, "finish": self.finish,
-                             "duration": self.finish - self.start})
+        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra)."""
+        from hpnsim.frames import to_frame
+
+        return to_frame(self.rows(), columns=["name", "start", "finish", "duration"])
 
     def to_dict(self) -> dict:
         """Plain-Python view (lists, ``None`` for never), for JSON output."""

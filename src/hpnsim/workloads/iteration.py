@@ -63,3 +63,27 @@ class IterationResult:
         out["exposed_comm"] = dict(self.exposed_comm)
         return out
 
+    def rows(self) -> list[dict]:
+        """One row per pipeline stage: ``stage`` and the parts of :data:`PARTS` (seconds),
+        which add up to the iteration time.
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import build_fabric
+        >>> from hpnsim.training import TrainJob, simulate_iteration
+        >>> f = build_fabric("hpn7", {"segments": 1, "hosts_per_segment": 2, "backup_hosts": 0})
+        >>> it = simulate_iteration(TrainJob("llama3-8b", tp=8, pp=2, global_batch=2), f)
+        >>> [row["stage"] for row in it.rows()], list(it.rows()[0])[1:3]
+        ([0, 1], ['compute', 'tp'])
+        >>> abs(sum(it.rows()[0][part] for part in PARTS) - it.iteration_time) < 1e-9
+        True
+        """
+        return [{"stage": stage["stage"], **{part: stage[part] for part in PARTS}}
+                for stage in self.per_stage]
+
+    def to_frame(self):
+        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra)."""
+        from hpnsim.frames import to_frame
+
+        return to_frame(self.rows(), columns=["stage", *PARTS])
+
