@@ -94,7 +94,7 @@ def test_interleaved_pipeline_crosses_more_boundaries():
 
 def test_pipeline_stages_sharing_a_host_use_nvlink():
     lay = Layout(tp=4, pp=4, dp=2, global_batch=8)       # two stages per 8-GPU host
-    rows = [r for r in iteration_traffic("llama3-8b", lay).rows if r.dimension == "pp"]
+    rows = [r for r in iteration_traffic("llama3-8b", lay).collectives if r.dimension == "pp"]
     assert rows[0].network_fraction == pytest.approx(1 / 3)   # 0-1 in host, 1-2 across, 2-3 in host
 
 
@@ -295,7 +295,7 @@ def test_real_pipeline_forward_equals_article_pp_row(c4):
     # boundaries each way: 2*T*H*(G-1), the article's PP row (naive and real agree here).
     lay = Layout(pp=8, global_batch=8)
     rep = iteration_traffic(LLAMA70, lay, dataset_tokens=156e9)
-    per_phase = {phase: sum(r.total_bytes for r in rep.rows if r.dimension == "pp" and r.phase == phase)
+    per_phase = {phase: sum(r.total_bytes for r in rep.collectives if r.dimension == "pp" and r.phase == phase)
                  for phase in ("forward", "backward")}
     assert per_phase["forward"] == pytest.approx(8 * 7 * 1 * 8192 * 8192 * 2, rel=1e-12)
     assert per_phase["backward"] == pytest.approx(per_phase["forward"], rel=1e-12)

@@ -105,7 +105,7 @@ def traffic_text(spec, layout, report, algorithm: str) -> str:
              f"{report.iterations_per_epoch:,.0f} iterations per epoch",
              f"{'dim':<5}{'phase':<10}{'op':<15}{'group':>6}{'buffer':>12}{'calls':>8}"
              f"{'per GPU':>12}{'all GPUs':>12}{'network':>9}"]
-    for row in report.rows:
+    for row in report.collectives:
         lines.append(f"{row.dimension:<5}{row.phase:<10}{row.op:<15}{row.group_size:>6}"
                      f"{decimal_bytes(row.buffer_bytes):>12}{row.calls_per_iteration:>8}"
                      f"{decimal_bytes(row.bytes_per_gpu):>12}"

@@ -101,6 +101,8 @@ class TrafficRow:
 class TrafficReport:
     """Per-iteration traffic of a job, by dimension, and the epoch scaling.
 
+    ``collectives`` holds one :class:`TrafficRow` per kind of collective of a dimension in a
+    phase (``to_dict()["rows"]``); :meth:`rows` sums them per dimension.
     ``iterations_per_epoch = dataset_tokens / (global_batch * seq_len)``.
     """
 
@@ -108,13 +110,13 @@ class TrafficReport:
     layout: Layout
     seq_len: int
     algorithm: str
-    rows: tuple[TrafficRow, ...]
+    collectives: tuple[TrafficRow, ...]
     iterations_per_epoch: float
 
     def by_dimension(self) -> dict[str, dict[str, float]]:
         """``{dim: {bytes_per_gpu, total_bytes, network_bytes, per_epoch_bytes, calls}}``."""
         out: dict[str, dict[str, float]] = {}
-        for row in self.rows:
+        for row in self.collectives:
             d = out.setdefault(row.dimension, {"bytes_per_gpu": 0.0, "total_bytes": 0.0,
                                                "network_bytes": 0.0, "calls": 0})
             d["bytes_per_gpu"] += row.bytes_per_gpu
@@ -128,7 +130,7 @@ class TrafficReport:
     @property
     def total_bytes(self) -> float:
         """Bytes sent by all GPUs per iteration."""
-        return float(sum(r.total_bytes for r in self.rows))
+        return float(sum(r.total_bytes for r in self.collectives))
 
     @property
     def per_epoch_bytes(self) -> float:
@@ -141,7 +143,29 @@ class TrafficReport:
                 "algorithm": self.algorithm, "iterations_per_epoch": self.iterations_per_epoch,
                 "total_bytes_per_iteration": self.total_bytes,
                 "total_bytes_per_epoch": self.per_epoch_bytes,
-                "dimensions": self.by_dimension(), "rows": [r.to_dict() for r in self.rows]}
+                "dimensions": self.by_dimension(),
+                "rows": [r.to_dict() for r in self.collectives]}
+
+    def rows(self) -> list[dict]:
+        """One row per dimension (in order of first appearance): ``dimension`` and the sums
+        of :meth:`by_dimension` (bytes per iteration, ``per_epoch_bytes`` per epoch).
+
+        Examples
+        --------
+        >>> rep = iteration_traffic("llama3-8b", Layout(tp=8, pp=2, dp=2, global_batch=8))
+        >>> [row["dimension"] for row in rep.rows()]
+        ['tp', 'pp', 'dp']
+        >>> rep.rows()[0]["total_bytes"] == rep.by_dimension()["tp"]["total_bytes"]
+        True
+        """
+        return [{"dimension": dim, **sums} for dim, sums in self.by_dimension().items()]
+
+    def to_frame(self):
+        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra)."""
+        from hpnsim.frames import to_frame
+
+        return to_frame(self.rows(), columns=["dimension", "bytes_per_gpu", "total_bytes",
+                                               "network_bytes", "calls", "per_epoch_bytes"])
 
 
 def _ring_network_fraction(placement: Placement, groups: np.ndarray) -> float:
