@@ -47,9 +47,26 @@ class DemoConfig:
                    model="llama3-8b", tp=8, pp=2, dp=4)
 
 
+#: the columns of :meth:`DemoResult.rows`
+ROW_COLUMNS = ("fabric", "case", "routing", "time", "algbw", "busbw", "bottleneck_kind",
+               "hash_collisions", "compute", "exposed_tp", "exposed_pp", "exposed_dp",
+               "exposed_ep", "bubble", "optimizer", "mfu", "tokens_per_second")
+#: the columns of :meth:`DemoResult.fabric_rows`
+FABRIC_COLUMNS = ("fabric", "gpus", "hosts", "tor", "agg", "core", "links", "cables",
+                  "network_cost_usd", "network_cost_per_gpu_usd", "network_power_w",
+                  "gpus_per_mw")
+
+
 @dataclass
 class DemoResult:
-    """What the demo found: one section per question, each JSON-ready."""
+    """What the demo found: one section per question, each JSON-ready.
+
+    ``fabrics`` holds each fabric's report (:func:`~hpnsim.fabrics.analysis.fabric_report`),
+    ``allreduce`` one dict per (fabric, routing) case (the fields of
+    :meth:`~hpnsim.collectives.CollectiveResult.to_dict`, bandwidths in GB/s, and
+    ``bottleneck_kind``), ``training`` one dict per fabric (the fields of
+    :meth:`~hpnsim.workloads.IterationResult.to_dict` without the timeline).
+    """
 
     config: dict[str, Any]
     fabrics: list[dict[str, Any]] = field(default_factory=list)
@@ -57,7 +74,68 @@ class DemoResult:
     training: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The sections as they are (JSON-ready; ``hpnsim demo --json`` prints it)."""
         return dict(self.__dict__)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per (fabric, case) simulated: each all-reduce (``case`` ``"allreduce"``,
+        one per routing) and each training iteration (``case`` ``"iteration"``).
+
+        ``time`` is the all-reduce's time or the iteration time (seconds); ``algbw`` and
+        ``busbw`` (GB/s, as in :attr:`allreduce`), ``bottleneck_kind`` and
+        ``hash_collisions`` belong to all-reduce rows; the iteration's parts (``compute``,
+        ``exposed_<dim>``, ``bubble``, ``optimizer``: GPU averages, seconds), ``mfu`` and
+        ``tokens_per_second`` to iteration rows; a row has ``None`` where a column is not its
+        case's.
+
+        Examples
+        --------
+        >>> r = DemoResult({}, allreduce=[{"fabric": "hpn7", "routing": "ecmp", "time": 2e-3,
+        ...                                "algbw": 50.0, "busbw": 99.0, "hash_collisions": 3,
+        ...                                "bottleneck_kind": "uplink"}])
+        >>> [(row["fabric"], row["case"], row["routing"], row["busbw"]) for row in r.rows()]
+        [('hpn7', 'allreduce', 'ecmp', 99.0)]
+        """
+        out = []
+        for a in self.allreduce:
+            row = dict.fromkeys(ROW_COLUMNS)
+            row.update({"fabric": a["fabric"], "case": "allreduce", "routing": a["routing"],
+                        "time": a["time"], "algbw": a["algbw"], "busbw": a["busbw"],
+                        "bottleneck_kind": a["bottleneck_kind"],
+                        "hash_collisions": a["hash_collisions"]})
+            out.append(row)
+        for t in self.training:
+            row = dict.fromkeys(ROW_COLUMNS)
+            row.update({"fabric": t["fabric"], "case": "iteration", "time": t["iteration_time"],
+                        "compute": t["compute_time"],
+                        **{f"exposed_{dim}": t["exposed_comm"].get(dim, 0.0)
+                           for dim in ("tp", "pp", "dp", "ep")},
+                        "bubble": t["bubble"], "optimizer": t["optimizer_time"],
+                        "mfu": t["mfu"], "tokens_per_second": t["tokens_per_second"]})
+            out.append(row)
+        return out
+
+    def fabric_rows(self) -> list[dict[str, Any]]:
+        """One row per fabric: its size, switches per tier, links, cables, network cost
+        (USD, and per GPU) and power (W) from :attr:`fabrics`.
+
+        >>> DemoResult({}).fabric_rows()
+        []
+        """
+        return [{"fabric": f["template"], "gpus": f["gpus"], "hosts": f["hosts"],
+                 **{tier: f["switches"].get(tier, 0) for tier in ("tor", "agg", "core")},
+                 "links": f["links"], "cables": f["cables"],
+                 "network_cost_usd": f["bom"]["cost_usd"]["network"],
+                 "network_cost_per_gpu_usd": f["bom"]["network_cost_per_gpu_usd"],
+                 "network_power_w": f["bom"]["power_w"]["network"],
+                 "gpus_per_mw": f["bom"]["gpus_per_mw"]}
+                for f in self.fabrics]
+
+    def to_frame(self):
+        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra)."""
+        from hpnsim.frames import to_frame
+
+        return to_frame(self.rows(), columns=list(ROW_COLUMNS))
 
 
 def _spread_over_segments(fabric, n_gpus: int):

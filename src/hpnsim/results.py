@@ -1,28 +1,105 @@
-"""Results of a scenario run, and how every result is written: ``to_dict``, ``to_frame``,
-atomic JSON and CSV files.
+"""Every result type of hpnsim, and how a result is written: ``to_dict``, ``rows``,
+``to_frame``, atomic JSON and CSV files.
 
-A result type is a dataclass with ``to_dict()`` (JSON-ready) and ``to_frame()`` (a pandas
-table, the optional ``frames`` extra) built from :meth:`rows`. Files are written through a
-temporary file in the same folder and renamed over the target, so a run that is cut off
-never leaves a half-written result behind.
+A result type is a dataclass with ``to_dict()`` (JSON-ready; what ``--json`` prints),
+``rows()`` (its natural table, a list of dicts) and ``to_frame()`` (those rows as a pandas
+DataFrame; pandas is the optional ``frames`` extra, ``pip install 'hpnsim[frames]'``).
+This module defines the results of a scenario run and re-exports the others, so one import
+finds them all: ``from hpnsim.results import IterationResult, CollectiveResult``.
+
+====================  ====================================  ==================================
+type                  returned by                           ``rows()``: one row per
+====================  ====================================  ==================================
+``RunResult``         ``hs.run(scenario)``                  job (its ``summary()``); also
+                                                            ``iteration_rows()`` and
+                                                            ``collective_rows()``
+``JobResult``         ``RunResult.jobs``,                   simulated iteration
+                      ``RunResult.job(name)``
+``CollectiveRun``     ``RunResult.collectives``             size of its sweep (bandwidths in
+                                                            GB/s, as in ``collectives.csv``)
+``SimResult``         ``hs.simulate(graph, capacities)``    task: name, start, finish,
+                                                            duration
+``CollectiveResult``  ``hs.run_collective(fabric, op,       the collective (one row, SI units:
+                      gpus, size)``                         s, bytes, bytes/s)
+``IterationResult``   ``hs.simulate_iteration(job,          pipeline stage: compute, tp, pp,
+                      fabric)``; ``JobResult.iterations``   dp, ep, bubble, optimizer
+``TrafficReport``     ``workloads.iteration_traffic(        parallel dimension: bytes per GPU,
+                      model, layout)``                      in all, on the network; calls
+``ScalingResult``     ``training.scaling_linearity(         (fabric, size) point
+                      model, ...)``
+``DemoResult``        ``demo.run_demo(config)``             (fabric, case): each all-reduce,
+                                                            each iteration; also
+                                                            ``fabric_rows()``
+====================  ====================================  ==================================
+
+The run results are defined here; the others live beside the code that makes them (a lower
+layer must not import this one) and are loaded on first use, so ``import hpnsim.results``
+stays cheap. Files are written through a temporary file in the same folder and renamed over
+the target, so a run that is cut off never leaves a half-written result behind.
+
+Examples
+--------
+>>> from hpnsim.fabrics import hpn7
+>>> from hpnsim.results import CollectiveResult
+>>> from hpnsim.collectives import run_collective
+>>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+>>> r = run_collective(f, "allreduce", range(16), 2**20, algo="ring")
+>>> isinstance(r, CollectiveResult)
+True
+>>> r.to_frame()[["op", "n_gpus", "size"]]
+          op  n_gpus       size
+0  allreduce      16  1048576.0
 """
 
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpnsim.frames import to_frame
 from hpnsim.jsonable import to_jsonable
 
-__all__ = ["CollectiveRun", "JobResult", "RunResult", "write_atomic", "write_csv",
-           "write_json"]
+if TYPE_CHECKING:  # for type checkers and editors; at run time see __getattr__
+    from hpnsim.collectives.run import CollectiveResult
+    from hpnsim.demo import DemoResult
+    from hpnsim.engine.simresult import SimResult
+    from hpnsim.training.scaling import ScalingResult
+    from hpnsim.workloads.iteration import IterationResult
+    from hpnsim.workloads.traffic import TrafficReport
+
+#: result types defined elsewhere: name -> defining module, imported on first use (eagerly,
+#: ``import hpnsim.run`` would load every subpackage, and the demo sits above ``run``)
+_REEXPORTS = {
+    "SimResult": "hpnsim.engine.simresult",
+    "CollectiveResult": "hpnsim.collectives.run",
+    "IterationResult": "hpnsim.workloads.iteration",
+    "TrafficReport": "hpnsim.workloads.traffic",
+    "ScalingResult": "hpnsim.training.scaling",
+    "DemoResult": "hpnsim.demo",
+}
+
+__all__ = ["CollectiveResult", "CollectiveRun", "DemoResult", "IterationResult", "JobResult",
+           "RunResult", "ScalingResult", "SimResult", "TrafficReport", "write_atomic",
+           "write_csv", "write_json"]
+
+
+def __getattr__(name: str):
+    if name in _REEXPORTS:
+        value = getattr(importlib.import_module(_REEXPORTS[name]), name)
+        globals()[name] = value   # once loaded, an ordinary module attribute
+        return value
+    raise AttributeError(f"module 'hpnsim.results' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_REEXPORTS))
 
 
 def write_atomic(path: str | Path, text: str) -> Path:

@@ -52,6 +52,27 @@ class ScalingResult:
                 "micro_batches": self.micro_batches,
                 "points": [p.__dict__ for p in self.points]}
 
+    def rows(self) -> list[dict]:
+        """One row per point (fabric, size), in the order they were measured: the fields of
+        :class:`ScalingPoint`.
+
+        Examples
+        --------
+        >>> r = ScalingResult("llama3-8b", 8, 1, 1, [
+        ...     ScalingPoint("hpn7", 16, 2, 0.5, 1000.0, 0.4, 1.0, 0.01, "hpn_dual_plane")])
+        >>> r.rows()[0]["gpus"], r.rows()[0]["linearity"]
+        (16, 1.0)
+        """
+        return [dict(p.__dict__) for p in self.points]
+
+    def to_frame(self):
+        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra)."""
+        from dataclasses import fields
+
+        from hpnsim.frames import to_frame
+
+        return to_frame(self.rows(), columns=[f.name for f in fields(ScalingPoint)])
+
 
 def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dcn_plus"),
                       micro_batches: int | None = None, routing: str = "native",
