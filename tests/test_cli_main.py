@@ -33,3 +33,15 @@ def test_version_and_help_exit_0(capsys):
     assert _run(capsys, "--version")[:2] == (0, f"hpnsim {__version__}\n")
     code, out, _ = _run(capsys, "--help")
     assert code == 0 and "collective" in out and "train" in out
+
+
+def test_shell_completion_completes_command_names():
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "_HPNSIM_COMPLETE": "complete_bash", "COMP_WORDS": "hpnsim sch",
+           "COMP_CWORD": "1"}
+    done = subprocess.run([sys.executable, "-c", "from hpnsim.cli.main import run; run()"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["schema"]

@@ -18,7 +18,7 @@ app = typer.Typer(
     name="hpnsim",
     help="Design, simulate and schedule the networks that train large language models.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
 )
