@@ -56,10 +56,10 @@ def test_exports_roundtrip_and_simai_layout():
     g = from_json(json.loads(json.dumps(to_json(f))))
     assert (g.link_src == f.link_src).all() and g.n_gpus == f.n_gpus
     lines = to_simai(f).splitlines()
-    n_switch = 4 + 16 + 8  # NVSwitches, ToRs, Aggs
-    assert lines[0].split() == [str(32 + n_switch), "8", "4", str(n_switch),
+    n_switch = 16 + 8  # ToRs, Aggs; SimAI's switch_num leaves the 4 NVSwitches out
+    assert lines[0].split() == [str(32 + 4 + n_switch), "8", "4", str(n_switch),
                                 str(32 + 64 + 16 * 4), "H800"]
-    assert lines[1].split() == [str(i) for i in range(32, 32 + n_switch)]
+    assert lines[1].split() == [str(i) for i in range(32, 32 + 4 + n_switch)]
     assert len(lines) == 2 + 32 + 64 + 64
     assert "0 36 200Gbps 0.001ms 0" in lines  # GPU 0 port 0 -> first ToR
 

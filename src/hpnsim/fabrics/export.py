@@ -1,11 +1,25 @@
 """Write a fabric as JSON (round-trips), GraphML, or SimAI's topology text.
 
-SimAI (astra-sim-alibabacloud) topology text: a header
-``node_num gpus_per_server nvswitch_num switch_num link_num gpu_type``, one line with the
-ids of every switch (NVSwitches first, then network switches), then one line per cable
-``src dst bandwidth latency error_rate``. SimAI has no NIC node: GPU ``g`` is node ``g`` and
-its NIC ports become GPU-ToR links; PCIe links are dropped. Bandwidths are per direction.
-SimAI simulates the training network only: a frontend network is left out of its export.
+SimAI (astra-sim-alibabacloud, ns-3 backend) topology text, as its generator
+``astra-sim-alibabacloud/inputs/topo/gen_Topo_Template.py`` writes it and its ns-3 frontend
+(``network_frontend/ns3/common.h``, ``AstraSimNetwork.cc``) reads it:
+
+- header ``node_num gpus_per_server nvswitch_num switch_num link_num gpu_type``: ``node_num``
+  counts every node (GPUs, NVSwitches, network switches); ``switch_num`` counts the network
+  switches only (ToR/Agg/Core), *not* the NVSwitches: ns-3 reads ``nvswitch_num`` ids, then
+  ``switch_num`` more, and takes ``node_num - nvswitch_num - switch_num`` as the GPU count;
+- one line with the switch ids: NVSwitches first (host order), then the network switches by
+  tier (ToRs, Aggs, Cores), each tier by plane/side, pod, segment, rail, index -- the
+  generator's order (all first-side ASWs, then all second-side ASWs, then the PSWs);
+- one line per cable ``src dst bandwidth latency error_rate`` (``400Gbps``, ``0.0005ms``,
+  per direction, the lower id first), GPU cables first by GPU (its NVSwitch, then its NIC
+  ports), then switch-switch cables, sorted by ``(src, dst)`` as the generator emits them.
+
+GPU ``g`` is node ``g`` (GPUs host-major) and NVSwitch ``h`` is node ``n_gpus + h``: SimAI maps
+GPU ``i`` to NVSwitch ``gpu_num + i // gpus_per_server`` (``AstraSimNetwork.cc``), so a host
+has exactly one NVSwitch (or none when it has one GPU). SimAI has no NIC node: a NIC's ports
+become GPU-ToR cables; PCIe links are dropped. SimAI simulates the training network only: a
+frontend network is left out of its export.
 """
 
 from __future__ import annotations
@@ -89,40 +103,97 @@ def to_graphml(fabric: Fabric) -> str:
     return "\n".join(out)
 
 
-def to_simai(fabric: Fabric, gpu_type: str = "H800", error_rate: float = 0.0) -> str:
-    """SimAI topology text (see the module docstring).
+#: GPU names SimAI's ns-3 frontend knows (common.h maps any other name to GPUType::NONE)
+SIMAI_GPU_TYPES = ("A100", "A800", "H100", "H800")
 
-    >>> from hpnsim.fabrics import hpn7
-    >>> lines = to_simai(hpn7(segments=1, hosts_per_segment=2, backup_hosts=0,
-    ...                       tor_uplinks=2, aggs_per_plane=2)).splitlines()
-    >>> lines[0]
-    '38 8 2 22 80 H800'
-    >>> lines[2]
-    '0 16 1600Gbps 0.0005ms 0'
-    """
+
+def _plain(x: float) -> str:
+    """A decimal without exponent: ns-3's DataRate parser stops at the first char not in
+    ``0123456789.``, so ``1e+03Gbps`` would not load."""
+    return np.format_float_positional(x, precision=12, trim="-")
+
+
+def _simai_ids(fabric: Fabric) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SimAI id per fabric node (-1: not exported), NVSwitch nodes and network switch nodes,
+    each in SimAI's order."""
     kind = fabric.node_kind
-    nvswitch = np.flatnonzero(kind == NodeKind.NVSWITCH)
-    switches = np.flatnonzero(np.isin(kind, list(SWITCH_KINDS))
-                              & (fabric.node_network == BACKEND))
+    backend = fabric.node_network == BACKEND
+    nvswitch = np.flatnonzero((kind == NodeKind.NVSWITCH) & backend)
+    nvswitch = nvswitch[np.argsort(fabric.node_host[nvswitch], kind="stable")]
+    gpu_host = fabric.node_host[fabric.gpu_node]
+    hosts = np.unique(gpu_host)
+    per_host = fabric.gpus_per_host
+    if (np.diff(gpu_host) < 0).any() or (np.bincount(np.searchsorted(hosts, gpu_host))
+                                         != per_host).any():
+        raise InputError("format", "simai export needs GPUs numbered host by host, "
+                                   f"{per_host} per host")
+    if len(nvswitch) == 0 and per_host > 1:
+        raise InputError("format", f"simai export needs one NVSwitch per host; this fabric "
+                                   f"has {per_host} GPUs per host and none")
+    if len(nvswitch) and not np.array_equal(fabric.node_host[nvswitch], hosts):
+        raise InputError("format", f"SimAI maps GPU i to NVSwitch n_gpus + i // "
+                                   f"gpus_per_server: it needs exactly one NVSwitch per host; "
+                                   f"this fabric has {len(nvswitch)} for {len(hosts)} hosts")
+    switches = np.flatnonzero(np.isin(kind, list(SWITCH_KINDS)) & backend)
+    switches = switches[np.lexsort((fabric.node_index[switches], fabric.node_rail[switches],
+                                    fabric.node_segment[switches], fabric.node_pod[switches],
+                                    fabric.node_plane[switches], kind[switches]))]
     simai_id = np.full(fabric.n_nodes, -1, dtype=np.int64)
     simai_id[fabric.gpu_node] = np.arange(fabric.n_gpus)
     simai_id[fabric.gpu_nic] = np.arange(fabric.n_gpus)  # the NIC merges into its GPU
     order = np.concatenate([nvswitch, switches])
     simai_id[order] = fabric.n_gpus + np.arange(len(order))
+    return simai_id, nvswitch, switches
+
+
+def to_simai(fabric: Fabric, gpu_type: str = "H800", error_rate: float = 0.0) -> str:
+    """SimAI topology text that SimAI's ns-3 backend loads as is (see the module docstring).
+
+    Parameters
+    ----------
+    fabric : the fabric; its backend network is exported.
+    gpu_type : one of :data:`SIMAI_GPU_TYPES`.
+    error_rate : per-packet error rate written on every cable (SimAI's generator: 0).
+
+    Examples
+    --------
+    Two 8-GPU hosts, dual-plane HPN: 16 GPUs, 2 NVSwitches, 16 ToRs + 4 Aggs, 16 NVLink +
+    32 access + 32 ToR-Agg cables:
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> lines = to_simai(hpn7(segments=1, hosts_per_segment=2, backup_hosts=0,
+    ...                       tor_uplinks=2, aggs_per_plane=2)).splitlines()
+    >>> lines[0]
+    '38 8 2 20 80 H800'
+    >>> lines[2:5]
+    ['0 16 1600Gbps 0.0005ms 0', '0 18 200Gbps 0.001ms 0', '0 26 200Gbps 0.001ms 0']
+    """
+    if gpu_type not in SIMAI_GPU_TYPES:
+        raise InputError("gpu_type", f"SimAI knows {', '.join(SIMAI_GPU_TYPES)}, got "
+                                     f"{gpu_type!r}")
+    if not 0.0 <= error_rate <= 1.0:
+        raise InputError("error_rate", f"a per-packet probability in [0, 1], got {error_rate}")
+    simai_id, nvswitch, switches = _simai_ids(fabric)
     cable = np.arange(0, fabric.n_links, 2)  # builders emit cables as (l, l ^ 1) pairs
     cable = cable[(fabric.link_kind[cable] != LinkKind.PCIE)
                   & (fabric.link_network[cable] == BACKEND)]
-    src, dst = simai_id[fabric.link_src[cable]], simai_id[fabric.link_dst[cable]]
-    if (src < 0).any() or (dst < 0).any():
+    a, b = simai_id[fabric.link_src[cable]], simai_id[fabric.link_dst[cable]]
+    if (a < 0).any() or (b < 0).any():
         raise InputError("format", "simai export needs every link to join GPUs/NICs/switches")
+    src, dst = np.minimum(a, b), np.maximum(a, b)
+    by = np.lexsort((dst, src))  # stable: parallel cables keep the builder's order
+    cable, src, dst = cable[by], src[by], dst[by]
     gbps = fabric.link_capacity[cable] * 8 / 1e9
     ms = fabric.link_latency[cable] * 1e3
-    header = (f"{fabric.n_gpus + len(order)} {fabric.gpus_per_host} {len(nvswitch)} "
-              f"{len(order)} {len(cable)} {gpu_type}")
-    body = [f"{s} {d} {b:g}Gbps {m:g}ms {error_rate:g}"
-            for s, d, b, m in zip(src.tolist(), dst.tolist(), gbps.tolist(), ms.tolist(),
+    n_switch = len(switches)
+    header = (f"{fabric.n_gpus + len(nvswitch) + n_switch} {fabric.gpus_per_host} "
+              f"{len(nvswitch)} {n_switch} {len(cable)} {gpu_type}")
+    ids = range(fabric.n_gpus, fabric.n_gpus + len(nvswitch) + n_switch)
+    err = _plain(error_rate)
+    body = [f"{s} {d} {_plain(g)}Gbps {_plain(m)}ms {err}"
+            for s, d, g, m in zip(src.tolist(), dst.tolist(), gbps.tolist(), ms.tolist(),
                                   strict=True)]
-    return "\n".join([header, " ".join(map(str, simai_id[order].tolist())), *body]) + "\n"
+    return "\n".join([header, " ".join(map(str, ids)), *body]) + "\n"
 
 
 def export(fabric: Fabric, path: str | Path, fmt: str = "json") -> Path:
