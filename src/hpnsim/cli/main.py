@@ -13,6 +13,7 @@ except ImportError:  # pragma: no cover - older typer on plain click
 
 from hpnsim import __version__
 from hpnsim.cli import bench, collective, demo, fabric, scenario, train, workload
+from hpnsim.cli import reliability as reliability_cli
 
 app = typer.Typer(
     name="hpnsim",
@@ -39,7 +40,7 @@ def _root(
     """hpnsim: HPN 7.0-style fabrics, LLM traffic, collectives, Crux scheduling and faults."""
 
 
-for module in (demo, scenario, fabric, collective, workload, train, bench):
+for module in (demo, scenario, fabric, collective, workload, train, bench, reliability_cli):
     module.register(app)
 
 
