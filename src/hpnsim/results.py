@@ -159,6 +159,9 @@ class JobResult:
         One per simulated iteration, each measured from its own start.
     alone_iteration_time : float or None
         Mean iteration time of the same job on the same GPUs with no other job running.
+    faults : dict or None
+        With faults: the throughput timeline (one row per completed iteration attempt), the
+        fault windows, restarts and lost work (:class:`hpnsim.faults.runner.JobTimeline`).
     """
 
     name: str
@@ -168,6 +171,7 @@ class JobResult:
     finish: float
     iterations: list
     alone_iteration_time: float | None = None
+    faults: dict | None = None
 
     @property
     def iteration_time(self) -> float:
@@ -194,8 +198,11 @@ class JobResult:
                 "bubble": last.bubble}
 
     def to_dict(self, timeline: bool = False) -> dict:
-        return {**self.summary(), "placement": list(self.gpus),
-                "per_iteration": [it.to_dict(timeline=timeline) for it in self.iterations]}
+        out = {**self.summary(), "placement": list(self.gpus),
+               "per_iteration": [it.to_dict(timeline=timeline) for it in self.iterations]}
+        if self.faults is not None:
+            out["faults"] = self.faults
+        return out
 
     def rows(self) -> list[dict]:
         """One row per iteration."""
@@ -326,4 +333,7 @@ class RunResult:
                       write_csv(folder / "iterations.csv", self.iteration_rows())]
         if self.collectives:
             paths.append(write_csv(folder / "collectives.csv", self.collective_rows()))
+        timeline = [row for job in self.jobs if job.faults for row in job.faults["timeline"]]
+        if timeline:
+            paths.append(write_csv(folder / "timeline.csv", timeline))
         return paths

@@ -191,6 +191,9 @@ def run(scenario, *, progress=None) -> RunResult:
     say("building the fabric")
     fabric = build_scenario_fabric(scenario)
     check_against_fabric(scenario, fabric)
+    from hpnsim.scenario_faults import check_faults
+
+    scenario.__dict__["_faults"] = check_faults(scenario, fabric, scenario_lines(scenario))
     placements = allocate(scenario, fabric)
     if scenario.jobs and scenario.jobs[0].workload is not None:
         result = _run_workload(scenario, fabric, placements[0])
@@ -247,6 +250,8 @@ def run_collectives(scenario: Scenario, fabric, say=None) -> list[CollectiveRun]
 def _run_jobs(scenario: Scenario, fabric, placements: list, say) -> RunResult:
     notes = []
     indices = list(range(len(scenario.jobs)))
+    if scenario.faults:
+        return _run_through_faults(scenario, fabric, placements, say)
     say(f"simulating {len(indices)} job(s) together")
     shared, finish, n_tasks, n_events = _simulate_jobs(scenario, fabric, indices, placements)
     alone: dict[int, float] = {}
@@ -267,6 +272,26 @@ def _run_jobs(scenario: Scenario, fabric, placements: list, say) -> RunResult:
     return RunResult(scenario=scenario.model_dump(mode="json"), fabric=_fabric_summary(fabric),
                      jobs=jobs, makespan=max(finish.values()), n_tasks=n_tasks,
                      n_events=n_events, notes=notes)
+
+
+def _run_through_faults(scenario: Scenario, fabric, placements: list, say) -> RunResult:
+    """Every job together through the scenario's faults (:mod:`hpnsim.faults.runner`)."""
+    from hpnsim.faults.runner import JobPlan, simulate_with_faults
+
+    failover, recovery = scenario.failover.policies(scenario.seed)
+    plans = [JobPlan(spec.name, spec.train_job(), placements[i], spec.iterations, spec.arrival,
+                     spec.tp_algo, spec.dp_algo) for i, spec in enumerate(scenario.jobs)]
+    say(f"simulating {len(plans)} job(s) through {len(scenario.faults)} fault(s)")
+    timelines = simulate_with_faults(fabric, plans, scenario.__dict__["_faults"],
+                                     routing=scenario.routing, seed=scenario.seed,
+                                     failover=failover, recovery=recovery)
+    jobs = [JobResult(name=spec.name, model=spec.model, gpus=placements[i].tolist(),
+                      arrival=spec.arrival, finish=t.finish, iterations=t.iterations,
+                      faults=t.to_dict())
+            for i, (spec, t) in enumerate(zip(scenario.jobs, timelines, strict=True))]
+    return RunResult(scenario=scenario.model_dump(mode="json"), fabric=_fabric_summary(fabric),
+                     jobs=jobs, makespan=max(t.finish for t in timelines), n_tasks=0,
+                     n_events=0)
 
 
 def _run_workload(scenario: Scenario, fabric, gpus) -> RunResult:

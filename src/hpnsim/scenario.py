@@ -38,6 +38,7 @@ from pydantic import (
 from hpnsim.errors import MAX_SEED, InputError, read_user_text
 from hpnsim.scenario_collectives import CollectiveSpec, check_collectives, name_collectives
 from hpnsim.scenario_fabric import FabricSpec
+from hpnsim.scenario_faults import FailoverSpec, FaultSpec
 from hpnsim.scenario_yaml import format_path, load_yaml, located
 from hpnsim.units import parse_time
 
@@ -174,9 +175,10 @@ class Scenario(BaseModel):
     ``jobs`` run together in one simulation; each of ``collectives`` (a size sweep, as
     ``hpnsim collective`` runs) runs alone. A scenario with neither describes only the
     fabric: its report (``report_fabric``, the data of ``hpnsim fabric --json``) is the
-    result. ``scheduler`` and ``faults`` are reserved for cluster scheduling and failures;
-    today ``scheduler`` is ``none`` (ECMP or the chosen routing, one queue, max-min sharing)
-    and ``faults`` must be empty.
+    result. ``scheduler`` is reserved for cluster scheduling; today it is ``none`` (ECMP or
+    the chosen routing, one queue, max-min sharing). ``faults`` fail links and switches
+    while the jobs run (``failover``: how the fabric's ToR design and the jobs react,
+    :mod:`hpnsim.faults`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -196,8 +198,12 @@ class Scenario(BaseModel):
         None, description="also run each job alone to report its slowdown (default: when "
                           "there are several jobs)")
     scheduler: Literal["none"] = "none"
-    faults: list[Any] = Field(default_factory=list, max_length=0,
-                              description="reserved: failures are not modelled yet")
+    faults: list[FaultSpec] = Field(
+        default_factory=list, description="faults during the jobs' run (kind, target, at, "
+                                          "duration; a flap: down, period, count)")
+    failover: FailoverSpec = Field(
+        default_factory=FailoverSpec, description="detection delays, collective timeout, "
+                                                  "checkpoints and restart")
 
     @model_validator(mode="after")
     def _job_names(self) -> Scenario:
@@ -219,6 +225,8 @@ class Scenario(BaseModel):
             raise ValueError(f"jobs: required: {unused[0]} sets how jobs and collectives run; "
                              f"give jobs or collectives, or leave {unused[0]} out for a "
                              f"fabric-only scenario")
+        if self.faults and not self.jobs:
+            raise ValueError("faults: act on running jobs; the scenario has no jobs")
         if self.compare_alone and not self.jobs:
             raise ValueError("compare_alone: compares jobs with running alone; the scenario "
                              "has no jobs")

@@ -167,6 +167,16 @@ class TaskGraph:
         name = self._names[task] if 0 <= task < len(self._names) else ""
         return f"task {name!r} (id {task})" if name else f"task {task}"
 
+    def transfers_in(self, first: int, end: int) -> np.ndarray:
+        """Ids of the transfer tasks among ``first:end``, ascending.
+
+        >>> g = TaskGraph(); _ = g.add_delay(1.0); _ = g.add_transfer([0], 1.0, 1.0)
+        >>> g.transfers_in(0, 2).tolist()
+        [1]
+        """
+        kinds = np.asarray(self._kind[first:end], dtype=np.int8)
+        return first + np.flatnonzero(kinds == TRANSFER)
+
     def _next_label(self, name: str) -> str:
         task = len(self._kind)
         return f"task {name!r} (id {task})" if name else f"task {task}"

@@ -62,6 +62,20 @@ class StagePass:
     elements: list[Element] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class RouteRecord:
+    """How the transfer tasks ``first:end`` of the graph were routed, so a failure can route
+    them again: ``op`` (``"p2p"`` for a pipeline message) on each row of ``groups`` with
+    ``size`` and ``algo`` (a p2p record's ``groups`` is ``(src GPUs, dst GPUs)``)."""
+
+    op: str
+    groups: np.ndarray
+    size: float
+    algo: str
+    first: int
+    end: int
+
+
 @dataclass
 class CompiledIteration:
     """An iteration in a TaskGraph and the handles :func:`~hpnsim.training.account` reads.
@@ -85,6 +99,9 @@ class CompiledIteration:
     origin: int = -1
     first_task: int = 0
     end_task: int = 0
+    routing: str = "ecmp"
+    seed: int = 0
+    routes: list[RouteRecord] = field(default_factory=list)
 
     @property
     def job(self) -> dict:
@@ -147,7 +164,7 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
     if release > 0 or len(after):
         origin = graph.add_delay(0.0, deps=after, release=release, name="iteration start")
     it = CompiledIteration(program, graph, origin=origin, first_task=first_task,
-                           notes=list(program.notes))
+                           notes=list(program.notes), routing=routing, seed=seed)
     _Compiler(it, fabric, placement, routing, seed, tp_algo, dp_algo).run()
     it.end_task = len(graph)
     return it
@@ -229,11 +246,14 @@ class _Compiler:
 
     def collective(self, op: Collective, groups: np.ndarray, deps, name: str):
         """Compile ``op`` on all ``groups`` after ``deps``: ``(done, first tasks)``."""
+        start = len(self.graph)
         done, first, sent = compile_groups(self.graph, self.fabric, op.op, groups, op.size,
                                            deps=deps, algo=self.algo[op.group],
                                            routing=self.routing, seed=self.seed, name=name,
                                            cache=self.cache)
         self.it.comm_bytes[_CATEGORY[op.group]] += sent
+        self.it.routes.append(RouteRecord(op.op, np.asarray(groups), float(op.size),
+                                          self.algo[op.group], start, len(self.graph)))
         return done, first
 
     def send(self, s: int, op: Send, deps) -> int:
@@ -247,6 +267,9 @@ class _Compiler:
         paths, latency = self.paths[key]
         task = self.graph.add_transfer_paths(paths, op.size, latency=latency, deps=deps,
                                              name=f"pp {op.tag}")
+        self.it.routes.append(RouteRecord("p2p", np.stack([self.members[:, s],
+                                                           self.members[:, op.to]]),
+                                          float(op.size), "", task, task + 1))
         self.it.comm_bytes["pp"] += op.size * self.members.shape[0]
         self.sent[op.tag] = task
         return task
