@@ -1,0 +1,233 @@
+"""Cluster schedulers as policies: jobs in, a path per connection and a class per job out.
+
+Every policy is ``(jobs, fabric, capacity, K, seed) -> Decision``: the jobs with their
+flows on the chosen paths (source ports in ``job.flows.sport``), an engine priority class
+per job (0 is served first) and a start offset per job. The policies (reference/crux.md):
+
+``none``        ECMP paths, one class (max-min sharing).
+``crux-pa``     Crux priority assignment only: ECMP paths, one class per job by ``P_j``.
+``crux-ps-pa``  + path selection by intensity, then priorities on the chosen paths.
+``crux``        + compression of the order into ``K`` classes (max-K-cut DP).
+``sincronia``   Sincronia's BSSI order (bottleneck link, largest job there goes last),
+                top ``K-1`` jobs a class each, the rest the lowest.
+``varys``       smallest effective bottleneck (``t_j``) first, cut into ``K`` equal blocks.
+``taccl``       TACCL*: least congested paths in arrival order (no intensity order);
+                traffic travelling farther (more network hops) gets a higher class.
+``cassini``     ECMP paths, one class; per-job time offsets chosen greedily so that
+                communication phases on shared links interleave.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpnsim.errors import InputError
+from hpnsim.routing.precise import NETWORK_LINKS
+from hpnsim.sched.compression import (
+    check_levels,
+    contention_dag,
+    max_k_cut,
+    sharing_matrix,
+    sincronia_levels,
+    varys_levels,
+)
+from hpnsim.sched.jobs import job_array
+from hpnsim.sched.paths import DEFAULT_CANDIDATES, ecmp_jobs, select_paths
+from hpnsim.sched.priority import assign_priorities
+
+SCHEDULERS = ("none", "crux-pa", "crux-ps-pa", "crux", "sincronia", "taccl", "cassini",
+              "varys")
+#: offsets CASSINI tries per job: this many evenly spaced shifts within its iteration
+CASSINI_SHIFTS = 16
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A scheduler's decision for the current set of jobs.
+
+    Attributes
+    ----------
+    scheduler : str
+    jobs : the jobs on their chosen paths (input order)
+    priority : int array, engine class per job (0 first)
+    offsets : float array, start offset per job (seconds; CASSINI only, else 0)
+    """
+
+    scheduler: str
+    jobs: list
+    priority: np.ndarray
+    offsets: np.ndarray
+
+
+def check_scheduler(name) -> str:
+    """The scheduler name, else an InputError naming ``scheduler``.
+
+    >>> check_scheduler("crux")
+    'crux'
+    """
+    if name not in SCHEDULERS:
+        raise InputError("scheduler", f"choose one of {', '.join(SCHEDULERS)}, got {name!r}")
+    return name
+
+
+def _classes_from_order(order, n) -> np.ndarray:
+    classes = np.empty(n, dtype=np.int64)
+    classes[np.asarray(order, dtype=np.int64)] = np.arange(n)
+    return classes
+
+
+def _with_paths(jobs, fabric, seed):
+    if fabric is None or all(j.flows is None for j in jobs):
+        return jobs
+    return ecmp_jobs(jobs, fabric, seed=seed)
+
+
+def bssi_order(jobs, capacity) -> np.ndarray:
+    """Sincronia's Bottleneck-Select-Scale-Iterate order (unit weights), first = highest.
+
+    Repeatedly: the most loaded link among unordered jobs is the bottleneck; the job with
+    the smallest weight per byte there goes last; the others' weights drop by its weight
+    times their share of its bytes there.
+
+    >>> from hpnsim.sched.jobs import SchedJob
+    >>> js = [SchedJob("big", 1, 1.0, [0], [4.0]), SchedJob("small", 1, 1.0, [0], [1.0])]
+    >>> bssi_order(js, [1.0]).tolist()
+    [1, 0]
+    """
+    cap = np.asarray(capacity, dtype=np.float64)
+    n = len(jobs)
+    weight = np.ones(n)
+    left = list(range(n))
+    tail = []
+    time = np.zeros((n, cap.size))
+    for j, job in enumerate(jobs):
+        time[j, job.links] = job.link_bytes / cap[job.links]
+    while left:
+        load = time[left].sum(axis=0)
+        if not load.size or load.max() == 0:
+            break                             # the rest send nothing: they go first
+        b = int(np.argmax(load))
+        on_b = [j for j in left if time[j, b] > 0]
+        last = min(on_b, key=lambda j: (weight[j] / time[j, b], -j))
+        for j in on_b:
+            weight[j] -= weight[last] * time[j, b] / time[last, b]
+        left.remove(last)
+        tail.append(last)
+    return np.asarray(left + tail[::-1], dtype=np.int64)
+
+
+def _network_hops(job, fabric) -> float:
+    if job.flows is None or fabric is None:
+        return float(job.links.size)
+    counted = np.isin(fabric.link_kind, NETWORK_LINKS)
+    return float(np.mean([counted[job.flows.path(i)].sum() for i in range(job.flows.n_flows)]))
+
+
+def cassini_offsets(jobs, capacity, shifts: int = CASSINI_SHIFTS) -> np.ndarray:
+    """Greedy time offsets: each job in turn takes the shift (of ``shifts`` within its
+    uncontended iteration) whose communication phases overlap least with the phases of
+    the jobs already placed that share a link with it (over a common window).
+
+    >>> from hpnsim.sched.jobs import SchedJob
+    >>> js = [SchedJob("a", 1, 1.0, [0], [1.0]), SchedJob("b", 1, 1.0, [0], [1.0])]
+    >>> cassini_offsets(js, [1.0], shifts=4).tolist()
+    [0.0, 1.0]
+    """
+    cap = np.asarray(capacity, dtype=np.float64)
+    period = np.array([j.iteration_time(cap) for j in jobs])
+    window = 4 * period.max()
+    grid = np.linspace(0.0, window, 64 * shifts, endpoint=False)
+    share = sharing_matrix([j.links for j in jobs])
+    offsets = np.zeros(len(jobs))
+    busy = np.zeros((len(jobs), grid.size), dtype=bool)
+
+    def phases(job, t0, p):
+        start = job.comm_start * job.compute_time
+        phase = np.mod(grid - t0, p)
+        return (phase >= start) & (phase < start + job.transfer_time(cap))
+
+    for j, job in enumerate(jobs):
+        others = [k for k in range(j) if share[j, k]]
+        best, best_overlap = 0.0, np.inf
+        for s in range(shifts):
+            t0 = s * period[j] / shifts
+            mine = phases(job, t0, period[j])
+            overlap = sum(int(np.count_nonzero(mine & busy[k])) for k in others)
+            if overlap < best_overlap:
+                best, best_overlap = t0, overlap
+        offsets[j] = best
+        busy[j] = phases(job, best, period[j])
+    return offsets
+
+
+def schedule(scheduler: str, jobs, fabric=None, capacity=None, *, K: int = 8, seed: int = 0,
+             samples: int = 10, candidates: int = DEFAULT_CANDIDATES,
+             horizon: float | None = None) -> Decision:
+    """Apply a scheduler to the current jobs (module docstring for each policy).
+
+    Parameters
+    ----------
+    scheduler : one of ``SCHEDULERS``
+    jobs : sequence of :class:`~hpnsim.sched.jobs.SchedJob`
+    fabric : the Fabric (for path choices); None keeps the jobs' links as given
+    capacity : bytes/s per link (default: the fabric's)
+    K : priority classes available (switch queues)
+    seed : seeds ECMP hashing and the sampled topological orders
+    samples : topological orders tried by Crux's compression
+    candidates : source ports tried per connection by path selection
+    horizon : seconds of Crux's pairwise simulations (default: ten iterations)
+
+    Examples
+    --------
+    >>> from hpnsim.sched.periodic import worked_example
+    >>> schedule("crux", worked_example(1), capacity=[1.0], K=2).priority.tolist()
+    [1, 0]
+    >>> schedule("fifo", worked_example(1), capacity=[1.0])
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: scheduler: choose one of none, crux-pa, crux-ps-pa, crux, sincronia, taccl, cassini, varys, got 'fifo'
+    """
+    check_scheduler(scheduler)
+    k = check_levels(K)
+    jobs = job_array(jobs)
+    if capacity is None:
+        if fabric is None:
+            raise InputError("capacity", "give the link capacities or the fabric")
+        capacity = fabric.link_capacity
+    cap = np.asarray(capacity, dtype=np.float64)
+    n = len(jobs)
+    offsets = np.zeros(n)
+    if scheduler in ("crux-ps-pa", "crux", "taccl") and fabric is not None \
+            and all(j.flows is not None for j in jobs):
+        order = np.arange(n) if scheduler == "taccl" else None
+        jobs = select_paths(jobs, fabric, cap, order=order, candidates=candidates,
+                            seed=seed).jobs
+    else:
+        jobs = _with_paths(jobs, fabric, seed)
+    if scheduler == "none":
+        prio = np.zeros(n, dtype=np.int64)
+    elif scheduler == "cassini":
+        prio = np.zeros(n, dtype=np.int64)
+        offsets = cassini_offsets(jobs, cap)
+    elif scheduler in ("crux-pa", "crux-ps-pa", "crux"):
+        p = assign_priorities(jobs, cap, horizon=horizon)
+        if scheduler == "crux":
+            dag = contention_dag(sharing_matrix([j.links for j in jobs]), p.order,
+                                 p.intensity)
+            _, levels = max_k_cut(dag, p.order, k, samples=samples, seed=seed)
+            prio = (k - 1 - levels).astype(np.int64)
+        else:
+            prio = _classes_from_order(p.order, n)
+    elif scheduler == "sincronia":
+        prio = (k - 1 - sincronia_levels(bssi_order(jobs, cap), k)).astype(np.int64)
+    elif scheduler == "varys":
+        t = np.array([j.transfer_time(cap) for j in jobs])
+        order = np.lexsort((np.arange(n), t))
+        prio = (k - 1 - varys_levels(order, k)).astype(np.int64)
+    else:  # taccl
+        hops = np.array([_network_hops(j, fabric) for j in jobs])
+        distinct = np.unique(hops)[::-1]
+        prio = np.minimum(np.searchsorted(-distinct, -hops), k - 1).astype(np.int64)
+    return Decision(scheduler=scheduler, jobs=jobs, priority=prio, offsets=offsets)
