@@ -44,7 +44,9 @@ def fabric_section(reports: list[dict], fallback: dict | None = None):
         rows = [dict(fabric_rows(r)) for r in reports]
         labels = merge_labels([list(r) for r in rows])
         table = Table([""] + [r["template"] for r in reports],
-                      [[label] + [r.get(label, "-") for r in rows] for label in labels])
+                      [[label] + [r.get(label, "-") for r in rows] for label in labels],
+                      "The fabric as the template built it: every tier it builds counts in "
+                      "switches, cost and power, however few GPUs a small fabric has.")
     elif fallback:
         options = ", ".join(f"{k}={v}" for k, v in (fallback.get("options") or {}).items())
         table = Table(["", fallback.get("template", "")],
