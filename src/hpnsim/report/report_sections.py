@@ -176,7 +176,7 @@ def collective_sections(run: dict) -> list:
                          r["algo"], r["protocol"], str(r.get("hash_collisions", "-")),
                          link_kind(r.get("bottleneck")) or str(r.get("bottleneck") or "-")])
     held = (f"Held fixed: fabric {fabric.get('template', '')} ({fabric.get('gpus', 0):,} "
-            f"GPUs), {_nvlink(run) or 'NVLink of the fabric'}, routing "
+            f"GPUs), {_nvlink(run) or 'NVLink: the template default'}, routing "
             f"{', '.join(sorted(routings))}; algorithm/protocol per size: "
             f"{', '.join(sorted(algos))}. Each size runs alone on an idle fabric.")
     fig = busbw_size_figure(curves, "Bus bandwidth against message size", held)
