@@ -8,7 +8,6 @@ reliability economics (expected job interruptions, lost GPU-hours and their cost
 
 from hpnsim.faults.reliability import (
     CheckpointPolicy,
-    Conditions,
     FailureRates,
     JobExposure,
     ReliabilityResult,
@@ -20,6 +19,6 @@ from hpnsim.faults.reliability import (
 )
 
 __all__ = [
-    "CheckpointPolicy", "Conditions", "FailureRates", "JobExposure", "ReliabilityResult", "compare_designs",
+    "CheckpointPolicy", "FailureRates", "JobExposure", "ReliabilityResult", "compare_designs",
     "expected_reliability", "job_exposure", "load_rates", "monte_carlo",
 ]
