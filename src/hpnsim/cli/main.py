@@ -14,6 +14,7 @@ except ImportError:  # pragma: no cover - older typer on plain click
 from hpnsim import __version__
 from hpnsim.cli import bench, collective, demo, fabric, scenario, sweep, train, workload
 from hpnsim.cli import reliability as reliability_cli
+from hpnsim.cli import report as report_cli
 
 app = typer.Typer(
     name="hpnsim",
@@ -40,7 +41,8 @@ def _root(
     """hpnsim: HPN 7.0-style fabrics, LLM traffic, collectives, Crux scheduling and faults."""
 
 
-for module in (demo, scenario, fabric, collective, workload, train, bench, reliability_cli, sweep):
+for module in (demo, scenario, fabric, collective, workload, train, bench, reliability_cli,
+               report_cli, sweep):
     module.register(app)
 
 

@@ -17,6 +17,15 @@ def _fabric_options(ctx: typer.Context) -> dict:
     return parse_extra_options(list(ctx.args))
 
 
+def _flag(path: str) -> str:
+    """The flag of a scenario path, ``--fault`` and ``--timeout`` included."""
+    from hpnsim.cli.common import flag_of
+
+    if path.startswith("faults["):
+        return "--fault"
+    return "--timeout" if path.startswith("failover.") else flag_of(path)
+
+
 def _note(message: str) -> None:
     typer.echo(f"note: {message}", err=True)
 
@@ -89,7 +98,20 @@ def register(app: typer.Typer) -> None:
         tp_algo: str = typer.Option("auto", "--tp-algo", help="TP all-reduce algorithm."),
         dp_algo: str = typer.Option("auto", "--dp-algo", help="DP collective algorithm."),
         seed: int = typer.Option(0, "--seed", help="Routing hash seed."),
-        plot: str = typer.Option(None, "--plot", help="Write a Gantt chart PNG here."),
+        iterations: int = typer.Option(None, "--iterations",
+                                       help="Iterations to simulate (default 1; with --fault "
+                                            "20)."),
+        faults: list[str] = typer.Option(
+            None, "--fault", help="kind:target@start+duration, e.g. link:gpu17.port0@30s+120s "
+                                  "(kinds: link, nic_port, tor_crash, tor_dataplane, agg, "
+                                  "core_link; a flap: flap:gpu17.port0@30s+1s/10s*5 = down 1 s "
+                                  "every 10 s, 5 times); repeatable. Simulates --iterations "
+                                  "across it and reports the throughput timeline."),
+        timeout: str = typer.Option(None, "--timeout",
+                                    help="Collective timeout before a cut-off job fails "
+                                         "(default 120s)."),
+        plot: str = typer.Option(None, "--plot", help="Write a Gantt chart PNG here (with "
+                                                      "--fault: the throughput timeline)."),
         timeline: bool = typer.Option(False, "--timeline", help="Include Gantt rows in --json."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     ) -> None:
@@ -120,16 +142,46 @@ def register(app: typer.Typer) -> None:
                    "recompute": recompute, "prefetch": prefetch,
                    "bucket_params": bucket_params, "grad_bytes": grad_bytes,
                    "tp_algo": tp_algo, "dp_algo": dp_algo}
-        scenario = scenario_from_flags({
-            "fabric": {"template": fabric}, "routing": routing, "seed": seed,
-            "jobs": [{k: v for k, v in job.items() if v is not None}]})
-        with errors_as_flags():
+        from hpnsim.faults.events import parse_fault
+
+        fault_list = [parse_fault(text) for text in faults or []]
+        if iterations is not None:
+            job["iterations"] = iterations
+        elif fault_list:
+            job["iterations"] = 20
+        flags = {"fabric": {"template": fabric}, "routing": routing, "seed": seed,
+                 "jobs": [{k: v for k, v in job.items() if v is not None}]}
+        if fault_list:
+            flags["faults"] = [{k: v for k, v in (("kind", f.kind), ("target", f.target),
+                                                  ("at", f.at), ("duration", f.duration
+                                                                 if f.kind != "flap" else None),
+                                                  ("period", f.period or None),
+                                                  ("down", f.down or None),
+                                                  ("count", f.count or None)) if v is not None}
+                               for f in fault_list]
+            if timeout is not None:
+                flags["failover"] = {"timeout": timeout}
+        scenario = scenario_from_flags(flags, name=_flag)
+        with errors_as_flags(_flag):
             # the fabric is sized to the job unless the user sized it (--pods, --gpus ...)
             options = check_fabric_for_job(fabric, scenario.jobs[0].gpu_count,
                                            _fabric_options(ctx), note=_note)
             scenario.fabric = scenario_from_flags(
                 {"template": fabric, **options}, model=FabricSpec, section="fabric")
-            result = run(scenario).jobs[0].iterations[0]
+            outcome = run(scenario).jobs[0]
+        if fault_list:
+            if plot:
+                from hpnsim.report.faults import plot_throughput_timeline
+
+                plot_throughput_timeline([outcome], plot)
+            if json_out:
+                emit_json(outcome.to_dict())
+            else:
+                from hpnsim.report.faults import print_fault_timeline
+
+                print_fault_timeline(outcome, table_console())
+            return
+        result = outcome.iterations[0]
         if plot:
             from hpnsim.report.gantt import plot_gantt
 

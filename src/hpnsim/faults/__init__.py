@@ -8,6 +8,7 @@ reliability economics (expected job interruptions, lost GPU-hours and their cost
 
 from hpnsim.faults.reliability import (
     CheckpointPolicy,
+    Conditions,
     FailureRates,
     JobExposure,
     ReliabilityResult,
@@ -19,6 +20,6 @@ from hpnsim.faults.reliability import (
 )
 
 __all__ = [
-    "CheckpointPolicy", "FailureRates", "JobExposure", "ReliabilityResult", "compare_designs",
+    "CheckpointPolicy", "Conditions", "FailureRates", "JobExposure", "ReliabilityResult", "compare_designs",
     "expected_reliability", "job_exposure", "load_rates", "monte_carlo",
 ]

@@ -24,7 +24,8 @@ body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1180px;
 h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom:
 1px solid #ddd; } nav a { margin-right: 1em; } .meta { color: #555; font-size: 0.9em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
-th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; white-space: nowrap; }
+th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right; }
+td { white-space: nowrap; } .wide { overflow-x: auto; }
 th:first-child, td:first-child { text-align: left; } th { background: #f4f4f4; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption, caption { color: #555; font-size: 0.85em; caption-side: bottom; text-align: left; }
@@ -34,14 +35,15 @@ figcaption, caption { color: #555; font-size: 0.85em; caption-side: bottom; text
 def table_html(table: Table) -> str:
     """A :class:`~hpnsim.report.report_sections.Table` as HTML, every cell escaped.
 
-    >>> table_html(Table(["job"], [["<b>x</b>"]]))
-    '<table><thead><tr><th>job</th></tr></thead><tbody><tr><td>&lt;b&gt;x&lt;/b&gt;</td></tr></tbody></table>'
+    >>> print(table_html(Table(["job"], [["<b>x</b>"]])).split("<tbody>")[1])
+    <tr><td>&lt;b&gt;x&lt;/b&gt;</td></tr></tbody></table></div>
     """
     head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>"
                    for row in table.rows)
     caption = f"<caption>{html.escape(table.caption)}</caption>" if table.caption else ""
-    return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return (f'<div class="wide"><table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}'
+            "</tbody></table></div>")
 
 
 def figure_html(figure: Figure, folder: Path) -> str:

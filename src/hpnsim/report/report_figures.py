@@ -4,6 +4,7 @@ as PNG and SVG."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from hpnsim.report.canvas import pyplot
@@ -83,7 +84,7 @@ def breakdown_figure(rows: list[dict], title: str, held: str):
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
     fig.suptitle(plain(title), fontsize=11)
-    ax.set_title(plain(held), fontsize=8, loc="left", color="#444444")
+    ax.set_title(textwrap.fill(plain(held), 120), fontsize=8, loc="left", color="#444444")
     fig.legend(loc="outside lower center", ncol=4, fontsize=8, frameon=False)
     return fig
 
@@ -112,17 +113,17 @@ def busbw_size_figure(curves: list[dict], title: str, held: str):
                     textcoords="offset points", xytext=(6, 0), va="center", fontsize=8,
                     color=f"C{i}")
     ax.set_xscale("log", base=2)
-    step = max(1, len(sizes) // 10)
+    step = -(-len(sizes) // 8)   # at most 8 labels: they must not run together
     ax.set_xticks(sizes[::step], [_size_label(s) for s in sizes[::step]])
     ax.minorticks_off()
     if sizes:
-        ax.set_xlim(sizes[0] / 1.4, sizes[-1] * 1.6)
+        ax.set_xlim(sizes[0] / 1.4, sizes[-1] * 2.2)   # room for the last value
     ax.set_ylim(0, 1.12 * max((max(c["busbw"]) for c in curves), default=1.0))
     ax.set_xlabel("message size (log scale: sizes double)")
     ax.set_ylabel("bus bandwidth (GB/s, nccl-tests; axis from 0)")
     ax.grid(alpha=0.3)
     fig.suptitle(plain(title), fontsize=11)
-    ax.set_title(plain(held), fontsize=8, loc="left", color="#444444")
+    ax.set_title(textwrap.fill(plain(held), 120), fontsize=8, loc="left", color="#444444")
     fig.legend(loc="outside lower center", ncol=1, fontsize=8, frameon=False)
     return fig
 

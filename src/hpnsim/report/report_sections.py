@@ -44,7 +44,9 @@ def fabric_section(reports: list[dict], fallback: dict | None = None):
         rows = [dict(fabric_rows(r)) for r in reports]
         labels = merge_labels([list(r) for r in rows])
         table = Table([""] + [r["template"] for r in reports],
-                      [[label] + [r.get(label, "-") for r in rows] for label in labels])
+                      [[label] + [r.get(label, "-") for r in rows] for label in labels],
+                      "The fabric as the template built it: every tier it builds counts in "
+                      "switches, cost and power, however few GPUs a small fabric has.")
     elif fallback:
         options = ", ".join(f"{k}={v}" for k, v in (fallback.get("options") or {}).items())
         table = Table(["", fallback.get("template", "")],
@@ -174,7 +176,7 @@ def collective_sections(run: dict) -> list:
                          r["algo"], r["protocol"], str(r.get("hash_collisions", "-")),
                          link_kind(r.get("bottleneck")) or str(r.get("bottleneck") or "-")])
     held = (f"Held fixed: fabric {fabric.get('template', '')} ({fabric.get('gpus', 0):,} "
-            f"GPUs), {_nvlink(run) or 'NVLink of the fabric'}, routing "
+            f"GPUs), {_nvlink(run) or 'NVLink: the template default'}, routing "
             f"{', '.join(sorted(routings))}; algorithm/protocol per size: "
             f"{', '.join(sorted(algos))}. Each size runs alone on an idle fabric.")
     fig = busbw_size_figure(curves, "Bus bandwidth against message size", held)

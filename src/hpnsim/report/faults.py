@@ -1,0 +1,88 @@
+"""Training through faults: the throughput timeline as a table and as a figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpnsim.report.canvas import pyplot, save
+
+__all__ = ["plot_throughput_timeline", "print_fault_timeline", "timeline_table"]
+
+
+def timeline_table(job):
+    """A rich Table of a job's timeline (one row per completed iteration attempt).
+
+    >>> from hpnsim.results import JobResult
+    >>> j = JobResult("j", "m", [0], 0.0, 1.0, [], faults={"timeline": [
+    ...     {"attempt": 0, "iteration": 0, "start": 0.0, "end": 1.0, "iteration_time": 1.0,
+    ...      "samples_per_s": 8.0}], "windows": [], "restarts": [], "lost_work": 0.0,
+    ...     "nominal_samples_per_s": 8.0})
+    >>> timeline_table(j).row_count
+    1
+    """
+    from rich.table import Table
+
+    table = Table(title=f"{job.name}: throughput through faults")
+    for name in ("attempt", "iteration", "start (s)", "end (s)", "time (s)", "samples/s",
+                 "of nominal"):
+        table.add_column(name, justify="right")
+    nominal = job.faults["nominal_samples_per_s"]
+    for row in job.faults["timeline"]:
+        table.add_row(str(row["attempt"]), str(row["iteration"]), f"{row['start']:.3f}",
+                      f"{row['end']:.3f}", f"{row['iteration_time']:.4f}",
+                      f"{row['samples_per_s']:.1f}", f"{row['samples_per_s'] / nominal:.1%}")
+    return table
+
+
+def print_fault_timeline(job, console) -> None:
+    """Print the timeline, the fault windows and each restart (lost work)."""
+    console.print(timeline_table(job))
+    for w in job.faults["windows"]:
+        console.print(f"fault {w['kind']} {w['target']}: down {w['start']:.3f} s .. "
+                      f"{w['end']:.3f} s")
+    for r in job.faults["restarts"]:
+        console.print(f"failed at {r['failed_at']:.3f} s, back to the checkpoint of iteration "
+                      f"{r['checkpoint_iteration']} ({r['last_checkpoint']:.3f} s), resumed at "
+                      f"{r['resumed_at']:.3f} s: lost work {r['lost_work']:.3f} s")
+
+
+def plot_throughput_timeline(jobs, path: str | Path, labels=None, title: str = "",
+                             dpi: int = 120) -> Path:
+    """Samples/s per iteration against time (a step at each iteration's end), one line per
+    job result, the fault windows shaded, restarts marked; written to ``path``.
+
+    >>> import tempfile, os
+    >>> from hpnsim.results import JobResult
+    >>> j = JobResult("j", "m", [0], 0.0, 2.0, [], faults={"timeline": [
+    ...     {"attempt": 0, "iteration": k, "start": k, "end": k + 1.0, "iteration_time": 1.0,
+    ...      "samples_per_s": 8.0} for k in range(2)], "windows": [
+    ...     {"kind": "link", "target": "gpu0.port0", "start": 0.5, "end": 1.0}],
+    ...     "restarts": [], "lost_work": 0.0, "nominal_samples_per_s": 8.0})
+    >>> out = plot_throughput_timeline([j], os.path.join(tempfile.mkdtemp(), "t.png"))
+    >>> out.stat().st_size > 0
+    True
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    labels = labels or [job.name for job in jobs]
+    shaded = set()
+    for job, label in zip(jobs, labels, strict=True):
+        rows = job.faults["timeline"]
+        xs = [x for r in rows for x in (r["start"], r["end"])]
+        ys = [r["samples_per_s"] for r in rows for _ in range(2)]
+        line, = ax.plot(xs, ys, label=label, lw=1.4)
+        for r in job.faults["restarts"]:
+            ax.axvline(r["failed_at"], color=line.get_color(), ls=":", lw=1)
+            ax.axvspan(r["failed_at"], r["resumed_at"], color=line.get_color(), alpha=0.08)
+        for w in job.faults["windows"]:
+            key = (w["start"], w["end"])
+            if key not in shaded:
+                shaded.add(key)
+                ax.axvspan(w["start"], w["end"], color="red", alpha=0.15, lw=0)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("samples/s (per iteration)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title or "Throughput through faults (red: fault windows; dotted: job failed)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return save(fig, path, dpi)
