@@ -1,0 +1,225 @@
+"""The jobs of a shared cluster and their compiled iterations, replayed without recompiling.
+
+A :class:`ClusterJob` is a training job as a cluster sees it: a
+:class:`~hpnsim.workloads.iteration_job.TrainJob`, an arrival time, and how long it stays
+(``iterations``, or ``duration`` seconds). Once placed it runs iteration after iteration.
+
+Compiling an iteration of a large job (routing every collective) takes a tenth of a second
+or more, and a cluster run needs thousands. An :class:`IterationTemplate` compiles one
+iteration once per (job shape, GPUs, routing seed) and appends copies of its tasks to any
+TaskGraph, with the job's priority class on every transfer. The template's lone run is also
+the job's *alone* profile: its iteration time, its computation per iteration and the bytes
+it puts on every network link, from which Crux's ``W_j``, ``t_j`` and ``I_j`` follow
+(:meth:`IterationTemplate.sched_job`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpnsim.engine import TaskGraph, simulate
+from hpnsim.engine.taskgraph import TRANSFER
+from hpnsim.errors import InputError
+from hpnsim.routing.precise import NETWORK_LINKS
+from hpnsim.sched.jobs import SchedJob
+from hpnsim.training.program import Program
+
+__all__ = ["ClusterJob", "IterationTemplate", "TemplateCache"]
+
+
+@dataclass
+class ClusterJob:
+    """A job of a shared cluster.
+
+    Attributes
+    ----------
+    name : str
+    job : TrainJob or Program
+        What it trains (a :class:`~hpnsim.training.program.Program` for hand-built jobs).
+    arrival : float
+        Seconds after the start of the trace (>= 0).
+    iterations : int, optional
+        Iterations it runs before leaving.
+    duration : float, optional
+        Seconds it runs before leaving (instead of ``iterations``).
+    gpus : array of int, optional
+        An explicit placement (the ``given`` allocator); else the allocator chooses.
+    tp_algo, dp_algo : str
+        Collective algorithms (as :func:`~hpnsim.training.compile_program`).
+
+    Examples
+    --------
+    >>> from hpnsim.workloads.iteration_job import TrainJob
+    >>> ClusterJob("a", TrainJob("llama3-8b", tp=8, dp=2), arrival=5.0, iterations=10).n_gpus
+    16
+    """
+
+    name: str
+    job: object
+    arrival: float = 0.0
+    iterations: int | None = None
+    duration: float | None = None
+    gpus: object = None
+    tp_algo: str = "auto"
+    dp_algo: str = "auto"
+
+    def __post_init__(self):
+        label = f"job {self.name!r}"
+        if not (isinstance(self.arrival, int | float) and math.isfinite(self.arrival)
+                and self.arrival >= 0):
+            raise InputError("arrival", f"{label}: a time >= 0, got {self.arrival!r}")
+        if (self.iterations is None) == (self.duration is None):
+            raise InputError("iterations", f"{label}: give iterations or duration, exactly one")
+        if self.iterations is not None and (isinstance(self.iterations, bool) or not
+                                            isinstance(self.iterations, int | np.integer)
+                                            or self.iterations < 1):
+            raise InputError("iterations", f"{label}: an integer >= 1, got {self.iterations!r}")
+        if self.duration is not None and not (math.isfinite(self.duration)
+                                              and self.duration > 0):
+            raise InputError("duration", f"{label}: seconds > 0, got {self.duration!r}")
+
+    @property
+    def n_gpus(self) -> int:
+        return int(self.job.layout.n_gpus if isinstance(self.job, Program) else self.job.gpus)
+
+    @property
+    def tp(self) -> int:
+        return int(self.job.layout.tp if isinstance(self.job, Program) else self.job.tp)
+
+    @property
+    def shape(self) -> tuple:
+        """What decides the job's traffic and compute (its TrainJob or Program, algorithms)."""
+        what = repr(self.job) if isinstance(self.job, Program) \
+            else repr(sorted(self.job.to_dict().items()))
+        return (what, self.tp_algo, self.dp_algo)
+
+
+@dataclass
+class IterationTemplate:
+    """One compiled iteration of a job on its GPUs with a routing seed, and its alone run.
+
+    Attributes
+    ----------
+    arrays : the compiled graph's flat arrays (task 0 is the iteration's start)
+    stage_end : template ids of the tasks ending the iteration
+    iteration_time : seconds alone on the idle fabric
+    compute_time : seconds of computation (compute and optimizer) per GPU per iteration
+    links, link_bytes : network links the iteration loads and its bytes on each
+    """
+
+    arrays: object
+    stage_end: np.ndarray
+    iteration_time: float
+    compute_time: float
+    links: np.ndarray
+    link_bytes: np.ndarray
+    transfers: np.ndarray = field(default=None)
+
+    @classmethod
+    def compile(cls, job: ClusterJob, fabric, gpus, *, routing: str = "ecmp",
+                seed: int = 0) -> IterationTemplate:
+        """Compile one iteration of ``job`` on ``gpus`` and run it alone.
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> from hpnsim.workloads.iteration_job import TrainJob
+        >>> f = fat_tree(4, gpus_per_host=1)
+        >>> j = ClusterJob("a", TrainJob("llama3-8b", tp=1, dp=2, zero=1), iterations=1)
+        >>> t = IterationTemplate.compile(j, f, [0, 4])
+        >>> bool(t.iteration_time > t.compute_time > 0), t.links.size > 0
+        (True, True)
+        """
+        from hpnsim.training import account, compile_program, program_from_job
+
+        graph = TaskGraph()
+        program = job.job if isinstance(job.job, Program) else program_from_job(job.job)
+        # a release > 0 gives the iteration a start task (id 0) that copies re-anchor
+        it = compile_program(program, graph, fabric, routing=routing, tp_algo=job.tp_algo,
+                             dp_algo=job.dp_algo, gpus=np.asarray(gpus), seed=seed,
+                             release=1.0)
+        sim = simulate(graph, fabric.link_capacity)
+        res = account(it, sim.start - 1.0, sim.finish - 1.0)
+        network = np.isin(fabric.link_kind, NETWORK_LINKS)
+        load = np.where(network, sim.link_bytes, 0.0)
+        links = np.flatnonzero(load > 0)
+        arrays = graph.arrays(fabric.n_links)
+        return cls(arrays=arrays, stage_end=np.asarray(it.stage_end, dtype=np.int64),
+                   iteration_time=float(res.iteration_time),
+                   compute_time=float(res.compute_time + res.optimizer_time),
+                   links=links, link_bytes=load[links],
+                   transfers=np.flatnonzero(arrays.kind == TRANSFER))
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.arrays.kind.size)
+
+    def append(self, graph: TaskGraph, *, release: float = 0.0, after=(),
+               priority: int = 0) -> int:
+        """Append a copy of the iteration to ``graph``; returns the id of its first task.
+
+        The copy starts at ``release`` and after the tasks ``after``; every transfer is in
+        class ``priority``. Its stage ends are ``first + stage_end``.
+        """
+        a = self.arrays
+        base = len(graph)
+        for i in range(a.kind.size):
+            if i == 0:
+                deps, rel = list(after), release
+            else:
+                deps, rel = (a.deps[a.dep_ptr[i]:a.dep_ptr[i + 1]] + base).tolist(), a.release[i]
+            if a.kind[i] == TRANSFER:
+                row = slice(a.ptr[i], a.ptr[i + 1])
+                graph.add_transfer(a.links[row], a.usage[row], a.amount[i],
+                                   priority=int(priority), weight=a.weight[i],
+                                   latency=a.latency[i], deps=deps, release=rel)
+            else:
+                graph.add_delay(a.amount[i], deps=deps, release=rel)
+        return base
+
+    def path_of(self, task: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(links, usage)`` of template transfer ``task``."""
+        a = self.arrays
+        row = slice(a.ptr[task], a.ptr[task + 1])
+        return a.links[row], a.usage[row]
+
+    def sched_job(self, name: str, n_gpus: int, capacity) -> SchedJob:
+        """The job as schedulers see it (Crux's ``W_j``, ``M_{j,e}``).
+
+        ``comm_start`` is set so that the scheduler's uncontended iteration time
+        ``max(compute, comm_start x compute + t_j)`` is the simulated one alone: the share of
+        the compute that the communication does not overlap.
+        """
+        job = SchedJob(name, n_gpus, self.compute_time, self.links, self.link_bytes)
+        t = job.transfer_time(capacity)
+        start = 1.0
+        if t > 0 and self.compute_time > 0:
+            start = min(1.0, max(0.0, (self.iteration_time - t) / self.compute_time))
+        return SchedJob(name, n_gpus, self.compute_time, self.links, self.link_bytes,
+                        comm_start=start)
+
+
+class TemplateCache:
+    """Templates by (job shape, GPUs, seed): a job's alone run is simulated once.
+
+    >>> TemplateCache(None).size
+    0
+    """
+
+    def __init__(self, fabric, routing: str = "ecmp"):
+        self.fabric, self.routing = fabric, routing
+        self._cache: dict = {}
+
+    @property
+    def size(self) -> int:
+        return len(self._cache)
+
+    def get(self, job: ClusterJob, gpus, seed: int) -> IterationTemplate:
+        key = (job.shape, tuple(np.asarray(gpus).tolist()), int(seed))
+        found = self._cache.get(key)
+        if found is None:
+            found = IterationTemplate.compile(job, self.fabric, gpus, routing=self.routing,
+                                              seed=seed)
+            self._cache[key] = found
+        return found

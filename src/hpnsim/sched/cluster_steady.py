@@ -1,0 +1,145 @@
+"""Steady state of a fixed set of jobs: simulate iterations until every job's iteration
+time is stable, then give each job its steady period (seconds per iteration).
+
+Jobs that share no network link cannot slow each other (hosts are never shared), so the
+running jobs split into *components* of the link-sharing graph and each component is probed
+alone. A probe is a fresh engine run of the component's jobs, every job starting an
+iteration at the segment's start (a CASSINI offset delays it), iterations chained and added
+as the run goes. A job is stable when, leaving out its first iteration (the warm-up from an
+aligned start), the mean iteration times of the three thirds of its probe agree within
+``tolerance / 2`` (at least ``3 x WINDOW + 1`` iterations); its period is their mean. Two jobs
+of unrelated periods drift through each other's phases in a slow beat; halves agree only
+once the probe spans several beats (thirds rarely agree by chance). A probe stops when every job is stable, when ``limit`` seconds
+are simulated (the next arrival), when a job has run the iterations it had left (it leaves),
+or after ``PROBE_PERIODS`` periods of its slowest job (then periods come from the last
+iterations, and the component is counted as unstable).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpnsim.engine import Simulation, TaskGraph
+
+#: iterations per stability window
+WINDOW = 3
+#: a probe runs at most this many alone periods of its slowest job (and at least the
+#: 2 x WINDOW iterations stability needs of every job)
+PROBE_PERIODS = 400
+
+__all__ = ["Probe", "components", "probe"]
+
+
+def components(link_sets: list[np.ndarray]) -> list[list[int]]:
+    """Groups of indices whose link sets are connected by sharing links.
+
+    >>> components([np.array([0, 1]), np.array([5]), np.array([1, 2]), np.array([])])
+    [[0, 2], [1], [3]]
+    """
+    parent = list(range(len(link_sets)))
+
+    def find(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[int, int] = {}
+    for i, links in enumerate(link_sets):
+        for link in links.tolist():
+            j = owner.setdefault(link, i)
+            a, b = find(i), find(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(link_sets)):
+        groups.setdefault(find(i), []).append(i)
+    return sorted(groups.values())
+
+
+@dataclass
+class Probe:
+    """What a probe saw: per job its iteration end times (seconds after the segment start),
+    its steady ``period``, whether it was ``stable``; ``elapsed``: seconds simulated."""
+
+    ends: list
+    period: np.ndarray
+    stable: bool
+    elapsed: float
+
+    def progress(self, j: int, dt: float) -> float:
+        """Iterations job ``j`` has done ``dt`` seconds after the segment start: counted
+        within the probe (the iteration in progress pro rata), at its period after it."""
+        ends, period = self.ends[j], self.period[j]
+        if dt >= self.elapsed:
+            last = ends[-1] if ends.size else 0.0
+            return ends.size + max(dt - last, 0.0) / period
+        done = int(np.searchsorted(ends, dt, side="right"))
+        prev = ends[done - 1] if done else 0.0
+        return done + min(max(dt - prev, 0.0) / period, 1.0 - 1e-12)
+
+
+def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
+          remaining) -> Probe:
+    """Probe a component (see the module docstring).
+
+    Parameters
+    ----------
+    templates : per job its :class:`~hpnsim.sched.cluster_jobs.IterationTemplate`
+    priorities, offsets : per job its class and start delay
+    capacity : bytes/s per link
+    tolerance : relative stability tolerance
+    limit : seconds until the next known event (the probe never runs past it)
+    remaining : per job the iterations it has left (it stops there)
+    """
+    n = len(templates)
+    alone = np.array([t.iteration_time for t in templates])
+    graph = TaskGraph()
+    chains: list[list[int]] = [[] for _ in range(n)]       # first task of every copy
+    sim = Simulation(graph, capacity)
+    needed = np.ceil(np.asarray(remaining, dtype=np.float64) - 1e-9).astype(np.int64)
+    window = 2.0 * alone.max() + float(np.max(offsets, initial=0.0))
+    horizon = min(limit, PROBE_PERIODS * alone.max() + float(np.max(offsets, initial=0.0)))
+    now = 0.0
+    ends = [np.zeros(0) for _ in range(n)]
+    period = alone.copy()
+    stable = False
+    while True:
+        stop = min(now + window, horizon)
+        for j, tpl in enumerate(templates):    # enough copies that none runs dry by `stop`
+            want = min(int(needed[j]), ends[j].size + int((stop - now) / alone[j]) + 2)
+            while len(chains[j]) < want:
+                prev = chains[j][-1] if chains[j] else None
+                after = [] if prev is None else (prev + tpl.stage_end).tolist()
+                chains[j].append(tpl.append(graph, release=float(offsets[j])
+                                            if prev is None else 0.0,
+                                            after=after, priority=int(priorities[j])))
+        now = sim.run(until=stop)
+        finish = sim.result().finish
+        ends = [np.array([finish[b + templates[j].stage_end].max() for b in chains[j]])
+                for j in range(n)]
+        ends = [e[np.isfinite(e)] for e in ends]
+        stable = True
+        for j in range(n):
+            # iteration times after the first (the warm-up from an aligned start); two
+            # halves' mean rates must agree, which a slow beat between jobs' phases delays
+            e = ends[j][1:]
+            if e.size >= 3 * WINDOW + 1:
+                cut = np.linspace(0, e.size - 1, 4).astype(np.int64)
+                rates = np.diff(e[cut]) / np.diff(cut)
+                period[j] = (e[-1] - e[0]) / (e.size - 1)
+                stable &= rates.max() - rates.min() <= 0.5 * tolerance * period[j]
+            else:
+                if ends[j].size:
+                    period[j] = max(ends[j][-1] / ends[j].size, alone[j])
+                stable = False
+        finished = [j for j in range(n) if ends[j].size >= needed[j]]
+        if finished:
+            now = min(float(ends[j][needed[j] - 1]) for j in finished)
+            break
+        if stable or now >= horizon:
+            break
+    period = np.maximum(period, 1e-300)
+    return Probe(ends=ends, period=period, stable=stable, elapsed=now)
