@@ -6,7 +6,8 @@ from pathlib import Path
 
 from hpnsim.report.canvas import pyplot, save
 
-__all__ = ["plot_throughput_timeline", "print_fault_timeline", "timeline_table"]
+__all__ = ["plot_failure_study", "plot_throughput_timeline", "print_fault_timeline",
+           "timeline_table"]
 
 
 def timeline_table(job):
@@ -84,5 +85,45 @@ def plot_throughput_timeline(jobs, path: str | Path, labels=None, title: str = "
     ax.set_ylim(bottom=0)
     ax.set_title(title or "Throughput through faults (red: fault windows; dotted: job failed)")
     ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return save(fig, path, dpi)
+
+
+def plot_failure_study(panels: dict, path: str | Path, title: str = "", dpi: int = 120) -> Path:
+    """One panel per fault scenario, samples/s per iteration against time, one line per ToR
+    design; fault windows shaded, the time a job failed until it resumed shaded in the
+    line's colour. ``panels`` maps a panel title to ``{design label: faults dict}`` (a
+    :meth:`~hpnsim.faults.runner.JobTimeline.to_dict`).
+
+    >>> import tempfile, os
+    >>> t = {"timeline": [{"start": k, "end": k + 1.0, "samples_per_s": 8.0} for k in range(3)],
+    ...      "windows": [{"start": 1.0, "end": 1.5}], "restarts": []}
+    >>> out = plot_failure_study({"link": {"dual": t}, "flap": {"dual": t}},
+    ...                          os.path.join(tempfile.mkdtemp(), "s.png"))
+    >>> out.stat().st_size > 0
+    True
+    """
+    plt = pyplot()
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.8 * len(panels)), squeeze=False)
+    for ax, (name, lines) in zip(axes[:, 0], panels.items(), strict=True):
+        shaded = set()
+        for label, faults in lines.items():
+            rows = faults["timeline"]
+            xs = [x for r in rows for x in (r["start"], r["end"])]
+            ys = [r["samples_per_s"] for r in rows for _ in range(2)]
+            line, = ax.plot(xs, ys, label=label, lw=1.3)
+            for r in faults["restarts"]:
+                ax.axvspan(r["failed_at"], r["resumed_at"], color=line.get_color(), alpha=0.1)
+            for w in faults["windows"]:
+                if (w["start"], w["end"]) not in shaded:
+                    shaded.add((w["start"], w["end"]))
+                    ax.axvspan(w["start"], w["end"], color="red", alpha=0.15, lw=0)
+        ax.set_title(name, fontsize=10)
+        ax.set_ylabel("samples/s")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="lower right", fontsize=8)
+    axes[-1, 0].set_xlabel("time (s)   (red: fault down)")
+    if title:
+        fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return save(fig, path, dpi)
