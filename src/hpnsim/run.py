@@ -187,6 +187,10 @@ def run(scenario, *, progress=None) -> RunResult:
     """
     say = progress or (lambda message: None)
     scenario = as_scenario(scenario)
+    if scenario.cluster is not None:
+        raise located(InputError("", "a cluster trace runs with `hpnsim cluster SCENARIO.yaml` "
+                                     "(hpnsim.scenario_cluster.run_cluster)"),
+                      scenario_lines(scenario), ("cluster",))
     _check_workloads(scenario)
     say("building the fabric")
     fabric = build_scenario_fabric(scenario)

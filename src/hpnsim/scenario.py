@@ -36,6 +36,7 @@ from pydantic import (
 )
 
 from hpnsim.errors import MAX_SEED, InputError, read_user_text
+from hpnsim.scenario_cluster import ClusterSpec, check_cluster
 from hpnsim.scenario_collectives import CollectiveSpec, check_collectives, name_collectives
 from hpnsim.scenario_fabric import FabricSpec
 from hpnsim.scenario_faults import FailoverSpec, FaultSpec
@@ -204,6 +205,9 @@ class Scenario(BaseModel):
     failover: FailoverSpec = Field(
         default_factory=FailoverSpec, description="detection delays, collective timeout, "
                                                   "checkpoints and restart")
+    cluster: ClusterSpec | None = Field(
+        None, description="run the jobs as a cluster trace: they arrive, queue for hosts, "
+                          "leave; a scheduler orders their traffic (hpnsim cluster)")
 
     @model_validator(mode="after")
     def _job_names(self) -> Scenario:
@@ -225,6 +229,8 @@ class Scenario(BaseModel):
             raise ValueError(f"jobs: required: {unused[0]} sets how jobs and collectives run; "
                              f"give jobs or collectives, or leave {unused[0]} out for a "
                              f"fabric-only scenario")
+        if self.cluster is not None and not self.jobs:
+            raise ValueError("cluster: schedules jobs; the scenario has no jobs")
         if self.faults and not self.jobs:
             raise ValueError("faults: act on running jobs; the scenario has no jobs")
         if self.compare_alone and not self.jobs:
@@ -327,7 +333,8 @@ def scenario_lines(scenario: Scenario) -> dict:
 
 def check_against_fabric(scenario: Scenario, fabric) -> None:
     """What needs the fabric: TP within a host, every job fits, placements exist and are
-    disjoint, all jobs together fit, and every collective's GPUs exist. Raises :class:`InputError` by YAML path.
+    disjoint, all jobs together fit (unless a ``cluster:`` section queues them), the cluster
+    section's needs, and every collective's GPUs exist. Raises :class:`InputError` by YAML path.
 
     >>> from hpnsim.fabrics import hpn7
     >>> s = parse_scenario({"jobs": [{"model": "llama3-8b", "tp": 3}]})
@@ -381,11 +388,12 @@ def check_against_fabric(scenario: Scenario, fabric) -> None:
         if placed.max() >= fabric.n_gpus:
             fail(("jobs", i, key), f"GPU {int(placed.max())} does not exist (the fabric has "
                                    f"GPUs 0..{fabric.n_gpus - 1})")
-        if used[placed].any():
+        if used[placed].any() and scenario.cluster is None:   # a cluster trace queues
             gpu = int(placed[used[placed]][0])
             fail(("jobs", i, key), f"GPU {gpu} is already given to another job")
         used[placed] = True
-    if total > fabric.n_gpus:
+    if total > fabric.n_gpus and scenario.cluster is None:   # a cluster trace queues
         fail(("jobs",), f"the jobs need {total:,} GPUs together; the fabric has "
                         f"{fabric.n_gpus:,}")
+    check_cluster(scenario, lines)
     check_collectives(scenario, fabric.n_gpus, lines)

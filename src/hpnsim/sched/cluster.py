@@ -219,7 +219,7 @@ def _decide(scheduler, jobs, running, template, cap, *, K, seed, samples, candid
             intensity = np.array([b.intensity(cap) for b in base])
             order = np.lexsort((np.arange(len(net)), -intensity))
         else:
-            order = np.argsort([running_start(r) for r in net], kind="stable")
+            order = np.array(sorted(range(len(net)), key=lambda i: running_start(net[i])))
         load = np.zeros(cap.size)
         for i in order.tolist():
             r = net[i]

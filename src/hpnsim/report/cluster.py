@@ -1,0 +1,139 @@
+"""Shared-cluster runs: the summary and job tables, schedulers side by side, and the
+cluster GPU utilization over time per scheduler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpnsim.report.canvas import pyplot, save
+
+__all__ = ["compare_table", "jobs_table", "plot_utilization", "print_cluster",
+           "print_compare", "utilization_steps"]
+
+#: columns of the side-by-side table: (summary key, header, format)
+COMPARE_COLUMNS = (
+    ("scheduler", "scheduler", "{}"),
+    ("gpu_utilization", "GPU utilization", "{:.2%}"),
+    ("allocated_utilization", "of held GPUs", "{:.2%}"),
+    ("mean_jct", "mean JCT (s)", "{:,.1f}"),
+    ("mean_slowdown", "mean slowdown", "{:.4f}"),
+    ("contended_job_share", "jobs contended", "{:.1%}"),
+    ("contended_gpu_share", "GPUs contended", "{:.1%}"),
+    ("makespan", "makespan (s)", "{:,.1f}"),
+    ("extrapolated_share", "extrapolated", "{:.1%}"),
+)
+
+
+def _row(summary: dict) -> dict:
+    span = summary["makespan"]
+    return {**summary, "extrapolated_share": summary["extrapolated_time"] / span
+            if span > 0 else 0.0}
+
+
+def compare_table(summaries: list[dict], title: str = "Schedulers on the same trace"):
+    """A rich Table, one row per scheduler (``ClusterResult.summary()`` dicts).
+
+    >>> s = {"scheduler": "none", "gpu_utilization": 0.5, "allocated_utilization": 0.6,
+    ...      "mean_jct": 10.0, "mean_slowdown": 1.1, "contended_job_share": 0.5,
+    ...      "contended_gpu_share": 0.4, "makespan": 20.0, "extrapolated_time": 5.0}
+    >>> compare_table([s]).row_count
+    1
+    """
+    from rich.table import Table
+
+    table = Table(title=title)
+    for i, (_, header, _) in enumerate(COMPARE_COLUMNS):
+        table.add_column(header, justify="left" if i == 0 else "right")
+    for summary in summaries:
+        row = _row(summary)
+        table.add_row(*(fmt.format(row[key]) for key, _, fmt in COMPARE_COLUMNS))
+    return table
+
+
+def jobs_table(result, limit: int = 40):
+    """A rich Table of the jobs of one run (the first ``limit``; the caption says if cut).
+
+    >>> from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
+    >>> import numpy as np
+    >>> j = JobOutcome("a", 2, [0], 0.0, 0.0, 4.0, 2.0, 2.0, 1.5, ((0.0, 4.0), (0.0, 2.0)))
+    >>> jobs_table(ClusterResult("none", "packed", True, 0.01, 4, [j], np.array([0.0, 4.0]))).row_count
+    1
+    """
+    from rich.table import Table
+
+    table = Table(title=f"Jobs under {result.scheduler}")
+    for name in ("job", "GPUs", "arrival (s)", "wait (s)", "JCT (s)", "iterations",
+                 "iteration (s)", "alone (s)", "slowdown"):
+        table.add_column(name, justify="left" if name == "job" else "right")
+    for job in result.jobs[:limit]:
+        table.add_row(job.name, f"{job.gpus:,}", f"{job.arrival:,.1f}", f"{job.wait:,.1f}",
+                      f"{job.jct:,.1f}", f"{job.iterations:,.1f}", f"{job.iteration_time:.4f}",
+                      f"{job.alone_iteration_time:.4f}", f"{job.slowdown:.4f}")
+    if len(result.jobs) > limit:
+        table.caption = f"first {limit} of {len(result.jobs)} jobs (--json or --out for all)"
+    return table
+
+
+def print_cluster(result, console) -> None:
+    """The run's summary line, its jobs table, and what was extrapolated."""
+    console.print(compare_table([result.summary()], title="Cluster run"))
+    console.print(jobs_table(result))
+    console.print(f"steady state: {result.extrapolated_time:,.1f} s of "
+                  f"{result.makespan:,.1f} s extrapolated ({result.extrapolated_iterations:,.0f}"
+                  f" iterations), {result.probes} probes, {result.unstable_probes} unstable"
+                  if not result.exact else "exact: every iteration simulated")
+    if result.unfinished:
+        console.print(f"unfinished at the horizon: {len(result.unfinished)} job(s)")
+
+
+def print_compare(results, console) -> None:
+    """Schedulers side by side (same jobs, allocator and seed)."""
+    console.print(compare_table([r.summary() for r in results]))
+
+
+def utilization_steps(result) -> tuple[list[float], list[float]]:
+    """``(times, utilization)`` of a step plot: the utilization of every interval between
+    cluster events, held over the interval.
+
+    >>> from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
+    >>> import numpy as np
+    >>> j = JobOutcome("a", 2, [0], 0.0, 0.0, 4.0, 2.0, 2.0, 1.5, ((0.0, 4.0), (0.0, 2.0)))
+    >>> utilization_steps(ClusterResult("none", "packed", True, 0.01, 4, [j], np.array([0.0, 4.0])))
+    ([0.0, 4.0], [0.25, 0.25])
+    """
+    xs, ys = [], []
+    for row in result.timeline():
+        xs += [row["start"], row["end"]]
+        ys += [float(row["utilization"])] * 2
+    return xs, ys
+
+
+def plot_utilization(results, path: str | Path, title: str = "", dpi: int = 120) -> Path:
+    """Cluster GPU utilization over time, one step line per scheduler's run (hours when the
+    trace is longer than two hours), both axes from zero; written to ``path``.
+
+    >>> import os, tempfile
+    >>> from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
+    >>> import numpy as np
+    >>> j = JobOutcome("a", 2, [0], 0.0, 0.0, 4.0, 2.0, 2.0, 1.5, ((0.0, 4.0), (0.0, 2.0)))
+    >>> r = ClusterResult("none", "packed", True, 0.01, 4, [j], np.array([0.0, 4.0]))
+    >>> plot_utilization([r], os.path.join(tempfile.mkdtemp(), "u.png")).stat().st_size > 0
+    True
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    span = max((r.makespan for r in results), default=0.0)
+    scale, unit = (3600.0, "h") if span > 7200 else (1.0, "s")
+    for r in results:
+        xs, ys = utilization_steps(r)
+        ax.plot([x / scale for x in xs], [100 * y for y in ys], lw=1.2,
+                label=f"{r.scheduler} ({r.gpu_utilization:.2%} overall)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(f"time ({unit})")
+    ax.set_ylabel("cluster GPU utilization (%)")
+    ax.set_title(title or "Cluster GPU utilization over time (computation / GPU time)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=4, fontsize=8,
+              frameon=False)
+    fig.tight_layout()
+    return save(fig, path, dpi)

@@ -1,0 +1,164 @@
+"""A shared cluster in a scenario: the ``cluster:`` section (:class:`ClusterSpec`).
+
+With a ``cluster:`` section the scenario's jobs are a *trace*: each arrives at its
+``arrival``, waits until the allocator finds it hosts, runs its ``iterations`` and leaves,
+while the scheduler re-decides paths, priority classes and offsets at every cluster event
+(:func:`~hpnsim.sched.cluster.simulate_cluster`). Jobs then need not fit the fabric all at
+once (they queue), but a single job larger than the cluster is still an error. Errors are
+named by YAML path with the line (``cluster.K: ... (line 7)``), before any simulation.
+
+Examples
+--------
+>>> spec = ClusterSpec.model_validate({"scheduler": "crux", "K": 4, "horizon": "2h"})
+>>> spec.scheduler, spec.K, spec.horizon, spec.exact
+('crux', 4, 7200.0, False)
+>>> ClusterSpec.model_validate({"scheduler": "fifo"})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+pydantic_core._pydantic_core.ValidationError: 1 validation error for ClusterSpec
+...
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+
+from hpnsim.errors import InputError
+from hpnsim.scenario_yaml import located
+
+__all__ = ["ClusterSpec", "check_cluster", "cluster_jobs", "run_cluster"]
+
+#: the schedulers of :mod:`hpnsim.sched.policies` (kept here as data so that a scenario is
+#: validated without importing the schedulers; a test checks the two lists agree)
+SCHEDULER_NAMES = ("none", "crux-pa", "crux-ps-pa", "crux", "sincronia", "taccl", "cassini",
+                   "varys")
+ALLOCATORS = ("packed", "topology_aware", "random", "given")
+
+
+def _seconds_or_none(value: Any) -> Any:
+    from hpnsim.units import parse_time
+
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError("must be a time such as 24h or 3600, got a boolean")
+    if isinstance(value, str | int | float):
+        try:
+            return parse_time(value, "time")
+        except InputError as exc:
+            raise ValueError(exc.message) from None
+    return value
+
+
+class ClusterSpec(BaseModel):
+    """How the scenario's jobs share the fabric as a cluster trace.
+
+    Attributes
+    ----------
+    scheduler : one of ``none, crux-pa, crux-ps-pa, crux, sincronia, taccl, cassini, varys``
+    allocator : ``packed``, ``topology_aware``, ``random`` or ``given`` (every job's
+        ``gpus`` or ``hosts``)
+    K : priority classes (switch queues) the schedulers may use
+    samples : topological orders Crux's compression tries
+    exact : simulate every iteration (else steady-state extrapolation between events)
+    tolerance : relative tolerance of a stable iteration time
+    horizon : stop the trace at this time (default: when every job has left)
+    candidates : routing seeds tried per job by path selection
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    scheduler: str = "none"
+    allocator: Literal["packed", "topology_aware", "random", "given"] = "packed"
+    K: Annotated[int, Field(ge=1, le=64, strict=True)] = 8
+    samples: Annotated[int, Field(ge=1, strict=True)] = 10
+    exact: bool = False
+    tolerance: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 0.01
+    horizon: Annotated[float | None, BeforeValidator(_seconds_or_none),
+                       Field(gt=0, allow_inf_nan=False)] = None
+    candidates: Annotated[int, Field(ge=1, strict=True)] = 4
+
+    @field_validator("scheduler")
+    @classmethod
+    def _known_scheduler(cls, value: str) -> str:
+        if value not in SCHEDULER_NAMES:
+            raise ValueError(f"choose one of {', '.join(SCHEDULER_NAMES)}, got {value!r}")
+        return value
+
+
+def check_cluster(scenario, lines: dict) -> None:
+    """What a cluster section needs of the rest of the scenario (no fabric needed): every
+    job a catalog model, placements for the ``given`` allocator, no faults.
+    Raises InputError by YAML path.
+
+    >>> from hpnsim.scenario import parse_scenario
+    >>> s = parse_scenario({"jobs": [{"model": "llama3-8b"}],
+    ...                     "cluster": {"allocator": "given"}})
+    >>> check_cluster(s, {})
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: jobs[0].gpus: the given allocator needs every job's gpus or hosts
+    """
+    spec = scenario.cluster
+    if spec is None:
+        return
+    if scenario.faults:
+        raise located(InputError("", "faults are not simulated in a cluster trace yet; "
+                                     "remove faults or the cluster section"),
+                      lines, ("faults",))
+    for i, job in enumerate(scenario.jobs):
+        if job.workload is not None:
+            raise located(InputError("", "a cluster trace runs catalog models; give model"),
+                          lines, ("jobs", i, "workload"))
+        if spec.allocator == "given" and job.gpus is None and job.hosts is None:
+            raise located(InputError("", "the given allocator needs every job's gpus or "
+                                         "hosts"), lines, ("jobs", i, "gpus"))
+
+
+def cluster_jobs(scenario, fabric) -> list:
+    """The scenario's jobs as :class:`~hpnsim.sched.cluster.ClusterJob` (in scenario order).
+
+    >>> from hpnsim.fabrics import fat_tree
+    >>> from hpnsim.scenario import parse_scenario
+    >>> s = parse_scenario({"jobs": [{"model": "llama3-8b", "dp": 2, "arrival": "5s",
+    ...                               "iterations": 3}], "cluster": {}})
+    >>> [(j.name, j.n_gpus, j.arrival, j.iterations) for j in cluster_jobs(s, fat_tree(4))]
+    [('job0', 2, 5.0, 3)]
+    """
+    from hpnsim.sched.cluster_jobs import ClusterJob
+
+    out = []
+    for job in scenario.jobs:
+        gpus = job.placement(fabric.gpus_per_host)
+        out.append(ClusterJob(job.name, job.train_job(), arrival=float(job.arrival),
+                              iterations=int(job.iterations),
+                              gpus=None if gpus is None else gpus[:job.gpu_count],
+                              tp_algo=job.tp_algo, dp_algo=job.dp_algo))
+    return out
+
+
+def run_cluster(scenario, fabric, *, scheduler: str | None = None,
+                allocator: str | None = None, exact: bool | None = None, progress=None):
+    """Run the scenario's jobs as a cluster trace on ``fabric``; the keywords override the
+    ``cluster:`` section. Returns the :class:`~hpnsim.sched.cluster.ClusterResult`.
+
+    >>> from hpnsim.fabrics import fat_tree
+    >>> from hpnsim.scenario import parse_scenario
+    >>> s = parse_scenario({"jobs": [{"model": "llama3-8b", "dp": 16, "zero": 1,
+    ...                               "iterations": 2}], "cluster": {}})
+    >>> r = run_cluster(s, fat_tree(4, gpus_per_host=1))
+    >>> r.jobs[0].start, r.unfinished
+    (0.0, [])
+    """
+    from hpnsim.sched.cluster import simulate_cluster
+
+    spec = scenario.cluster or ClusterSpec()
+    return simulate_cluster(
+        fabric, cluster_jobs(scenario, fabric),
+        scheduler=spec.scheduler if scheduler is None else scheduler,
+        allocator=spec.allocator if allocator is None else allocator,
+        K=spec.K, samples=spec.samples, exact=spec.exact if exact is None else exact,
+        tolerance=spec.tolerance, seed=scenario.seed, horizon=spec.horizon,
+        progress=progress, candidates=spec.candidates, routing=scenario.routing)
