@@ -99,7 +99,10 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     graph = TaskGraph()
     chains: list[list[int]] = [[] for _ in range(n)]       # first task of every copy
     sim = Simulation(graph, capacity)
-    needed = np.ceil(np.asarray(remaining, dtype=np.float64) - 1e-9).astype(np.int64)
+    left = np.asarray(remaining, dtype=np.float64)
+    # a job that leaves after a duration has no iteration count: it never runs dry
+    needed = np.where(np.isfinite(left), np.ceil(np.minimum(left, 2.0**62) - 1e-9),
+                      2.0**62).astype(np.int64)
     window = 2.0 * alone.max() + float(np.max(offsets, initial=0.0))
     horizon = min(limit, PROBE_PERIODS * alone.max() + float(np.max(offsets, initial=0.0)))
     now = 0.0
