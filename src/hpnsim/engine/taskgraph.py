@@ -327,6 +327,44 @@ class TaskGraph:
         _check_values(duration, "duration", lambda i: self._next_label(name))
         return self._append(DELAY, duration, 0, 1.0, 0.0, release, name, deps)
 
+    def append_copy(self, arrays: GraphArrays, *, release: float = 0.0, after=(),
+                    priority: int = 0) -> int:
+        """Append a copy of a frozen graph (already validated: no per-task checks); returns
+        the id of its first task. The copy's task 0 is released at ``release`` and waits for
+        ``after`` instead of its own dependencies; every transfer is in class ``priority``.
+
+        >>> g = TaskGraph(); a = g.add_delay(1.0); b = g.add_transfer([0], 1.0, 8.0, deps=[a])
+        >>> h = TaskGraph(); first = h.append_copy(g.arrays(1), release=2.0, priority=3)
+        >>> first, len(h), h.arrays(1).priority.tolist(), h.arrays(1).deps.tolist()
+        (0, 2, [0, 3], [0])
+        """
+        if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
+            raise InputError("priority", f"must be an integer, got {priority!r}")
+        _check_values(release, "release", lambda i: "task copy")
+        base, n = len(self._kind), int(arrays.kind.size)
+        after_ids = _dep_ids(after, "task copy")
+        self._kind.extend(arrays.kind.tolist())
+        self._amount.extend(arrays.amount.tolist())
+        prio = np.where(arrays.kind == TRANSFER, int(priority), arrays.priority)
+        self._priority.extend(prio.tolist())
+        self._weight.extend(arrays.weight.tolist())
+        self._latency.extend(arrays.latency.tolist())
+        rel = arrays.release.copy()
+        if n:
+            rel[0] = float(release)
+        self._release.extend(rel.tolist())
+        self._names.extend([""] * n)
+        if arrays.links.size:
+            self._entry_rows.append(np.repeat(np.arange(n, dtype=np.int64),
+                                              np.diff(arrays.ptr)) + base)
+            self._entry_links.append(arrays.links.copy())
+            self._entry_usage.append(arrays.usage.copy())
+        dep_task = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.dep_ptr))
+        keep = dep_task != 0
+        self._dep_task.extend((dep_task[keep] + base).tolist() + [base] * after_ids.size)
+        self._dep_on.extend((arrays.deps[keep] + base).tolist() + after_ids.tolist())
+        return base
+
     def add_dependency(self, task: int, dep: int) -> None:
         """Make ``task`` wait for ``dep`` as well (ids may refer to tasks added later).
 

@@ -162,21 +162,8 @@ class IterationTemplate:
         The copy starts at ``release`` and after the tasks ``after``; every transfer is in
         class ``priority``. Its stage ends are ``first + stage_end``.
         """
-        a = self.arrays
-        base = len(graph)
-        for i in range(a.kind.size):
-            if i == 0:
-                deps, rel = list(after), release
-            else:
-                deps, rel = (a.deps[a.dep_ptr[i]:a.dep_ptr[i + 1]] + base).tolist(), a.release[i]
-            if a.kind[i] == TRANSFER:
-                row = slice(a.ptr[i], a.ptr[i + 1])
-                graph.add_transfer(a.links[row], a.usage[row], a.amount[i],
-                                   priority=int(priority), weight=a.weight[i],
-                                   latency=a.latency[i], deps=deps, release=rel)
-            else:
-                graph.add_delay(a.amount[i], deps=deps, release=rel)
-        return base
+        return graph.append_copy(self.arrays, release=release, after=after,
+                                 priority=int(priority))
 
     def path_of(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """``(links, usage)`` of template transfer ``task``."""
