@@ -49,10 +49,23 @@ class Rerouter:
         self.fabric, self.graph = fabric, graph
         self._applied: dict[int, list] = {}   # id(record) -> paths per task (kept alive)
         self._records: dict[int, object] = {}
+        # Every iteration repeats the same collectives and messages: their paths are a
+        # function of what they are (not of their task ids) and of the set of links down,
+        # so one planning per distinct record and state serves all iterations.
+        self._memo: dict[tuple, list] = {}
 
     def _paths(self, record, routing: str, seed: int, state) -> list:
         """The paths of every transfer task of ``record`` under ``state``, in task order:
         per task a ``Paths`` (a coupled group: all members) or ``(Paths, member)``."""
+        groups = np.asarray(record.groups)
+        key = (record.op, groups.shape, groups.tobytes(), float(record.size), record.algo,
+               routing, seed, None if state is None else state.fingerprint)
+        paths = self._memo.get(key)
+        if paths is None:
+            paths = self._memo[key] = self._plan(record, routing, seed, state)
+        return paths
+
+    def _plan(self, record, routing: str, seed: int, state) -> list:
         from hpnsim.collectives.plan import plan_collective
         from hpnsim.routing import route
 
@@ -83,11 +96,13 @@ class Rerouter:
         verdict: dict[tuple, bool] = {}
         for record in records:
             key = id(record)
+            tasks = self.graph.transfers_in(record.first, record.end)
+            if unfinished is not None and not unfinished[tasks].any():
+                continue          # all done: never moves again
             old = self._applied.get(key)
             if old is None:
                 old = self._paths(record, routing, seed, None)
             new = self._paths(record, routing, seed, state)
-            tasks = self.graph.transfers_in(record.first, record.end)
             for task, (a, m), (b, n) in zip(tasks.tolist(), old, new, strict=True):
                 if a is b or (unfinished is not None and not unfinished[task]):
                     continue
