@@ -56,8 +56,9 @@ def run_case(design: str, routing: str, fault: str, iterations: int) -> dict:
     rates = [r["samples_per_s"] for r in t.rows]
     out.update(design=design, routing=routing, fault=fault, iterations=iterations,
                finish=t.finish, time_lost=t.finish - iterations * t.nominal,
-               worst_samples_per_s=min(rates),
-               worst_share_of_nominal=min(rates) / out["nominal_samples_per_s"])
+               # a restart trains nothing from the failure until the job runs again
+               worst_samples_per_s=0.0 if t.restarts else min(rates))
+    out["worst_share_of_nominal"] = out["worst_samples_per_s"] / out["nominal_samples_per_s"]
     return out
 
 

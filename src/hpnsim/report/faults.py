@@ -47,6 +47,20 @@ def print_fault_timeline(job, console) -> None:
                       f"{r['resumed_at']:.3f} s: lost work {r['lost_work']:.3f} s")
 
 
+def _steps(rows):
+    """Step coordinates of samples/s per iteration; a gap between iterations (an abandoned
+    attempt, a restart) is drawn at 0: no sample is trained then."""
+    xs, ys, end = [], [], None
+    for r in sorted(rows, key=lambda r: r["start"]):
+        if end is not None and r["start"] > end + 1e-9:
+            xs += [end, r["start"]]
+            ys += [0.0, 0.0]
+        xs += [r["start"], r["end"]]
+        ys += [r["samples_per_s"]] * 2
+        end = r["end"]
+    return xs, ys
+
+
 def plot_throughput_timeline(jobs, path: str | Path, labels=None, title: str = "",
                              dpi: int = 120) -> Path:
     """Samples/s per iteration against time (a step at each iteration's end), one line per
@@ -68,9 +82,7 @@ def plot_throughput_timeline(jobs, path: str | Path, labels=None, title: str = "
     labels = labels or [job.name for job in jobs]
     shaded = set()
     for job, label in zip(jobs, labels, strict=True):
-        rows = job.faults["timeline"]
-        xs = [x for r in rows for x in (r["start"], r["end"])]
-        ys = [r["samples_per_s"] for r in rows for _ in range(2)]
+        xs, ys = _steps(job.faults["timeline"])
         line, = ax.plot(xs, ys, label=label, lw=1.4)
         for r in job.faults["restarts"]:
             ax.axvline(r["failed_at"], color=line.get_color(), ls=":", lw=1)
@@ -108,9 +120,7 @@ def plot_failure_study(panels: dict, path: str | Path, title: str = "", dpi: int
     for ax, (name, lines) in zip(axes[:, 0], panels.items(), strict=True):
         shaded = set()
         for label, faults in lines.items():
-            rows = faults["timeline"]
-            xs = [x for r in rows for x in (r["start"], r["end"])]
-            ys = [r["samples_per_s"] for r in rows for _ in range(2)]
+            xs, ys = _steps(faults["timeline"])
             line, = ax.plot(xs, ys, label=label, lw=1.3)
             for r in faults["restarts"]:
                 ax.axvspan(r["failed_at"], r["resumed_at"], color=line.get_color(), alpha=0.1)
