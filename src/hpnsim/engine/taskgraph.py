@@ -153,6 +153,9 @@ class TaskGraph:
         self._entry_usage: list[np.ndarray] = []
         self._dep_task: list[int] = []
         self._dep_on: list[int] = []
+        # the first tasks known to form no cycle: a validated graph, grown only by
+        # append_copy (a copy of an acyclic graph waiting on earlier tasks adds no cycle)
+        self._acyclic = 0
 
     def __len__(self) -> int:
         return len(self._kind)
@@ -343,6 +346,8 @@ class TaskGraph:
         _check_values(release, "release", lambda i: "task copy")
         base, n = len(self._kind), int(arrays.kind.size)
         after_ids = _dep_ids(after, "task copy")
+        if self._acyclic == base and not (after_ids >= base).any():
+            self._acyclic = base + n
         self._kind.extend(arrays.kind.tolist())
         self._amount.extend(arrays.amount.tolist())
         prio = np.where(arrays.kind == TRANSFER, int(priority), arrays.priority)
@@ -376,6 +381,7 @@ class TaskGraph:
                 raise InputError("deps", f"dependencies are task ids, got {value!r}")
         self._dep_task.append(int(task))
         self._dep_on.append(int(dep))
+        self._acyclic = 0
 
     def arrays(self, n_links: int) -> GraphArrays:
         """Freeze into validated arrays: link ids in range, deps known and acyclic.
@@ -407,10 +413,11 @@ class TaskGraph:
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
         dep_ptr[1:] = np.cumsum(np.bincount(dep_task, minlength=n))
         deps = dep_on[dep_order]
-        cycle = find_cycle(n, dep_ptr, deps)
+        cycle = None if self._acyclic == n else find_cycle(n, dep_ptr, deps)
         if cycle is not None:
             names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
             raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
+        self._acyclic = n
         return GraphArrays(
             kind=np.asarray(self._kind, dtype=np.int8),
             amount=np.asarray(self._amount, dtype=np.float64),

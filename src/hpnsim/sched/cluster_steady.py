@@ -25,6 +25,8 @@ from hpnsim.engine import Simulation, TaskGraph
 
 #: iterations per stability window
 WINDOW = 3
+#: each round of a probe simulates this many times the previous round's seconds
+WINDOW_GROWTH = 1.5
 #: a probe runs at most this many alone periods of its slowest job (and at least the
 #: 2 x WINDOW iterations stability needs of every job)
 PROBE_PERIODS = 400
@@ -144,5 +146,8 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
             break
         if stable or now >= horizon:
             break
+        # every round rebuilds the engine state over the whole graph: widening the window
+        # keeps the rounds logarithmic in the probe's length (at most 1.5x overshoot)
+        window *= WINDOW_GROWTH
     period = np.maximum(period, 1e-300)
     return Probe(ends=ends, period=period, stable=stable, elapsed=now)
