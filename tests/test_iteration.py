@@ -45,7 +45,9 @@ def test_pure_dp_on_non_blocking_fabric_is_compute_plus_allreduce():
     # ring all-reduce of the BF16 gradients over 8 GPUs at 400 Gb/s = 50 GB/s per link:
     # 2(n-1)/n of the buffer per GPU, NCCL latency base + 2(n-1) network hops
     n, grads = 8, 2.0 * P8
-    allreduce = 2 * (n - 1) / n * grads / 50e9 + BASE + 2 * (n - 1) * NET_HOP
+    # NCCL payload rate on the NIC: RoCEv2 framing at MTU 4096, 4096 / (4096 + 82 bytes)
+    allreduce = (2 * (n - 1) / n * grads / (50e9 * 4096 / 4178) + BASE
+                 + 2 * (n - 1) * NET_HOP)
     # Adam step: 28 HBM bytes per parameter (fp32 weight, m, v read+written; grad, weight)
     optimizer = 28.0 * P8 / H800_HBM
     assert r.compute_time == pytest.approx(compute, rel=1e-9)
@@ -73,8 +75,9 @@ def test_tp_only_exposed_time_is_layers_times_four_nvlink_ring_allreduces():
     job = TrainJob(model, tp=8, pp=1, dp=1, global_batch=m)
     r = simulate_iteration(job, fabric, tp_algo="ring")
     size = 1 * SEQ8 * 4096 * 2  # b*s*h BF16 hidden state
-    # H800 NVLink: 400 GB/s bidirectional, 200 GB/s per direction; 2(n-1) NVLink steps
-    ring = 2 * 7 / 8 * size / 200e9 + BASE + 14 * NVLINK_HOP
+    # H800 NVLink: 400 GB/s bidirectional, 200 GB/s per direction, of which NCCL moves
+    # payload at 20.6 of 25 GB/s per link (topo.h SM90_NVLINK_BW); 2(n-1) NVLink steps
+    ring = 2 * 7 / 8 * size / (200e9 * 20.6 / 25) + BASE + 14 * NVLINK_HOP
     assert r.tp_allreduce_time == pytest.approx(ring, rel=1e-9)
     assert r.exposed_comm["tp"] == pytest.approx(m * 32 * 4 * ring, rel=1e-9)
     assert r.exposed_comm["pp"] == r.exposed_comm["dp"] == 0.0

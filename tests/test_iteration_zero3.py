@@ -13,7 +13,8 @@ from hpnsim.workloads.iteration_job import TrainJob
 from hpnsim.workloads.layout import Layout
 from hpnsim.workloads.traffic import iteration_traffic
 
-NIC = 50e9  # 400G per GPU on the k=4 fat-tree
+NIC = 50e9 * 4096 / 4178  # 400G per GPU on the k=4 fat-tree, as NCCL payload: RoCEv2
+# framing at MTU 4096 costs 82 bytes a packet (NcclParams.network_efficiency)
 # NCCL Simple-protocol ring latencies: base once per collective, one network hop per step
 BASE, NET_HOP = 8.4e-6, 14e-6
 

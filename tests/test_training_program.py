@@ -134,23 +134,28 @@ def test_ep_all_to_alls_are_graph_tasks_slowed_by_a_competing_transfer():
     size = job.ep_buffer_bytes                 # 8192 tokens x top-2 x 4096 x 2 B = 128 MiB
     alone = simulate_iteration(job, fabric, routing="spray")
     # direct all-to-all on 2 GPUs: each sends half its buffer to the other at the NIC rate
-    assert alone.ep_alltoall_time == pytest.approx(BASE + NET_HOP + size / 2 / NIC, rel=1e-9)
+    # NCCL payload on the NIC: RoCEv2 framing at MTU 4096 (82 bytes a packet)
+    eff = 4096 / 4178
+    assert alone.ep_alltoall_time == pytest.approx(BASE + NET_HOP + size / 2 / (NIC * eff),
+                                                   rel=1e-9)
 
     graph = TaskGraph()
     it = build_iteration_graph(job, fabric, routing="spray", graph=graph)
     ep = [el for sp in it.passes[0] for el in sp.elements if el.category == "ep"]
     assert len(ep) == 4                        # dispatch + combine, forward and backward
     # another job's transfer from GPU 0 to GPU 2 for the whole iteration: GPU 0's NIC uplink
-    # carries it and GPU 0's all-to-all flow to GPU 1, max-min fair: half each
+    # carries it and GPU 0's all-to-all flow to GPU 1, max-min fair: equal rates x, the
+    # all-to-all loading the link with x / eff (its framing), the raw transfer with x
     paths = route(fabric, [0], [2], "spray")
     graph.add_transfer_paths(paths, 1e12)
     sim = simulate(graph, fabric.link_capacity)
     shared = account(it, sim.start, sim.finish)
-    assert shared.ep_alltoall_time == pytest.approx(BASE + NET_HOP + size / 2 / (NIC / 2),
+    shared_rate = NIC / (1 + 1 / eff)
+    assert shared.ep_alltoall_time == pytest.approx(BASE + NET_HOP + size / 2 / shared_rate,
                                                     rel=1e-9)
     first = ep[0]                              # layer 0's forward dispatch
     assert sim.finish[first.last] - sim.start[first.first] == \
-        pytest.approx(BASE + NET_HOP + size / NIC, rel=1e-9)
+        pytest.approx(BASE + NET_HOP + size / 2 / shared_rate, rel=1e-9)
     assert shared.exposed_comm["ep"] > alone.exposed_comm["ep"]
 
 
@@ -161,8 +166,9 @@ def test_nvlink_tp_replay_equals_the_simulated_collective():
     size = 8192 * 4096 * 2
     alone = run_collective(fabric, "allreduce", list(range(8)), size, algo="ring")
     assert r.tp_allreduce_time == pytest.approx(alone.time, rel=1e-12)
-    # and the ring closed form on H800 NVLink (200 GB/s per direction, 2(n-1) steps)
-    ring = 2 * 7 / 8 * size / 200e9 + BASE + 14 * NVLINK_HOP
+    # and the ring closed form on H800 NVLink (200 GB/s per direction, of which NCCL moves
+    # payload at 20.6 of 25 GB/s per link, topo.h SM90_NVLINK_BW; 2(n-1) steps)
+    ring = 2 * 7 / 8 * size / (200e9 * 20.6 / 25) + BASE + 14 * NVLINK_HOP
     assert r.tp_allreduce_time == pytest.approx(ring, rel=1e-9)
     assert r.exposed_comm["tp"] == pytest.approx(2 * 32 * 4 * ring, rel=1e-9)
     assert not math.isnan(r.mfu)

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from hpnsim.collectives.model import default_channel_count
+from hpnsim.collectives.nvls import nvls_stages
 from hpnsim.collectives.ops import check_supported, normalize_algorithm, normalize_op
 from hpnsim.collectives.p2p import alltoall_stages, p2p_stages
 from hpnsim.collectives.ring import hier_stages, ring_stages
@@ -37,7 +38,7 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
     ``size`` bytes (nccl-tests convention: the all-reduce buffer, the gathered all-gather
     output, each rank's all-to-all send buffer, the message of send/recv).
 
-    ``algo`` is one of ring, tree, hd, hier, direct (not auto: see
+    ``algo`` is one of ring, tree, hd, hier, nvls, nvlstree, direct (not auto: see
     :func:`hpnsim.collectives.model.choose_algorithm`); ``channels`` independent copies each
     carry size/channels over their own connections; ``root`` is a rank index for
     broadcast/reduce; ``pxn`` relays cross-rail hops over NVLink; ``nic_ports`` (ports per
@@ -45,7 +46,7 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
 
     >>> sch = build_schedule("allreduce", range(16), 2**20, "hier")
     >>> [s.name for s in sch.stages][:2], sch.final
-    (['allreduce/hier/intra-rs', 'allreduce/hier/rail0/ch0'], (9,))
+    (['allreduce/hier/intra-rs', 'allreduce/hier/rail0/ch0'], (0, 1, 2, 3, 4, 5, 6, 7, 8, 9))
     """
     op, algo = normalize_op(op), normalize_algorithm(algo)
     if algo == "auto":
@@ -76,6 +77,8 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
         tree_stages(sch, gpus_per_host, channels)
     elif algo == "hd":
         hd_stages(sch, gpus_per_host, channels)
+    elif algo in ("nvls", "nvlstree"):
+        nvls_stages(sch, gpus_per_host, channels)
     elif op == "alltoall":
         alltoall_stages(sch, gpus_per_host, channels, pxn=pxn)
     else:

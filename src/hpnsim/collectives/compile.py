@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpnsim.collectives.cost import hop_latencies
-from hpnsim.collectives.ops import PROTOCOL_EFFICIENCY
+from hpnsim.collectives.cost import latency_family
+from hpnsim.collectives.nccl import NcclParams
 from hpnsim.collectives.plan import RoutedSchedule, plan_collective
 from hpnsim.collectives.schedule import Schedule
 
@@ -20,7 +20,8 @@ from hpnsim.collectives.schedule import Schedule
 class CompiledCollective:
     """What :func:`compile_into` added: the schedule, the member paths of every stage, the
     engine task ids of every stage (one id for a coupled stage, one per member flow
-    otherwise), and the final task ids."""
+    otherwise), the final task ids, the NCCL parameters, the paths the engine ran (links
+    weighted by wire bytes per payload byte) and the QPs per connection."""
 
     schedule: Schedule
     algo: str
@@ -28,13 +29,17 @@ class CompiledCollective:
     paths: list  # Paths per stage (QP-expanded members)
     stage_tasks: list[np.ndarray]
     final: list[int]
+    nccl: NcclParams = NcclParams()
+    wire_paths: list = None  # type: ignore[assignment]
+    qps: int = 1
 
 
 def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto",
                  protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
-                 qps: int = 1, deps=(), seed: int = 0, priority: int = 0, weight: float = 1.0,
+                 qps: int | None = None, deps=(), seed: int = 0, priority: int = 0, weight: float = 1.0,
                  release: float = 0.0, root: int = 0, pxn: bool = True, name: str = "",
-                 routing_options: dict | None = None, state=None) -> CompiledCollective:
+                 routing_options: dict | None = None, state=None,
+                 nccl: NcclParams | dict | None = None) -> CompiledCollective:
     """:func:`compile_collective` returning everything it built (schedule, paths, task ids).
 
     The schedule and paths come from :func:`~hpnsim.collectives.plan.plan_collective`
@@ -42,7 +47,7 @@ def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto
     """
     plan = plan_collective(fabric, op, gpus, size, algo=algo, protocol=protocol,
                            routing=routing, channels=channels, qps=qps, seed=seed, root=root,
-                           pxn=pxn, routing_options=routing_options, state=state)
+                           pxn=pxn, routing_options=routing_options, state=state, nccl=nccl)
     return add_plan(graph, plan, deps=deps, priority=priority, weight=weight,
                     release=release, name=name)
 
@@ -56,13 +61,13 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
     several).
     """
     sch = plan.schedule
-    base, nvlink_hop, net_hop = hop_latencies(plan.algo, plan.protocol)
-    efficiency = PROTOCOL_EFFICIENCY[plan.protocol]
+    base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
+    efficiency = plan.nccl.protocol_efficiency(plan.protocol)
     label = name or f"{sch.op}/{plan.algo}"
     deps = [int(d) for d in (deps if not isinstance(deps, int | np.integer) else [deps])]
     stage_tasks: list[np.ndarray] = []
     for i, stage in enumerate(sch.stages):
-        paths = plan.paths[i]
+        paths = plan.wire_paths[i]
         latency = stage.intra_steps * nvlink_hop + stage.inter_steps * net_hop
         if stage.deps:
             stage_deps = [int(t) for d in stage.deps for t in stage_tasks[d]]
@@ -86,15 +91,17 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
     elif not final:  # a single GPU: nothing to move
         final = [graph.add_delay(0.0, deps=deps, release=release, name=f"{label}/done")]
     return CompiledCollective(sch, plan.algo, plan.protocol, list(plan.paths), stage_tasks,
-                              final)
+                              final, plan.nccl, list(plan.wire_paths), plan.qps)
 
 
 def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto",
                        protocol: str = "auto", routing: str = "ecmp",
-                       channels: int | None = None, qps: int = 1, deps=(), seed: int = 0,
+                       channels: int | None = None, qps: int | None = None, deps=(),
+                       seed: int = 0,
                        priority: int = 0, weight: float = 1.0, release: float = 0.0,
                        root: int = 0, pxn: bool = True, name: str = "",
-                       routing_options: dict | None = None, state=None) -> list[int]:
+                       routing_options: dict | None = None, state=None,
+                       nccl: NcclParams | dict | None = None) -> list[int]:
     """Add a collective's transfer groups to ``graph``; return the ids of its final tasks.
 
     Parameters
@@ -108,11 +115,15 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
     algo : ring, tree, hd, hier, direct or auto (NCCL-style choice by size).
     protocol : ll, ll128, simple or auto; its efficiency scales wire bytes and picks the
         latency table.
+    nccl : :class:`~hpnsim.collectives.nccl.NcclParams` (or a dict of its fields): protocol
+        and link efficiencies, latencies, channels per NIC, QPs per connection; None: NCCL's
+        defaults. Links carry payload / (protocol efficiency · link efficiency).
     routing : routing policy for :func:`hpnsim.routing.route` (ecmp, hpn_dual_plane,
         precise, spray); ``routing_options`` are passed through.
     channels : parallel rings/trees, each its own connections (default: one per NIC port
         and rail, see :func:`~hpnsim.collectives.algorithms.default_channels`).
-    qps : connections per peer; each member flow is split evenly over them.
+    qps : queue pairs per connection, each its own hashed flow carrying 1/qps of the bytes
+        (default ``nccl.qps_per_connection``, NCCL_IB_QPS_PER_CONNECTION).
     deps, release : the collective starts after these tasks and not before ``release``.
     seed : seeds the connections' source ports (ECMP entropy) and the routing policy.
     priority, weight : engine priority class and max-min weight of every group.
@@ -140,4 +151,5 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
     return compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,
                         routing=routing, channels=channels, qps=qps, deps=deps, seed=seed,
                         priority=priority, weight=weight, release=release, root=root, pxn=pxn,
-                        name=name, routing_options=routing_options, state=state).final
+                        name=name, routing_options=routing_options, state=state,
+                        nccl=nccl).final

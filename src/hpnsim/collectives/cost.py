@@ -4,9 +4,8 @@ These are the references the simulated collectives are validated against; the fo
 real group of multi-GPU hosts, and the ``auto`` choice, are in
 :mod:`hpnsim.collectives.model`.
 
-Latency tables (microseconds) follow NCCL 2.1x's ``tuning.cc`` and stay inside the ranges
-recorded in ``reference/traffic.md``: base latency per (algorithm, protocol), and per-hop
-latency over NVLink and over the network.
+Latency tables (NCCL ``tuning.cc``: base latency per algorithm and protocol, per-hop latency
+over NVLink and over the network) live in :class:`~hpnsim.collectives.nccl.NcclParams`.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from __future__ import annotations
 import math
 
 from hpnsim.collectives.ops import (
-    PROTOCOL_EFFICIENCY,
     busbw_factor,
     normalize_algorithm,
     normalize_op,
@@ -23,43 +21,31 @@ from hpnsim.collectives.ops import (
 from hpnsim.collectives.tree import dtree_depth, dtree_load
 from hpnsim.errors import InputError
 
-#: base latency, seconds, per algorithm and protocol (LL, LL128, Simple)
-BASE_LATENCY = {
-    "ring": {"ll": 6.6e-6, "ll128": 14.0e-6, "simple": 8.4e-6},
-    "tree": {"ll": 6.8e-6, "ll128": 14.0e-6, "simple": 14.0e-6},
-}
-#: per-hop latency, seconds, inside a host (NVLink) per algorithm and protocol
-NVLINK_HOP_LATENCY = {
-    "ring": {"ll": 0.6e-6, "ll128": 1.9e-6, "simple": 3.4e-6},
-    "tree": {"ll": 0.6e-6, "ll128": 1.25e-6, "simple": 4.0e-6},
-}
-#: per-hop latency, seconds, across the network per algorithm and protocol
-NET_HOP_LATENCY = {
-    "ring": {"ll": 2.7e-6, "ll128": 4.0e-6, "simple": 14.0e-6},
-    "tree": {"ll": 5.0e-6, "ll128": 8.5e-6, "simple": 14.0e-6},
-}
 #: NCCL derates its tree bandwidth by this factor (tuning.cc: ``busBw * .92``)
 TREE_BANDWIDTH_DERATE = 0.92
 
 
 def latency_family(algo: str) -> str:
-    """Which NCCL latency table an algorithm uses (tree for tree, ring for the others).
+    """Which NCCL latency table an algorithm uses (tree, nvls, nvlstree as themselves; ring
+    for the others).
 
-    >>> latency_family("hier"), latency_family("tree")
-    ('ring', 'tree')
+    >>> latency_family("hier"), latency_family("tree"), latency_family("nvls")
+    ('ring', 'tree', 'nvls')
     """
-    return "tree" if normalize_algorithm(algo) == "tree" else "ring"
+    algo = normalize_algorithm(algo)
+    return algo if algo in ("tree", "nvls", "nvlstree") else "ring"
 
 
-def hop_latencies(algo: str, protocol: str) -> tuple[float, float, float]:
-    """``(base, per NVLink hop, per network hop)`` latency in seconds.
+def hop_latencies(algo: str, protocol: str, nccl=None) -> tuple[float, float, float]:
+    """``(base, per NVLink hop, per network hop)`` latency in seconds, from ``nccl``
+    (:class:`~hpnsim.collectives.nccl.NcclParams`; None: NCCL's tables).
 
     >>> hop_latencies("ring", "simple")
     (8.4e-06, 3.4e-06, 1.4e-05)
     """
-    family, proto = latency_family(algo), normalize_protocol(protocol)
-    return (BASE_LATENCY[family][proto], NVLINK_HOP_LATENCY[family][proto],
-            NET_HOP_LATENCY[family][proto])
+    from hpnsim.collectives.nccl import resolve_nccl
+
+    return resolve_nccl(nccl).latencies(latency_family(algo), normalize_protocol(protocol))
 
 
 def _check(n: int, size: float) -> None:
@@ -139,7 +125,7 @@ def hierarchical_time(op: str, gpus_per_host: int, hosts: int, size: float, *,
 
 
 def nccl_time(op: str, algo: str, protocol: str, n: int, hosts: int, size: float,
-              bus_bandwidth: float) -> float:
+              bus_bandwidth: float, nccl=None) -> float:
     """NCCL's own prediction: latency + size / algbw (seconds).
 
     ``bus_bandwidth`` is the bytes/s the algorithm sustains per rank (busBw);
@@ -156,12 +142,15 @@ def nccl_time(op: str, algo: str, protocol: str, n: int, hosts: int, size: float
     _check(n, size)
     if n == 1:
         return 0.0
-    base, nvlink, net = hop_latencies(algo, proto)
+    from hpnsim.collectives.nccl import resolve_nccl
+
+    nccl = resolve_nccl(nccl)
+    base, nvlink, net = hop_latencies(algo, proto, nccl)
     local = max(n // max(hosts, 1), 1)
-    efficiency = PROTOCOL_EFFICIENCY[proto]
+    efficiency = nccl.protocol_efficiency(proto)
     if algo == "tree":
         latency = base + 2 * ((local - 1) * nvlink + math.log2(max(hosts, 1)) * net)
-        algbw = 0.5 * TREE_BANDWIDTH_DERATE * bus_bandwidth
+        algbw = 0.5 * nccl.tree_bandwidth_derate * bus_bandwidth
     else:
         rounds = 2 if op == "allreduce" else 1
         steps, inter = rounds * (n - 1), rounds * (hosts - 1)

@@ -12,8 +12,9 @@ from hpnsim.errors import InputError
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce",
        "sendrecv", "send")
 
-#: canonical algorithm names ("direct" is the only one for all-to-all and point-to-point)
-ALGORITHMS = ("ring", "tree", "hd", "hier", "direct")
+#: canonical algorithm names ("direct" is the only one for all-to-all and point-to-point;
+#: nvls and nvlstree need NVSwitch multicast/reduction, see :mod:`.nvls`)
+ALGORITHMS = ("ring", "tree", "hd", "hier", "nvls", "nvlstree", "direct")
 
 #: protocols and the fraction of wire bytes that is payload (NCCL: LL 8-byte lines carry
 #: 4 bytes of data plus a flag; LL128 120 of 128 bytes; Simple all)
@@ -21,9 +22,9 @@ PROTOCOL_EFFICIENCY = {"ll": 0.5, "ll128": 0.92, "simple": 1.0}
 
 #: which algorithms implement which operation
 SUPPORTED = {
-    "allreduce": ("ring", "tree", "hd", "hier"),
-    "allgather": ("ring", "hd", "hier"),
-    "reducescatter": ("ring", "hd", "hier"),
+    "allreduce": ("ring", "tree", "hd", "hier", "nvls", "nvlstree"),
+    "allgather": ("ring", "hd", "hier", "nvls"),
+    "reducescatter": ("ring", "hd", "hier", "nvls"),
     "alltoall": ("direct",),
     "broadcast": ("ring",),
     "reduce": ("ring",),
@@ -35,6 +36,7 @@ _ALGO_ALIASES = {
     "ring": "ring", "tree": "tree", "dbtree": "tree", "doublebinarytree": "tree",
     "hd": "hd", "halvingdoubling": "hd", "rabenseifner": "hd",
     "hier": "hier", "hierarchical": "hier", "direct": "direct", "auto": "auto",
+    "nvls": "nvls", "nvlinksharp": "nvls", "nvlstree": "nvlstree",
 }
 
 

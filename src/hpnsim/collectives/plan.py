@@ -19,26 +19,73 @@ import numpy as np
 
 from hpnsim.collectives.algorithms import build_schedule
 from hpnsim.collectives.model import GroupShape, choose_algorithm, choose_protocol
+from hpnsim.collectives.nccl import NcclParams, resolve_nccl
 from hpnsim.collectives.ops import normalize_algorithm, normalize_op, normalize_protocol
-from hpnsim.collectives.schedule import Schedule, check_group
+from hpnsim.collectives.schedule import Schedule, Stage, check_group
 from hpnsim.errors import InputError, check_seed
 
 
 @dataclass(frozen=True)
 class RoutedSchedule:
-    """A collective's schedule, concrete algorithm and protocol, and the member paths of
-    every stage (QP-expanded: each member ``qps`` times, consecutively)."""
+    """A collective's schedule, concrete algorithm and protocol, the member paths of every
+    stage (QP-expanded: each member ``qps`` times, consecutively), the NCCL parameters it
+    was planned with, and ``wire_paths``: the same paths with every link weighted by its
+    wire bytes per payload byte (1/efficiency of the link kind; NVLS stages also 1/NVLS
+    efficiency), which is what the engine runs."""
 
     schedule: Schedule
     algo: str
     protocol: str
     qps: int
     paths: tuple  # Paths per stage
+    nccl: NcclParams = NcclParams()
+    wire_paths: tuple = ()
+
+
+def wire_paths(fabric, sch: Schedule, paths: tuple, nccl: NcclParams) -> tuple:
+    """``paths`` with each entry's weight times its link's wire inflation
+    (:meth:`~hpnsim.collectives.nccl.NcclParams.link_inflation`)."""
+    from hpnsim.routing.paths import Paths
+
+    inflation = nccl.link_inflation(fabric)
+    out = []
+    for stage, p in zip(sch.stages, paths, strict=True):
+        if p is None:
+            out.append(None)
+            continue
+        weight = p.weight * inflation[p.links]
+        if stage.switch is not None:
+            weight = weight / nccl.nvls_efficiency
+        out.append(Paths(p.ptr, p.links, weight, src=p.src, dst=p.dst, port=p.port,
+                         sport=p.sport, policy=p.policy))
+    return tuple(out)
+
+
+def switch_paths(fabric, stage: Stage, qps: int):
+    """Paths of an NVLS stage: member i loads GPU src[i]'s link to its NVSwitch with
+    ``switch[0]`` and the NVSwitch's link back with ``switch[1]`` (QP-expanded)."""
+    from hpnsim.fabrics.fabric import LinkKind
+    from hpnsim.routing.paths import Paths
+
+    up, down = [], []
+    for g in np.repeat(stage.src, qps):
+        node = int(fabric.gpu_node[g])
+        out = fabric.out_of(node)
+        link = out[fabric.link_kind[out] == LinkKind.NVLINK]
+        if link.size == 0:
+            raise InputError("algo", f"nvls needs an NVSwitch; GPU {int(g)} has no NVLink")
+        switch = int(fabric.link_dst[link[0]])
+        up.append(int(link[0]))
+        down.append(int(fabric.link_ids(np.array([switch]), np.array([node]))[0]))
+    n = len(up)
+    links = np.stack([up, down], axis=1).ravel().astype(np.int32)
+    weight = np.tile(np.asarray(stage.switch, dtype=np.float64), n)
+    return Paths(np.arange(0, 2 * n + 1, 2), links, weight)
 
 
 def resolve_algorithm(fabric, op: str, gpus: np.ndarray, size: float, algo: str,
                       protocol: str, *, channels: int | None = None,
-                      pxn: bool = True) -> tuple[str, str]:
+                      pxn: bool = True, nccl: NcclParams | None = None) -> tuple[str, str]:
     """Concrete (algorithm, protocol) for ``auto`` choices: the smallest predicted time on
     the actual group (:func:`~hpnsim.collectives.model.choose_algorithm`).
 
@@ -48,16 +95,17 @@ def resolve_algorithm(fabric, op: str, gpus: np.ndarray, size: float, algo: str,
     >>> resolve_algorithm(f, "allreduce", np.arange(16), 4096.0, "auto", "auto")
     ('hier', 'll')
     >>> resolve_algorithm(f, "allreduce", np.arange(16), 2.0**30, "auto", "auto")
-    ('tree', 'simple')
+    ('hier', 'simple')
     """
     algo, protocol = normalize_algorithm(algo), normalize_protocol(protocol)
     if algo != "auto" and protocol != "auto":
         return algo, protocol
-    shape = GroupShape.from_fabric(fabric, gpus, pxn)
+    nccl = resolve_nccl(nccl)
+    shape = GroupShape.from_fabric(fabric, gpus, pxn, nccl=nccl)
     if algo == "auto":
-        chosen, best_protocol = choose_algorithm(op, shape, size, channels=channels)
+        chosen, best_protocol = choose_algorithm(op, shape, size, channels=channels, nccl=nccl)
         return chosen, (best_protocol if protocol == "auto" else protocol)
-    return algo, choose_protocol(op, algo, shape, size, channels=channels)
+    return algo, choose_protocol(op, algo, shape, size, channels=channels, nccl=nccl)
 
 
 def _join(first, second):
@@ -148,6 +196,14 @@ def route_schedule(fabric, sch: Schedule, routing: str, qps: int, seed: int,
             or [np.zeros(0)])
     if not src.size:
         return tuple(None for _ in sch.stages)
+    if any(s.switch is not None for s in sch.stages):
+        # NVLS stages have fixed in-host paths; route the others as a schedule of their own
+        rest = Schedule(sch.op, sch.algo, sch.gpus, sch.size,
+                        [s for s in sch.stages if s.switch is None])
+        routed = iter(route_schedule(fabric, rest, routing, qps, seed, options, state)
+                      if rest.stages else ())
+        return tuple(switch_paths(fabric, s, qps) if s.switch is not None else next(routed)
+                     for s in sch.stages)
     order = routing_order(sch, qps)
     per_flow = {k: np.asarray(v)[order] for k, v in options.items()
                 if np.ndim(v) == 1 and np.size(v) == src.size}
@@ -239,12 +295,15 @@ def plan_cache(enabled: bool | None = None, *, clear: bool = False) -> dict:
 
 def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
                     protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
-                    qps: int = 1, seed: int = 0, root: int = 0, pxn: bool = True,
-                    routing_options: dict | None = None, state=None) -> RoutedSchedule:
+                    qps: int | None = None, seed: int = 0, root: int = 0, pxn: bool = True,
+                    routing_options: dict | None = None, state=None,
+                    nccl: NcclParams | dict | None = None) -> RoutedSchedule:
     """Validated, scheduled and routed collective (see
     :func:`~hpnsim.collectives.compile.compile_collective` for the parameters), from
     :data:`PLAN_CACHE` when the same one was planned before on this fabric object under an
-    equal ``state`` (:class:`~hpnsim.fabrics.state.FabricState`; None: every link up).
+    equal ``state`` (:class:`~hpnsim.fabrics.state.FabricState`; None: every link up) and
+    equal ``nccl`` (:class:`~hpnsim.collectives.nccl.NcclParams`; None: its defaults).
+    ``qps`` defaults to ``nccl.qps_per_connection``.
 
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
@@ -266,6 +325,9 @@ def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     gpus = check_group(gpus, fabric.n_gpus)
     if not (isinstance(size, int | float | np.number) and np.isfinite(size) and size > 0):
         raise InputError("size", f"must be a finite number of bytes > 0, got {size!r}")
+    nccl = resolve_nccl(nccl)
+    if qps is None:
+        qps = nccl.qps_per_connection
     if isinstance(qps, bool) or int(qps) != qps or qps < 1:
         raise InputError("qps", f"must be an integer >= 1, got {qps!r}")
     check_seed(seed)
@@ -274,17 +336,20 @@ def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     option_key = _option_key(options)
     key = None if option_key is None else (
         state_key(fabric, state), op, gpus.tobytes(), float(size), str(algo),
-        str(protocol), routing, channels, int(qps), seed, root, bool(pxn), option_key)
+        str(protocol), routing, channels, int(qps), seed, root, bool(pxn), option_key, nccl)
     plan = PLAN_CACHE.get(fabric, key)
     if plan is not None:
         return plan
     algo, protocol = resolve_algorithm(fabric, op, gpus, float(size), algo, protocol,
-                                       channels=channels, pxn=pxn)
+                                       channels=channels, pxn=pxn, nccl=nccl)
     relay = bool(pxn) and bool(fabric.meta.get("rail_optimized", False))
+    per_nic = nccl.channels_per_nic or int(fabric.ports_per_nic)
+    if channels is None and op in ("send", "sendrecv"):
+        channels = nccl.channels_per_net_peer   # NCCL_NCHANNELS_PER_NET_PEER
     sch = build_schedule(op, gpus, size, algo, gpus_per_host=fabric.gpus_per_host,
-                         channels=channels, root=root, pxn=relay,
-                         nic_ports=int(fabric.ports_per_nic))
+                         channels=channels, root=root, pxn=relay, nic_ports=per_nic)
     paths = route_schedule(fabric, sch, routing, int(qps), seed, options, state)
-    plan = RoutedSchedule(sch, algo, protocol, int(qps), paths)
+    plan = RoutedSchedule(sch, algo, protocol, int(qps), paths, nccl,
+                          wire_paths(fabric, sch, paths, nccl))
     PLAN_CACHE.put(fabric, key, plan)
     return plan

@@ -99,48 +99,59 @@ def _intra_ring(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
-    """Hierarchical collective: NVLink rings inside hosts, one ring per rail across hosts.
+    """Pipelined hierarchical collective: NVLink rings inside hosts, one ring per rail across
+    hosts, all phases running at once (NCCL-style chunk pipelining).
 
     All-reduce = reduce-scatter inside each host (k GPUs) + all-reduce of S/k per rail across
     H hosts (``channels`` rings per rail) + all-gather inside the host. All-gather = per-rail
-    all-gather, then inside the host; reduce-scatter the reverse. Needs the same local GPUs
-    on every host.
+    all-gather, then inside the host; reduce-scatter the reverse. Chunks flow through the
+    phases one after another, so every phase runs while the others do: the stages have no
+    dependencies, and a later phase's latency counts the hops of the phases before it (the
+    pipeline fill: one chunk's hop latencies; its bandwidth term, at most (k-1)·chunk/B ≈ a
+    few µs, is left out). Large buffers then take max(NVLink time, network time), not their
+    sum. Needs the same local GPUs on every host.
 
     >>> sch = Schedule("allreduce", "hier", np.arange(16), 16.0)
     >>> hier_stages(sch, 8, 1)
-    >>> [(s.name, s.n_members, s.size) for s in sch.stages][:2]
-    [('allreduce/hier/intra-rs', 16, 14.0), ('allreduce/hier/rail0/ch0', 2, 2.0)]
+    >>> [(s.name, s.n_members, s.size, s.deps) for s in sch.stages][:2]
+    [('allreduce/hier/intra-rs', 16, 14.0, ()), ('allreduce/hier/rail0/ch0', 2, 2.0, ())]
+    >>> sch.stages[-1].intra_steps, sch.stages[-1].inter_steps     # fill: RS + rail ring
+    (14, 2)
     """
     groups = host_groups(sch.gpus, gpus_per_host)
     if not uniform_hosts(groups, gpus_per_host):
         raise InputError("algo", "hier needs the same local GPUs on every host of the group")
+    if sch.op not in ("allreduce", "allgather", "reducescatter"):
+        raise InputError("algo", f"hier supports allreduce, allgather, reducescatter, got {sch.op!r}")
     k, h, size = groups[0].size, len(groups), sch.size
     rails = np.stack([np.sort(g) for g in groups], axis=1)  # rails[l] = GPU l of every host
     intra_src, intra_dst = _intra_ring(groups)
     intra_size = (k - 1) / k * size
+    rounds = 2 if sch.op == "allreduce" else 1
+    before = [0, 0]          # (intra, inter) hops of the phases already in the pipeline
 
-    def intra(name: str, deps: tuple[int, ...]) -> tuple[int, ...]:
+    def intra(name: str) -> None:
         if k == 1:
-            return deps
-        return (sch.add(Stage(intra_src, intra_dst, intra_size, k - 1, 0, deps=deps,
-                              name=f"{sch.op}/hier/{name}")),)
+            return
+        sch.add(Stage(intra_src, intra_dst, intra_size, before[0] + k - 1, before[1],
+                      name=f"{sch.op}/hier/{name}"))
+        before[0] += k - 1
 
-    def inter(rounds: int, deps: tuple[int, ...]) -> tuple[int, ...]:
+    def inter() -> None:
         if h == 1:
-            return deps
-        out = []
+            return
+        part = rounds * (h - 1) / h * size / k / channels
         for lane, members in enumerate(rails):
             for c in range(channels):
-                part = rounds * (h - 1) / h * size / k / channels
-                out.append(sch.add(Stage(members, np.roll(members, -1), part, 0, rounds * (h - 1),
-                                         deps=deps, conn=c, name=f"{sch.op}/hier/rail{lane}/ch{c}")))
-        return tuple(out)
+                sch.add(Stage(members, np.roll(members, -1), part, before[0],
+                              before[1] + rounds * (h - 1), conn=c,
+                              name=f"{sch.op}/hier/rail{lane}/ch{c}"))
+        before[1] += rounds * (h - 1)
 
-    if sch.op == "allreduce":
-        intra("intra-ag", inter(2, intra("intra-rs", ())))
-    elif sch.op == "allgather":
-        intra("intra-ag", inter(1, ()))
-    elif sch.op == "reducescatter":
-        inter(1, intra("intra-rs", ()))
-    else:
-        raise InputError("algo", f"hier supports allreduce, allgather, reducescatter, got {sch.op!r}")
+    phases = {"allreduce": ("rs", "net", "ag"), "allgather": ("net", "ag"),
+              "reducescatter": ("rs", "net")}[sch.op]
+    for phase in phases:
+        if phase == "net":
+            inter()
+        else:
+            intra(f"intra-{phase}")

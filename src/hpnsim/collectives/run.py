@@ -116,8 +116,9 @@ def concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
 
 def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
                    protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
-                   qps: int = 1, seed: int = 0, root: int = 0, pxn: bool = True,
-                   routing_options: dict | None = None, state=None) -> CollectiveResult:
+                   qps: int | None = None, seed: int = 0, root: int = 0, pxn: bool = True,
+                   routing_options: dict | None = None, state=None,
+                   nccl=None) -> CollectiveResult:
     """Simulate one collective alone on ``fabric`` (see :func:`compile_collective` for the
     parameters) and measure it.
 
@@ -133,7 +134,7 @@ def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     >>> ecmp = run_collective(fabric, "allreduce", range(16), 2**30, algo="hier")
     >>> hpn = run_collective(fabric, "allreduce", range(16), 2**30, algo="hier",
     ...                      routing="hpn_dual_plane")
-    >>> ecmp.hash_collisions > 0, hpn.hash_collisions, ecmp.time > hpn.time
+    >>> ecmp.hash_collisions > 0, hpn.hash_collisions, ecmp.time >= hpn.time
     (True, 0, True)
     """
     from hpnsim.engine import TaskGraph, simulate
@@ -141,7 +142,7 @@ def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     graph = TaskGraph()
     compiled = compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,
                             routing=routing, channels=channels, qps=qps, seed=seed, root=root,
-                            pxn=pxn, routing_options=routing_options, state=state)
+                            pxn=pxn, routing_options=routing_options, state=state, nccl=nccl)
     capacity = fabric.link_capacity if state is None else state.capacity
     sim = simulate(graph, capacity)
     time = float(sim.finish[compiled.final].max())

@@ -26,7 +26,10 @@ class Stage:
     ``via[i] >= 0`` relays member i through that GPU of the source's host over NVLink first
     (PXN: the cross-rail hop happens inside the host, then the flow stays on the right rail).
     ``conn`` is the connection (channel) id, the entropy ECMP hashes. ``deps`` are indices
-    of stages of the same schedule that must finish first.
+    of stages of the same schedule that must finish first. ``switch = (up, down)`` makes
+    it an NVLS stage: member i is GPU ``src[i]`` talking to its NVSwitch, loading its
+    GPU->NVSwitch link with ``up`` and its NVSwitch->GPU link with ``down`` wire bytes per
+    byte of ``size`` (multicast and in-switch reduction: no GPU-to-GPU path).
 
     >>> s = Stage(np.array([0, 1]), np.array([1, 0]), size=4.0, intra_steps=1)
     >>> s.n_members, s.total_bytes
@@ -43,6 +46,7 @@ class Stage:
     conn: int = 0
     via: np.ndarray | None = None
     name: str = ""
+    switch: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         self.src = np.asarray(self.src, dtype=np.int64)

@@ -78,7 +78,8 @@ class Rerouter:
                 continue
             plan = plan_collective(self.fabric, record.op, group, record.size,
                                    algo=record.algo, routing=routing, seed=seed, state=state)
-            for stage, paths in zip(plan.schedule.stages, plan.paths, strict=True):
+            # wire paths: links weighted by wire bytes per payload byte, as the engine runs them
+            for stage, paths in zip(plan.schedule.stages, plan.wire_paths, strict=True):
                 if paths is None:
                     continue
                 if stage.coupled:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives import PROTOCOL_EFFICIENCY, compile_into, hop_latencies
+from hpnsim.collectives import compile_into, hop_latencies
 from hpnsim.engine import TaskGraph, simulate
 
 
@@ -36,8 +36,9 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
     >>> bool(abs(sim.finish[again[0]] - 2 * sim.finish[c.final[0]]) < 1e-15)
     True
     """
-    base, nvlink_hop, net_hop = hop_latencies(compiled.algo, compiled.protocol)
-    efficiency = PROTOCOL_EFFICIENCY[compiled.protocol]
+    base, nvlink_hop, net_hop = hop_latencies(compiled.algo, compiled.protocol, compiled.nccl)
+    efficiency = compiled.nccl.protocol_efficiency(compiled.protocol) * compiled.qps
+    paths = compiled.wire_paths     # links weighted by wire bytes per payload byte
     label = name or f"{compiled.schedule.op}/{compiled.algo}"
     deps = [int(d) for d in deps]
     stage_tasks: list[list[int]] = []
@@ -50,11 +51,11 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
             stage_deps = deps
         wire = stage.size / efficiency
         if stage.coupled:
-            stage_tasks.append([graph.add_transfer_paths(compiled.paths[i], wire, deps=stage_deps,
+            stage_tasks.append([graph.add_transfer_paths(paths[i], wire, deps=stage_deps,
                                                          latency=latency,
                                                          name=f"{label}/{stage.name}")])
             continue
-        tasks = graph.add_transfers(compiled.paths[i], wire, latency=latency).tolist()
+        tasks = graph.add_transfers(paths[i], wire, latency=latency).tolist()
         if len(stage_deps) > 1:
             stage_deps = [graph.add_delay(0.0, deps=stage_deps, name=f"{label}/sync{i}")]
         for t in tasks:

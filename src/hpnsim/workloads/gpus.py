@@ -40,6 +40,10 @@ class GPUSpec:
         NVLink links decide the simulated TP time).
     mfu : float
         Achievable fraction of ``peak_flops`` during compute kernels, in (0, 1].
+    nvls : bool
+        NVLink SHARP (NVSwitch multicast and in-switch reduction) available to NCCL's NVLS
+        algorithms: Hopper H100/H200 and Blackwell B200 on NVSwitch systems (NCCL 2.17+);
+        not A100 (NVSwitch 2 has no SHARP) nor H800 (export part, NVLink cut to 8 links).
 
     Examples
     --------
@@ -56,6 +60,7 @@ class GPUSpec:
     memory_bandwidth: float
     nvlink_bandwidth: float
     mfu: float
+    nvls: bool = False
 
     @property
     def achieved_flops(self) -> float:
@@ -69,10 +74,12 @@ class GPUSpec:
 
 GPUS: dict[str, GPUSpec] = {
     "a100": GPUSpec("a100", 312e12, 80e9, 2.039e12, 600e9, 0.50),
-    "h100": GPUSpec("h100", 989.4e12, 80e9, 3.35e12, 900e9, 0.45),
+    "h100": GPUSpec("h100", 989.4e12, 80e9, 3.35e12, 900e9, 0.45, nvls=True),
+    # H200: the H100 die with 141 GB of HBM3e at 4.8 TB/s (NVIDIA H200 datasheet).
+    "h200": GPUSpec("h200", 989.4e12, 141e9, 4.8e12, 900e9, 0.45, nvls=True),
     # H800: the H100 compute die with NVLink cut to 400 GB/s (the HPN 7.0 host).
     "h800": GPUSpec("h800", 989.4e12, 80e9, 3.35e12, 400e9, 0.45),
-    "b200": GPUSpec("b200", 2250e12, 180e9, 8.0e12, 1800e9, 0.40),
+    "b200": GPUSpec("b200", 2250e12, 180e9, 8.0e12, 1800e9, 0.40, nvls=True),
 }
 
 
@@ -82,7 +89,7 @@ def get_gpu(name: str | GPUSpec, *, mfu: float | None = None) -> GPUSpec:
     Parameters
     ----------
     name : str or GPUSpec
-        ``"a100"``, ``"h100"``, ``"h800"`` or ``"b200"``; a ``GPUSpec`` passes through.
+        ``"a100"``, ``"h100"``, ``"h200"``, ``"h800"`` or ``"b200"``; a ``GPUSpec`` passes through.
     mfu : float, optional
         Achievable fraction of peak during compute, in (0, 1].
 
@@ -93,7 +100,7 @@ def get_gpu(name: str | GPUSpec, *, mfu: float | None = None) -> GPUSpec:
     >>> get_gpu("v100")
     Traceback (most recent call last):
     ...
-    hpnsim.errors.InputError: gpu: unknown GPU 'v100'; choose from a100, b200, h100, h800
+    hpnsim.errors.InputError: gpu: unknown GPU 'v100'; choose from a100, b200, h100, h200, h800
     """
     if isinstance(name, GPUSpec):
         spec = name
