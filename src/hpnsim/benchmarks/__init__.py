@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: benchmark name -> module under hpnsim.benchmarks
-SUITES = ("fabric", "engine", "routing", "collective", "train", "scenario", "faults")
+SUITES = ("fabric", "engine", "routing", "collective", "train", "scenario", "faults", "cluster")
 
 
 @dataclass

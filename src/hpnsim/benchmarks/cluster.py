@@ -3,7 +3,7 @@
 Full run: :func:`~hpnsim.workloads.jobmix.lingjun_mix` defaults (300 jobs arriving over 24
 hours, 1-512 GPUs) on the Lingjun topology (847 hosts, 6,776 GPUs), scheduler ``crux``,
 packed allocation, run until every job has left; target 600 s on 2 cores (issue 11).
-Quick run: 12 jobs arriving over one hour, stopped at 30 simulated minutes.
+Quick run: 6 jobs arriving over half an hour, stopped at 15 simulated minutes.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def run(quick: bool = False) -> list[Measurement]:
     """Time a Lingjun trace under Crux.
 
     >>> [m.name.split(":")[0] for m in run(quick=True)]
-    ['quick 12 jobs', 'quick 12 jobs']
+    ['quick 6 jobs', 'quick 6 jobs']
     """
     if quick:
-        return _case("quick 12 jobs", 12, 1.0, 1800.0, None)
+        return _case("quick 6 jobs", 6, 0.5, 900.0, None)
     return _case("Lingjun day, 300 jobs", 300, 24.0, None, 600.0)

@@ -11,8 +11,8 @@ aligned start), the mean iteration times of the three thirds of its probe agree 
 of unrelated periods drift through each other's phases in a slow beat; halves agree only
 once the probe spans several beats (thirds rarely agree by chance). A probe stops when every job is stable, when ``limit`` seconds
 are simulated (the next arrival), when a job has run the iterations it had left (it leaves),
-or after ``PROBE_PERIODS`` periods of its slowest job (then periods come from the last
-iterations, and the component is counted as unstable).
+or after ``PROBE_PERIODS`` periods of its slowest job or ``MAX_PROBE_TASKS`` tasks (then
+periods come from the iterations seen, and the component is counted as unstable).
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ from hpnsim.engine import Simulation, TaskGraph
 
 #: iterations per stability window
 WINDOW = 3
+#: a compute budget, not a physical constant: a probe stops (unstable, periods from the
+#: iterations seen) once its graph holds this many tasks. A job of 0.04 s iterations next
+#: to one of 5 s would otherwise put ~10^6 tasks in the probe before the slow job has the
+#: 10 iterations stability needs.
+MAX_PROBE_TASKS = 60_000
 #: each round of a probe simulates this many times the previous round's seconds
 WINDOW_GROWTH = 1.5
 #: a probe runs at most this many alone periods of its slowest job (and at least the
@@ -144,7 +149,7 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
         if finished:
             now = min(float(ends[j][needed[j] - 1]) for j in finished)
             break
-        if stable or now >= horizon:
+        if stable or now >= horizon or len(graph) >= MAX_PROBE_TASKS:
             break
         # every round rebuilds the engine state over the whole graph: widening the window
         # keeps the rounds logarithmic in the probe's length (at most 1.5x overshoot)
