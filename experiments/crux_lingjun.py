@@ -6,14 +6,17 @@ packed allocation, until a fixed horizon so every scheduler is measured over the
 period (the utilization is then a computation *rate*, the quantity Crux's theorem is about):
 
 - ``lingjun``: the Lingjun production topology (847 hosts, 6,776 GPUs);
-- ``clos``: a 2-tier Clos, one HPN 7.0 segment (128 hosts, 1,024 GPUs, rail-optimized ToRs
-  and one aggregation tier), with the mix scaled to its GPUs.
+- ``clos``: a 2-tier Clos, one HPN 7.0 pod cut to 8 segments of 16 hosts (1,024 GPUs;
+  rail ToRs with 8 x 400G uplinks to 8 Aggs per plane for 16 x 200G down, one aggregation
+  tier), so jobs
+  of more than 16 hosts cross the aggregation tier; the mix is scaled to its GPUs.
 
 Writes ``crux_lingjun.json`` (per setting and scheduler: the run's summary and utilization
 timeline), ``crux_lingjun.csv`` and ``crux_lingjun.png`` (utilization over time per
 scheduler, one panel per setting) into ``--out`` (default ``experiments/out/``).
 
 Usage: python experiments/crux_lingjun.py [--jobs 40] [--hours 2] [--seed 0] [--out DIR]
+       [--settings lingjun,clos] [--merge A/crux_lingjun.json B/crux_lingjun.json]
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from hpnsim.fabrics import hpn7
 from hpnsim.fabrics.lingjun import from_lingjun
 from hpnsim.jsonable import to_jsonable
 from hpnsim.report.canvas import pyplot, save
-from hpnsim.report.cluster import utilization_steps
 from hpnsim.scenario import JobSpec
 from hpnsim.sched.cluster import ClusterJob, simulate_cluster
 from hpnsim.sched.policies import SCHEDULERS
@@ -36,8 +38,10 @@ from hpnsim.workloads.jobmix import lingjun_mix
 
 SETTINGS = {
     "lingjun": (from_lingjun, 1.0),
-    # one segment of HPN 7.0 is a 2-tier Clos (ToR, Agg); the mix is scaled to its GPUs
-    "clos": (lambda: hpn7(segments=1, backup_hosts=0), 0.5),
+    # an HPN 7.0 pod is a 2-tier Clos (ToR, Agg); small segments make jobs cross the Aggs
+    "clos": (lambda: hpn7(segments=8, hosts_per_segment=16, backup_hosts=0, tor_uplinks=8,
+                          aggs_per_plane=8),
+             0.5),
 }
 
 
@@ -55,9 +59,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(Path(__file__).parent / "out"))
     parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--merge", nargs="+", metavar="JSON",
+                        help="only merge the crux_lingjun.json of separate runs (one per "
+                             "setting, e.g. run in parallel) into --out")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.merge:
+        merged = {}
+        for path in args.merge:
+            merged.update(json.loads(Path(path).read_text()))
+        rows = [{"setting": s, "scheduler": n, **{k: r[k] for k in (
+            "jobs", "gpu_utilization", "allocated_utilization", "mean_jct", "mean_slowdown",
+            "contended_job_share", "contended_gpu_share", "wall_seconds")}}
+                for s, runs in merged.items() for n, r in runs.items()]
+        _write(merged, rows, out)
+        return
     results: dict = {}
     rows = []
     for setting in args.settings.split(","):
@@ -84,11 +101,11 @@ def main() -> None:
                   f"held {summary['allocated_utilization']:.4%} slowdown "
                   f"{summary['mean_slowdown']:.4f} contended "
                   f"{summary['contended_job_share']:.1%} ({wall:.0f} s)", flush=True)
-            results[setting][name]["_steps"] = utilization_steps(r)
+    _write(results, rows, out)
+
+
+def _write(results: dict, rows: list, out: Path) -> None:
     _plot(results, out / "crux_lingjun.png")
-    for setting in results.values():
-        for run in setting.values():
-            run.pop("_steps")
     (out / "crux_lingjun.json").write_text(json.dumps(to_jsonable(results), indent=1))
     with open(out / "crux_lingjun.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -102,7 +119,8 @@ def _plot(results: dict, path: Path) -> None:
     fig, axes = plt.subplots(len(results), 1, figsize=(9, 3.4 * len(results)), squeeze=False)
     for ax, (setting, runs) in zip(axes[:, 0], results.items(), strict=True):
         for name, run in runs.items():
-            xs, ys = run["_steps"]
+            xs = [x for row in run["timeline"] for x in (row["start"], row["end"])]
+            ys = [row["utilization"] for row in run["timeline"] for _ in range(2)]
             ax.plot([x / 3600 for x in xs], [100 * y for y in ys], lw=1.1,
                     label=f"{name} ({run['gpu_utilization']:.2%})")
         ax.set_xlim(left=0)
