@@ -199,3 +199,108 @@ def table_console(stderr: bool = False):
 
     stream = sys.stderr if stderr else sys.stdout
     return Console(stderr=stderr, width=None if stream.isatty() else 120)
+
+
+def csv_option():
+    """The ``--csv FILE`` option of a command that prints a table."""
+    return typer.Option(None, "--csv", help="Also write the table's rows to this CSV file.")
+
+
+def parquet_option():
+    """The ``--parquet FILE`` option (needs pyarrow: ``pip install 'hpnsim[frames]'``)."""
+    return typer.Option(None, "--parquet", help="Also write the table's rows to this Parquet "
+                                                "file (pip install 'hpnsim[frames]').")
+
+
+def flat_row(row: dict) -> dict:
+    """A row with nested dicts spread into ``parent_key`` columns and lists as JSON text, so
+    every cell is a scalar that CSV and Parquet hold alike.
+
+    >>> flat_row({"design": "single", "inputs": {"gpus": 8, "rates": {"link": 0.5}},
+    ...           "hosts": [1, 2]})
+    {'design': 'single', 'inputs_gpus': 8, 'inputs_rates_link': 0.5, 'hosts': '[1, 2]'}
+    """
+    out: dict = {}
+    for key, value in to_jsonable(row).items():
+        if isinstance(value, dict):
+            out.update({f"{key}_{k}": v for k, v in flat_row(value).items()})
+        elif isinstance(value, list):
+            out[key] = json.dumps(value)
+        else:
+            out[key] = value
+    return out
+
+
+class TableFiles:
+    """The ``--csv`` and ``--parquet`` files of one command: checked when made (before any
+    long work: the folder exists, the path is not a folder, pyarrow is installed for
+    Parquet), written by :meth:`write` from the rows of the table the command prints.
+
+    >>> TableFiles(None, "/nonexistent/t.parquet")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: --parquet: folder /nonexistent does not exist; create it or give another path
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> files = TableFiles(os.path.join(folder, "t.csv"), None)
+    >>> [p.name for p in files.write([{"stage": 0, "compute": 1.5}], echo=False)]
+    ['t.csv']
+    >>> open(os.path.join(folder, "t.csv")).read().splitlines()
+    ['stage,compute', '0,1.5']
+    """
+
+    def __init__(self, csv: str | None, parquet: str | None) -> None:
+        self.csv, self.parquet = csv, parquet
+        if csv:
+            check_output_file(csv, "--csv")
+        if parquet:
+            check_output_file(parquet, "--parquet")
+            try:
+                import pandas  # noqa: F401
+                import pyarrow  # noqa: F401
+            except ImportError as exc:
+                raise InputError("--parquet", f"needs pandas and pyarrow ({exc.name} is "
+                                              f"missing): pip install 'hpnsim[frames]'") from None
+
+    def __bool__(self) -> bool:
+        return bool(self.csv or self.parquet)
+
+    def write(self, rows: list[dict], echo: bool = True) -> list:
+        """Write ``rows`` (flattened by :func:`flat_row`; columns in first-seen order) to the
+        files asked for, each atomically; say ``wrote PATH`` on stderr; return the paths."""
+        import os
+        import tempfile
+        from pathlib import Path
+
+        from hpnsim.results import write_atomic
+
+        flat = [flat_row(row) for row in rows]
+        columns = list(dict.fromkeys(k for row in flat for k in row))
+        paths = []
+        if self.csv:
+            import csv as csv_module
+            import io
+
+            buffer = io.StringIO()
+            writer = csv_module.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(flat)
+            paths.append(write_atomic(self.csv, buffer.getvalue()))
+        if self.parquet:
+            from hpnsim.frames import to_frame
+
+            target = Path(self.parquet)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                       dir=target.parent)
+            os.close(fd)
+            try:
+                to_frame(flat, columns=columns).to_parquet(tmp, index=False)
+                os.replace(tmp, target)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            paths.append(target)
+        if echo:
+            for path in paths:
+                typer.echo(f"wrote {path}", err=True)
+        return paths
