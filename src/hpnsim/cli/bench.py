@@ -6,17 +6,28 @@ import importlib
 
 import typer
 
-from hpnsim.cli.common import emit_json, fail, table_console
+from hpnsim.cli.common import (
+    TableFiles,
+    csv_option,
+    emit_json,
+    fail,
+    guarded,
+    parquet_option,
+    table_console,
+)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``bench`` to the root app."""
 
     @app.command()
+    @guarded
     def bench(
         suites: list[str] = typer.Argument(None, help="Suites to run (default: all)."),
         quick: bool = typer.Option(False, "--quick", help="Small problems: a smoke run."),
         json_out: bool = typer.Option(False, "--json", help="Print results as JSON."),
+        csv: str = csv_option(),
+        parquet: str = parquet_option(),
     ) -> None:
         """Run performance benchmarks and print time, peak memory and target per figure."""
         from rich.console import Console
@@ -28,12 +39,14 @@ def register(app: typer.Typer) -> None:
         for name in chosen:
             if name not in SUITES:
                 fail("suite", f"unknown benchmark {name!r}; choose from {', '.join(SUITES)}")
+        tables = TableFiles(csv, parquet)
         results = []
         console = Console(stderr=True)
         for name in chosen:
             module = importlib.import_module(f"hpnsim.benchmarks.{name}")
             with console.status(f"benchmark {name} ..."):
                 results.extend(module.run(quick=quick))
+        tables.write([m.to_dict() for m in results])
         if json_out:
             emit_json([m.to_dict() for m in results])
             return

@@ -7,10 +7,12 @@ from pathlib import Path
 import typer
 
 from hpnsim.cli.common import (
+    TableFiles,
     check_output_dir,
     check_output_file,
     emit_json,
     guarded,
+    parquet_option,
     table_console,
 )
 
@@ -69,7 +71,13 @@ def register(app: typer.Typer) -> None:
         out: str = typer.Option(None, "--out", help="Write cluster_<scheduler>.json, "
                                 "jobs_<scheduler>.csv and utilization.png into this folder."),
         plot: str = typer.Option(None, "--plot", help="Write the utilization-over-time figure."),
+        trace: str = typer.Option(None, "--trace", help="Write the jobs' queueing, running "
+                                  "and progress as Chrome-trace JSON (one process per "
+                                  "scheduler, one thread per job; https://ui.perfetto.dev)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        csv: str = typer.Option(None, "--csv", help="Also write the table's rows to this CSV "
+                                "file (one per job; with --compare one per scheduler)."),
+        parquet: str = parquet_option(),
     ) -> None:
         """Run jobs as a shared-cluster trace: they arrive, queue for hosts, train together
         and leave, while a scheduler (Crux or a rival) orders and places their traffic.
@@ -107,6 +115,9 @@ def register(app: typer.Typer) -> None:
             check_output_dir(out, "--out")
         if plot is not None:
             check_output_file(plot, "--plot")
+        if trace is not None:
+            check_output_file(trace, "--trace")
+        tables = TableFiles(csv, parquet)
         fabric = build_scenario_fabric(spec)
         check_against_fabric(spec, fabric)
         names = SCHEDULER_NAMES if compare else [scheduler or spec.cluster.scheduler]
@@ -117,6 +128,11 @@ def register(app: typer.Typer) -> None:
                                                         "job's gpus or hosts")
         results = _run_all(spec, fabric, names, allocator, exact)
         _save(results, out, plot)
+        tables.write([r.summary() for r in results] if compare else results[0].rows())
+        if trace is not None:
+            from hpnsim.report.trace import cluster_trace, write_trace
+
+            typer.echo(f"wrote {write_trace(cluster_trace(results), trace)}", err=True)
         if json_out:
             if compare:
                 emit_json({"jobs": len(spec.jobs), "gpus": fabric.n_gpus,

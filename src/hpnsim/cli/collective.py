@@ -14,13 +14,21 @@ from contextlib import nullcontext
 
 import typer
 
-from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
+from hpnsim.cli.common import (
+    PASS_THROUGH,
+    TableFiles,
+    csv_option,
+    emit_json,
+    guarded,
+    parquet_option,
+    parse_extra_options,
+)
 
 
 def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce", gpus: int = 0,
                         sizes: str = "1M:1G", algo: str = "auto", protocol: str = "auto",
                         routing: str = "ecmp", channels: int = 0, qps: int = 1, root: int = 0,
-                        seed: int = 0):
+                        seed: int = 0, calibration: str | None = None):
     """The scenario ``hpnsim collective`` runs: one collective (``gpus`` 0: every GPU) on the
     fabric ``fabric`` with builder ``options``; errors named by option (``sizes``, ``gpus``).
 
@@ -35,8 +43,11 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce", gp
         raise InputError("template", "name the fabric template with --fabric")
     spec = {"op": op, "gpus": gpus or None, "sizes": sizes, "algo": algo,
             "protocol": protocol, "channels": channels, "qps": qps, "root": root}
-    return scenario_from_flags({"fabric": {**options, "template": fabric}, "routing": routing,
-                                "seed": seed, "collectives": [spec]}, name=option_of)
+    data = {"fabric": {**options, "template": fabric}, "routing": routing, "seed": seed,
+            "collectives": [spec]}
+    if calibration is not None:
+        data["calibration"] = calibration
+    return scenario_from_flags(data, name=option_of)
 
 
 def _status():
@@ -73,8 +84,12 @@ def register(app: typer.Typer) -> None:
         qps: int = typer.Option(1, "--qps", help="Connections per peer."),
         root: int = typer.Option(0, "--root", help="Root rank of broadcast/reduce."),
         seed: int = typer.Option(0, "--seed", help="Seed of source ports and hashing."),
+        calibration: str = typer.Option(None, "--calibration", help="Calibration file from "
+                                        "`hpnsim calibrate` (NCCL efficiencies, latency)."),
         json_out: bool = typer.Option(False, "--json", help="Print a JSON list, one object "
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
+        csv: str = csv_option(),
+        parquet: str = parquet_option(),
     ) -> None:
         """Simulate a collective over a size sweep and print an nccl-tests-style table."""
         from hpnsim.cli.common import errors_as_flags, option_of
@@ -82,13 +97,15 @@ def register(app: typer.Typer) -> None:
         from hpnsim.run import run
 
         check_seed(seed, "--seed")
+        tables = TableFiles(csv, parquet)
         scenario = collective_scenario(fabric, parse_extra_options(list(ctx.args)), op=op,
                                        gpus=gpus, sizes=sizes, algo=algo, protocol=protocol,
                                        routing=routing, channels=channels, qps=qps,
-                                       root=root, seed=seed)
+                                       root=root, seed=seed, calibration=calibration)
         with errors_as_flags(option_of), _status() as status:
             result = run(scenario, progress=status.update if status else None)
         results = result.collectives[0].results
+        tables.write(result.collectives[0].rows())
         if json_out:
             emit_json([r.to_dict() for r in results])
             return

@@ -126,7 +126,9 @@ def check_output_file(path, flag: str) -> None:
     target = Path(path)
     folder = target.parent
     if target.is_dir():
-        raise InputError(flag, f"{path} is a folder; give a file path, e.g. {target / 'out.png'}")
+        example = {"--csv": "out.csv", "--parquet": "out.parquet",
+                   "--trace": "trace.json"}.get(flag, "out.png")
+        raise InputError(flag, f"{path} is a folder; give a file path, e.g. {target / example}")
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
         raise InputError(flag, f"folder {folder} {what}; create it or give another path")

@@ -15,8 +15,11 @@ import typer
 
 from hpnsim.cli.common import (
     PASS_THROUGH,
+    TableFiles,
+    csv_option,
     emit_json,
     guarded,
+    parquet_option,
     parse_extra_options,
     table_console,
 )
@@ -105,6 +108,8 @@ def register(app: typer.Typer) -> None:
         units: str = typer.Option(None, "--units",
                                   help="JSON unit table {name: {power_w, cost_usd}} "
                                        "overriding the BOM defaults."),
+        csv: str = csv_option(),
+        parquet: str = parquet_option(),
     ) -> None:
         """Build a fabric and print counts, oversubscription, ECMP path choices and its BOM.
 
@@ -118,6 +123,7 @@ def register(app: typer.Typer) -> None:
         from hpnsim.fabrics.registry import TEMPLATES, template_parameters
 
         unit_table = _load_units(units)
+        tables = TableFiles(csv, parquet)   # one row per fabric, nested figures flattened
         if template is None:
             listing = {name: sorted(template_parameters(name)) for name in TEMPLATES}
             if json_out:
@@ -151,6 +157,7 @@ def register(app: typer.Typer) -> None:
             if len(fabrics) != 1:
                 raise InputError("export", "export one fabric at a time, not a comparison")
             export(fabrics[0], export_path, fmt)
+        tables.write(reports)
         if json_out:
             emit_json(reports[0] if len(reports) == 1 else {"fabrics": reports})
             return

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import typer
 
-from hpnsim.cli.common import PASS_THROUGH, emit_json, guarded, parse_extra_options
+from hpnsim.cli.common import (
+    PASS_THROUGH,
+    TableFiles,
+    csv_option,
+    emit_json,
+    guarded,
+    parquet_option,
+    parse_extra_options,
+)
 from hpnsim.errors import InputError
 
 #: dataclass field -> the flag that sets it
@@ -87,6 +95,8 @@ def register(app: typer.Typer) -> None:
         stacked_pair_loss: float = typer.Option(None, "--stacked-pair-loss", help="P(a ToR "
                                                 "failure takes its stacked pair down), 0..1."),
         plot: str = typer.Option(None, "--plot", help="Write a PNG of the designs."),
+        csv: str = csv_option(),
+        parquet: str = parquet_option(),
     ) -> None:
         """Expected job interruptions, lost GPU-hours and their cost per month for a ToR design.
 
@@ -116,6 +126,7 @@ def register(app: typer.Typer) -> None:
         check_seed(seed, "--seed")
         if plot:
             check_output_file(plot, "--plot")
+        tables = TableFiles(csv, parquet)
         overrides = {"link_per_month": link_per_month, "tor_per_month": tor_per_month,
                      "agg_per_month": agg_per_month, "uplink_per_month": uplink_per_month,
                      "link_repair_hours": link_repair_hours,
@@ -147,6 +158,7 @@ def register(app: typer.Typer) -> None:
                         build_fabric(fabric, {**options, "dual_tor": result.design}), gpus)
                     runs.append(draw(exposure, replace(cond, switch=result.switch), years, seed))
         dicts = [r.to_dict() for r in results]
+        tables.write(dicts)   # one row per design; exposure and inputs flattened
         if plot:
             from hpnsim.report.reliability import plot_reliability
 

@@ -7,7 +7,25 @@ from pathlib import Path
 
 import typer
 
-from hpnsim.cli.common import emit_json, guarded, table_console
+from hpnsim.cli.common import (
+    TableFiles,
+    emit_json,
+    guarded,
+    parquet_option,
+    table_console,
+)
+
+
+def _table_rows(result) -> list[dict]:
+    """The rows ``--csv``/``--parquet`` write: the jobs, the collectives (each size), both
+    with a ``table`` column, or the fabric when the scenario has neither."""
+    jobs, collectives = result.rows(), result.collective_rows()
+    if jobs and collectives:
+        return ([{"table": "jobs", **row} for row in jobs]
+                + [{"table": "collectives", **row} for row in collectives])
+    if jobs or collectives:
+        return jobs or collectives
+    return [result.fabric_report] if result.fabric_report else []   # nested keys flattened
 
 
 def register(app: typer.Typer) -> None:
@@ -23,7 +41,15 @@ def register(app: typer.Typer) -> None:
                                                     "there are jobs or collectives) into "
                                                     "this folder."),
         timeline: bool = typer.Option(False, "--timeline", help="Include Gantt rows in --json."),
+        trace: str = typer.Option(None, "--trace", help="Write every job's iterations as "
+                                                        "Chrome-trace JSON (one process per "
+                                                        "job; open in https://ui.perfetto.dev)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        csv: str = typer.Option(None, "--csv", help="Also write the table's rows to this CSV "
+                                "file: one row per job; a scenario with only collectives, one "
+                                "per collective and size; with both, both, a 'table' column "
+                                "telling them apart."),
+        parquet: str = parquet_option(),
     ) -> None:
         """Run a scenario: every job on one fabric in one simulation, each job's iteration
         time, exposed communication and slowdown against running alone; each collective
@@ -38,12 +64,25 @@ def register(app: typer.Typer) -> None:
 
         if out is not None and Path(out).exists() and not Path(out).is_dir():
             raise InputError("--out", f"{out} is a file; give a folder")
+        if trace:
+            from hpnsim.cli.common import check_output_file
+
+            check_output_file(trace, "--trace")
+        tables = TableFiles(csv, parquet)
         console = table_console(stderr=True)
         with console.status("running") as status:
             result = run_scenario(scenario, progress=lambda msg: status.update(msg))
         if out is not None:
             for path in result.save(out):
                 typer.echo(f"wrote {path}", err=True)
+        if trace and result.jobs:
+            from hpnsim.report.trace import run_trace, write_trace
+
+            typer.echo(f"wrote {write_trace(run_trace(result), trace)}", err=True)
+        elif trace:
+            typer.echo("note: --trace: the scenario has no jobs, so no timeline", err=True)
+        if tables:
+            tables.write(_table_rows(result))
         if json_out:
             emit_json(result.to_dict(timeline=timeline))
         else:

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 
-from hpnsim.cli.common import check_output_dir, emit_json, guarded, table_console
+from hpnsim.cli.common import (
+    TableFiles,
+    check_output_dir,
+    csv_option,
+    emit_json,
+    guarded,
+    parquet_option,
+    table_console,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -29,6 +37,8 @@ def register(app: typer.Typer) -> None:
         out: str = typer.Option(None, "--out", help="Output folder: rows.jsonl, summary.csv, "
                                 "sweep.png, sweep.json (default: sweep-<file name>)."),
         json_out: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
+        csv: str = csv_option(),
+        parquet: str = parquet_option(),
     ) -> None:
         """Run a scenario at every point of a grid (or list) of overrides, in parallel: one
         row per point (per job iteration time, slowdown, MFU; per collective bus bandwidth;
@@ -49,11 +59,13 @@ def register(app: typer.Typer) -> None:
             raise InputError("--address", "is a Ray cluster address; add --backend ray")
         folder = Path(out or f"sweep-{Path(sweep_file).stem}")
         check_output_dir(folder, "--out")
+        tables = TableFiles(csv, parquet)
         console = table_console(stderr=True)
         with console.status("validating every point"):
             plan = load_sweep(sweep_file)
         result = _run(plan, folder, console, backend=backend, workers=workers,
                       address=address, resume=resume)
+        tables.write(result.rows)
         metric = result.metric()
         if metric and result.parameters:
             from hpnsim.report.sweep import plot_sweep

@@ -6,8 +6,11 @@ import typer
 
 from hpnsim.cli.common import (
     PASS_THROUGH,
+    TableFiles,
+    csv_option,
     emit_json,
     guarded,
+    parquet_option,
     parse_extra_options,
     table_console,
 )
@@ -113,7 +116,12 @@ def register(app: typer.Typer) -> None:
         plot: str = typer.Option(None, "--plot", help="Write a Gantt chart PNG here (with "
                                                       "--fault: the throughput timeline)."),
         timeline: bool = typer.Option(False, "--timeline", help="Include Gantt rows in --json."),
+        trace: str = typer.Option(None, "--trace", help="Write the iteration timeline as "
+                                                        "Chrome-trace JSON (open it in "
+                                                        "https://ui.perfetto.dev)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        csv: str = csv_option(),
+        parquet: str = parquet_option(),
     ) -> None:
         """Simulate one training iteration on a fabric: time, exposed communication, bubble, MFU.
 
@@ -129,6 +137,9 @@ def register(app: typer.Typer) -> None:
         check_seed(seed, "--seed")
         if plot:
             check_output_file(plot, "--plot")
+        if trace:
+            check_output_file(trace, "--trace")
+        tables = TableFiles(csv, parquet)
         if workload:
             _refuse_job_flags(ctx)
             job = {"workload": workload}
@@ -169,7 +180,14 @@ def register(app: typer.Typer) -> None:
             scenario.fabric = scenario_from_flags(
                 {"template": fabric, **options}, model=FabricSpec, section="fabric")
             outcome = run(scenario).jobs[0]
+        if trace:
+            from hpnsim.report.trace import iteration_trace, jobs_trace, write_trace
+
+            written = write_trace(jobs_trace([outcome]) if fault_list
+                                  else iteration_trace(outcome.iterations[0]), trace)
+            typer.echo(f"wrote {written}", err=True)
         if fault_list:
+            tables.write(outcome.faults["timeline"])
             if plot:
                 from hpnsim.report.faults import plot_throughput_timeline
 
@@ -182,6 +200,7 @@ def register(app: typer.Typer) -> None:
                 print_fault_timeline(outcome, table_console())
             return
         result = outcome.iterations[0]
+        tables.write(result.rows())
         if plot:
             from hpnsim.report.gantt import plot_gantt
 
@@ -211,6 +230,8 @@ def register(app: typer.Typer) -> None:
                                          "spray."),
         plot: str = typer.Option(None, "--plot", help="Write a linearity PNG here."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        csv: str = csv_option(),
+        parquet: str = parquet_option(),
     ) -> None:
         """Weak-scaling linearity (throughput at N / (N/N0 x throughput at N0)) per fabric.
 
@@ -222,6 +243,7 @@ def register(app: typer.Typer) -> None:
 
         if plot:
             check_output_file(plot, "--plot")
+        tables = TableFiles(csv, parquet)
         try:
             dp_list = [int(x) for x in dps.split(",") if x.strip()]
         except ValueError:
@@ -230,6 +252,7 @@ def register(app: typer.Typer) -> None:
                                    fabrics=[f.strip() for f in fabrics.split(",") if f.strip()],
                                    micro_batches=micro_batches, routing=routing, gpu=gpu,
                                    fabric_options=_fabric_options(ctx) or None, note=_note)
+        tables.write(result.rows())
         if plot:
             from hpnsim.report.plots import plot_linearity
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import typer
 
-from hpnsim.cli.common import emit_json, guarded
+from hpnsim.cli.common import TableFiles, csv_option, emit_json, guarded, parquet_option
 
 
 def _article(spec, gpus, tp, pp, dp, dataset_tokens, dataset_samples, batch, seq_len,
-             parameters, json_out):
+             parameters, json_out, tables):
     from hpnsim.workloads import article
 
     inputs = article.article_inputs(spec, dataset_tokens=dataset_tokens,
@@ -21,6 +21,7 @@ def _article(spec, gpus, tp, pp, dp, dataset_tokens, dataset_samples, batch, seq
     if any(v is not None for v in (tp, pp, dp)):
         # None (not given) is 1; 0 stays 0 so that article_3d refuses it
         three_d = article.article_3d(inputs, *(1 if v is None else v for v in (tp, pp, dp)))
+    tables.write([{"mode": mode, **line.to_dict()} for mode, line in table.items()])
     if json_out:
         out = {"model": spec.name, "article_inputs": vars(inputs), "gpus": gpus}
         out.update({mode: line.to_dict() for mode, line in table.items()})
@@ -36,7 +37,7 @@ def _article(spec, gpus, tp, pp, dp, dataset_tokens, dataset_samples, batch, seq
 
 def _real(spec, gpus, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, micro_batch, batch,
           seq_len, dataset_tokens, gpus_per_host, allow_cross_host_tp, grad_bytes, algorithm,
-          recompute, json_out):
+          recompute, json_out, tables):
     from hpnsim.workloads.layout import make_layout
     from hpnsim.workloads.traffic import iteration_traffic
 
@@ -49,6 +50,7 @@ def _real(spec, gpus, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, micro_ba
                                algorithm=algorithm, grad_bytes=grad_bytes, recompute=recompute,
                                dataset_tokens=dataset_tokens,
                                allow_cross_host_tp=allow_cross_host_tp)
+    tables.write(report.rows())
     if json_out:
         emit_json(report)
         return
@@ -87,31 +89,41 @@ def register(app: typer.Typer) -> None:
         algorithm: str = typer.Option("ring", "--algorithm", help="All-reduce data movement: ring or naive."),
         recompute: bool = typer.Option(False, "--recompute", help="Full activation recomputation."),
         json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+        csv: str = csv_option(),
+        parquet: str = parquet_option(),
     ) -> None:
         """Bytes per iteration and per epoch of each parallel dimension, with real collectives
         (ring all-reduce 2(n-1)/n per GPU, ...) or, with --article, the article's naive table."""
         from hpnsim.workloads import models
 
+        tables = TableFiles(csv, parquet)
         extra = models.load_yaml(model_file) if model_file is not None else None
         spec = models.get(model, extra)
         if article:
             _article(spec, 8 if gpus is None else gpus, tp, pp, dp, dataset_tokens,
-                     dataset_samples, batch, seq_len, parameters, json_out)
+                     dataset_samples, batch, seq_len, parameters, json_out, tables)
         else:
             _real(spec, gpus, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, micro_batch,
                   batch, seq_len, dataset_tokens, gpus_per_host, allow_cross_host_tp,
-                  grad_bytes, algorithm, recompute, json_out)
+                  grad_bytes, algorithm, recompute, json_out, tables)
 
     @app.command("aicb")
     @guarded
     def aicb_summary(
         path: Path = typer.Argument(..., help="SimAI/AICB workload file."),
         json_out: bool = typer.Option(False, "--json", help="Print the parsed workload as JSON."),
+        csv: str = csv_option(),
+        parquet: str = parquet_option(),
     ) -> None:
         """Parse a SimAI/AICB workload file and summarize it (errors name the line)."""
-        from hpnsim.workloads.aicb import load_aicb
+        from hpnsim.workloads.aicb import PHASES, load_aicb
 
+        tables = TableFiles(csv, parquet)
         work = load_aicb(path)
+        # the summary's rows: compute seconds and bytes per group, per phase
+        tables.write([{"phase": phase, "compute": work.compute_time(phase),
+                       **{f"{g}_bytes": work.comm_bytes(g, phase)
+                          for g in ("tp", "dp", "ep", "edp")}} for phase in PHASES])
         if json_out:
             emit_json(work)
             return

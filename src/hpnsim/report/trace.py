@@ -31,8 +31,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["cluster_trace", "iteration_trace", "run_trace", "timeline_rows", "timeline_trace",
-           "write_trace"]
+__all__ = ["cluster_trace", "iteration_trace", "jobs_trace", "run_trace", "timeline_rows",
+           "timeline_trace", "write_trace"]
 
 #: seconds -> the format's microseconds
 US = 1e6
@@ -204,8 +204,14 @@ def iteration_origins(job) -> list[float]:
 def run_trace(result) -> dict:
     """A trace of a :class:`~hpnsim.results.RunResult`: one process per job with every
     iteration at its place in the run (and its fault windows and lost attempts, if any)."""
+    return jobs_trace(result.jobs)
+
+
+def jobs_trace(jobs: list) -> dict:
+    """A trace of :class:`~hpnsim.results.JobResult` objects, one process each (see
+    :func:`run_trace`)."""
     processes = []
-    for pid, job in enumerate(result.jobs, 1):
+    for pid, job in enumerate(jobs, 1):
         proc = _Process(pid, f"{job.name}: {job.model}, {len(job.gpus)} GPUs")
         for k, (origin, it) in enumerate(zip(iteration_origins(job), job.iterations,
                                              strict=True)):
