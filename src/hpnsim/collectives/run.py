@@ -20,7 +20,10 @@ class CollectiveResult:
     link (NIC port or switch-to-switch); ``hash_collisions`` how many of those flows sit
     above the ideal spread over their link's alternatives (two flows on one NIC port while
     the other port idles is one; see :func:`hpnsim.routing.diagnostics.excess_over_ideal`);
-    ``link_bytes`` the bytes every link carried.
+    ``link_bytes`` the bytes every link carried; ``port_imbalance`` per tier (``nic_send``,
+    ``nic_receive``, ``tor_uplinks``, ``agg_downlinks``) the distribution of ``max / min``
+    bytes over a device's ports (infinite when one port idles while another carries
+    bytes; :func:`hpnsim.routing.diagnostics.port_imbalance`).
     """
 
     op: str
@@ -39,9 +42,13 @@ class CollectiveResult:
     n_groups: int
     link_bytes: np.ndarray = field(repr=False)
     top_links: list[tuple[str, float]] = field(default_factory=list, repr=False)
+    port_imbalance: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
-        """JSON-ready summary; bandwidths also in GB/s and time in µs, like nccl-tests."""
+        """JSON-ready summary; bandwidths also in GB/s and time in µs, like nccl-tests;
+        infinite port-imbalance ratios as ``"inf"``."""
+        from hpnsim.routing.imbalance import jsonable
+
         return {
             "op": self.op, "algo": self.algo, "protocol": self.protocol,
             "routing": self.routing, "n_gpus": self.n_gpus, "size": self.size,
@@ -52,6 +59,7 @@ class CollectiveResult:
             "max_link_flows": self.max_link_flows, "hash_collisions": self.hash_collisions,
             "n_groups": self.n_groups,
             "top_links": [{"link": name, "bytes": b} for name, b in self.top_links],
+            "port_imbalance": jsonable(self.port_imbalance),
         }
 
     def rows(self) -> list[dict]:
@@ -158,10 +166,12 @@ def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     top_links = [(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
                  if link_bytes[k] > 0]
     max_flows, collisions = concurrent_link_flows(compiled, fabric, state)
+    from hpnsim.routing.diagnostics import port_imbalance
+
     return CollectiveResult(
         op=compiled.schedule.op, algo=compiled.algo, protocol=compiled.protocol,
         routing=routing, n_gpus=n, size=float(size), time=time, algbw=algbw, busbw=busbw,
         bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
         bottleneck_utilization=utilization, max_link_flows=max_flows,
         hash_collisions=collisions, n_groups=len(graph), link_bytes=link_bytes,
-        top_links=top_links)
+        top_links=top_links, port_imbalance=port_imbalance(fabric, link_bytes, state=state))

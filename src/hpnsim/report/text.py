@@ -31,8 +31,28 @@ def _pb(value: float) -> str:
     return f"{value / 1e15:,.1f} PB"
 
 
+def _balance(result, tier: str) -> str:
+    summary = getattr(result, "port_imbalance", {}).get(tier)
+    if not summary or not summary["devices"]:
+        return "-"
+    worst = summary["max"]
+    return "inf" if worst == float("inf") else f"{worst:.2f}"
+
+
+def _receive_at_least_3(result) -> str:
+    from hpnsim.routing.imbalance import at_least
+
+    summary = getattr(result, "port_imbalance", {}).get("nic_receive")
+    return str(at_least(summary)) if summary else "-"
+
+
 def collective_table(results, root: int) -> str:
     """nccl-tests-style text table plus our columns and the average bus bandwidth line.
+
+    Our columns: ``maxload`` most flows on one network link, ``collis`` hash collisions,
+    ``txbal`` / ``rxbal`` the worst NIC's ``max / min`` bytes over its two send (NIC->ToR)
+    / receive (ToR->NIC) ports, ``rx>=3`` how many NICs receive 3x or more on one port than
+    the other (idle port included), then the bottleneck link.
 
     ``results`` are :class:`~hpnsim.collectives.CollectiveResult` objects, one per size.
 
@@ -46,7 +66,7 @@ def collective_table(results, root: int) -> str:
     """
     head = (f"#{'size':>12} {'count':>12} {'type':>6} {'redop':>6} {'root':>5} "
             f"{'time(us)':>10} {'algbw':>8} {'busbw':>8} {'algo':>5} {'proto':>6} "
-            f"{'maxload':>7} {'collis':>6}  bottleneck")
+            f"{'maxload':>7} {'collis':>6} {'txbal':>5} {'rxbal':>5} {'rx>=3':>5}  bottleneck")
     unit = (f"#{'(B)':>12} {'(elements)':>12} {'':>6} {'':>6} {'':>5} {'':>10} "
             f"{'(GB/s)':>8} {'(GB/s)':>8}")
     lines = [head, unit]
@@ -57,7 +77,8 @@ def collective_table(results, root: int) -> str:
             f" {int(r.size):>12d} {int(r.size) // ELEMENT_BYTES:>12d} {'float':>6} "
             f"{redop:>6} {root_col:>5d} {r.time * 1e6:>10.1f} {r.algbw / 1e9:>8.2f} "
             f"{r.busbw / 1e9:>8.2f} {r.algo:>5} {r.protocol:>6} {r.max_link_flows:>7.0f} "
-            f"{r.hash_collisions:>6d}  {r.bottleneck}")
+            f"{r.hash_collisions:>6d} {_balance(r, 'nic_send'):>5} "
+            f"{_balance(r, 'nic_receive'):>5} {_receive_at_least_3(r):>5}  {r.bottleneck}")
     avg = sum(r.busbw for r in results) / len(results) / 1e9 if results else 0.0
     lines.append(f"# Avg bus bandwidth    : {avg:.3f} ")
     return "\n".join(lines)

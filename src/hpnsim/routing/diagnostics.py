@@ -12,6 +12,9 @@ ideal spread counts only the links of a group that are up.
 
 from __future__ import annotations
 
+__all__ = ["RoutingDiagnostics", "alternative_groups", "diagnose", "excess_over_ideal",
+           "port_imbalance"]
+
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from hpnsim.fabrics.fabric import Fabric, LinkKind, NodeKind
+from hpnsim.routing import imbalance as by_tier
+from hpnsim.routing.imbalance import port_imbalance
 from hpnsim.routing.paths import Paths
 from hpnsim.routing.tables import state_key
 
@@ -124,6 +129,8 @@ class RoutingDiagnostics:
     uplink_imbalance: float
     worst_tor: str
     histogram: dict[str, int]
+    #: per tier, the max/min port imbalance distribution (:func:`port_imbalance`)
+    imbalance: dict[str, dict] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (per-link arrays left out)."""
@@ -134,7 +141,7 @@ class RoutingDiagnostics:
             "collisions_by_kind": dict(self.collisions_by_kind),
             "port_imbalance": self.port_imbalance, "worst_nic_gpu": self.worst_nic_gpu,
             "uplink_imbalance": self.uplink_imbalance, "worst_tor": self.worst_tor,
-            "histogram": dict(self.histogram),
+            "histogram": dict(self.histogram), "imbalance": self.imbalance,
         }
 
 
@@ -161,7 +168,9 @@ def diagnose(fabric: Fabric, paths: Paths, sizes=None, *, state=None) -> Routing
     -------
     :class:`RoutingDiagnostics`. ``port_imbalance`` is the worst NIC's ``max/mean`` load
     over the ToR ports leading to it; ``uplink_imbalance`` the worst ToR's ``max/mean``
-    over its uplinks; ``histogram`` maps a network-link load (flows) to a link count.
+    over its uplinks; ``histogram`` maps a network-link load (flows) to a link count;
+    ``imbalance`` the paper's ``max / min`` per NIC (send and receive ports), per ToR
+    (uplinks) and per Agg (downlinks), as distributions (:func:`port_imbalance`).
 
     Examples
     --------
@@ -219,4 +228,5 @@ def diagnose(fabric: Fabric, paths: Paths, sizes=None, *, state=None) -> Routing
         max_load_link_name=fabric.link_name(top) if top >= 0 else "",
         collisions_by_kind=by_kind, nic_port_load=nic_port_load,
         port_imbalance=port_imbalance, worst_nic_gpu=worst_nic,
-        uplink_imbalance=uplink_imbalance, worst_tor=worst_tor, histogram=histogram)
+        uplink_imbalance=uplink_imbalance, worst_tor=worst_tor, histogram=histogram,
+        imbalance=by_tier.port_imbalance(fabric, load, state=state))

@@ -187,6 +187,13 @@ class FlowBatch:
         down = t.access_down[self.dst[flows]]
         return np.where((down >= 0) & t.link_up[np.maximum(down, 0)], tors, -1).astype(np.int32)
 
+    def usable_ports(self, flows=slice(None)) -> np.ndarray:
+        """``(k, ports)`` bool: the ports :meth:`choose_port` chooses among (the
+        :meth:`port_options`, or the wired ports when none is usable: the host is cut off)."""
+        usable = self.port_options(flows)
+        cut_off = ~usable.any(axis=1)
+        return np.where(cut_off[:, None], self.wired_ports(flows), usable)
+
     def choose_port(self, flows, choice: np.ndarray) -> np.ndarray:
         """NIC port of each flow in ``flows`` from a per-flow integer ``choice`` (a hash or a
         round-robin rank): the ``choice mod m``-th of its ``m`` usable ports.

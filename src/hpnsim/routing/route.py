@@ -16,8 +16,10 @@ Policies
     several equal-cost next hops hashes the 5-tuple with its tier's function
     (``hash_tor``, ``hash_agg``, ``hash_core``) and its own seed.
 ``hpn_dual_plane``
-    HPN 7.0: a NIC spreads its connections over its ports round-robin (port p -> plane p),
-    counting only the flows that leave the host (in the order given);
+    HPN 7.0: port p -> plane p -> port p of the destination NIC; each connection's port
+    keeps every NIC's send *and* receive port counts within one of each other
+    (:mod:`.port_balance`; on a fabric that is not dual-plane, a NIC's connections take its
+    ports round-robin), counting only the flows that leave the host;
     the only hash is at the ToR uplink; aggregation and core switches forward by a fixed
     per-destination mapping.
 ``precise``
