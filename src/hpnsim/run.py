@@ -192,6 +192,7 @@ def run(scenario, *, progress=None) -> RunResult:
                                      "(hpnsim.scenario_cluster.run_cluster)"),
                       scenario_lines(scenario), ("cluster",))
     _check_workloads(scenario)
+    scenario.nccl_params()   # a bad calibration file fails before the fabric is built
     say("building the fabric")
     fabric = build_scenario_fabric(scenario)
     check_against_fabric(scenario, fabric)
@@ -246,7 +247,7 @@ def run_collectives(scenario: Scenario, fabric, say=None) -> list[CollectiveRun]
                 f"{len(spec.sizes)} ({format_bytes(size)})")
             results.append(run_collective(fabric, spec.op, gpus, size,
                                           routing=scenario.routing, seed=scenario.seed,
-                                          **spec.options()))
+                                          nccl=scenario.nccl_params(), **spec.options()))
         out.append(CollectiveRun(name=spec.name, gpus=gpus, results=results))
     return out
 

@@ -208,6 +208,25 @@ class Scenario(BaseModel):
     cluster: ClusterSpec | None = Field(
         None, description="run the jobs as a cluster trace: they arrive, queue for hosts, "
                           "leave; a scheduler orders their traffic (hpnsim cluster)")
+    calibration: str | None = Field(
+        None, description="calibration file written by hpnsim calibrate: the NCCL "
+                          "efficiencies and latency the collectives and jobs run with")
+
+    def nccl_params(self):
+        """The :class:`~hpnsim.collectives.nccl.NcclParams` of ``calibration`` (None without
+        one: NCCL's defaults); a bad file is an :class:`InputError` named ``calibration``."""
+        if self.calibration is None:
+            return None
+        cached = self.__dict__.get("_nccl")
+        if cached is None:
+            from hpnsim.collectives.calibrate import load_calibration
+
+            try:
+                cached = load_calibration(self.calibration)
+            except InputError as exc:
+                raise located(exc, scenario_lines(self), ("calibration",)) from None
+            self.__dict__["_nccl"] = cached
+        return cached
 
     @model_validator(mode="after")
     def _job_names(self) -> Scenario:
@@ -323,6 +342,8 @@ def load_scenario(path: str | Path) -> Scenario:
                 setattr(job, key, str(base / value))
     if scenario.fabric.topology is not None and not Path(scenario.fabric.topology).is_absolute():
         scenario.fabric.topology = str(base / scenario.fabric.topology)
+    if scenario.calibration is not None and not Path(scenario.calibration).is_absolute():
+        scenario.calibration = str(base / scenario.calibration)
     return scenario
 
 
