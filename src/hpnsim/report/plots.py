@@ -1,4 +1,4 @@
-"""Plots of sweeps: weak-scaling linearity, and collective bus bandwidth per fabric/routing."""
+"""Plots of sweeps: weak-scaling linearity, and the HPN paper's collective experiments."""
 
 from __future__ import annotations
 
@@ -90,36 +90,82 @@ def linearity_figure(result):
     return fig
 
 
-def plot_collective_panels(rows: list[dict], counts, path: str | Path, *, patterns,
-                           fabrics, routings, colors: dict[str, str],
-                           hatches: dict[str, str]) -> Path:
-    """Mean (over seeds) bus bandwidth of the slowest job, one panel per pattern.
+def plot_paper_collectives(rows: list[dict], path: str | Path, *, published=(0.5, 0.64),
+                           headline: float = 4e9) -> Path:
+    """The HPN paper's collective experiments (experiments/hpn_vs_clos_collectives.py).
 
-    ``rows`` hold ``fabric``, ``routing``, ``pattern``, ``n_gpus`` and ``busbw_GBps``; one
-    bar group per GPU count in ``counts``, one bar per (fabric, routing) in it: a hue per
-    fabric (``colors``), a hatch per routing (``hatches``), the legend below the panels.
+    ``rows`` hold ``variant``, ``system``, ``case``, ``op``, ``size`` and ``busbw_GBps`` (one
+    per seed). Left: busbw against size of the 448-GPU all-reduce per system, first variant
+    (the paper's H800 hosts), seed min-max as a band; middle: busbw of every case at
+    ``headline`` bytes, first variant, seed range as error bars; right: HPN's gain over DCN+
+    (ratio of seed means) per case and variant, the ``published`` range shaded.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> rows = [{"variant": "h800", "system": s, "case": "allreduce 448", "op": "allreduce",
+    ...          "size": 4e9, "busbw_GBps": b} for s, b in (("hpn7", 150.0), ("dcn_plus", 100.0))]
+    >>> plot_paper_collectives(rows, os.path.join(tempfile.mkdtemp(), "p.png")).exists()
+    True
     """
     plt = pyplot()
-    patterns = list(patterns)
-    fig, axes = plt.subplots(1, len(patterns), figsize=(6 * len(patterns), 4.8), sharey=True)
-    combos = [(f, r) for f in fabrics for r in routings]
-    width = 0.8 / len(combos)
-    for ax, pattern in zip(np.atleast_1d(axes), patterns, strict=True):
-        for i, (fname, routing) in enumerate(combos):
-            values = [np.mean([r["busbw_GBps"] for r in rows if r["fabric"] == fname
-                               and r["routing"] == routing and r["pattern"] == pattern
-                               and r["n_gpus"] == n]) for n in counts]
-            ax.bar(np.arange(len(counts)) + i * width, values, width, color=colors[fname],
-                   hatch=hatches[routing], edgecolor="#333333", linewidth=0.3,
-                   label=f"{fname} / {routing}")
-        ax.set_xticks(np.arange(len(counts)) + 0.4 - width / 2, [str(n) for n in counts])
-        ax.set_title(f"{pattern} (1 GiB)")
-        ax.set_xlabel("GPUs (spread across segments)")
-        ax.grid(axis="y", alpha=0.3)
-    first = np.atleast_1d(axes)[0]
-    first.set_ylabel("busbw of slowest job (GB/s)")
-    handles, labels = first.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(fabrics), fontsize=8,
-               frameon=False)
-    fig.tight_layout(rect=(0, 0.14, 1, 1))
-    return save(fig, path, dpi=120)
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    cases = list(dict.fromkeys(r["case"] for r in rows))
+
+    def busbw(variant, system, case, size):
+        return np.array([r["busbw_GBps"] for r in rows if r["variant"] == variant
+                         and r["system"] == system and r["case"] == case
+                         and r["size"] == size])
+
+    fig, (sweep, bars, gain) = plt.subplots(1, 3, figsize=(17, 5), layout="constrained")
+    first = variants[0]
+    for i, system in enumerate(systems):
+        for case, style in (("allreduce 448", "-"), ("allgather 448", ":")):
+            sizes = sorted({r["size"] for r in rows if r["case"] == case})
+            if not sizes:
+                continue
+            values = [busbw(first, system, case, s) for s in sizes]
+            x = np.array(sizes) / 1e9
+            sweep.plot(x, [v.mean() for v in values], style, marker="o", color=f"C{i}",
+                       label=f"{system} {case.split()[0]}")
+            sweep.fill_between(x, [v.min() for v in values], [v.max() for v in values],
+                               color=f"C{i}", alpha=0.15)
+    sweep.set_xscale("log")
+    sweep.set_ylim(bottom=0)
+    sweep.set_xlabel("buffer (GB)")
+    sweep.set_ylabel("busbw (GB/s)")
+    sweep.set_title(f"448 GPUs, {first}: busbw against size", fontsize=10)
+    sweep.legend(fontsize=7)
+    width = 0.8 / len(systems)
+    for i, system in enumerate(systems):
+        values = [busbw(first, system, c, headline) for c in cases]
+        mean = np.array([v.mean() if v.size else np.nan for v in values])
+        low = np.array([v.min() if v.size else np.nan for v in values])
+        high = np.array([v.max() if v.size else np.nan for v in values])
+        bars.bar(np.arange(len(cases)) + i * width, mean, width, color=f"C{i}", label=system,
+                 yerr=[mean - low, high - mean], capsize=2)
+    bars.set_xticks(np.arange(len(cases)) + 0.4 - width / 2, cases, rotation=35, ha="right",
+                    fontsize=8)
+    bars.set_ylabel("busbw of the slowest job (GB/s)")
+    bars.set_title(f"{first}, {headline / 1e9:g} GB, seed range as error bars", fontsize=10)
+    bars.legend(fontsize=7)
+    gain.axhspan(100 * published[0], 100 * published[1], color="#bbbbbb", alpha=0.5,
+                 label="published (HPN paper)")
+    width = 0.8 / len(variants)
+    for j, variant in enumerate(variants):
+        values = []
+        for case in cases:
+            hpn, dcn = busbw(variant, "hpn7", case, headline), busbw(variant, "dcn_plus", case,
+                                                                       headline)
+            values.append(100 * (hpn.mean() / dcn.mean() - 1) if hpn.size and dcn.size
+                          else np.nan)
+        gain.bar(np.arange(len(cases)) + j * width, values, width, color=f"C{j + 3}",
+                 label=variant)
+    gain.axhline(0, color="#333333", linewidth=0.6)
+    gain.set_xticks(np.arange(len(cases)) + 0.4 - width / 2, cases, rotation=35, ha="right",
+                    fontsize=8)
+    gain.set_ylabel("HPN 7.0 gain over DCN+ (%)")
+    gain.set_title(f"hpn7 (its routing) vs dcn_plus (ECMP), {headline / 1e9:g} GB", fontsize=10)
+    gain.legend(fontsize=7)
+    return save(fig, path, dpi=110)
