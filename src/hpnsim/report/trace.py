@@ -291,6 +291,7 @@ def timeline_rows(trace: dict, pid: int = 1) -> list[dict]:
 
 def write_trace(trace: dict, path: str | Path) -> Path:
     """Write a trace as JSON to ``path`` (atomically); open it at https://ui.perfetto.dev."""
+    from hpnsim.jsonable import to_jsonable
     from hpnsim.results import write_atomic
 
-    return write_atomic(path, json.dumps(trace, allow_nan=False) + "\n")
+    return write_atomic(path, json.dumps(to_jsonable(trace)) + "\n")
