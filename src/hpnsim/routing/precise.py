@@ -5,7 +5,9 @@ flow in order, candidate connection ``c = 0, 1, 2, ...`` (UDP source port derive
 ``c``, NIC port ``c mod ports``) is routed exactly as the switches would hash it; the flow
 takes the candidate whose busiest network link is least loaded so far (ties: least total
 load), stopping early at a path whose network links are all idle. The chosen source ports
-reproduce the same paths under plain ``ecmp`` routing.
+reproduce the same paths under plain ``ecmp`` routing. A path ends with the ToR -> NIC
+link into the destination's port, so the receive port's load counts as much as the send
+port's (on a dual-plane fabric a candidate's NIC port fixes both).
 
 Under a :class:`~hpnsim.fabrics.state.FabricState` with links down, candidates leave only
 on ports that still reach the destination and walk only links that are up (as ECMP would
