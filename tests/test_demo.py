@@ -12,7 +12,9 @@ from hpnsim.demo import DemoConfig, run_demo
 @pytest.fixture(scope="module")
 def small_demo():
     return run_demo(DemoConfig(pod_gpus=2048, allreduce_gpus=256, allreduce_size=2**26,
-                               model="llama3-8b", tp=8, pp=2, dp=2))
+                               model="llama3-8b", tp=8, pp=2, dp=2, sizes=(2**20, 2**24),
+                               scaling_dps=(1, 2), failure_duration=1.0,
+                               failure_iterations=8, cluster_scale=0.25))
 
 
 def test_fabric_section_counts_the_segments_it_was_sized_for(small_demo):
@@ -45,5 +47,74 @@ def test_cli_writes_json_and_figures(tmp_path):
     assert printed == saved
     assert [r["routing"] for r in saved["allreduce"]][:4] == [
         "ecmp", "hpn_dual_plane", "precise", "spray"]
-    assert (tmp_path / "allreduce_busbw.png").stat().st_size > 10_000
-    assert (tmp_path / "iteration_breakdown.png").stat().st_size > 10_000
+    for stem in ("allreduce_busbw", "iteration_breakdown", "busbw_by_size", "linearity",
+                 "failure_timeline", "cluster_utilization"):
+        assert (tmp_path / f"{stem}.png").stat().st_size > 10_000
+        assert f"{stem}.png" in (tmp_path / "index.html").read_text()
+    for key in ("busbw_by_size", "scaling", "failure", "cluster"):
+        assert saved[key]
+    # the report command renders the demo's folder again from demo.json alone
+    again = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert again.exit_code == 0, again.output
+
+
+def test_bom_counts_match_the_published_pod():
+    # HPN 7.0 (SIGCOMM 2024, reference/hpn.md): a 15,360-GPU pod is 15 segments of 1,024
+    # GPUs, 16 ToRs per segment (8 rails x 2 planes) and 60 Aggs per plane (120)
+    from hpnsim.fabrics import build_fabric
+    from hpnsim.fabrics.analysis import fabric_report
+
+    r = fabric_report(build_fabric("hpn7", {"gpus": 15360}))
+    assert r["gpus"] == 15 * 1024 and r["hosts"] == 15 * 128
+    assert r["switches"]["tor"] == 15 * 8 * 2 and r["switches"]["agg"] == 2 * 60
+    assert r["switches"].get("core", 0) == 0
+
+
+def test_busbw_by_size_follows_nccl_tests_and_grows_with_size(small_demo):
+    n = 256
+    for row in small_demo.busbw_by_size:
+        algbw = row["size"] / row["time"] / 1e9
+        assert row["busbw"] == pytest.approx(algbw * 2 * (n - 1) / n, rel=1e-12)
+    for key in {(r["fabric"], r["routing"]) for r in small_demo.busbw_by_size}:
+        curve = sorted((r for r in small_demo.busbw_by_size
+                        if (r["fabric"], r["routing"]) == key), key=lambda r: r["size"])
+        assert [r["size"] for r in curve] == [2**20, 2**24]
+        assert curve[0]["busbw"] < curve[1]["busbw"]   # latency dominates the small size
+
+
+def test_scaling_linearity_is_throughput_over_linear(small_demo):
+    for fabric in ("hpn7", "dcn_plus"):
+        pts = sorted((p for p in small_demo.scaling["points"] if p["fabric"] == fabric),
+                     key=lambda p: p["gpus"])
+        assert [p["gpus"] for p in pts] == [16, 32]
+        base = pts[0]["tokens_per_second"] / pts[0]["gpus"]
+        for p in pts:
+            assert p["linearity"] == pytest.approx(p["tokens_per_second"] / p["gpus"] / base)
+            assert 0 < p["linearity"] <= 1 + 1e-9
+
+
+def test_single_tor_stalls_for_the_fault_dual_tor_loses_less(small_demo):
+    f = small_demo.failure
+    single, dual = f["designs"]
+    d = f["fault_duration"]
+    t0 = single["nominal_iteration_time"]
+    # single ToR: the GPU's NIC has no path while the link is down, so the job stalls until
+    # the repair: it loses the fault's duration, less the part of it before the job first
+    # needed the link (under one iteration: every iteration crosses every NIC)
+    assert d - t0 <= single["time_lost"] <= d + 1e-6
+    assert single["restarts"] == []            # repaired before the collective timeout
+    # dual ToR: the other port carries on; the job never stops
+    assert 0 < dual["time_lost"] < single["time_lost"]
+    assert dual["worst_samples_per_s"] > 0
+
+
+def test_crux_utilization_at_least_none_on_the_demo_cluster(small_demo):
+    none, crux = small_demo.cluster["runs"]
+    assert (none["scheduler"], crux["scheduler"]) == ("none", "crux")
+    assert crux["gpu_utilization"] >= none["gpu_utilization"]
+    # computation over cluster GPUs x makespan cannot exceed the GPU time the jobs held
+    # over the cluster's GPU time (64 GPUs: 2 segments x 4 hosts x 8)
+    held = sum(j["gpus"] * (j["finish"] - j["start"]) for j in none["jobs"])
+    assert none["gpu_utilization"] <= held / (64 * none["makespan"]) + 1e-9
+    assert all(j["iterations"] == spec["iterations"]
+               for j, spec in zip(none["jobs"], small_demo.cluster["jobs"], strict=True))

@@ -1,11 +1,18 @@
-"""The main job, ``hpnsim demo``: HPN 7.0 against a 3-tier Clos (DCN+) in three questions.
+"""The main job, ``hpnsim demo``: HPN 7.0 against a 3-tier Clos (DCN+), the whole system.
 
 1. *What does a 15K-GPU pod cost?* Switches, optics, watts and dollars of both fabrics.
 2. *How long does a 4 GiB all-reduce over 2,048 GPUs take, and why?* Simulated on both
    fabrics with ECMP, on HPN also with its dual-plane routing and precise path selection,
    beside ideal per-packet spraying (no hash collisions) on the same fabric.
 3. *What is the iteration time of Llama-3 70B with TP 8 x PP 8 x DP 16, and where is it
-   lost?* Compute, exposed communication per dimension and pipeline bubble on both fabrics.
+   lost?* Compute, exposed communication per dimension and pipeline bubble on both fabrics,
+   and how linearly it scales as DP grows (:func:`~hpnsim.demo_parts.scaling`).
+4. *How does bus bandwidth grow with message size under ECMP and HPN routing?*
+   (:func:`~hpnsim.demo_parts.busbw_by_size`).
+5. *What does one access-link failure cost a job?* Single ToR against HPN's non-stacked dual
+   ToR (:func:`~hpnsim.demo_parts.failure`).
+6. *What does Crux buy a small shared cluster?* Utilization and mean JCT with no scheduler
+   and with Crux (:func:`~hpnsim.demo_parts.cluster`).
 
 Every number comes from the simulator; nothing here is hard-coded.
 """
@@ -40,11 +47,25 @@ class DemoConfig:
     pp: int = 8
     dp: int = 16
     seed: int = 0
+    #: message sizes of the busbw-by-size curves (1 MiB to 4 GiB, x4)
+    sizes: tuple = tuple(2**20 * 4**k for k in range(7))
+    #: data-parallel sizes of the scaling sweep (TP and PP as above)
+    scaling_dps: tuple = (2, 4, 8, 16)
+    failure_model: str = "llama3-8b"
+    failure_hosts: int = 4
+    failure_gpu: int = 17            # host 2, rail 1
+    failure_at: float = 1.0
+    failure_duration: float = 2.0
+    failure_iterations: int = 12
+    #: iterations of the cluster's jobs, as a share of :data:`~hpnsim.demo_parts.CLUSTER_JOBS`
+    cluster_scale: float = 1.0
 
     @classmethod
     def quick(cls) -> DemoConfig:
         return cls(pod_gpus=2048, allreduce_gpus=2048, allreduce_size=2**28,
-                   model="llama3-8b", tp=8, pp=2, dp=4)
+                   model="llama3-8b", tp=8, pp=2, dp=4, sizes=(2**20, 2**24, 2**28),
+                   scaling_dps=(1, 2, 4), failure_duration=1.0, failure_iterations=8,
+                   cluster_scale=0.25)
 
 
 #: the columns of :meth:`DemoResult.rows`
@@ -65,13 +86,21 @@ class DemoResult:
     ``allreduce`` one dict per (fabric, routing) case (the fields of
     :meth:`~hpnsim.collectives.CollectiveResult.to_dict`, bandwidths in GB/s, and
     ``bottleneck_kind``), ``training`` one dict per fabric (the fields of
-    :meth:`~hpnsim.workloads.IterationResult.to_dict` without the timeline).
+    :meth:`~hpnsim.workloads.IterationResult.to_dict` without the timeline),
+    ``busbw_by_size`` one row per (fabric, routing, size), ``scaling`` a
+    :meth:`~hpnsim.training.scaling.ScalingResult.to_dict`, ``failure`` the job through the
+    fault per ToR design and ``cluster`` the shared cluster per scheduler (see
+    :mod:`hpnsim.demo_parts`).
     """
 
     config: dict[str, Any]
     fabrics: list[dict[str, Any]] = field(default_factory=list)
     allreduce: list[dict[str, Any]] = field(default_factory=list)
     training: list[dict[str, Any]] = field(default_factory=list)
+    busbw_by_size: list[dict[str, Any]] = field(default_factory=list)
+    scaling: dict[str, Any] = field(default_factory=dict)
+    failure: dict[str, Any] = field(default_factory=dict)
+    cluster: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The sections as they are (JSON-ready; ``hpnsim demo --json`` prints it)."""
@@ -161,27 +190,24 @@ def _host_bandwidths(fabric) -> dict[str, float]:
             "nic_bandwidth": float(fabric.link_capacity[nic_out].sum())}
 
 
-def _bottleneck_kind(fabric, result) -> str:
-    """Kind of the link with the highest bytes/capacity (``nvlink``, ``access``, ``uplink``...)."""
-    from hpnsim.fabrics import LinkKind
-
-    worst = int((result.link_bytes / fabric.link_capacity).argmax())
-    return LinkKind(int(fabric.link_kind[worst])).name.lower()
-
-
 def run_demo(config: DemoConfig = DemoConfig(),
              step: Callable[[str], None] = lambda message: None) -> DemoResult:
-    """Run the three comparisons; ``step`` is told what is being computed (for progress).
+    """Run every part; ``step`` is told what is being computed next (for progress).
 
     Examples
     --------
     >>> r = run_demo(DemoConfig(pod_gpus=1024, allreduce_gpus=64, allreduce_size=2**20,
-    ...                         model="llama3-8b", tp=8, pp=1, dp=2))
+    ...                         model="llama3-8b", tp=8, pp=1, dp=2, sizes=(2**20,),
+    ...                         scaling_dps=(1, 2), failure_iterations=4,
+    ...                         failure_duration=0.5, failure_at=0.2, cluster_scale=0.02))
     >>> [f["template"] for f in r.fabrics]
     ['hpn7', 'dcn_plus']
     >>> sorted({a["routing"] for a in r.allreduce})
     ['ecmp', 'hpn_dual_plane', 'precise', 'spray']
+    >>> [d["dual_tor"] for d in r.failure["designs"]], [c["scheduler"] for c in r.cluster["runs"]]
+    (['single', 'nonstacked'], ['none', 'crux'])
     """
+    from hpnsim import demo_parts
     from hpnsim.collectives import run_collective
     from hpnsim.fabrics import build_fabric
     from hpnsim.fabrics.analysis import fabric_report
@@ -203,7 +229,8 @@ def run_demo(config: DemoConfig = DemoConfig(),
         r = run_collective(built[template], "allreduce", gpus, config.allreduce_size,
                            algo=config.allreduce_algo, routing=routing, seed=config.seed)
         result.allreduce.append({"fabric": template, **r.to_dict(),
-                                 "bottleneck_kind": _bottleneck_kind(built[template], r)})
+                                 "bottleneck_kind": demo_parts.bottleneck_kind(built[template], r)})
+    result.busbw_by_size = demo_parts.busbw_by_size(config, built, gpus, step)
 
     job = TrainJob(config.model, tp=config.tp, pp=config.pp, dp=config.dp, gpu=config.gpu)
     for template in ("hpn7", "dcn_plus"):
@@ -211,4 +238,8 @@ def run_demo(config: DemoConfig = DemoConfig(),
         fabric = built[template]
         r = simulate_iteration(job, fabric, seed=config.seed)
         result.training.append({"fabric": template, **r.to_dict(timeline=False)})
+    del built
+    result.scaling = demo_parts.scaling(config, step)
+    result.failure = demo_parts.failure(config, step)
+    result.cluster = demo_parts.cluster(config, step)
     return result

@@ -1,8 +1,10 @@
-"""CLI command ``hpnsim demo``: the main job, HPN 7.0 against a 3-tier Clos in three questions."""
+"""CLI command ``hpnsim demo``: the main job, HPN 7.0 against a 3-tier Clos (DCN+): bill of
+materials, collectives, training and linearity, a link failure, a shared cluster."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import typer
@@ -11,13 +13,36 @@ from hpnsim.cli.common import emit_json, guarded, table_console
 
 
 def _save(result, out: Path) -> list[Path]:
+    """demo.json, then the HTML report of it (index.html, each figure as PNG and SVG)."""
     from hpnsim.jsonable import to_jsonable
-    from hpnsim.report.figures import demo_figures
+    from hpnsim.report.html import write_report
+    from hpnsim.results import write_atomic
 
     out.mkdir(parents=True, exist_ok=True)
-    data = out / "demo.json"
-    data.write_text(json.dumps(to_jsonable(result.to_dict()), indent=2) + "\n")
-    return [data, *demo_figures(result, out)]
+    data = write_atomic(out / "demo.json",
+                        json.dumps(to_jsonable(result.to_dict()), indent=2) + "\n")
+    return [data, write_report(out)]
+
+
+class _Steps:
+    """Live progress: a spinner on the step running, one line per finished step with its
+    elapsed time (on stderr, so --json output stays clean)."""
+
+    def __init__(self, console, status):
+        self.console, self.status = console, status
+        self.current, self.started, self.first = "", time.perf_counter(), time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        self.done()
+        self.current, self.started = message, time.perf_counter()
+        self.status.update(message + " ...")
+
+    def done(self) -> None:
+        if self.current:
+            self.console.print(f"  [green]done[/green] {self.current}  "
+                               f"[dim]{time.perf_counter() - self.started:.1f} s[/dim]",
+                               highlight=False)
+        self.current = ""
 
 
 def register(app: typer.Typer) -> None:
@@ -26,24 +51,29 @@ def register(app: typer.Typer) -> None:
     @app.command()
     @guarded
     def demo(
-        out: Path = typer.Option(Path("hpnsim-out/demo"), "--out", help="Where results and "
-                                 "figures are written (demo.json, *.png)."),
+        out: Path = typer.Option(Path("hpnsim-report"), "--out", help="Where the results "
+                                 "and the report are written (demo.json, index.html, figures "
+                                 "as PNG and SVG)."),
         quick: bool = typer.Option(False, "--quick", help="Small sizes: a run of seconds."),
         seed: int = typer.Option(0, "--seed", help="Seed for ECMP hashing and placement."),
         json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     ) -> None:
-        """The main job: HPN 7.0 vs a 3-tier Clos (pod BOM, all-reduce, Llama-3 70B iteration).
+        """The main job: HPN 7.0 vs a 3-tier Clos, the whole system in about a minute.
 
-        Builds both 15,360-GPU fabrics and compares their bill of materials, simulates a
+        Builds both 15,360-GPU fabrics and compares their bill of materials; simulates a
         4 GiB ring all-reduce over 2,048 GPUs under ECMP, HPN dual-plane, precise and ideal
-        spray routing, and one Llama-3 70B TP 8 x PP 8 x DP 16 iteration on each fabric.
-        Results and figures go to --out.
+        spray routing, and its bus bandwidth from 1 MiB to 4 GiB; one Llama-3 70B TP 8 x
+        PP 8 x DP 16 iteration on each fabric and its linearity as DP grows; a small job
+        through one access-link failure with a single ToR and with HPN's dual ToR; and a
+        small shared cluster with no scheduler and with Crux. Writes demo.json and the HTML
+        report (index.html) to --out.
         """
         from rich.console import Console
 
         from hpnsim.cli.common import check_output_dir
         from hpnsim.demo import DemoConfig, run_demo
         from hpnsim.errors import check_seed
+        from hpnsim.report.demo_sections import print_demo_extras
         from hpnsim.report.tables import print_demo
 
         check_seed(seed, "--seed")
@@ -51,12 +81,18 @@ def register(app: typer.Typer) -> None:
         config = DemoConfig.quick() if quick else DemoConfig()
         config = DemoConfig(**{**config.__dict__, "seed": seed})
         err = Console(stderr=True)
+        start = time.perf_counter()
         with err.status("starting") as status:
-            result = run_demo(config, step=lambda message: status.update(message + " ..."))
-        written = _save(result, out)
+            steps = _Steps(err, status)
+            result = run_demo(config, step=steps)
+            steps("writing demo.json and the HTML report")
+            written = _save(result, out)
+            steps.done()
+        err.print(f"[bold]demo finished in {time.perf_counter() - start:.1f} s[/bold]")
         if json_out:
             emit_json(result)
             return
         console = table_console()
         print_demo(result, console)
+        print_demo_extras(result, console)
         console.print("written: " + ", ".join(str(p) for p in written))

@@ -203,3 +203,115 @@ def demo_figures(result, out: str | Path) -> list[Path]:
         plot_iteration_breakdown(result.training, out / "iteration_breakdown.png",
                                  f"{cfg['model']} TP{cfg['tp']} PP{cfg['pp']} DP{cfg['dp']}"),
     ]
+
+
+def busbw_by_size_figure(rows: list[dict], held: str):
+    """Bus bandwidth against message size, one line per ``fabric / routing``; points whose
+    busiest link is NVLink get a black ring (bound inside the host, where routing has no
+    say). ``rows`` are the demo's ``busbw_by_size`` rows; axes from zero (bandwidth).
+
+    >>> rows = [{"fabric": "hpn7", "routing": "ecmp", "size": s, "busbw": b,
+    ...          "bottleneck_kind": "nvlink"} for s, b in ((2**20, 1.0), (2**22, 3.0))]
+    >>> fig = busbw_by_size_figure(rows, "H800")
+    >>> float(fig.axes[0].get_ylim()[0]), len(fig.axes[0].lines)
+    (0.0, 2)
+    """
+    from hpnsim.report.report_figures import busbw_size_figure
+
+    curves = []
+    for key in dict.fromkeys((r["fabric"], r["routing"]) for r in rows):
+        pts = sorted((r for r in rows if (r["fabric"], r["routing"]) == key),
+                     key=lambda r: r["size"])
+        last = pts[-1].get("bottleneck_kind")
+        curves.append({"label": f"{FABRIC_NAMES.get(key[0], key[0])} / {key[1]}",
+                       "sizes": [r["size"] for r in pts], "busbw": [r["busbw"] for r in pts],
+                       "bound": f"busiest link {_LINK_WORDS.get(last, last)}" if last else "",
+                       "nvlink": [r.get("bottleneck_kind") == "nvlink" for r in pts]})
+    bound = sum(sum(c["nvlink"]) for c in curves)
+    note = (f" Black rings: {bound} of {len(rows)} points whose busiest link is NVLink (bound "
+            "inside the host; routing has no say there).") if bound else ""
+    fig = busbw_size_figure(curves, "All-reduce bus bandwidth against message size",
+                            held + note)
+    ax = fig.axes[0]
+    for c in curves:
+        xs = [s for s, b in zip(c["sizes"], c["nvlink"], strict=True) if b]
+        ys = [v for v, b in zip(c["busbw"], c["nvlink"], strict=True) if b]
+        if xs:
+            ax.plot(xs, ys, ls="none", marker="o", ms=9, mfc="none", mec="black", mew=0.8)
+    return fig
+
+
+def _steps(rows: list[dict]) -> tuple[list[float], list[float]]:
+    """Step coordinates of samples/s per completed iteration (a gap is drawn at 0)."""
+    xs, ys, end = [], [], None
+    for r in sorted(rows, key=lambda r: r["start"]):
+        if end is not None and r["start"] > end + 1e-9:
+            xs += [end, r["start"]]
+            ys += [0.0, 0.0]
+        xs += [r["start"], r["end"]]
+        ys += [r["samples_per_s"]] * 2
+        end = r["end"]
+    return xs, ys
+
+
+def failure_figure(failure: dict, held: str):
+    """Samples/s per iteration against time through the demo's link failure, one line per
+    ToR design; the fault window shaded red; both axes from zero; legend below the axes.
+
+    >>> t = [{"start": k * 1.0, "end": k + 1.0, "samples_per_s": 8.0} for k in range(3)]
+    >>> f = {"fault": "link:gpu1.port0@1s+1s", "fault_start": 1.0, "fault_duration": 1.0,
+    ...      "designs": [{"design": "single ToR", "timeline": t, "time_lost": 0.5}]}
+    >>> fig = failure_figure(f, "held")
+    >>> [float(v) for v in fig.axes[0].get_xlim()[:1] + fig.axes[0].get_ylim()[:1]]
+    [0.0, 0.0]
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
+    start, duration = failure["fault_start"], failure["fault_duration"]
+    ax.axvspan(start, start + duration, color="red", alpha=0.12, lw=0,
+               label=f"link down ({failure['fault']})")
+    for i, d in enumerate(failure["designs"]):
+        xs, ys = _steps(d["timeline"])
+        ax.plot(xs, ys, lw=1.6, color=_FABRIC_COLORS[i],
+                label=f"{d['design']}: {d['time_lost']:.2f} s lost against no fault")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time (s; axis from 0)")
+    ax.set_ylabel("samples/s of each iteration (axis from 0)")
+    ax.grid(alpha=0.3)
+    fig.suptitle("One access link fails and is repaired: single ToR vs non-stacked dual ToR",
+                 fontsize=11)
+    ax.set_title(held, fontsize=8, loc="left", color="#444444", wrap=True)
+    fig.legend(loc="outside lower center", ncol=1, fontsize=8, frameon=False)
+    return fig
+
+
+def cluster_figure(cluster: dict, held: str):
+    """Cluster GPU utilization between events over time, one step line per scheduler (its
+    overall utilization and mean JCT in the legend); axes from zero, legend below.
+
+    >>> run = {"scheduler": "none", "gpu_utilization": 0.4, "mean_jct": 3.0,
+    ...        "timeline": [{"start": 0.0, "end": 1.0, "utilization": 0.4}]}
+    >>> fig = cluster_figure({"runs": [run]}, "held")
+    >>> float(fig.axes[0].get_ylim()[0])
+    0.0
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
+    for i, run in enumerate(cluster["runs"]):
+        xs, ys = [], []
+        for seg in run["timeline"]:
+            xs += [seg["start"], seg["end"]]
+            ys += [100 * seg["utilization"]] * 2
+        ax.plot(xs, ys, lw=1.6, color=_FABRIC_COLORS[i], ls="-" if i == 0 else "--",
+                label=f"scheduler {run['scheduler']}: {100 * run['gpu_utilization']:.2f}% "
+                      f"overall, mean JCT {run['mean_jct']:.2f} s")
+    ax.set_xlim(left=0)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("time (s; axis from 0)")
+    ax.set_ylabel("GPU utilization between events (%)")
+    ax.grid(alpha=0.3)
+    fig.suptitle("A small shared cluster with no scheduler and with Crux", fontsize=11)
+    ax.set_title(held, fontsize=8, loc="left", color="#444444", wrap=True)
+    fig.legend(loc="outside lower center", ncol=1, fontsize=8, frameon=False)
+    return fig

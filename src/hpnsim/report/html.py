@@ -108,8 +108,11 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
                 f"{scenario.get('routing', 'ecmp')}, seed {scenario.get('seed', 0)}; "
                 f"read from {folder / 'results.json'}; hpnsim {__version__}.")
     else:
-        sections = demo_sections(data)
-        title = "hpnsim demo: HPN 7.0 against a 3-tier Clos (DCN+)"
+        from hpnsim.report.demo_sections import demo_extra_sections
+
+        sections = demo_sections(data) + demo_extra_sections(data)
+        title = ("hpnsim demo: HPN 7.0 against a 3-tier Clos (DCN+): cost, collectives, "
+                 "training, a failure, a shared cluster")
         meta = (f"hpnsim demo, seed {data['config'].get('seed', 0)}; read from "
                 f"{folder / 'demo.json'}; hpnsim {__version__}.")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,143 @@
+"""The demo's later parts: busbw by message size, linearity, a failure, a shared cluster.
+
+Each function takes the :class:`~hpnsim.demo.DemoConfig` (and what earlier parts built) and
+returns a JSON-ready dict; :func:`hpnsim.demo.run_demo` calls them in order. Every number
+comes from the simulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+#: (fabric template, routing policy) of the busbw-by-size curves: ECMP on both fabrics and
+#: HPN's own dual-plane routing on HPN
+SIZE_CASES = (("hpn7", "ecmp"), ("hpn7", "hpn_dual_plane"), ("dcn_plus", "ecmp"))
+#: ToR designs of the failure part: (label, ``dual_tor`` of :func:`~hpnsim.fabrics.hpn7`,
+#: routing); single ToR bonds a NIC's two ports to one ToR (ECMP); HPN's non-stacked pair
+#: puts port p on the ToR of plane p (dual-plane routing)
+FAILURE_DESIGNS = (("single ToR", "single", "ecmp"),
+                   ("non-stacked dual ToR (HPN)", "nonstacked", "hpn_dual_plane"))
+#: the demo cluster: 8 hosts in 2 HPN segments, one 400G uplink per ToR (2:1 oversubscribed
+#: at the ToR: 4 hosts x 200G per ToR below it), so jobs spread over both segments contend
+#: on the uplinks; (name, model, tp, dp, global batch, arrival s, hosts, iterations)
+CLUSTER_JOBS = (("llama3-8b", "llama3-8b", 8, 2, 2, 0.0, (0, 4), 60),
+                ("bert-large a", "bert-large", 1, 16, 32, 0.5, (1, 5), 1000),
+                ("llama-7b", "llama-7b", 8, 2, 2, 1.0, (2, 6), 60),
+                ("bert-large b", "bert-large", 1, 16, 32, 1.5, (3, 7), 1000))
+CLUSTER_FABRIC = {"segments": 2, "hosts_per_segment": 4, "backup_hosts": 0,
+                  "tor_uplinks": 1, "aggs_per_plane": 1}
+
+
+def bottleneck_kind(fabric, result) -> str:
+    """Kind of the link with the highest bytes/capacity (``nvlink``, ``access``, ``uplink``...)."""
+    from hpnsim.fabrics import LinkKind
+
+    worst = int((result.link_bytes / fabric.link_capacity).argmax())
+    return LinkKind(int(fabric.link_kind[worst])).name.lower()
+
+
+def busbw_by_size(config, built: dict, gpus, step) -> list[dict]:
+    """One row per (fabric, routing, size): the all-reduce's nccl-tests figures and its
+    busiest link's kind, each size alone on the idle fabric."""
+    from hpnsim.collectives import run_collective
+
+    rows = []
+    for template, routing in SIZE_CASES:
+        step(f"all-reduce by size on {template}, {routing} routing "
+             f"({len(config.sizes)} sizes)")
+        for size in config.sizes:
+            r = run_collective(built[template], "allreduce", gpus, float(size),
+                               algo=config.allreduce_algo, routing=routing, seed=config.seed)
+            d = r.to_dict()
+            d.pop("top_links", None)
+            rows.append({"fabric": template, **d,
+                         "bottleneck_kind": bottleneck_kind(built[template], r)})
+    return rows
+
+
+def scaling(config, step) -> dict[str, Any]:
+    """Weak scaling of the demo's model (TP and PP fixed, DP over ``config.scaling_dps``) on
+    both fabrics, each under its native routing (:func:`~hpnsim.training.scaling.
+    scaling_linearity`)."""
+    from hpnsim.training.scaling import scaling_linearity
+
+    step(f"scaling {config.model} over DP {', '.join(map(str, config.scaling_dps))} on "
+         "hpn7 and dcn_plus")
+    r = scaling_linearity(config.model, tp=config.tp, pp=config.pp, dps=config.scaling_dps,
+                          fabrics=("hpn7", "dcn_plus"), gpu=config.gpu, seed=config.seed)
+    return r.to_dict()
+
+
+def failure(config, step) -> dict[str, Any]:
+    """One access link of a small job fails and is repaired: the job's throughput through it
+    with a single ToR and with HPN's non-stacked dual ToR (one HPN segment of
+    ``failure_hosts`` hosts, TP 8 x DP ``failure_hosts``)."""
+    from hpnsim.fabrics import hpn7
+    from hpnsim.faults.events import parse_fault
+    from hpnsim.faults.runner import JobPlan, simulate_with_faults
+    from hpnsim.workloads.iteration_job import TrainJob
+
+    hosts = config.failure_hosts
+    job = TrainJob(config.failure_model, tp=8, dp=hosts, global_batch=hosts, gpu=config.gpu)
+    fault = (f"link:gpu{config.failure_gpu}.port0@{config.failure_at:g}s"
+             f"+{config.failure_duration:g}s")
+    out = {"model": config.failure_model, "tp": 8, "dp": hosts, "gpus": 8 * hosts,
+           "fault": fault, "fault_start": config.failure_at,
+           "fault_duration": config.failure_duration,
+           "iterations": config.failure_iterations, "designs": []}
+    for label, design, routing in FAILURE_DESIGNS:
+        step(f"failure: {label}, {config.failure_iterations} iterations across {fault}")
+        fabric = hpn7(segments=1, hosts_per_segment=hosts, backup_hosts=0, dual_tor=design,
+                      nvlink=f"{_nvlink(config) / 1e9:g}GB/s")
+        plan = JobPlan(config.failure_model, job, np.arange(8 * hosts),
+                       iterations=config.failure_iterations)
+        [t] = simulate_with_faults(fabric, [plan], [parse_fault(fault)], routing=routing,
+                                   seed=config.seed)
+        d = t.to_dict()
+        rates = [r["samples_per_s"] for r in t.rows]
+        out["designs"].append({
+            "design": label, "dual_tor": design, "routing": routing, **d,
+            "finish": t.finish,
+            "time_lost": t.finish - config.failure_iterations * t.nominal,
+            "worst_samples_per_s": 0.0 if t.restarts else min(rates)})
+    return out
+
+
+def _nvlink(config) -> float:
+    from hpnsim.workloads.gpus import get_gpu
+
+    return get_gpu(config.gpu).nvlink_bandwidth
+
+
+def cluster(config, step) -> dict[str, Any]:
+    """:data:`CLUSTER_JOBS` on a small HPN fabric (:data:`CLUSTER_FABRIC`), once with no
+    scheduler (max-min sharing, ECMP) and once with Crux; iterations scaled by
+    ``config.cluster_scale``."""
+    from hpnsim.fabrics import hpn7
+    from hpnsim.sched.cluster import ClusterJob, simulate_cluster
+    from hpnsim.workloads.iteration_job import TrainJob
+
+    fabric = hpn7(**CLUSTER_FABRIC, nvlink=f"{_nvlink(config) / 1e9:g}GB/s")
+    per_host = fabric.gpus_per_host
+    jobs = []
+    for name, model, tp, dp, batch, arrival, hosts, iterations in CLUSTER_JOBS:
+        gpus = np.concatenate([np.arange(h * per_host, (h + 1) * per_host) for h in hosts])
+        jobs.append(ClusterJob(name, TrainJob(model, tp=tp, dp=dp, global_batch=batch,
+                                              gpu=config.gpu), arrival=arrival,
+                               iterations=max(1, round(iterations * config.cluster_scale)),
+                               gpus=gpus))
+    out = {"fabric": {"template": "hpn7", **CLUSTER_FABRIC, "gpus": fabric.n_gpus,
+                      "hosts": fabric.n_hosts},
+           "jobs": [{"name": j.name, "model": spec[1], "tp": spec[2], "dp": spec[3],
+                     "gpus": j.n_gpus, "arrival": j.arrival, "iterations": j.iterations,
+                     "hosts": list(spec[6])} for j, spec in zip(jobs, CLUSTER_JOBS,
+                                                                 strict=True)],
+           "runs": []}
+    for scheduler in ("none", "crux"):
+        step(f"shared cluster: {len(jobs)} jobs under scheduler {scheduler}")
+        r = simulate_cluster(fabric, jobs, scheduler=scheduler, allocator="given",
+                             seed=config.seed)
+        out["runs"].append(r.to_dict())
+    return out
