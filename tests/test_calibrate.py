@@ -204,3 +204,27 @@ def test_calibration_file_changes_collective_time(tmp_path):
     (row,) = json.loads(calibrated.output)
     # 2·7/8·2^30 bytes through 200 GB/s NVLink at efficiency 0.5, no latency
     assert row["time_us"] * 1e-6 == pytest.approx(2 * 7 / 8 * 2**30 / (200e9 * 0.5), rel=1e-9)
+
+
+def test_scenario_calibration_key_relative_to_the_scenario(tmp_path):
+    """``calibration:`` in a scenario file (relative to it) reaches the collectives: the
+    one-host ring time is the closed form with the file's NVLink efficiency."""
+    from hpnsim.run import run
+
+    (tmp_path / "calib.yaml").write_text("nccl:\n  nvlink_efficiency: 0.4\n"
+                                         "  latency_scale: 0.0\n")
+    (tmp_path / "s.yaml").write_text(
+        "fabric: {template: hpn7, segments: 1, hosts_per_segment: 1, backup_hosts: 0}\n"
+        "calibration: calib.yaml\n"
+        "collectives: [{op: allreduce, gpus: 8, sizes: 1G, algo: ring, protocol: simple}]\n")
+    (result,) = run(str(tmp_path / "s.yaml")).collectives[0].results
+    assert result.time == pytest.approx(2 * 7 / 8 * 2**30 / (200e9 * 0.4), rel=1e-9)
+
+
+def test_train_refuses_a_bad_calibration_file_before_simulating(tmp_path):
+    path = tmp_path / "calib.yaml"
+    path.write_text("nccl:\n  eff_ll: -1\n")
+    result = invoke("train", "--model", "llama3-8b", "--tp", "8", "--dp", "2",
+                    "--global-batch", "8", "--calibration", str(path))
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert "nccl.eff_ll: must be in [0.05, 1.0], got -1" in result.output

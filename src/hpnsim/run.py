@@ -136,7 +136,8 @@ def _simulate_jobs(scenario: Scenario, fabric, jobs: list, placements: list):
             it = build_iteration_graph(job, fabric, routing=scenario.routing,
                                        tp_algo=spec.tp_algo, dp_algo=spec.dp_algo,
                                        gpus=placements[i], seed=scenario.seed, graph=graph,
-                                       release=spec.arrival, after=after)
+                                       release=spec.arrival, after=after,
+                                       nccl=scenario.nccl_params())
             its.append(it)
             after = it.stage_end
         built[i] = its
@@ -193,6 +194,11 @@ def run(scenario, *, progress=None) -> RunResult:
                       scenario_lines(scenario), ("cluster",))
     _check_workloads(scenario)
     scenario.nccl_params()   # a bad calibration file fails before the fabric is built
+    if scenario.calibration is not None and (scenario.faults or any(
+            job.workload is not None for job in scenario.jobs)):
+        raise located(InputError("", "applies to collectives and model jobs; runs through "
+                                     "faults and AICB workloads do not take it yet"),
+                      scenario_lines(scenario), ("calibration",))
     say("building the fabric")
     fabric = build_scenario_fabric(scenario)
     check_against_fabric(scenario, fabric)

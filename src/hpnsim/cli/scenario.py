@@ -44,6 +44,9 @@ def register(app: typer.Typer) -> None:
         trace: str = typer.Option(None, "--trace", help="Write every job's iterations as "
                                                         "Chrome-trace JSON (one process per "
                                                         "job; open in https://ui.perfetto.dev)."),
+        calibration: str = typer.Option(None, "--calibration", help="Calibration file from "
+                                        "`hpnsim calibrate` (overrides the scenario's "
+                                        "calibration: key)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         csv: str = typer.Option(None, "--csv", help="Also write the table's rows to this CSV "
                                 "file: one row per job; a scenario with only collectives, one "
@@ -60,6 +63,7 @@ def register(app: typer.Typer) -> None:
         hpnsim run examples/collective.yaml
         """
         from hpnsim.errors import InputError
+        from hpnsim.run import as_scenario
         from hpnsim.run import run as run_scenario
 
         if out is not None and Path(out).exists() and not Path(out).is_dir():
@@ -71,7 +75,10 @@ def register(app: typer.Typer) -> None:
         tables = TableFiles(csv, parquet)
         console = table_console(stderr=True)
         with console.status("running") as status:
-            result = run_scenario(scenario, progress=lambda msg: status.update(msg))
+            loaded = as_scenario(scenario)
+            if calibration is not None:
+                loaded.calibration = calibration
+            result = run_scenario(loaded, progress=lambda msg: status.update(msg))
         if out is not None:
             for path in result.save(out):
                 typer.echo(f"wrote {path}", err=True)

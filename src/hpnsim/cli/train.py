@@ -119,6 +119,8 @@ def register(app: typer.Typer) -> None:
         trace: str = typer.Option(None, "--trace", help="Write the iteration timeline as "
                                                         "Chrome-trace JSON (open it in "
                                                         "https://ui.perfetto.dev)."),
+        calibration: str = typer.Option(None, "--calibration", help="Calibration file from "
+                                        "`hpnsim calibrate` (NCCL efficiencies, latency)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         csv: str = csv_option(),
         parquet: str = parquet_option(),
@@ -162,6 +164,8 @@ def register(app: typer.Typer) -> None:
             job["iterations"] = 20
         flags = {"fabric": {"template": fabric}, "routing": routing, "seed": seed,
                  "jobs": [{k: v for k, v in job.items() if v is not None}]}
+        if calibration is not None:
+            flags["calibration"] = calibration
         if fault_list:
             flags["faults"] = [{k: v for k, v in (("kind", f.kind), ("target", f.target),
                                                   ("at", f.at), ("duration", f.duration

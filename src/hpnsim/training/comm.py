@@ -82,7 +82,8 @@ def sent_bytes(compiled) -> float:
 
 def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float, *, deps=(),
                    algo: str = "auto", routing: str = "ecmp", seed: int = 0,
-                   name: str = "", cache: dict | None = None) -> tuple[int, list[int], float]:
+                   name: str = "", cache: dict | None = None,
+                   nccl=None) -> tuple[int, list[int], float]:
     """Compile ``op`` on every group (rows of ``groups``) after ``deps``.
 
     Returns ``(done, first_tasks, bytes)``: a zero-length task finishing with the last group,
@@ -109,7 +110,7 @@ def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float, *, de
         compiled = cache.get(key) if cache is not None else None
         if compiled is None:
             compiled = compile_into(graph, fabric, op, group, size, algo=algo, routing=routing,
-                                    seed=seed, deps=deps, name=name)
+                                    seed=seed, deps=deps, name=name, nccl=nccl)
             finals += compiled.final
             first += [int(t) for t in compiled.stage_tasks[0]] if compiled.stage_tasks else []
             if cache is not None:
@@ -126,7 +127,7 @@ def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float, *, de
 
 
 def time_groups(fabric, op: str, groups, size: float, *, algo: str = "auto",
-                routing: str = "ecmp", seed: int = 0) -> tuple[float, float]:
+                routing: str = "ecmp", seed: int = 0, nccl=None) -> tuple[float, float]:
     """``(seconds, bytes)`` of ``op`` run at once on every group of ``groups``, nothing else
     on the fabric (so collisions between the groups count).
 
@@ -138,7 +139,7 @@ def time_groups(fabric, op: str, groups, size: float, *, algo: str = "auto",
     """
     graph = TaskGraph()
     done, _, total = compile_groups(graph, fabric, op, groups, size, algo=algo,
-                                    routing=routing, seed=seed)
+                                    routing=routing, seed=seed, nccl=nccl)
     if done < 0:
         return 0.0, 0.0
     sim = simulate(graph, fabric.link_capacity)

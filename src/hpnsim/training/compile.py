@@ -122,7 +122,7 @@ def _path_latency(fabric, paths) -> float:
 def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
                     routing: str = "ecmp", seed: int = 0, tp_algo: str = "auto",
                     dp_algo: str = "auto", release: float = 0.0,
-                    after=()) -> CompiledIteration:
+                    after=(), nccl=None) -> CompiledIteration:
     """Add one iteration of ``program`` to ``graph`` (see the module docstring).
 
     Parameters
@@ -139,6 +139,8 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
         Algorithms of TP collectives and of DP / expert-DP ones (EP: ``auto``).
     release, after : float, sequence of int
         The iteration starts at ``release`` and after the tasks ``after``.
+    nccl : NcclParams, dict or None
+        NCCL efficiencies and latencies of the collectives (a calibration; None: defaults).
 
     Returns
     -------
@@ -165,15 +167,15 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
         origin = graph.add_delay(0.0, deps=after, release=release, name="iteration start")
     it = CompiledIteration(program, graph, origin=origin, first_task=first_task,
                            notes=list(program.notes), routing=routing, seed=seed)
-    _Compiler(it, fabric, placement, routing, seed, tp_algo, dp_algo).run()
+    _Compiler(it, fabric, placement, routing, seed, tp_algo, dp_algo, nccl).run()
     it.end_task = len(graph)
     return it
 
 
 class _Compiler:
-    def __init__(self, it, fabric, placement, routing, seed, tp_algo, dp_algo):
+    def __init__(self, it, fabric, placement, routing, seed, tp_algo, dp_algo, nccl=None):
         self.it, self.graph, self.fabric, self.placement = it, it.graph, fabric, placement
-        self.routing, self.seed = routing, seed
+        self.routing, self.seed, self.nccl = routing, seed, nccl
         self.algo = {"tp": tp_algo, "dp": dp_algo, "edp": dp_algo, "ep": "auto"}
         lay = placement.layout
         self.groups = {kind: placement.groups(kind).reshape(lay.pp, -1, size)
@@ -236,7 +238,7 @@ class _Compiler:
         if key not in self.timed:
             self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size,
                                           algo=self.algo[op.group], routing=self.routing,
-                                          seed=self.seed)
+                                          seed=self.seed, nccl=self.nccl)
         self.replayed.add((op.op, op.group))
         seconds, sent = self.timed[key]
         if op.group == "ep":
@@ -250,7 +252,7 @@ class _Compiler:
         done, first, sent = compile_groups(self.graph, self.fabric, op.op, groups, op.size,
                                            deps=deps, algo=self.algo[op.group],
                                            routing=self.routing, seed=self.seed, name=name,
-                                           cache=self.cache)
+                                           cache=self.cache, nccl=self.nccl)
         self.it.comm_bytes[_CATEGORY[op.group]] += sent
         self.it.routes.append(RouteRecord(op.op, np.asarray(groups), float(op.size),
                                           self.algo[op.group], start, len(self.graph)))

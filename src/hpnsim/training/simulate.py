@@ -21,7 +21,7 @@ from hpnsim.workloads.iteration_job import TrainJob
 def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp",
                           tp_algo: str = "auto", dp_algo: str = "auto", gpus=None,
                           seed: int = 0, graph: TaskGraph | None = None, release: float = 0.0,
-                          after=()) -> CompiledIteration:
+                          after=(), nccl=None) -> CompiledIteration:
     """Compile one iteration of ``job`` into ``graph`` (default a new TaskGraph).
 
     ``program_from_job`` + :func:`compile_program` (parameters there).
@@ -36,7 +36,7 @@ def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp",
     """
     return compile_program(program_from_job(job), TaskGraph() if graph is None else graph,
                            fabric, gpus=gpus, routing=routing, seed=seed, tp_algo=tp_algo,
-                           dp_algo=dp_algo, release=release, after=after)
+                           dp_algo=dp_algo, release=release, after=after, nccl=nccl)
 
 
 def simulate_iteration(job: TrainJob, fabric, *, routing: str = "ecmp", tp_algo: str = "auto",
