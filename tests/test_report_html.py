@@ -172,7 +172,9 @@ def test_demo_results_render(tmp_path):
     from hpnsim.jsonable import to_jsonable
 
     result = run_demo(DemoConfig(pod_gpus=1024, allreduce_gpus=64, allreduce_size=2**20,
-                                 model="llama3-8b", tp=8, pp=1, dp=2))
+                                 model="llama3-8b", tp=8, pp=1, dp=2, sizes=(2**20,),
+                                 scaling_dps=(1, 2), failure_iterations=4,
+                                 failure_duration=0.5, failure_at=0.2, cluster_scale=0.02))
     (tmp_path / "demo.json").write_text(json.dumps(to_jsonable(result.to_dict())))
     out = tmp_path / "site" / "report.html"
     with pytest.raises(SystemExit) as done:
@@ -182,7 +184,8 @@ def test_demo_results_render(tmp_path):
     assert re.findall(r"<h2>(.*?)</h2>", text)[:2] == ["Fabric overview",
                                                        "All-reduce by fabric and routing"]
     cells = _parse(text)
-    assert len(cells.images) == 2 and (out.parent / "allreduce_busbw.svg").exists()
+    # BOM has no figure; all-reduce, iteration, busbw by size, linearity, failure, cluster do
+    assert len(cells.images) == 6 and (out.parent / "allreduce_busbw.svg").exists()
     fabric = _table(cells, "")
     assert [c for c in fabric[0] if c] == ["hpn7", "dcn_plus"]
     routings = [row["routing"] for row in _table(cells, "fabric")
