@@ -17,13 +17,20 @@ Checkpoints are taken every ``checkpoint_interval`` of fault-free training, coun
 iterations (as frameworks count them: Megatron's ``--save-interval``): every
 ``round(interval / T0)`` iterations, with ``T0`` the job's iteration time alone on the
 healthy fabric; training stops ``checkpoint_write`` seconds while one is written.
+
+Each job's iteration is compiled once (routing every collective of a 1,024-GPU job takes
+seconds): a template, frozen in its own graph and run alone on the healthy fabric (that run
+is ``T0``). Every iteration of every attempt is a copy of its tasks
+(``TaskGraph.append_copy``) chained after the previous iteration's stage ends, with its
+route records and accounting handles shifted to the copy's task ids, so a copy reroutes and
+is accounted exactly as a freshly compiled iteration would be.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -131,6 +138,78 @@ class JobTimeline:
 
 
 @dataclass
+class _Template:
+    """A job's iteration compiled once into its own graph (task 0: the iteration start),
+    its frozen arrays, and ``nominal``: its time alone on the healthy fabric."""
+
+    it: object
+    arrays: object
+    nominal: float
+
+
+def _template(plan: JobPlan, fabric, routing: str, seed: int) -> _Template:
+    """Compile one iteration of ``plan`` and run a copy of it alone, released at 0."""
+    from hpnsim.engine import TaskGraph, simulate
+    from hpnsim.engine.taskgraph import TRANSFER
+    from hpnsim.training import account, build_iteration_graph
+
+    scratch = TaskGraph()
+    # a release > 0 gives the iteration a start task (id 0) that copies re-anchor
+    it = build_iteration_graph(plan.job, fabric, routing=routing, tp_algo=plan.tp_algo,
+                               dp_algo=plan.dp_algo, gpus=plan.gpus, seed=seed,
+                               graph=scratch, release=1.0)
+    arrays = scratch.arrays(fabric.n_links)
+    if np.any(arrays.priority[arrays.kind == TRANSFER] != 0):
+        raise AssertionError("copies put every transfer in class 0; the compiled "
+                             "iteration uses other classes")
+    alone = TaskGraph()
+    alone.append_copy(arrays, release=0.0)
+    sim = simulate(alone, fabric.link_capacity)
+    return _Template(it, arrays, account(it, sim.start, sim.finish).iteration_time)
+
+
+def _shifted(it, graph, offset: int):
+    """The CompiledIteration of a copy of ``it`` appended at task ``offset`` of ``graph``:
+    every task id (stage ends, passes, Gantt rows, route records) moved by ``offset``."""
+    from hpnsim.training.compile import Element, StagePass
+
+    def ids(tasks):
+        return [t + offset for t in tasks]
+
+    passes = [[StagePass(p.kind, p.micro_batch, p.chunk,
+                         p.recv + offset if p.recv >= 0 else -1,
+                         [Element(e.first + offset, e.last + offset, e.nominal, e.category)
+                          for e in p.elements]) for p in stage] for stage in it.passes]
+    rows = [[(kind, ids(first), ids(finals)) for kind, first, finals in stage]
+            for stage in it.rows]
+    routes = [replace(r, first=r.first + offset, end=r.end + offset) for r in it.routes]
+    return replace(it, graph=graph, passes=passes, rows=rows, stage_end=ids(it.stage_end),
+                   origin=it.origin + offset, first_task=it.first_task + offset,
+                   end_task=it.end_task + offset, routes=routes)
+
+
+class _TransferIds:
+    """``transfers_in`` of a TaskGraph that only grows: each task's kind is read once, not
+    once per route record at every fault edge (the Rerouter asks for every record's)."""
+
+    def __init__(self, graph):
+        self.graph, self.ids, self.known = graph, np.zeros(0, np.int64), 0
+
+    def transfers_in(self, first: int, end: int) -> np.ndarray:
+        n = len(self.graph)
+        if n > self.known:
+            self.ids = np.concatenate([self.ids, self.graph.transfers_in(self.known, n)])
+            self.known = n
+        lo, hi = np.searchsorted(self.ids, (first, end))
+        return self.ids[lo:hi]
+
+
+#: Build every iteration as a copy of the job's template (False: compile each one, the
+#: build the copies are checked against in tests/test_faults.py).
+COPY_ITERATIONS = True
+
+
+@dataclass
 class _Chain:
     """One attempt of a job: iterations ``start_iteration..`` compiled from ``base_time``."""
 
@@ -165,14 +244,15 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
     """
     from hpnsim.engine import Simulation, TaskGraph
     from hpnsim.fabrics.state import FabricState
-    from hpnsim.training import account, build_iteration_graph, simulate_iteration
+    from hpnsim.training import account, build_iteration_graph
 
     failover = failover or FailoverPolicy(seed=seed)
     recovery = recovery or RecoveryPolicy()
     faults = list(faults)
     changes = fault_changes(fabric, faults, failover)
     graph = TaskGraph()
-    rerouter = Rerouter(fabric, graph)
+    transfers = _TransferIds(graph)
+    rerouter = Rerouter(fabric, transfers)
     physical, routed = FabricState(fabric), FabricState(fabric)
     count = {"physical": np.zeros(fabric.n_links, np.int64),
              "routed": np.zeros(fabric.n_links, np.int64)}
@@ -181,13 +261,9 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
     park = fabric.n_links
     access = np.asarray(fabric.gpu_access_link)
 
-    nominal, save_every = [], []
-    for plan in jobs:
-        t0 = simulate_iteration(plan.job, fabric, routing=routing, tp_algo=plan.tp_algo,
-                                dp_algo=plan.dp_algo, gpus=plan.gpus,
-                                seed=seed).iteration_time
-        nominal.append(t0)
-        save_every.append(max(1, round(recovery.checkpoint_interval / t0)))
+    templates = [_template(plan, fabric, routing, seed) for plan in jobs]
+    nominal = [t.nominal for t in templates]
+    save_every = [max(1, round(recovery.checkpoint_interval / t0)) for t0 in nominal]
 
     chains: list[_Chain] = []
     live: dict[int, _Chain] = {}
@@ -197,10 +273,18 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
         chain = _Chain(j, sum(c.job == j for c in chains), start, base, len(graph))
         after = ()
         for k in range(start, plan.iterations):
-            it = build_iteration_graph(plan.job, fabric, routing=routing,
-                                       tp_algo=plan.tp_algo, dp_algo=plan.dp_algo,
-                                       gpus=plan.gpus, seed=seed, graph=graph,
-                                       release=release, after=after)
+            if COPY_ITERATIONS:
+                first = graph.append_copy(templates[j].arrays, release=release, after=after)
+                it = _shifted(templates[j].it, graph, first)
+                if not release > 0 and not len(after):
+                    # compiled alone it would have no start task: its copy is a zero wait
+                    # at 0, outside the iteration's own tasks (as account counts them)
+                    it.origin, it.first_task = -1, it.first_task + 1
+            else:
+                it = build_iteration_graph(plan.job, fabric, routing=routing,
+                                           tp_algo=plan.tp_algo, dp_algo=plan.dp_algo,
+                                           gpus=plan.gpus, seed=seed, graph=graph,
+                                           release=release, after=after)
             chain.its.append(it)
             after = it.stage_end
             if (k + 1) % save_every[j] == 0 and k + 1 < plan.iterations:
@@ -282,7 +366,7 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
         done = sum(1 for i, it in enumerate(chain.its)
                    if chain.start_iteration + i >= ckpt_k
                    and np.isfinite(finish[it.stage_end]).all())
-        for task in graph.transfers_in(chain.first_task, chain.end_task).tolist():
+        for task in transfers.transfers_in(chain.first_task, chain.end_task).tolist():
             if not np.isfinite(finish[task]):
                 sim.reroute(task, [park])
         chain.abandoned = True
