@@ -2,14 +2,15 @@
 
 Two settings, each a seeded synthetic Lingjun-shaped job mix (``lingjun_mix``: LLaMA/BERT
 models, 1-512 GPUs, Poisson arrivals) run by ``simulate_cluster`` in steady-state mode with
-packed allocation, until a fixed horizon so every scheduler is measured over the same
-period (the utilization is then a computation *rate*, the quantity Crux's theorem is about):
+packed allocation (``--allocator`` to change), until a fixed horizon so every scheduler is
+measured over the same period (the utilization is then a computation *rate*, the quantity
+Crux's theorem is about):
 
 - ``lingjun``: the Lingjun production topology (847 hosts, 6,776 GPUs);
 - ``clos``: a 2-tier Clos, one HPN 7.0 pod cut to 8 segments of 16 hosts (1,024 GPUs;
   rail ToRs with 8 x 400G uplinks to 8 Aggs per plane for 16 x 200G down, one aggregation
-  tier), so jobs
-  of more than 16 hosts cross the aggregation tier; the mix is scaled to its GPUs.
+  tier), so jobs of more than 16 hosts cross the aggregation tier; the mix is scaled to its
+  GPUs.
 
 Writes ``crux_lingjun.json`` (per setting and scheduler: the run's summary and utilization
 timeline), ``crux_lingjun.csv`` and ``crux_lingjun.png`` (utilization over time per
@@ -59,6 +60,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(Path(__file__).parent / "out"))
     parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--allocator", default="packed",
+                        help="packed, topology_aware or random (random spreads jobs over ToRs)")
     parser.add_argument("--merge", nargs="+", metavar="JSON",
                         help="only merge the crux_lingjun.json of separate runs (one per "
                              "setting, e.g. run in parallel) into --out")
@@ -82,11 +85,12 @@ def main() -> None:
         fabric = build()
         jobs = trace(fabric, max(1, round(args.jobs * share)), args.hours, args.seed)
         horizon = args.hours * 3600.0
+        setting = setting if args.allocator == "packed" else f"{setting}/{args.allocator}"
         results[setting] = {}
         for name in SCHEDULERS:
             start = time.perf_counter()
             r = simulate_cluster(fabric, jobs, scheduler=name, horizon=horizon,
-                                 seed=args.seed)
+                                 seed=args.seed, allocator=args.allocator)
             wall = time.perf_counter() - start
             summary = r.summary()
             results[setting][name] = {**summary, "wall_seconds": wall,
