@@ -47,10 +47,15 @@ def test_cli_writes_json_and_figures(tmp_path):
     assert printed == saved
     assert [r["routing"] for r in saved["allreduce"]][:4] == [
         "ecmp", "hpn_dual_plane", "precise", "spray"]
+    # both host generations, each with every routing case
+    assert sorted({r["host_gpu"] for r in saved["allreduce"]}) == ["h100", "h800"]
+    assert len(saved["allreduce"]) == 2 * 6
     for stem in ("allreduce_busbw", "iteration_breakdown", "busbw_by_size", "linearity",
                  "failure_timeline", "cluster_utilization"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 10_000
         assert f"{stem}.png" in (tmp_path / "index.html").read_text()
+        assert not (tmp_path / f"{stem}.svg").exists()   # --quick writes PNG only
+    assert len(saved["cluster"]["jobs"]) == 2
     for key in ("busbw_by_size", "scaling", "failure", "cluster"):
         assert saved[key]
     # the report command renders the demo's folder again from demo.json alone
@@ -75,9 +80,13 @@ def test_busbw_by_size_follows_nccl_tests_and_grows_with_size(small_demo):
     for row in small_demo.busbw_by_size:
         algbw = row["size"] / row["time"] / 1e9
         assert row["busbw"] == pytest.approx(algbw * 2 * (n - 1) / n, rel=1e-12)
-    for key in {(r["fabric"], r["routing"]) for r in small_demo.busbw_by_size}:
+    keys = {(r["host_gpu"], r["fabric"], r["routing"]) for r in small_demo.busbw_by_size}
+    # every curve in the H800 hosts, each fabric under its own routing in the H100 hosts
+    assert len(keys) == 3 + 2
+    for key in keys:
         curve = sorted((r for r in small_demo.busbw_by_size
-                        if (r["fabric"], r["routing"]) == key), key=lambda r: r["size"])
+                        if (r["host_gpu"], r["fabric"], r["routing"]) == key),
+                       key=lambda r: r["size"])
         assert [r["size"] for r in curve] == [2**20, 2**24]
         assert curve[0]["busbw"] < curve[1]["busbw"]   # latency dominates the small size
 
@@ -118,3 +127,66 @@ def test_crux_utilization_at_least_none_on_the_demo_cluster(small_demo):
     assert none["gpu_utilization"] <= held / (64 * none["makespan"]) + 1e-9
     assert all(j["iterations"] == spec["iterations"]
                for j, spec in zip(none["jobs"], small_demo.cluster["jobs"], strict=True))
+
+
+# ------------------------------------------------ the all-reduce in two host generations
+@pytest.fixture(scope="module")
+def generations():
+    """The demo's all-reduce, 4 GiB ring on 64 GPUs (8 hosts, half in each of two HPN
+    segments' worth of a 2,048-GPU pod), in both host generations; the rest kept tiny."""
+    r = run_demo(DemoConfig(pod_gpus=2048, allreduce_gpus=64, allreduce_size=4 * 2**30,
+                            model="llama3-8b", tp=8, pp=1, dp=1, sizes=(2**20,),
+                            scaling_dps=(1,), failure_iterations=2, failure_duration=0.2,
+                            failure_at=0.1, cluster_scale=0.01, cluster_jobs=(1,)))
+    return {(a["host_gpu"], a["fabric"], a["routing"]): a for a in r.allreduce}
+
+
+def test_h800_is_nvlink_bound_on_both_fabrics(generations):
+    hpn, dcn = generations["h800", "hpn7", "hpn_dual_plane"], generations["h800", "dcn_plus",
+                                                                           "ecmp"]
+    assert hpn["nvlink_bandwidth"] == dcn["nvlink_bandwidth"] == 400e9   # H800 sheet
+    assert hpn["bottleneck_kind"] == dcn["bottleneck_kind"] == "nvlink"
+    assert hpn["bottleneck"].endswith("nvswitch") and dcn["bottleneck"].endswith("nvswitch")
+
+
+def test_h800_ratio_is_the_nvlink_send_ratio(generations):
+    hpn, dcn = generations["h800", "hpn7", "hpn_dual_plane"], generations["h800", "dcn_plus",
+                                                                           "ecmp"]
+    # A ring channel visits a host's g = 8 GPUs: g - 1 NVLink hops, then the exit hop. On
+    # DCN+ the exit GPU sends through its own NIC; on a rail-optimized fabric it hands the
+    # bytes over NVLink to the GPU on the next host's rail (PXN): g NVLink sends. NCCL runs
+    # one channel per NIC port (8 NICs x 2 ports = 16), so per GPU: 16 vs 14 = 16 (g-1)/g.
+    g, channels = 8, 8 * 2
+    assert hpn["ring_channels"] == dcn["ring_channels"] == channels
+    assert hpn["nvlink_sends_per_gpu"] == pytest.approx(channels, abs=1e-3)
+    assert dcn["nvlink_sends_per_gpu"] == pytest.approx(channels * (g - 1) / g, abs=1e-3)
+    # Both NVLink-bound at the same NVLink rate, so time = L + (NVLink busy time), where L
+    # (latencies, the pipeline's fill) is the same on both fabrics: the same ring steps and
+    # hop kinds. With u the busy share of HPN's busiest NVLink link, B = u T_hpn and DCN+'s
+    # busy time is (g-1)/g B, so busbw_hpn / busbw_dcn = T_dcn / T_hpn = 1 - u / g exactly
+    # (7/8 when u = 1). The only slack is the busy share's own rounding to the finish time
+    # of the last link; 0.5% covers it and is far below the 1/g - u/g gap being tested.
+    u = hpn["bottleneck_utilization"]
+    assert 0.9 < u <= 1.0        # 4 GiB on 64 GPUs: bandwidth, not latency, decides
+    assert hpn["busbw"] / dcn["busbw"] == pytest.approx(1 - u / g, rel=5e-3)
+    assert hpn["busbw"] / dcn["busbw"] < 1 - 0.9 / g   # HPN is below DCN+, by the relay
+
+
+def test_h100_class_network_decides_and_dual_plane_wins(generations):
+    hpn = generations["h100", "hpn7", "hpn_dual_plane"]
+    dcn = generations["h100", "dcn_plus", "ecmp"]
+    hpn_ecmp = generations["h100", "hpn7", "ecmp"]
+    assert hpn["nvlink_bandwidth"] == 900e9      # H100 SXM sheet: 900 GB/s NVLink
+    assert hpn["busbw"] >= dcn["busbw"]
+    # DCN+ under ECMP is bound in the network (a NIC port or switch link), by collisions
+    assert dcn["bottleneck_kind"] != "nvlink" and dcn["hash_collisions"] > 0
+    assert hpn["hash_collisions"] == 0
+    # A ring's busbw is channels x one channel's rate. One NIC whose two channels hash onto
+    # the same 200G port (25 GB/s, RoCE payload 4096 / (4096 + 82 header bytes) of it)
+    # gives those channels half a port each, and the lockstep ring runs at that rate:
+    # busbw <= 16 x 25 x 0.9804 / 2 = 196 GB/s, half of what one channel per port allows
+    port = 25 * 4096 / (4096 + 82)
+    assert dcn["busbw"] <= 16 * port / 2 + 1e-9
+    assert hpn["busbw"] > 16 * port / 2
+    # HPN under ECMP has DCN+'s figure: the gain is the routing, not the topology
+    assert hpn_ecmp["busbw"] == pytest.approx(dcn["busbw"], rel=5e-3)

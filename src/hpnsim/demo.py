@@ -3,7 +3,9 @@
 1. *What does a 15K-GPU pod cost?* Switches, optics, watts and dollars of both fabrics.
 2. *How long does a 4 GiB all-reduce over 2,048 GPUs take, and why?* Simulated on both
    fabrics with ECMP, on HPN also with its dual-plane routing and precise path selection,
-   beside ideal per-packet spraying (no hash collisions) on the same fabric.
+   beside ideal per-packet spraying (no hash collisions) on the same fabric, in two host
+   generations with the same NICs (:data:`HOST_GPUS`): H800 hosts, whose 400 GB/s NVLink
+   bounds both fabrics, and H100-class hosts (900 GB/s), where the network decides.
 3. *What is the iteration time of Llama-3 70B with TP 8 x PP 8 x DP 16, and where is it
    lost?* Compute, exposed communication per dimension and pipeline bubble on both fabrics,
    and how linearly it scales as DP grows (:func:`~hpnsim.demo_parts.scaling`).
@@ -27,6 +29,9 @@ from typing import Any
 #: (ideal per-packet spraying is the collision-free reference on the same fabric)
 ALLREDUCE_CASES = (("hpn7", "ecmp"), ("hpn7", "hpn_dual_plane"), ("hpn7", "precise"),
                    ("hpn7", "spray"), ("dcn_plus", "ecmp"), ("dcn_plus", "spray"))
+#: host generations the all-reduce runs in (same NICs, 400G per GPU): H800 (NVLink 400 GB/s,
+#: the HPN paper's hosts) and H100 (NVLink 900 GB/s); NVLink rates from workloads.gpus
+HOST_GPUS = ("h800", "h100")
 
 
 @dataclass(frozen=True)
@@ -59,18 +64,24 @@ class DemoConfig:
     failure_iterations: int = 12
     #: iterations of the cluster's jobs, as a share of :data:`~hpnsim.demo_parts.CLUSTER_JOBS`
     cluster_scale: float = 1.0
+    #: which of :data:`~hpnsim.demo_parts.CLUSTER_JOBS` run (indices)
+    cluster_jobs: tuple = (0, 1, 2, 3)
+    #: GPU models of the all-reduce's host generations (their NVLink; the NICs stay)
+    allreduce_host_gpus: tuple = HOST_GPUS
+    #: write each figure as SVG beside its PNG
+    svg: bool = True
 
     @classmethod
     def quick(cls) -> DemoConfig:
         return cls(pod_gpus=2048, allreduce_gpus=2048, allreduce_size=2**28,
                    model="llama3-8b", tp=8, pp=2, dp=4, sizes=(2**20, 2**24, 2**28),
-                   scaling_dps=(1, 2, 4), failure_duration=1.0, failure_iterations=8,
-                   cluster_scale=0.25)
+                   scaling_dps=(1, 2), failure_duration=1.0, failure_iterations=8,
+                   cluster_scale=0.25, cluster_jobs=(1, 2), svg=False)
 
 
 #: the columns of :meth:`DemoResult.rows`
-ROW_COLUMNS = ("fabric", "case", "routing", "time", "algbw", "busbw", "bottleneck_kind",
-               "hash_collisions", "compute", "exposed_tp", "exposed_pp", "exposed_dp",
+ROW_COLUMNS = ("fabric", "case", "routing", "host_gpu", "time", "algbw", "busbw",
+               "bottleneck_kind", "hash_collisions", "compute", "exposed_tp", "exposed_pp", "exposed_dp",
                "exposed_ep", "bubble", "optimizer", "mfu", "tokens_per_second")
 #: the columns of :meth:`DemoResult.fabric_rows`
 FABRIC_COLUMNS = ("fabric", "gpus", "hosts", "tor", "agg", "core", "links", "cables",
@@ -83,9 +94,10 @@ class DemoResult:
     """What the demo found: one section per question, each JSON-ready.
 
     ``fabrics`` holds each fabric's report (:func:`~hpnsim.fabrics.analysis.fabric_report`),
-    ``allreduce`` one dict per (fabric, routing) case (the fields of
-    :meth:`~hpnsim.collectives.CollectiveResult.to_dict`, bandwidths in GB/s, and
-    ``bottleneck_kind``), ``training`` one dict per fabric (the fields of
+    ``allreduce`` one dict per (host generation, fabric, routing) case (the fields of
+    :meth:`~hpnsim.collectives.CollectiveResult.to_dict`, bandwidths in GB/s,
+    ``bottleneck_kind``, ``host_gpu`` and ``nvlink_bandwidth`` of the hosts, and the ring's
+    NVLink sends per GPU, :func:`~hpnsim.demo_parts.nvlink_sends`), ``training`` one dict per fabric (the fields of
     :meth:`~hpnsim.workloads.IterationResult.to_dict` without the timeline),
     ``busbw_by_size`` one row per (fabric, routing, size), ``scaling`` a
     :meth:`~hpnsim.training.scaling.ScalingResult.to_dict`, ``failure`` the job through the
@@ -108,7 +120,8 @@ class DemoResult:
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per (fabric, case) simulated: each all-reduce (``case`` ``"allreduce"``,
-        one per routing) and each training iteration (``case`` ``"iteration"``).
+        one per host generation and routing) and each training iteration (``case``
+        ``"iteration"``); ``host_gpu`` is the GPU model of the hosts.
 
         ``time`` is the all-reduce's time or the iteration time (seconds); ``algbw`` and
         ``busbw`` (GB/s, as in :attr:`allreduce`), ``bottleneck_kind`` and
@@ -129,13 +142,15 @@ class DemoResult:
         for a in self.allreduce:
             row = dict.fromkeys(ROW_COLUMNS)
             row.update({"fabric": a["fabric"], "case": "allreduce", "routing": a["routing"],
-                        "time": a["time"], "algbw": a["algbw"], "busbw": a["busbw"],
+                        "host_gpu": a.get("host_gpu"), "time": a["time"],
+                        "algbw": a["algbw"], "busbw": a["busbw"],
                         "bottleneck_kind": a["bottleneck_kind"],
                         "hash_collisions": a["hash_collisions"]})
             out.append(row)
         for t in self.training:
             row = dict.fromkeys(ROW_COLUMNS)
-            row.update({"fabric": t["fabric"], "case": "iteration", "time": t["iteration_time"],
+            row.update({"fabric": t["fabric"], "case": "iteration",
+                        "host_gpu": self.config.get("gpu"), "time": t["iteration_time"],
                         "compute": t["compute_time"],
                         **{f"exposed_{dim}": t["exposed_comm"].get(dim, 0.0)
                            for dim in ("tp", "pp", "dp", "ep")},
@@ -204,6 +219,8 @@ def run_demo(config: DemoConfig = DemoConfig(),
     ['hpn7', 'dcn_plus']
     >>> sorted({a["routing"] for a in r.allreduce})
     ['ecmp', 'hpn_dual_plane', 'precise', 'spray']
+    >>> sorted({a["host_gpu"] for a in r.allreduce})
+    ['h100', 'h800']
     >>> [d["dual_tor"] for d in r.failure["designs"]], [c["scheduler"] for c in r.cluster["runs"]]
     (['single', 'nonstacked'], ['none', 'crux'])
     """
@@ -215,27 +232,39 @@ def run_demo(config: DemoConfig = DemoConfig(),
     from hpnsim.workloads.gpus import get_gpu
 
     result = DemoResult(config=dict(config.__dict__))
-    nvlink = f"{get_gpu(config.gpu).nvlink_bandwidth / 1e9:g}GB/s"  # both fabrics: the GPU's
-    built = {}
-    for template in ("hpn7", "dcn_plus"):
-        step(f"building {template} for {config.pod_gpus:,} GPUs")
-        built[template] = build_fabric(template, {"gpus": config.pod_gpus, "nvlink": nvlink})
-        result.fabrics.append(fabric_report(built[template]))
-    result.config["hosts"] = {t: _host_bandwidths(f) for t, f in built.items()}
+    built: dict[str, dict] = {}   # host GPU -> template -> fabric
+    for gpu in dict.fromkeys((config.gpu, *config.allreduce_host_gpus)):
+        nvlink = f"{get_gpu(gpu).nvlink_bandwidth / 1e9:g}GB/s"   # the hosts' NVLink
+        built[gpu] = {}
+        for template in ("hpn7", "dcn_plus"):
+            step(f"building {template} for {config.pod_gpus:,} GPUs ({gpu.upper()} hosts, "
+                 f"NVLink {nvlink})")
+            built[gpu][template] = build_fabric(template, {"gpus": config.pod_gpus,
+                                                           "nvlink": nvlink})
+            if gpu == config.gpu:
+                result.fabrics.append(fabric_report(built[gpu][template]))
+    result.config["hosts"] = {t: _host_bandwidths(f) for t, f in built[config.gpu].items()}
+    result.config["host_generations"] = {
+        gpu: _host_bandwidths(built[gpu]["hpn7"]) for gpu in config.allreduce_host_gpus}
 
-    gpus = _spread_over_segments(built["hpn7"], config.allreduce_gpus)
-    for template, routing in ALLREDUCE_CASES:
-        step(f"all-reduce on {template} with {routing} routing")
-        r = run_collective(built[template], "allreduce", gpus, config.allreduce_size,
-                           algo=config.allreduce_algo, routing=routing, seed=config.seed)
-        result.allreduce.append({"fabric": template, **r.to_dict(),
-                                 "bottleneck_kind": demo_parts.bottleneck_kind(built[template], r)})
+    gpus = _spread_over_segments(built[config.gpu]["hpn7"], config.allreduce_gpus)
+    for gpu in config.allreduce_host_gpus:
+        for template, routing in ALLREDUCE_CASES:
+            step(f"all-reduce on {template} with {routing} routing, {gpu.upper()} hosts")
+            fabric = built[gpu][template]
+            r = run_collective(fabric, "allreduce", gpus, config.allreduce_size,
+                               algo=config.allreduce_algo, routing=routing, seed=config.seed)
+            result.allreduce.append({
+                "fabric": template, "host_gpu": gpu, **r.to_dict(),
+                "nvlink_bandwidth": _host_bandwidths(fabric)["nvlink_bandwidth"],
+                "bottleneck_kind": demo_parts.bottleneck_kind(fabric, r),
+                **demo_parts.nvlink_sends(fabric, r, gpus)})
     result.busbw_by_size = demo_parts.busbw_by_size(config, built, gpus, step)
 
     job = TrainJob(config.model, tp=config.tp, pp=config.pp, dp=config.dp, gpu=config.gpu)
     for template in ("hpn7", "dcn_plus"):
         step(f"one {config.model} iteration on {template}")
-        fabric = built[template]
+        fabric = built[config.gpu][template]
         r = simulate_iteration(job, fabric, seed=config.seed)
         result.training.append({"fabric": template, **r.to_dict(timeline=False)})
     del built

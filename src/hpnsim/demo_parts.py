@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 
 #: (fabric template, routing policy) of the busbw-by-size curves: ECMP on both fabrics and
-#: HPN's own dual-plane routing on HPN
+#: HPN's own dual-plane routing on HPN (in the demo's own host generation)
 SIZE_CASES = (("hpn7", "ecmp"), ("hpn7", "hpn_dual_plane"), ("dcn_plus", "ecmp"))
+#: the curves repeated in every other host generation: each fabric under its own routing
+OTHER_GENERATION_SIZE_CASES = (("hpn7", "hpn_dual_plane"), ("dcn_plus", "ecmp"))
 #: ToR designs of the failure part: (label, ``dual_tor`` of :func:`~hpnsim.fabrics.hpn7`,
 #: routing); single ToR bonds a NIC's two ports to one ToR (ECMP); HPN's non-stacked pair
 #: puts port p on the ToR of plane p (dual-plane routing)
@@ -38,22 +40,68 @@ def bottleneck_kind(fabric, result) -> str:
     return LinkKind(int(fabric.link_kind[worst])).name.lower()
 
 
+def nvlink_sends(fabric, result, gpus) -> dict[str, Any]:
+    """How many of a ring all-reduce's channels send over NVLink from the busiest GPU.
+
+    A ring channel sends 2(n-1)/n x size / channels from every GPU to its successor; the
+    successor is on the same host (an NVLink send) except at the host's exit, where the
+    GPU sends through its own NIC, or, on a rail-optimized fabric, hands the bytes over
+    NVLink to the GPU on the next host's rail (PXN), which is one more NVLink send. The
+    count is read from the simulated NVLink bytes (as NCCL's wire: payload over the
+    protocol's and NVLink's efficiencies, :class:`~hpnsim.collectives.nccl.NcclParams`
+    defaults, as :func:`~hpnsim.collectives.run_collective` used them); ``ring_channels``
+    is NCCL's default of one ring per NIC port of a host. ``None`` unless the ring ran.
+
+    Examples
+    --------
+    >>> from hpnsim.collectives import run_collective
+    >>> from hpnsim.fabrics import build_fabric
+    >>> f = build_fabric("hpn7", {"gpus": 1024})
+    >>> r = run_collective(f, "allreduce", range(32), 2**28, algo="ring")
+    >>> nvlink_sends(f, r, range(32))
+    {'nvlink_sends_per_gpu': 16.0, 'ring_channels': 16}
+    """
+    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.fabrics import LinkKind
+
+    gpus = np.asarray(gpus)
+    if result.algo != "ring":
+        return {"nvlink_sends_per_gpu": None, "ring_channels": None}
+    nccl = NcclParams()
+    host = gpus[:1] // fabric.gpus_per_host
+    nics = np.unique(fabric.gpu_nic[host[0] * fabric.gpus_per_host:
+                                    (host[0] + 1) * fabric.gpus_per_host])
+    channels = int(nics.size * (nccl.channels_per_nic or fabric.ports_per_nic))
+    out_of_gpu = (fabric.link_kind == LinkKind.NVLINK) & np.isin(fabric.link_src,
+                                                                  fabric.gpu_node[gpus])
+    wire = (nccl.protocol_efficiency(result.protocol) * nccl.nvlink_efficiency)
+    n = gpus.size
+    one_send = 2 * (n - 1) / n * result.size / channels / wire
+    busiest = float(result.link_bytes[out_of_gpu].max())
+    return {"nvlink_sends_per_gpu": round(busiest / one_send, 3), "ring_channels": channels}
+
+
 def busbw_by_size(config, built: dict, gpus, step) -> list[dict]:
-    """One row per (fabric, routing, size): the all-reduce's nccl-tests figures and its
-    busiest link's kind, each size alone on the idle fabric."""
+    """One row per (host GPU, fabric, routing, size): the all-reduce's nccl-tests figures
+    and its busiest link's kind, each size alone on the idle fabric; ``built`` maps each
+    host GPU to its fabrics (:data:`SIZE_CASES` for ``config.gpu``,
+    :data:`OTHER_GENERATION_SIZE_CASES` for the other all-reduce host generations)."""
     from hpnsim.collectives import run_collective
 
     rows = []
-    for template, routing in SIZE_CASES:
-        step(f"all-reduce by size on {template}, {routing} routing "
-             f"({len(config.sizes)} sizes)")
-        for size in config.sizes:
-            r = run_collective(built[template], "allreduce", gpus, float(size),
-                               algo=config.allreduce_algo, routing=routing, seed=config.seed)
-            d = r.to_dict()
-            d.pop("top_links", None)
-            rows.append({"fabric": template, **d,
-                         "bottleneck_kind": bottleneck_kind(built[template], r)})
+    for gpu in dict.fromkeys((config.gpu, *config.allreduce_host_gpus)):
+        cases = SIZE_CASES if gpu == config.gpu else OTHER_GENERATION_SIZE_CASES
+        for template, routing in cases:
+            step(f"all-reduce by size on {template}, {routing} routing, {gpu.upper()} hosts "
+                 f"({len(config.sizes)} sizes)")
+            for size in config.sizes:
+                r = run_collective(built[gpu][template], "allreduce", gpus, float(size),
+                                   algo=config.allreduce_algo, routing=routing,
+                                   seed=config.seed)
+                d = r.to_dict()
+                d.pop("top_links", None)
+                rows.append({"fabric": template, "host_gpu": gpu, **d,
+                             "bottleneck_kind": bottleneck_kind(built[gpu][template], r)})
     return rows
 
 
@@ -112,17 +160,18 @@ def _nvlink(config) -> float:
 
 
 def cluster(config, step) -> dict[str, Any]:
-    """:data:`CLUSTER_JOBS` on a small HPN fabric (:data:`CLUSTER_FABRIC`), once with no
-    scheduler (max-min sharing, ECMP) and once with Crux; iterations scaled by
-    ``config.cluster_scale``."""
+    """The ``config.cluster_jobs`` (indices) of :data:`CLUSTER_JOBS` on a small HPN fabric
+    (:data:`CLUSTER_FABRIC`), once with no scheduler (max-min sharing, ECMP) and once with
+    Crux; iterations scaled by ``config.cluster_scale``."""
     from hpnsim.fabrics import hpn7
     from hpnsim.sched.cluster import ClusterJob, simulate_cluster
     from hpnsim.workloads.iteration_job import TrainJob
 
     fabric = hpn7(**CLUSTER_FABRIC, nvlink=f"{_nvlink(config) / 1e9:g}GB/s")
     per_host = fabric.gpus_per_host
+    specs = [CLUSTER_JOBS[i] for i in config.cluster_jobs]
     jobs = []
-    for name, model, tp, dp, batch, arrival, hosts, iterations in CLUSTER_JOBS:
+    for name, model, tp, dp, batch, arrival, hosts, iterations in specs:
         gpus = np.concatenate([np.arange(h * per_host, (h + 1) * per_host) for h in hosts])
         jobs.append(ClusterJob(name, TrainJob(model, tp=tp, dp=dp, global_batch=batch,
                                               gpu=config.gpu), arrival=arrival,
@@ -132,8 +181,7 @@ def cluster(config, step) -> dict[str, Any]:
                       "hosts": fabric.n_hosts},
            "jobs": [{"name": j.name, "model": spec[1], "tp": spec[2], "dp": spec[3],
                      "gpus": j.n_gpus, "arrival": j.arrival, "iterations": j.iterations,
-                     "hosts": list(spec[6])} for j, spec in zip(jobs, CLUSTER_JOBS,
-                                                                 strict=True)],
+                     "hosts": list(spec[6])} for j, spec in zip(jobs, specs, strict=True)],
            "runs": []}
     for scheduler in ("none", "crux"):
         step(f"shared cluster: {len(jobs)} jobs under scheduler {scheduler}")

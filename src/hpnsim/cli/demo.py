@@ -12,8 +12,9 @@ import typer
 from hpnsim.cli.common import emit_json, guarded, table_console
 
 
-def _save(result, out: Path) -> list[Path]:
-    """demo.json, then the HTML report of it (index.html, each figure as PNG and SVG)."""
+def _save(result, out: Path, svg: bool) -> list[Path]:
+    """demo.json, then the HTML report of it (index.html, each figure as PNG and, with
+    ``svg``, SVG)."""
     from hpnsim.jsonable import to_jsonable
     from hpnsim.report.html import write_report
     from hpnsim.results import write_atomic
@@ -21,7 +22,7 @@ def _save(result, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     data = write_atomic(out / "demo.json",
                         json.dumps(to_jsonable(result.to_dict()), indent=2) + "\n")
-    return [data, write_report(out)]
+    return [data, write_report(out, svg=svg)]
 
 
 class _Steps:
@@ -53,8 +54,9 @@ def register(app: typer.Typer) -> None:
     def demo(
         out: Path = typer.Option(Path("hpnsim-report"), "--out", help="Where the results "
                                  "and the report are written (demo.json, index.html, figures "
-                                 "as PNG and SVG)."),
-        quick: bool = typer.Option(False, "--quick", help="Small sizes: a run of seconds."),
+                                 "as PNG and SVG; --quick: PNG only)."),
+        quick: bool = typer.Option(False, "--quick", help="Small sizes, PNG figures only: a "
+                                   "run of seconds."),
         seed: int = typer.Option(0, "--seed", help="Seed for ECMP hashing and placement."),
         json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     ) -> None:
@@ -62,7 +64,8 @@ def register(app: typer.Typer) -> None:
 
         Builds both 15,360-GPU fabrics and compares their bill of materials; simulates a
         4 GiB ring all-reduce over 2,048 GPUs under ECMP, HPN dual-plane, precise and ideal
-        spray routing, and its bus bandwidth from 1 MiB to 4 GiB; one Llama-3 70B TP 8 x
+        spray routing on H800 hosts (NVLink-bound) and H100-class hosts (900 GB/s NVLink:
+        the network decides), and its bus bandwidth from 1 MiB to 4 GiB; one Llama-3 70B TP 8 x
         PP 8 x DP 16 iteration on each fabric and its linearity as DP grows; a small job
         through one access-link failure with a single ToR and with HPN's dual ToR; and a
         small shared cluster with no scheduler and with Crux. Writes demo.json and the HTML
@@ -73,7 +76,7 @@ def register(app: typer.Typer) -> None:
         from hpnsim.cli.common import check_output_dir
         from hpnsim.demo import DemoConfig, run_demo
         from hpnsim.errors import check_seed
-        from hpnsim.report.demo_sections import print_demo_extras
+        from hpnsim.report.demo_sections import print_demo_extras, print_takeaways
         from hpnsim.report.tables import print_demo
 
         check_seed(seed, "--seed")
@@ -86,7 +89,7 @@ def register(app: typer.Typer) -> None:
             steps = _Steps(err, status)
             result = run_demo(config, step=steps)
             steps("writing demo.json and the HTML report")
-            written = _save(result, out)
+            written = _save(result, out, svg=config.svg)
             steps.done()
         err.print(f"[bold]demo finished in {time.perf_counter() - start:.1f} s[/bold]")
         if json_out:
@@ -95,4 +98,5 @@ def register(app: typer.Typer) -> None:
         console = table_console()
         print_demo(result, console)
         print_demo_extras(result, console)
+        print_takeaways(result, console)
         console.print("written: " + ", ".join(str(p) for p in written))

@@ -16,6 +16,127 @@ def _gpu(cfg: dict) -> str:
     return gpu
 
 
+def _find(rows: list[dict], gpu, fabric: str, routing: str) -> dict | None:
+    return next((r for r in rows if r.get("host_gpu") == gpu and r["fabric"] == fabric
+                 and r["routing"] == routing), None)
+
+
+def _link(row: dict) -> str:
+    from hpnsim.report.figures import LINK_WORDS
+
+    kind = row.get("bottleneck_kind") or "-"
+    return f"{LINK_WORDS.get(kind, kind)} {100 * row['bottleneck_utilization']:.0f}% busy"
+
+
+def _hosts(cfg: dict, gpu) -> str:
+    """``H800 hosts (NVLink 400 GB/s, NIC 400 Gb/s per GPU)`` from the demo's config."""
+    h = cfg.get("host_generations", {}).get(gpu) or next(iter(cfg.get("hosts", {}).values()),
+                                                         None)
+    name = f"{str(gpu or cfg.get('gpu', '')).upper()} hosts"
+    if not h:
+        return name
+    return (f"{name} (NVLink {h['nvlink_bandwidth'] / 1e9:g} GB/s, NIC "
+            f"{8 * h['nic_bandwidth'] / 1e9:g} Gb/s per GPU)")
+
+
+def allreduce_verdicts(demo: dict) -> dict:
+    """Per host generation of the demo's all-reduce, what decides it, from the rows alone:
+    ``{gpu: (short, line)}``, a panel title and the one-line takeaway.
+
+    HPN under its dual-plane routing is compared with DCN+ under ECMP (each fabric as
+    deployed). Both bars NVLink-bound: the limit is inside the host, and HPN's deficit is
+    the ring's NVLink sends per GPU (its rail-optimized ring relays the cross-rail hop over
+    NVLink, PXN). Otherwise the network decides: each bar's busiest link and DCN+'s ECMP
+    hash collisions are named, and HPN under ECMP says how much of the gap is routing.
+
+    Examples
+    --------
+    >>> row = {"host_gpu": "h800", "busbw": 131.1, "bottleneck_kind": "nvlink",
+    ...        "bottleneck_utilization": 0.86, "hash_collisions": 0,
+    ...        "nvlink_sends_per_gpu": 16.0, "ring_channels": 16}
+    >>> rows = [{**row, "fabric": "hpn7", "routing": "hpn_dual_plane"},
+    ...         {**row, "fabric": "dcn_plus", "routing": "ecmp", "busbw": 147.0,
+    ...          "hash_collisions": 2063, "nvlink_sends_per_gpu": 14.0}]
+    >>> short, line = allreduce_verdicts({"config": {}, "allreduce": rows})["h800"]
+    >>> print(line)
+    H800 hosts: NVLink-bound on both fabrics (HPN NVLink (in host) 86% busy, DCN+ NVLink (in host) 86% busy), so routing has no say: HPN dual-plane 131.1 vs DCN+ ECMP 147.0 GB/s (-10.8%), because HPN's rail-optimized ring relays each host's cross-rail hop over NVLink (PXN): 16 vs 14 NVLink sends per GPU over 16 ring channels (14/16 = 0.875).
+    """
+    rows = demo.get("allreduce") or []
+    out = {}
+    for gpu in dict.fromkeys(r.get("host_gpu") for r in rows):
+        hpn, dcn = _find(rows, gpu, "hpn7", "hpn_dual_plane"), _find(rows, gpu, "dcn_plus",
+                                                                       "ecmp")
+        if not (hpn and dcn):
+            continue
+        name = f"{str(gpu or demo['config'].get('gpu', '')).upper()} hosts"
+        if hpn.get("nvlink_bandwidth"):
+            name += f" (NVLink {hpn['nvlink_bandwidth'] / 1e9:g} GB/s)"
+        gain = f"{100 * (hpn['busbw'] / dcn['busbw'] - 1):+.1f}%"
+        versus = (f"HPN dual-plane {hpn['busbw']:.1f} vs DCN+ ECMP {dcn['busbw']:.1f} GB/s "
+                  f"({gain})")
+        if hpn["bottleneck_kind"] == dcn["bottleneck_kind"] == "nvlink":
+            short = "NVLink-bound on both fabrics: routing has no say"
+            line = (f"{name}: NVLink-bound on both fabrics (HPN {_link(hpn)}, DCN+ "
+                    f"{_link(dcn)}), so routing has no say: {versus}")
+            sends = (hpn.get("nvlink_sends_per_gpu"), dcn.get("nvlink_sends_per_gpu"))
+            if None not in sends and sends[0] > sends[1]:
+                c = hpn["ring_channels"]
+                line += (", because HPN's rail-optimized ring relays each host's cross-rail "
+                         f"hop over NVLink (PXN): {sends[0]:g} vs {sends[1]:g} NVLink sends "
+                         f"per GPU over {c} ring channels ({sends[1]:g}/{sends[0]:g} = "
+                         f"{sends[1] / sends[0]:.3f})")
+                short += (f"; HPN's PXN relay: {sends[0]:g} vs {sends[1]:g} NVLink sends "
+                          "per GPU")
+            out[gpu] = (short, line + ".")
+            continue
+        short = "the network decides"
+        line = (f"{name}: the network decides: {versus}; DCN+ is bound by its {_link(dcn)} "
+                f"({dcn['hash_collisions']:,} ECMP hash collisions), HPN by its {_link(hpn)} "
+                f"({hpn['hash_collisions']:,} collisions)")
+        ecmp = _find(rows, gpu, "hpn7", "ecmp")
+        if ecmp:
+            same = abs(ecmp["busbw"] / dcn["busbw"] - 1) < 0.005
+            line += (f"; HPN under ECMP: {ecmp['busbw']:.1f} GB/s"
+                     + (", DCN+'s figure: the gain is routing, not topology" if same else ""))
+            short += (f": ECMP collisions bound DCN+ (and HPN under ECMP), dual-plane "
+                      f"routing {gain}")
+        out[gpu] = (short, line + ".")
+    return out
+
+
+def allreduce_section(demo: dict):
+    """The all-reduce by fabric and routing, one panel per host generation, its table."""
+    from hpnsim.report.figures import allreduce_subtitle, busbw_figure, generations_busbw_figure
+    from hpnsim.report.report_sections import Figure, Table
+
+    rows = demo.get("allreduce") or []
+    if not rows:
+        return None
+    cfg = demo["config"]
+    title = (f"{cfg['allreduce_size'] / 2**30:g} GiB {cfg['allreduce_algo']} all-reduce over "
+             f"the same {cfg['allreduce_gpus']:,} GPUs: bus bandwidth by fabric and routing")
+    verdicts = allreduce_verdicts(demo)
+    if any(r.get("host_gpu") for r in rows):
+        panels = {g: f"{_hosts(cfg, g)}:\n{verdicts[g][0]}" if g in verdicts
+                  else _hosts(cfg, g) for g in dict.fromkeys(r.get("host_gpu") for r in rows)}
+        fig = generations_busbw_figure(rows, title, panels)
+    else:   # a demo.json from before host generations
+        fig = busbw_figure(rows, title, allreduce_subtitle(cfg, rows))
+    table = Table(["fabric", "routing", "hosts", "time", "busbw (GB/s)", "hash collisions",
+                   "busiest link (busy)", "NVLink sends per GPU"],
+                  [[a["fabric"], a["routing"], str(a.get("host_gpu") or cfg.get("gpu", "")).upper(),
+                    format_time(a["time"]), f"{a['busbw']:.1f}",
+                    str(a["hash_collisions"]), _link(a),
+                    "-" if a.get("nvlink_sends_per_gpu") is None
+                    else f"{a['nvlink_sends_per_gpu']:g} of {a['ring_channels']}"]
+                   for a in rows],
+                  " ".join(line for _, line in verdicts.values()))
+    return ("allreduce", "All-reduce by fabric and routing", [
+        Figure(fig, "allreduce_busbw", "Each bar names its busiest link; hatched bars are "
+               "bound inside the host (NVLink), where routing has no say. Same GPUs, NICs "
+               "and ring in both panels; only the hosts' NVLink differs."), table])
+
+
 def size_section(demo: dict):
     from hpnsim.report.figures import busbw_by_size_figure
     from hpnsim.report.report_sections import Figure, Table
@@ -111,6 +232,16 @@ def cluster_section(demo: dict):
                "ToR uplinks is what the scheduler orders."), table])
 
 
+def demo_report_sections(demo: dict) -> list:
+    """Every section of the demo's report, in reading order: fabrics, the all-reduce by host
+    generation, the iterations, then :func:`demo_extra_sections`."""
+    from hpnsim.report.report_sections import demo_sections
+
+    first, *rest = demo_sections(demo)
+    return [s for s in (first, allreduce_section(demo), *rest) if s] + \
+        demo_extra_sections(demo)
+
+
 def demo_extra_sections(demo: dict) -> list:
     """The sections of the later parts that ``demo`` has data for."""
     sections = (size_section(demo), scaling_section(demo), failure_section(demo),
@@ -118,18 +249,30 @@ def demo_extra_sections(demo: dict) -> list:
     return [s for s in sections if s]
 
 
+def print_takeaways(result, console) -> None:
+    """The all-reduce's takeaway, one line per host generation (:func:`allreduce_verdicts`)."""
+    verdicts = allreduce_verdicts(result.to_dict())
+    if verdicts:
+        console.print("Takeaway: HPN 7.0 vs DCN+ all-reduce, by host generation", style="bold")
+        for _, line in verdicts.values():
+            console.print(f"  {line}", highlight=False)
+
+
 def print_demo_extras(result, console) -> None:
     """The later parts on the terminal: a line per busbw curve, linearity, failure, cluster."""
     if result.busbw_by_size:
         console.print("4. All-reduce busbw by size (GB/s; * = busiest link NVLink)",
                       style="bold")
-        curves = dict.fromkeys((r["fabric"], r["routing"]) for r in result.busbw_by_size)
+        curves = dict.fromkeys((r.get("host_gpu") or "", r["fabric"], r["routing"])
+                               for r in result.busbw_by_size)
         for key in curves:
-            pts = [r for r in result.busbw_by_size if (r["fabric"], r["routing"]) == key]
+            pts = [r for r in result.busbw_by_size
+                   if (r.get("host_gpu") or "", r["fabric"], r["routing"]) == key]
             cells = "  ".join(f"{r['size'] / 2**20:g}M {r['busbw']:.1f}"
                               + ("*" if r["bottleneck_kind"] == "nvlink" else "")
                               for r in pts)
-            console.print(f"  {key[0]:9s} {key[1]:15s} {cells}", highlight=False)
+            console.print(f"  {key[0].upper():5s} {key[1]:9s} {key[2]:15s} {cells}",
+                          highlight=False)
     if result.scaling:
         console.print("5. Linearity (DP grows, TP x PP fixed)", style="bold")
         for fabric in dict.fromkeys(p["fabric"] for p in result.scaling["points"]):

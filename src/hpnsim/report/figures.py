@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from hpnsim.report.canvas import pyplot, save
@@ -12,7 +13,7 @@ ITERATION_PARTS = ("compute", "tp", "pp", "dp", "ep", "bubble", "optimizer")
 FABRIC_NAMES = {"hpn7": "HPN 7.0 (2-tier, dual-plane)", "dcn_plus": "DCN+ (3-tier Clos)"}
 _FABRIC_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b")
 #: busiest-link kinds as a reader knows them (LinkKind names, lower case)
-_LINK_WORDS = {"nvlink": "NVLink (in host)", "pcie": "PCIe (in host)",
+LINK_WORDS = {"nvlink": "NVLink (in host)", "pcie": "PCIe (in host)",
                "access": "NIC-ToR link", "uplink": "ToR uplink", "core": "core link"}
 #: hatch of bars whose busiest link is NVLink: the network is not what limits them
 NVLINK_HATCH = "///"
@@ -33,11 +34,24 @@ def _bar_note(row: dict) -> str:
     kind = row.get("bottleneck_kind")
     if not kind:
         return ""
-    note = f"busiest: {_LINK_WORDS.get(kind, kind)}"
+    note = f"busiest: {LINK_WORDS.get(kind, kind)}"
     if row.get("bottleneck_utilization") is not None:
         note += f", {100 * row['bottleneck_utilization']:.0f}% busy"
     if row.get("hash_collisions"):
         note += f"; {row['hash_collisions']:,} hash collisions"
+    return note
+
+
+def _short_note(row: dict) -> str:
+    """:func:`_bar_note` short enough to sit inside a bar: ``NVLink 86% busy, 0 collisions``."""
+    kind = row.get("bottleneck_kind")
+    if not kind:
+        return ""
+    note = f"busiest: {LINK_WORDS.get(kind, kind).replace(' (in host)', '')}"
+    if row.get("bottleneck_utilization") is not None:
+        note += f" {100 * row['bottleneck_utilization']:.0f}% busy"
+    if row.get("hash_collisions"):
+        note += f"; {row['hash_collisions']:,} collisions"
     return note
 
 
@@ -113,6 +127,69 @@ def busbw_figure(rows: list[dict], title: str = "", subtitle: str = ""):
                              label="busiest link is NVLink: bound inside the host"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 3),
                fontsize=8, frameon=False)
+    return fig
+
+
+def generations_busbw_figure(rows: list[dict], title: str, panels: dict[str, str]):
+    """:func:`busbw_figure`'s bars, one panel per host generation side by side.
+
+    ``rows`` carry ``host_gpu`` (rows without it form one panel); ``panels`` maps each
+    host GPU to its panel's title (what its hosts are and what bounds its bars). Both
+    panels share one bandwidth axis from zero, so the generations compare by length;
+    NVLink-bound bars are hatched and every bar names its busiest link.
+
+    Examples
+    --------
+    >>> rows = [{"host_gpu": g, "fabric": f, "routing": "ecmp", "busbw": b,
+    ...          "bottleneck_kind": k, "bottleneck_utilization": 0.9}
+    ...         for g, f, b, k in (("h800", "hpn7", 130.0, "nvlink"),
+    ...                            ("h100", "hpn7", 250.0, "access"))]
+    >>> fig = generations_busbw_figure(rows, "t", {"h800": "H800", "h100": "H100"})
+    >>> [a.get_title(loc="left") for a in fig.axes], float(fig.axes[1].get_xlim()[0])
+    (['H800', 'H100'], 0.0)
+    >>> [str(a.patches[0].get_hatch()) for a in fig.axes]
+    ['///', '']
+    """
+    from matplotlib.patches import Patch
+
+    plt = pyplot()
+    gens = list(dict.fromkeys(r.get("host_gpu") for r in rows))
+    colors = fabric_colors(r["fabric"] for r in rows)
+    per_panel = max((sum(r.get("host_gpu") == g for r in rows) for g in gens), default=1)
+    fig, axes = plt.subplots(1, len(gens), figsize=(6.8 * len(gens), 0.55 * per_panel + 3.0),
+                             layout="constrained", sharex=True, squeeze=False)
+    top = max((r["busbw"] for r in rows), default=1.0) or 1.0
+    for ax, gen in zip(axes[0], gens, strict=True):
+        mine = [r for r in rows if r.get("host_gpu") == gen]
+        labels = [f"{r['fabric']} / {r['routing']}"
+                  + (" (ideal)" if r["routing"] == "spray" else "") for r in mine]
+        bars = ax.barh(labels, [r["busbw"] for r in mine],
+                       color=[colors[r["fabric"]] for r in mine], edgecolor="white",
+                       hatch=[NVLINK_HATCH if r.get("bottleneck_kind") == "nvlink" else ""
+                              for r in mine], linewidth=0.0)
+        ax.bar_label(bars, labels=[f"{r['busbw']:.1f}" for r in mine], padding=3)
+        for bar, row in zip(bars, mine, strict=True):
+            note = _short_note(row)
+            inside = bar.get_width() > 0.45 * top
+            x = 0.01 * top if inside else bar.get_width() + 0.11 * top
+            ax.text(x, bar.get_y() + bar.get_height() / 2, note, va="center", ha="left",
+                    fontsize=7, color="white" if inside else "#333333",
+                    bbox={"boxstyle": "round,pad=0.15", "lw": 0,
+                          "fc": colors[row["fabric"]]} if inside else None)
+        ax.set_xlim(0, 1.15 * top)
+        ax.invert_yaxis()
+        ax.set_xlabel("bus bandwidth (GB/s, nccl-tests definition; axis from 0)")
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+        ax.set_title("\n".join(textwrap.fill(part, 80) for part in
+                               panels.get(gen, str(gen)).split("\n")),
+                     fontsize=8, loc="left", color="#333333")
+    fig.suptitle(title, fontsize=11)
+    handles = [Patch(facecolor=c, label=FABRIC_NAMES.get(f, f)) for f, c in colors.items()]
+    handles.append(Patch(facecolor="#777777", edgecolor="white", hatch=NVLINK_HATCH,
+                         label="busiest link is NVLink: bound inside the host"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8,
+               frameon=False)
     return fig
 
 
@@ -219,13 +296,16 @@ def busbw_by_size_figure(rows: list[dict], held: str):
     from hpnsim.report.report_figures import busbw_size_figure
 
     curves = []
-    for key in dict.fromkeys((r["fabric"], r["routing"]) for r in rows):
-        pts = sorted((r for r in rows if (r["fabric"], r["routing"]) == key),
+    gens = len({r.get("host_gpu") for r in rows})
+    for key in dict.fromkeys((r["fabric"], r["routing"], r.get("host_gpu")) for r in rows):
+        pts = sorted((r for r in rows
+                      if (r["fabric"], r["routing"], r.get("host_gpu")) == key),
                      key=lambda r: r["size"])
         last = pts[-1].get("bottleneck_kind")
-        curves.append({"label": f"{FABRIC_NAMES.get(key[0], key[0])} / {key[1]}",
+        hosts = f", {str(key[2]).upper()} hosts" if gens > 1 else ""
+        curves.append({"label": f"{FABRIC_NAMES.get(key[0], key[0])} / {key[1]}{hosts}",
                        "sizes": [r["size"] for r in pts], "busbw": [r["busbw"] for r in pts],
-                       "bound": f"busiest link {_LINK_WORDS.get(last, last)}" if last else "",
+                       "bound": f"busiest link {LINK_WORDS.get(last, last)}" if last else "",
                        "nvlink": [r.get("bottleneck_kind") == "nvlink" for r in pts]})
     bound = sum(sum(c["nvlink"]) for c in curves)
     note = (f" Black rings: {bound} of {len(rows)} points whose busiest link is NVLink (bound "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hpnsim.report.report_figures import save_figure
 from hpnsim.report.report_input import load_results
-from hpnsim.report.report_sections import Figure, Table, demo_sections, run_sections
+from hpnsim.report.report_sections import Figure, Table, run_sections
 
 #: nothing external, no script: the page is a document, and stays one when mailed around
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -46,17 +46,18 @@ def table_html(table: Table) -> str:
             "</tbody></table></div>")
 
 
-def figure_html(figure: Figure, folder: Path) -> str:
-    """Save ``figure`` as PNG and SVG in ``folder``; an ``<figure>`` embedding the PNG."""
-    png, svg = save_figure(figure.fig, folder, figure.stem)
+def figure_html(figure: Figure, folder: Path, svg: bool = True) -> str:
+    """Save ``figure`` as PNG (and SVG) in ``folder``; an ``<figure>`` embedding the PNG."""
+    png, svg = save_figure(figure.fig, folder, figure.stem, svg=svg)
     data = base64.b64encode(png.read_bytes()).decode("ascii")
     alt = html.escape(figure.caption, quote=True)
     return (f'<figure><img alt="{alt}" src="data:image/png;base64,{data}">'
             f"<figcaption>{html.escape(figure.caption)} (Also saved as "
-            f"{html.escape(png.name)} and {html.escape(svg.name)}.)</figcaption></figure>")
+            f"{html.escape(png.name)}{f' and {html.escape(svg.name)}' if svg else ''}.)"
+            "</figcaption></figure>")
 
 
-def page_html(title: str, meta: str, sections: list, folder: Path) -> str:
+def page_html(title: str, meta: str, sections: list, folder: Path, svg: bool = True) -> str:
     """The whole page: a title, a line of what ran, a table of contents, the sections."""
     nav = " ".join(f'<a href="#{anchor}">{html.escape(heading)}</a>'
                    for anchor, heading, _ in sections)
@@ -65,7 +66,7 @@ def page_html(title: str, meta: str, sections: list, folder: Path) -> str:
         body.append(f'<section id="{anchor}"><h2>{html.escape(heading)}</h2>')
         for part in parts:
             body.append(table_html(part) if isinstance(part, Table)
-                        else figure_html(part, folder))
+                        else figure_html(part, folder, svg))
         body.append("</section>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
@@ -75,9 +76,9 @@ def page_html(title: str, meta: str, sections: list, folder: Path) -> str:
             f"<nav>{nav}</nav>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
+def write_report(folder: str | Path, out: str | Path | None = None, svg: bool = True) -> Path:
     """Render the results in ``folder`` (``results.json`` or ``demo.json``) to ``out``
-    (default ``folder/index.html``), with every figure as PNG and SVG beside it.
+    (default ``folder/index.html``), with every figure as PNG and (``svg``) SVG beside it.
 
     Raises :class:`~hpnsim.errors.InputError` (field ``DIR``) before drawing anything when
     ``folder`` holds no hpnsim result.
@@ -108,9 +109,9 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
                 f"{scenario.get('routing', 'ecmp')}, seed {scenario.get('seed', 0)}; "
                 f"read from {folder / 'results.json'}; hpnsim {__version__}.")
     else:
-        from hpnsim.report.demo_sections import demo_extra_sections
+        from hpnsim.report.demo_sections import demo_report_sections
 
-        sections = demo_sections(data) + demo_extra_sections(data)
+        sections = demo_report_sections(data)
         title = ("hpnsim demo: HPN 7.0 against a 3-tier Clos (DCN+): cost, collectives, "
                  "training, a failure, a shared cluster")
         meta = (f"hpnsim demo, seed {data['config'].get('seed', 0)}; read from "
@@ -118,4 +119,4 @@ def write_report(folder: str | Path, out: str | Path | None = None) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     from hpnsim.results import write_atomic
 
-    return write_atomic(out, page_html(title, meta, sections, out.parent))
+    return write_atomic(out, page_html(title, meta, sections, out.parent, svg))

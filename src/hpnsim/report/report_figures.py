@@ -28,8 +28,9 @@ def plain(text) -> str:
     return str(text).replace("$", r"\$")
 
 
-def save_figure(fig, folder: str | Path, stem: str) -> tuple[Path, Path]:
-    """Write ``fig`` as ``stem.png`` and ``stem.svg`` in ``folder`` and close it.
+def save_figure(fig, folder: str | Path, stem: str, svg: bool = True) -> tuple[Path, Path | None]:
+    """Write ``fig`` as ``stem.png`` and (unless ``svg`` is false) ``stem.svg`` in ``folder``
+    and close it; the SVG's path is None when it was not written.
 
     >>> import tempfile
     >>> fig = pyplot().figure(figsize=(1, 1))
@@ -37,11 +38,12 @@ def save_figure(fig, folder: str | Path, stem: str) -> tuple[Path, Path]:
     ['.png', '.svg']
     """
     folder = Path(folder)
-    png, svg = folder / f"{stem}.png", folder / f"{stem}.svg"
+    png, vector = folder / f"{stem}.png", folder / f"{stem}.svg" if svg else None
     fig.savefig(png, dpi=DPI)
-    fig.savefig(svg)
+    if vector is not None:
+        fig.savefig(vector)
     pyplot().close(fig)
-    return png, svg
+    return png, vector
 
 
 def breakdown_figure(rows: list[dict], title: str, held: str):

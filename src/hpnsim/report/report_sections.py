@@ -198,23 +198,12 @@ def run_sections(run: dict) -> list:
 
 
 def demo_sections(demo: dict) -> list:
-    """The demo's sections: both fabrics' BOM, the all-reduce by routing, the iterations."""
-    from hpnsim.report.figures import FABRIC_NAMES, allreduce_subtitle, busbw_figure
+    """The demo's sections: both fabrics' BOM and the iterations (the all-reduce by host
+    generation and routing, and the later parts, are in :mod:`hpnsim.report.demo_sections`)."""
+    from hpnsim.report.figures import FABRIC_NAMES
 
     cfg = demo["config"]
     sections = [fabric_section(demo["fabrics"])]
-    if demo["allreduce"]:
-        rows = [[a["fabric"], a["routing"], format_time(a["time"]), f"{a['busbw']:.1f}",
-                 str(a["hash_collisions"]), str(a.get("bottleneck_kind", "-"))]
-                for a in demo["allreduce"]]
-        fig = busbw_figure(demo["allreduce"], f"{cfg['allreduce_size'] / 2**30:g} GiB "
-                           f"all-reduce over {cfg['allreduce_gpus']:,} GPUs: bus bandwidth by "
-                           "fabric and routing", allreduce_subtitle(cfg, demo["allreduce"]))
-        sections.append(("allreduce", "All-reduce by fabric and routing", [
-            Figure(fig, "allreduce_busbw", "Each bar names its busiest link; hatched bars are "
-                   "bound inside the host (NVLink), where routing has no say."),
-            Table(["fabric", "routing", "time", "busbw (GB/s)", "hash collisions",
-                   "busiest link kind"], rows)]))
     if demo["training"]:
         shape = f"TP{cfg['tp']} x PP{cfg['pp']} x DP{cfg['dp']}"
         bars = [{"label": FABRIC_NAMES.get(t["fabric"], t["fabric"]), "parts": _parts([t]),

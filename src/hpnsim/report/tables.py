@@ -163,12 +163,17 @@ def print_demo(result, console) -> None:
                                                "vs DCN+ (3-tier Clos)"))
 
     size = cfg["allreduce_size"] / 2**30
-    console.print(allreduce_table(result.allreduce,
-                                  f"2. {size:g} GiB {cfg['allreduce_algo']} all-reduce over "
-                                  f"{cfg['allreduce_gpus']:,} GPUs"))
-    for r in result.allreduce:
-        console.print(f"  bottleneck {r['fabric']}/{r['routing']}: {r['bottleneck']}",
-                      highlight=False)
+    for gpu in dict.fromkeys(r.get("host_gpu") for r in result.allreduce):
+        rows = [r for r in result.allreduce if r.get("host_gpu") == gpu]
+        nvlink = rows[0].get("nvlink_bandwidth")
+        hosts = (f", {gpu.upper()} hosts" + (f" (NVLink {nvlink / 1e9:g} GB/s)" if nvlink
+                                             else "")) if gpu else ""
+        console.print(allreduce_table(rows, f"2. {size:g} GiB {cfg['allreduce_algo']} "
+                                            f"all-reduce over {cfg['allreduce_gpus']:,} GPUs"
+                                            f"{hosts}"))
+        for r in rows:
+            console.print(f"  bottleneck {r['fabric']}/{r['routing']}: {r['bottleneck']}",
+                          highlight=False)
     console.print(training_table(
         result.training, f"3. One {cfg['model']} iteration, TP {cfg['tp']} x PP {cfg['pp']} x "
                          f"DP {cfg['dp']} ({cfg['tp'] * cfg['pp'] * cfg['dp']:,} GPUs)"))
