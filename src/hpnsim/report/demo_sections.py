@@ -25,7 +25,8 @@ def _link(row: dict) -> str:
     from hpnsim.report.figures import LINK_WORDS
 
     kind = row.get("bottleneck_kind") or "-"
-    return f"{LINK_WORDS.get(kind, kind)} {100 * row['bottleneck_utilization']:.0f}% busy"
+    word = LINK_WORDS.get(kind, kind).replace(" (in host)", "")
+    return f"{word} {100 * row['bottleneck_utilization']:.0f}% busy"
 
 
 def _hosts(cfg: dict, gpu) -> str:
@@ -59,7 +60,7 @@ def allreduce_verdicts(demo: dict) -> dict:
     ...          "hash_collisions": 2063, "nvlink_sends_per_gpu": 14.0}]
     >>> short, line = allreduce_verdicts({"config": {}, "allreduce": rows})["h800"]
     >>> print(line)
-    H800 hosts: NVLink-bound on both fabrics (HPN NVLink (in host) 86% busy, DCN+ NVLink (in host) 86% busy), so routing has no say: HPN dual-plane 131.1 vs DCN+ ECMP 147.0 GB/s (-10.8%), because HPN's rail-optimized ring relays each host's cross-rail hop over NVLink (PXN): 16 vs 14 NVLink sends per GPU over 16 ring channels (14/16 = 0.875).
+    H800 hosts: NVLink-bound on both fabrics (HPN NVLink 86% busy, DCN+ NVLink 86% busy), so routing has no say: HPN dual-plane 131.1 vs DCN+ ECMP 147.0 GB/s (-10.8%), because HPN's rail-optimized ring relays each host's cross-rail hop over NVLink (PXN): 16 vs 14 NVLink sends per GPU over 16 ring channels (14/16 = 0.875).
     """
     rows = demo.get("allreduce") or []
     out = {}

@@ -170,8 +170,9 @@ def generations_busbw_figure(rows: list[dict], title: str, panels: dict[str, str
         ax.bar_label(bars, labels=[f"{r['busbw']:.1f}" for r in mine], padding=3)
         for bar, row in zip(bars, mine, strict=True):
             note = _short_note(row)
-            inside = bar.get_width() > 0.45 * top
-            x = 0.01 * top if inside else bar.get_width() + 0.11 * top
+            # a 7-pt character takes up to ~1/85 of a 6.8-inch panel's width (1.15 x top)
+            inside = bar.get_width() > (len(note) / 85 * 1.15 + 0.02) * top
+            x = 0.01 * top if inside else bar.get_width() + 0.15 * top
             ax.text(x, bar.get_y() + bar.get_height() / 2, note, va="center", ha="left",
                     fontsize=7, color="white" if inside else "#333333",
                     bbox={"boxstyle": "round,pad=0.15", "lw": 0,
