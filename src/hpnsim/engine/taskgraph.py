@@ -156,6 +156,9 @@ class TaskGraph:
         # the first tasks known to form no cycle: a validated graph, grown only by
         # append_copy (a copy of an acyclic graph waiting on earlier tasks adds no cycle)
         self._acyclic = 0
+        # the last freeze, (arrays, n_links, entry chunks, dep entries): tasks added since
+        # only bring rows and dependencies of their own, so the next freeze appends theirs
+        self._frozen = None
 
     def __len__(self) -> int:
         return len(self._kind)
@@ -382,6 +385,7 @@ class TaskGraph:
         self._dep_task.append(int(task))
         self._dep_on.append(int(dep))
         self._acyclic = 0
+        self._frozen = None    # an earlier task may wait for more: freeze everything anew
 
     def arrays(self, n_links: int) -> GraphArrays:
         """Freeze into validated arrays: link ids in range, deps known and acyclic.
@@ -392,6 +396,13 @@ class TaskGraph:
         ...
         hpnsim.errors.InputError: links: task 0 uses unknown link id 5 (the fabric has 4 links)
         """
+        frozen = self._frozen
+        if frozen is not None and frozen[1] == n_links:
+            if frozen[0].kind.size == len(self._kind):
+                return frozen[0]
+            grown = self._grown_arrays(*frozen)
+            if grown is not None:
+                return grown
         n = len(self._kind)
         rows = np.concatenate(self._entry_rows) if self._entry_rows else np.zeros(0, np.int64)
         links = np.concatenate(self._entry_links) if self._entry_links else np.zeros(0, np.int64)
@@ -418,7 +429,7 @@ class TaskGraph:
             names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
             raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
         self._acyclic = n
-        return GraphArrays(
+        out = GraphArrays(
             kind=np.asarray(self._kind, dtype=np.int8),
             amount=np.asarray(self._amount, dtype=np.float64),
             priority=np.asarray(self._priority, dtype=np.int64),
@@ -427,3 +438,64 @@ class TaskGraph:
             release=np.asarray(self._release, dtype=np.float64),
             ptr=ptr, links=links[order], usage=usage[order], dep_ptr=dep_ptr, deps=deps,
         )
+        if dep_task.size == 0 or dep_task.max() < n:
+            self._frozen = (out, n_links, len(self._entry_rows), dep_task.size)
+        return out
+
+    def _grown_arrays(self, old: GraphArrays, n_links: int, n_chunks: int,
+                      n_dep: int) -> GraphArrays | None:
+        """:meth:`arrays` as the last freeze ``old`` plus the tasks added since, in time
+        proportional to those; ``None`` if an entry or dependency added since belongs to an
+        older task (then the caller freezes everything)."""
+        n0, n = old.kind.size, len(self._kind)
+        rows = self._entry_rows[n_chunks:]
+        rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        dep_task = np.asarray(self._dep_task[n_dep:], dtype=np.int64)
+        if (rows.size and rows.min() < n0) or (dep_task.size and dep_task.min() < n0):
+            return None
+        links = np.concatenate(self._entry_links[n_chunks:]) if rows.size \
+            else np.zeros(0, np.int64)
+        usage = np.concatenate(self._entry_usage[n_chunks:]) if rows.size else np.zeros(0)
+        if links.size and links.max() >= n_links:
+            e = int(np.argmax(links))
+            raise InputError("links", f"{self.label(int(rows[e]))} uses unknown link id "
+                                      f"{int(links[e])} (the fabric has {n_links} links)")
+        dep_on = np.asarray(self._dep_on[n_dep:], dtype=np.int64)
+        if dep_on.size and dep_on.max() >= n:
+            i = int(np.argmax(dep_on))
+            raise InputError("deps", f"{self.label(int(dep_task[i]))} depends on unknown task "
+                                     f"{int(dep_on[i])} (the graph has {n} tasks)")
+        if dep_task.size and dep_task.max() >= n:
+            return None
+        # a stable sort of the new entries alone orders them as a stable sort of all would:
+        # every earlier entry belongs to an earlier task
+        order = np.argsort(rows, kind="stable")
+        ptr = np.empty(n + 1, dtype=np.int64)
+        ptr[:n0 + 1] = old.ptr
+        ptr[n0 + 1:] = old.ptr[-1] + np.cumsum(np.bincount(rows - n0, minlength=n - n0))
+        dep_ptr = np.empty(n + 1, dtype=np.int64)
+        dep_ptr[:n0 + 1] = old.dep_ptr
+        dep_ptr[n0 + 1:] = old.dep_ptr[-1] + np.cumsum(np.bincount(dep_task - n0,
+                                                                   minlength=n - n0))
+        deps = np.concatenate([old.deps, dep_on[np.argsort(dep_task, kind="stable")]])
+        if self._acyclic != n:
+            cycle = find_cycle(n, dep_ptr, deps)
+            if cycle is not None:
+                names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
+                raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
+            self._acyclic = n
+
+        def column(values, old_column, dtype):
+            return np.concatenate([old_column, np.asarray(values[n0:], dtype=dtype)])
+
+        out = GraphArrays(
+            kind=column(self._kind, old.kind, np.int8),
+            amount=column(self._amount, old.amount, np.float64),
+            priority=column(self._priority, old.priority, np.int64),
+            weight=column(self._weight, old.weight, np.float64),
+            latency=column(self._latency, old.latency, np.float64),
+            release=column(self._release, old.release, np.float64),
+            ptr=ptr, links=np.concatenate([old.links, links[order]]),
+            usage=np.concatenate([old.usage, usage[order]]), dep_ptr=dep_ptr, deps=deps)
+        self._frozen = (out, n_links, len(self._entry_rows), len(self._dep_task))
+        return out
