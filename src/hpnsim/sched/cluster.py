@@ -286,11 +286,14 @@ def _steady_step(jobs, running, template, cap, t, limit, tolerance, cache, stats
             for i, p in zip(members, period, strict=True):
                 probes[i] = Probe([np.zeros(0)], np.array([p]), True, 0.0)
             continue
-        found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
-                      [runs[i].offset for i in members], cap, tolerance=tolerance,
-                      limit=limit - t, remaining=remaining[members])
-        stats["probes"] += 1
-        stats["unstable_probes"] += not found.stable
+        found = cache.get(("probe", key))   # an unstable probe that would run the same
+        if found is None or not found.repeats(limit - t, remaining[members]):
+            found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
+                          [runs[i].offset for i in members], cap, tolerance=tolerance,
+                          limit=limit - t, remaining=remaining[members])
+            stats["probes"] += 1
+            stats["unstable_probes"] += not found.stable
+            cache[("probe", key)] = found
         elapsed = max(elapsed, found.elapsed)
         if found.stable:
             cache[key] = found.period.tolist()

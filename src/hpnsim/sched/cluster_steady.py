@@ -75,6 +75,22 @@ class Probe:
     period: np.ndarray
     stable: bool
     elapsed: float
+    #: per job the iterations the probe appended, when its run depended on neither its
+    #: ``limit`` nor the jobs' remaining iterations (else None): see :meth:`repeats`
+    copies: np.ndarray | None = None
+
+    def repeats(self, limit: float, remaining) -> bool:
+        """Whether probing the same component again with ``limit`` and ``remaining`` would
+        run exactly this probe: it stopped before ``limit`` and no job runs out within the
+        iterations it appended.
+
+        >>> p = Probe([np.zeros(3)], np.ones(1), False, 5.0, copies=np.array([4]))
+        >>> p.repeats(5.0, [5]), p.repeats(4.9, [5]), p.repeats(9.0, [4])
+        (True, False, False)
+        """
+        if self.copies is None or limit < self.elapsed:
+            return False
+        return bool(np.all(_needed(remaining) > self.copies))
 
     def progress(self, j: int, dt: float) -> float:
         """Iterations job ``j`` has done ``dt`` seconds after the segment start: counted
@@ -106,16 +122,14 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     graph = TaskGraph()
     chains: list[list[int]] = [[] for _ in range(n)]       # first task of every copy
     sim = Simulation(graph, capacity)
-    left = np.asarray(remaining, dtype=np.float64)
-    # a job that leaves after a duration has no iteration count: it never runs dry
-    needed = np.where(np.isfinite(left), np.ceil(np.minimum(left, 2.0**62) - 1e-9),
-                      2.0**62).astype(np.int64)
+    needed = _needed(remaining)
     window = 2.0 * alone.max() + float(np.max(offsets, initial=0.0))
     horizon = min(limit, PROBE_PERIODS * alone.max() + float(np.max(offsets, initial=0.0)))
     now = 0.0
     ends = [np.zeros(0) for _ in range(n)]
     period = alone.copy()
     stable = False
+    copies = ()
     while True:
         stop = min(now + window, horizon)
         for j, tpl in enumerate(templates):    # enough copies that none runs dry by `stop`
@@ -148,11 +162,24 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
         finished = [j for j in range(n) if ends[j].size >= needed[j]]
         if finished:
             now = min(float(ends[j][needed[j] - 1]) for j in finished)
+            copies = None
             break
         if stable or now >= horizon or len(graph) >= MAX_PROBE_TASKS:
             break
         # every round rebuilds the engine state over the whole graph: widening the window
         # keeps the rounds logarithmic in the probe's length (at most 1.5x overshoot)
         window *= WINDOW_GROWTH
+    if copies is not None:
+        copies = np.array([len(c) for c in chains], dtype=np.int64)
+        if (horizon == limit and now >= limit) or np.any(needed <= copies):
+            copies = None       # the limit or a job's last iteration shaped the run
     period = np.maximum(period, 1e-300)
-    return Probe(ends=ends, period=period, stable=stable, elapsed=now)
+    return Probe(ends=ends, period=period, stable=stable, elapsed=now, copies=copies)
+
+
+def _needed(remaining) -> np.ndarray:
+    """Whole iterations per job before it leaves (a job that leaves after a duration has no
+    iteration count: it never runs dry)."""
+    left = np.asarray(remaining, dtype=np.float64)
+    return np.where(np.isfinite(left), np.ceil(np.minimum(left, 2.0**62) - 1e-9),
+                    2.0**62).astype(np.int64)
