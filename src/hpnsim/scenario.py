@@ -40,25 +40,13 @@ from hpnsim.scenario_cluster import ClusterSpec, check_cluster
 from hpnsim.scenario_collectives import CollectiveSpec, check_collectives, name_collectives
 from hpnsim.scenario_fabric import FabricSpec
 from hpnsim.scenario_faults import FailoverSpec, FaultSpec
-from hpnsim.scenario_yaml import format_path, load_yaml, located
-from hpnsim.units import parse_time
+from hpnsim.scenario_yaml import format_path, load_yaml, located, seconds_field
 
 ROUTINGS = ("ecmp", "hpn_dual_plane", "precise", "spray")
 SCHEDULERS = ("none",)
 
 __all__ = ["CollectiveSpec", "FabricSpec", "JobSpec", "Scenario", "check_against_fabric",
            "load_scenario", "parse_scenario", "parse_section", "scenario_lines"]
-
-
-def _seconds(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError("must be a time such as 30s, 1.5ms or 0, got a boolean")
-    if isinstance(value, str | int | float):
-        try:
-            return parse_time(value, "time")
-        except InputError as exc:
-            raise ValueError(exc.message) from None
-    return value
 
 
 def _not_bool(value: Any) -> Any:
@@ -68,7 +56,7 @@ def _not_bool(value: Any) -> Any:
 
 
 #: seconds, from a number or a string with a unit ("30s", "1.5ms", "2h")
-Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0, allow_inf_nan=False)]
+Seconds = Annotated[float, BeforeValidator(seconds_field), Field(ge=0, allow_inf_nan=False)]
 Positive = Annotated[int, Field(ge=1, strict=True)]
 
 

@@ -21,12 +21,12 @@ pydantic_core._pydantic_core.ValidationError: 1 validation error for ClusterSpec
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from hpnsim.errors import InputError
-from hpnsim.scenario_yaml import located
+from hpnsim.scenario_yaml import located, seconds_field
 
 __all__ = ["ClusterSpec", "check_cluster", "cluster_jobs", "run_cluster"]
 
@@ -35,21 +35,6 @@ __all__ = ["ClusterSpec", "check_cluster", "cluster_jobs", "run_cluster"]
 SCHEDULER_NAMES = ("none", "crux-pa", "crux-ps-pa", "crux", "sincronia", "taccl", "cassini",
                    "varys")
 ALLOCATORS = ("packed", "topology_aware", "random", "given")
-
-
-def _seconds_or_none(value: Any) -> Any:
-    from hpnsim.units import parse_time
-
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise ValueError("must be a time such as 24h or 3600, got a boolean")
-    if isinstance(value, str | int | float):
-        try:
-            return parse_time(value, "time")
-        except InputError as exc:
-            raise ValueError(exc.message) from None
-    return value
 
 
 class ClusterSpec(BaseModel):
@@ -76,7 +61,7 @@ class ClusterSpec(BaseModel):
     samples: Annotated[int, Field(ge=1, strict=True)] = 10
     exact: bool = False
     tolerance: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 0.01
-    horizon: Annotated[float | None, BeforeValidator(_seconds_or_none),
+    horizon: Annotated[float | None, BeforeValidator(seconds_field),
                        Field(gt=0, allow_inf_nan=False)] = None
     candidates: Annotated[int, Field(ge=1, strict=True)] = 4
 

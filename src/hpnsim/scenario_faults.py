@@ -24,24 +24,15 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from hpnsim.errors import InputError
-from hpnsim.scenario_yaml import located
+from hpnsim.scenario_yaml import located, seconds_field
 
 __all__ = ["FailoverSpec", "FaultSpec", "check_faults"]
 
 
 def _seconds(value: Any) -> Any:
-    from hpnsim.units import parse_time
-
-    if isinstance(value, bool):
-        raise ValueError("must be a time such as 30s, 1.5ms or 0, got a boolean")
     if isinstance(value, str) and value.strip().startswith("-"):
         raise ValueError(f"must be a time >= 0, got {value!r}")
-    if isinstance(value, str | int | float):
-        try:
-            return parse_time(value, "time")
-        except InputError as exc:
-            raise ValueError(exc.message) from None
-    return value
+    return seconds_field(value)
 
 
 Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0, allow_inf_nan=False)]

@@ -65,6 +65,26 @@ def load_yaml(text: str, source: str = "scenario") -> tuple[object, dict]:
     return data, lines
 
 
+def seconds_field(value):
+    """A scenario time field: a number of seconds or a string with a unit (``"30s"``,
+    ``"1.5ms"``, ``"24h"``) as seconds; ``None`` and other types pass through for pydantic to
+    judge. Raises ``ValueError`` (pydantic's way) for booleans and unparsable strings.
+
+    >>> seconds_field("1.5ms"), seconds_field(3), seconds_field(None)
+    (0.0015, 3.0, None)
+    """
+    from hpnsim.units import parse_time
+
+    if isinstance(value, bool):
+        raise ValueError("must be a time such as 30s, 1.5ms or 24h, got a boolean")
+    if isinstance(value, str | int | float):
+        try:
+            return parse_time(value, "time")
+        except InputError as exc:
+            raise ValueError(exc.message) from None
+    return value
+
+
 def line_of(lines: dict, path: YamlPath) -> int | None:
     """The line of ``path``, or of its nearest ancestor that has one.
 
