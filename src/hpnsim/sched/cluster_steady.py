@@ -13,6 +13,9 @@ once the probe spans several beats (thirds rarely agree by chance). A probe stop
 are simulated (the next arrival), when a job has run the iterations it had left (it leaves),
 or after ``PROBE_PERIODS`` periods of its slowest job or ``MAX_PROBE_TASKS`` tasks (then
 periods come from the iterations seen, and the component is counted as unstable).
+A probe that stopped on its own (stable or at a budget, before ``limit`` and before any job's
+last iteration) would run again identically for the same component; the caller replays it
+(:meth:`Probe.repeats`) instead of re-running it at every later event.
 """
 
 from __future__ import annotations
