@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fault_rings import ring
 
 from hpnsim.collectives import PROTOCOL_EFFICIENCY
-from hpnsim.collectives.compile import compile_into
-from hpnsim.engine import Simulation, TaskGraph
 from hpnsim.errors import InputError
 from hpnsim.fabrics import FabricState, hpn7
 from hpnsim.faults.events import parse_fault
-from hpnsim.faults.failover import FailoverPolicy, fault_changes
-from hpnsim.faults.reroute import Rerouter
+from hpnsim.faults.failover import FailoverPolicy
 from hpnsim.faults.runner import JobPlan, RecoveryPolicy, simulate_with_faults
-from hpnsim.training.compile import RouteRecord
 from hpnsim.workloads.iteration_job import TrainJob
 
 HOSTS = [0, 8, 16, 24]          # rail 0 of 4 hosts: a ring over hosts, one ToR hop
@@ -28,28 +25,8 @@ def small(mode):
 
 
 def ring_through(fabric, size, faults, routing, policy=FailoverPolicy()):
-    """Ring all-reduce over HOSTS through ``faults``, applying each change as the runner
-    does (capacities from the physical state; reroute under the routed state)."""
-    g = TaskGraph()
-    c = compile_into(g, fabric, "allreduce", HOSTS, size, algo="ring", protocol="simple",
-                     routing=routing)
-    record = RouteRecord("allreduce", np.array([HOSTS]), float(size), "ring", 0, len(g))
-    physical, routed = FabricState(fabric), FabricState(fabric)
-    sim = Simulation(g, physical.capacity)
-    rerouter = Rerouter(fabric, g)
-    for change in fault_changes(fabric, faults, policy):
-        sim.run(change.time)
-        state = physical if change.layer == "physical" else routed
-        (state.set_up if change.up else state.set_down)(change.links)
-        if change.layer == "physical":
-            sim.set_capacity(change.links, physical.capacity[change.links])
-        else:
-            todo = ~np.isfinite(sim.result().finish)
-            for task, links, usage in rerouter.changes(
-                    [record], routing, 0, routed if routed.down_links.size else None, todo):
-                sim.reroute(task, links, usage)
-    sim.run()
-    return float(sim.result().finish[c.final[0]])
+    """Ring all-reduce over HOSTS through ``faults`` (see fault_rings.ring)."""
+    return ring(fabric, HOSTS, size, faults, routing, policy)
 
 
 def test_nonstacked_lost_port_halves_the_ring_bandwidth_term():

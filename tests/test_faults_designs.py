@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fault_rings import ring
 
 from hpnsim.collectives import PROTOCOL_EFFICIENCY
-from hpnsim.collectives.compile import compile_into
-from hpnsim.engine import Simulation, TaskGraph
-from hpnsim.fabrics import FabricState, hpn7
+from hpnsim.fabrics import hpn7
 from hpnsim.fabrics.fabric import LinkKind
 from hpnsim.faults.events import parse_fault
 from hpnsim.faults.failover import FailoverPolicy, fault_changes
-from hpnsim.faults.reroute import Rerouter
 from hpnsim.faults.runner import JobPlan, RecoveryPolicy, simulate_with_faults
-from hpnsim.training.compile import RouteRecord
 from hpnsim.workloads.iteration_job import TrainJob
 
 RAIL0 = [0, 8, 16, 24]          # GPU 0 of hosts 0..3: a ring over hosts, rail 0
@@ -27,32 +24,6 @@ def small(mode, **options):
     base = dict(segments=1, hosts_per_segment=4, backup_hosts=0, tor_uplinks=2,
                 aggs_per_plane=2, dual_tor=mode)
     return hpn7(**{**base, **options})
-
-
-def ring(fabric, gpus, size, faults, routing, policy=FailoverPolicy(), seed=0):
-    """Finish time of a ring all-reduce over ``gpus`` through ``faults``, with each change
-    applied as the runner does (capacities from the physical state, reroute under the
-    routed one)."""
-    g = TaskGraph()
-    c = compile_into(g, fabric, "allreduce", gpus, size, algo="ring", protocol="simple",
-                     routing=routing, seed=seed)
-    record = RouteRecord("allreduce", np.array([gpus]), float(size), "ring", 0, len(g))
-    physical, routed = FabricState(fabric), FabricState(fabric)
-    sim = Simulation(g, physical.capacity)
-    rerouter = Rerouter(fabric, g)
-    for change in fault_changes(fabric, faults, policy):
-        sim.run(change.time)
-        state = physical if change.layer == "physical" else routed
-        (state.set_up if change.up else state.set_down)(change.links)
-        if change.layer == "physical":
-            sim.set_capacity(change.links, physical.capacity[change.links])
-        else:
-            todo = ~np.isfinite(sim.result().finish)
-            for task, links, usage in rerouter.changes(
-                    [record], routing, seed, routed if routed.down_links.size else None, todo):
-                sim.reroute(task, links, usage)
-    sim.run()
-    return float(sim.result().finish[c.final[0]])
 
 
 def slope(fabric, gpus, faults, routing, policy=FailoverPolicy(), seed=0, sizes=(64e6, 128e6)):

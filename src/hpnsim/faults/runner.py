@@ -36,6 +36,7 @@ import numpy as np
 
 from hpnsim.errors import InputError
 from hpnsim.faults.failover import FailoverPolicy, fault_changes
+from hpnsim.faults.layers import FaultLayers
 from hpnsim.faults.reliability import CHECKPOINT_INTERVAL_S, CHECKPOINT_WRITE_S, RESTART_S
 from hpnsim.faults.reroute import Rerouter
 
@@ -243,7 +244,6 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
     (3, [])
     """
     from hpnsim.engine import Simulation, TaskGraph
-    from hpnsim.fabrics.state import FabricState
     from hpnsim.training import account, build_iteration_graph
 
     failover = failover or FailoverPolicy(seed=seed)
@@ -253,9 +253,7 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
     graph = TaskGraph()
     transfers = _TransferIds(graph)
     rerouter = Rerouter(fabric, transfers)
-    physical, routed = FabricState(fabric), FabricState(fabric)
-    count = {"physical": np.zeros(fabric.n_links, np.int64),
-             "routed": np.zeros(fabric.n_links, np.int64)}
+    layers = FaultLayers(fabric)
     held = {"physical": set(), "routed": set()}       # (fault, window start) currently down
     retired: set[int] = set()
     park = fabric.n_links
@@ -298,33 +296,16 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
 
     for j, plan in enumerate(jobs):
         compile_chain(j, 0, plan.arrival, plan.arrival - recovery.checkpoint_age)
-    sim = Simulation(graph, np.append(physical.capacity, 0.0))
-
-    def unfinished() -> np.ndarray:
-        return ~np.isfinite(sim.result().finish)
+    sim = Simulation(graph, np.append(layers.physical.capacity, 0.0))
 
     def reroute(records_of=None) -> None:
-        state = routed if routed.down_links.size else None
-        todo = unfinished()
+        todo = ~np.isfinite(sim.result().finish)
         for chain in (records_of or [c for c in chains if not c.abandoned]):
             records = [r for it in chain.its for r in it.routes]
-            for task, links, usage in rerouter.changes(records, routing, seed, state, todo):
-                if links.size:
-                    sim.reroute(task, links, usage)
+            layers.reroute(sim, rerouter, records, routing, seed, todo)
 
     def apply(layer: str, links: np.ndarray, up: bool) -> None:
-        c = count[layer]
-        before = c[links] > 0
-        c[links] += -1 if up else 1
-        np.maximum(c, 0, out=c)
-        after = c[links] > 0
-        flipped = links[before != after]
-        if not flipped.size:
-            return
-        state = physical if layer == "physical" else routed
-        (state.set_up if up else state.set_down)(flipped)
-        if layer == "physical":
-            sim.set_capacity(flipped, physical.capacity[flipped])
+        layers.apply(sim, layer, links, up)
 
     events: list = []
     seq = 0
@@ -341,7 +322,7 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
     restarts: list[list[Restart]] = [[] for _ in jobs]
 
     def cut_jobs() -> set[int]:
-        down = count["physical"] > 0
+        down = layers.down("physical")
         cut = down[access].all(axis=1)
         return {j for j, plan in enumerate(jobs) if cut[plan.gpus].any()}
 
