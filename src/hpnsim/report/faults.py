@@ -47,9 +47,14 @@ def print_fault_timeline(job, console) -> None:
                       f"{r['resumed_at']:.3f} s: lost work {r['lost_work']:.3f} s")
 
 
-def _steps(rows):
+def throughput_steps(rows) -> tuple[list[float], list[float]]:
     """Step coordinates of samples/s per iteration; a gap between iterations (an abandoned
-    attempt, a restart) is drawn at 0: no sample is trained then."""
+    attempt, a restart) is drawn at 0: no sample is trained then.
+
+    >>> throughput_steps([{"start": 0, "end": 1, "samples_per_s": 8},
+    ...                   {"start": 3, "end": 4, "samples_per_s": 8}])
+    ([0, 1, 1, 3, 3, 4], [8, 8, 0.0, 0.0, 8, 8])
+    """
     xs, ys, end = [], [], None
     for r in sorted(rows, key=lambda r: r["start"]):
         if end is not None and r["start"] > end + 1e-9:
@@ -82,7 +87,7 @@ def plot_throughput_timeline(jobs, path: str | Path, labels=None, title: str = "
     labels = labels or [job.name for job in jobs]
     shaded = set()
     for job, label in zip(jobs, labels, strict=True):
-        xs, ys = _steps(job.faults["timeline"])
+        xs, ys = throughput_steps(job.faults["timeline"])
         line, = ax.plot(xs, ys, label=label, lw=1.4)
         for r in job.faults["restarts"]:
             ax.axvline(r["failed_at"], color=line.get_color(), ls=":", lw=1)
@@ -120,7 +125,7 @@ def plot_failure_study(panels: dict, path: str | Path, title: str = "", dpi: int
     for ax, (name, lines) in zip(axes[:, 0], panels.items(), strict=True):
         shaded = set()
         for label, faults in lines.items():
-            xs, ys = _steps(faults["timeline"])
+            xs, ys = throughput_steps(faults["timeline"])
             line, = ax.plot(xs, ys, label=label, lw=1.3)
             for r in faults["restarts"]:
                 ax.axvspan(r["failed_at"], r["resumed_at"], color=line.get_color(), alpha=0.1)

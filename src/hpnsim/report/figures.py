@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.faults import throughput_steps
 
 #: the parts of an iteration in the order they stack (keys of IterationResult)
 ITERATION_PARTS = ("compute", "tp", "pp", "dp", "ep", "bubble", "optimizer")
@@ -322,19 +323,6 @@ def busbw_by_size_figure(rows: list[dict], held: str):
     return fig
 
 
-def _steps(rows: list[dict]) -> tuple[list[float], list[float]]:
-    """Step coordinates of samples/s per completed iteration (a gap is drawn at 0)."""
-    xs, ys, end = [], [], None
-    for r in sorted(rows, key=lambda r: r["start"]):
-        if end is not None and r["start"] > end + 1e-9:
-            xs += [end, r["start"]]
-            ys += [0.0, 0.0]
-        xs += [r["start"], r["end"]]
-        ys += [r["samples_per_s"]] * 2
-        end = r["end"]
-    return xs, ys
-
-
 def failure_figure(failure: dict, held: str):
     """Samples/s per iteration against time through the demo's link failure, one line per
     ToR design; the fault window shaded red; both axes from zero; legend below the axes.
@@ -352,7 +340,7 @@ def failure_figure(failure: dict, held: str):
     ax.axvspan(start, start + duration, color="red", alpha=0.12, lw=0,
                label=f"link down ({failure['fault']})")
     for i, d in enumerate(failure["designs"]):
-        xs, ys = _steps(d["timeline"])
+        xs, ys = throughput_steps(d["timeline"])
         ax.plot(xs, ys, lw=1.6, color=_FABRIC_COLORS[i],
                 label=f"{d['design']}: {d['time_lost']:.2f} s lost against no fault")
     ax.set_xlim(left=0)
