@@ -73,6 +73,27 @@ _DTYPES = {"node_kind": np.int8, "node_tier": np.int8, "node_network": np.int8, 
 _NAME_RE = re.compile(r"[a-z]+|-?\d+")
 
 
+def capacity_values(bytes_per_s, n: int) -> np.ndarray:
+    """``n`` link capacities (bytes/s) from one number, one per link, or a unit string
+    (``"100G"``); InputError unless finite and >= 0.
+
+    >>> capacity_values("100G", 2).tolist()
+    [12500000000.0, 12500000000.0]
+    """
+    from hpnsim.units import parse_bandwidth
+
+    if isinstance(bytes_per_s, str):
+        bytes_per_s = parse_bandwidth(bytes_per_s, "bytes_per_s")
+    try:
+        value = np.broadcast_to(np.asarray(bytes_per_s, dtype=np.float64), (n,))
+    except (TypeError, ValueError) as exc:
+        raise InputError("bytes_per_s", f"needs a number or one per link ({n}), "
+                                        f"got {bytes_per_s!r:.60}") from exc
+    if not np.all(np.isfinite(value) & (value >= 0)):
+        raise InputError("bytes_per_s", f"must be finite and >= 0, got {bytes_per_s!r:.60}")
+    return value
+
+
 class Fabric(SwitchDistances):
     """Array-backed network: nodes, directed links, GPU indices and derived lookups.
 
@@ -165,25 +186,14 @@ class Fabric(SwitchDistances):
         ...       == f.link_capacity[f.link_kind != LinkKind.NVLINK]).all())
         True
         """
-        from hpnsim.units import parse_bandwidth
-
         if links is None:
             ids = np.arange(self.n_links)
         elif isinstance(links, LinkKind):
             ids = np.flatnonzero(self.link_kind == links)
         else:
             ids = self.check_link_ids(links)
-        if isinstance(bytes_per_s, str):
-            bytes_per_s = parse_bandwidth(bytes_per_s, "bytes_per_s")
-        try:
-            value = np.broadcast_to(np.asarray(bytes_per_s, dtype=np.float64), ids.shape)
-        except (TypeError, ValueError) as exc:
-            raise InputError("bytes_per_s", f"needs a number or one per selected link "
-                                            f"({ids.size}), got {bytes_per_s!r:.60}") from exc
-        if not np.all(np.isfinite(value) & (value >= 0)):
-            raise InputError("bytes_per_s", f"must be finite and >= 0, got {bytes_per_s!r:.60}")
         capacity = self.link_capacity.copy()
-        capacity[ids] = value
+        capacity[ids] = capacity_values(bytes_per_s, ids.size)
         return self.replace(link_capacity=capacity)
 
     def check_link_ids(self, links) -> np.ndarray:

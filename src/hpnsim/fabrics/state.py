@@ -17,6 +17,7 @@ import numpy as np
 
 from hpnsim.errors import InputError
 from hpnsim.fabrics.distances import frozen
+from hpnsim.fabrics.fabric import capacity_values
 
 
 class FabricState:
@@ -122,18 +123,8 @@ class FabricState:
 
         ``set_capacity(links, fabric.link_capacity[links])`` undoes an override.
         """
-        from hpnsim.units import parse_bandwidth
-
         ids = self.links(links)
-        if isinstance(bytes_per_s, str):
-            bytes_per_s = parse_bandwidth(bytes_per_s, "bytes_per_s")
-        try:
-            value = np.broadcast_to(np.asarray(bytes_per_s, dtype=np.float64), ids.shape)
-        except (TypeError, ValueError) as exc:
-            raise InputError("bytes_per_s", f"needs a number or one per link ({ids.size}), "
-                                            f"got {bytes_per_s!r:.60}") from exc
-        if not np.all(np.isfinite(value) & (value >= 0)):
-            raise InputError("bytes_per_s", f"must be finite and >= 0, got {bytes_per_s!r:.60}")
+        value = capacity_values(bytes_per_s, ids.size)
         if not np.array_equal(self._capacity[ids], value):
             self._capacity[ids] = value
             self._changed()
