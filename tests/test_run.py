@@ -128,3 +128,36 @@ def test_run_refuses_out_that_is_a_file(capsys, tmp_path):
     target.write_text("x")
     code, out, err = _cli(capsys, "run", str(EXAMPLES / "one_job.yaml"), "--out", str(target))
     assert code == 2 and err.startswith("error: --out: ") and len(err.splitlines()) == 1
+
+
+def test_an_aicb_workload_runs_beside_a_model_job_and_chains_its_iterations():
+    """AICB workload jobs compile through the same training program as model jobs: on GPUs
+    that share no network link with the other job, each of its iterations takes exactly the
+    time of the workload simulated alone, and its iterations chain from its arrival."""
+    from hpnsim.fabrics import hpn7
+    from hpnsim.training import simulate_aicb
+    from hpnsim.workloads.aicb import example_path, load_aicb
+
+    workload = load_aicb(example_path())
+    hosts = -(-workload.to_layout().n_gpus // 8)
+    fabric = {"segments": 1, "hosts_per_segment": hosts + 1, "backup_hosts": 0}
+    alone = simulate_aicb(workload, hpn7(**fabric)).iteration_time
+    result = run({"fabric": fabric, "compare_alone": False,
+                  "jobs": [{"name": "w", "workload": str(example_path()), "iterations": 2,
+                            "arrival": "1s"},
+                           {"name": "m", "model": "llama3-8b", "tp": 8, "global_batch": 1}]})
+    w = result.job("w")
+    assert [it.iteration_time for it in w.iterations] == pytest.approx([alone] * 2, rel=1e-12)
+    assert w.finish == pytest.approx(1.0 + 2 * alone, rel=1e-12)
+    assert w.model == example_path().name
+
+
+def test_faults_refuse_workload_jobs():
+    from hpnsim.errors import InputError
+    from hpnsim.workloads.aicb import example_path
+
+    with pytest.raises(InputError, match=r"^jobs\[0\]\.workload: runs through faults take"):
+        run({"fabric": {"segments": 1, "hosts_per_segment": 2, "backup_hosts": 0},
+             "faults": [{"kind": "link", "target": "gpu0.port0", "at": "1s",
+                         "duration": "1s"}],
+             "jobs": [{"workload": str(example_path())}]})

@@ -124,20 +124,21 @@ def _simulate_jobs(scenario: Scenario, fabric, jobs: list, placements: list):
     """One shared graph for ``jobs`` (indices into scenario.jobs); returns
     ``({job index: [IterationResult...]}, {job index: finish}, n_tasks, n_events)``."""
     from hpnsim.engine import TaskGraph
-    from hpnsim.training import account, build_iteration_graph
+    from hpnsim.training import account, compile_program, program_from_aicb, program_from_job
 
     graph = TaskGraph()
     built: dict[int, list] = {}
     for i in jobs:
         spec = scenario.jobs[i]
-        job = spec.train_job()
+        program = program_from_aicb(spec.load_workload()) if spec.workload is not None \
+            else program_from_job(spec.train_job())
         its, after = [], ()
         for _ in range(spec.iterations):
-            it = build_iteration_graph(job, fabric, routing=scenario.routing,
-                                       tp_algo=spec.tp_algo, dp_algo=spec.dp_algo,
-                                       gpus=placements[i], seed=scenario.seed, graph=graph,
-                                       release=spec.arrival, after=after,
-                                       nccl=scenario.nccl_params())
+            it = compile_program(program, graph, fabric, gpus=placements[i],
+                                 routing=scenario.routing, seed=scenario.seed,
+                                 tp_algo=spec.tp_algo, dp_algo=spec.dp_algo,
+                                 release=spec.arrival, after=after,
+                                 nccl=scenario.nccl_params())
             its.append(it)
             after = it.stage_end
         built[i] = its
@@ -150,10 +151,8 @@ def _simulate_jobs(scenario: Scenario, fabric, jobs: list, placements: list):
 
 def _check_workloads(scenario: Scenario) -> None:
     for i, job in enumerate(scenario.jobs):
-        if job.workload is not None and (len(scenario.jobs) > 1 or job.iterations > 1
-                                         or job.arrival > 0):
-            raise located(InputError("", "an AICB workload runs only as a scenario's single "
-                                         "job, for one iteration at time 0, for now"),
+        if job.workload is not None and scenario.faults:
+            raise located(InputError("", "runs through faults take model jobs only, for now"),
                           scenario_lines(scenario), ("jobs", i, "workload"))
 
 
@@ -206,9 +205,7 @@ def run(scenario, *, progress=None) -> RunResult:
 
     scenario.__dict__["_faults"] = check_faults(scenario, fabric, scenario_lines(scenario))
     placements = allocate(scenario, fabric)
-    if scenario.jobs and scenario.jobs[0].workload is not None:
-        result = _run_workload(scenario, fabric, placements[0])
-    elif scenario.jobs:
+    if scenario.jobs:
         result = _run_jobs(scenario, fabric, placements, say)
     else:
         result = RunResult(scenario=scenario.model_dump(mode="json"),
@@ -274,8 +271,9 @@ def _run_jobs(scenario: Scenario, fabric, placements: list, say) -> RunResult:
             say(f"simulating {scenario.jobs[i].name} alone")
             its = _simulate_jobs(scenario, fabric, [i], placements)[0][i]
             alone[i] = sum(r.iteration_time for r in its) / len(its)
-    jobs = [JobResult(name=spec.name, model=spec.model, gpus=placements[i].tolist(),
-                      arrival=spec.arrival, finish=finish[i], iterations=shared[i],
+    jobs = [JobResult(name=spec.name, model=spec.model or Path(spec.workload).name,
+                      gpus=placements[i].tolist(), arrival=spec.arrival, finish=finish[i],
+                      iterations=shared[i],
                       alone_iteration_time=alone.get(i))
             for i, spec in enumerate(scenario.jobs)]
     for job in jobs:
@@ -303,19 +301,6 @@ def _run_through_faults(scenario: Scenario, fabric, placements: list, say) -> Ru
     return RunResult(scenario=scenario.model_dump(mode="json"), fabric=_fabric_summary(fabric),
                      jobs=jobs, makespan=max(t.finish for t in timelines), n_tasks=0,
                      n_events=0)
-
-
-def _run_workload(scenario: Scenario, fabric, gpus) -> RunResult:
-    from hpnsim.training import simulate_aicb
-
-    spec = scenario.jobs[0]
-    result = simulate_aicb(spec.load_workload(), fabric, routing=scenario.routing,
-                           seed=scenario.seed)
-    job = JobResult(name=spec.name, model=Path(spec.workload).name, gpus=gpus.tolist(),
-                    arrival=0.0, finish=result.iteration_time, iterations=[result])
-    return RunResult(scenario=scenario.model_dump(mode="json"), fabric=_fabric_summary(fabric),
-                     jobs=[job], makespan=result.iteration_time, n_tasks=result.n_tasks,
-                     n_events=0, notes=list(result.notes))
 
 
 def _fabric_summary(fabric) -> dict:
