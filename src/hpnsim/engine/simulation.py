@@ -24,8 +24,8 @@ from hpnsim.engine.state import (
     empty_state,
     extend_state,
 )
-from hpnsim.engine.taskgraph import TRANSFER, TaskGraph, _merge_rows, _priority_column
-from hpnsim.engine.validate import check_capacity
+from hpnsim.engine.taskgraph import TRANSFER, TaskGraph
+from hpnsim.engine.validate import check_capacity, merge_rows, priority_column
 from hpnsim.errors import InputError
 
 
@@ -245,7 +245,7 @@ class Simulation:
             raise InputError("usage", f"needs one value per link ({ids.size}), got {coef.size}")
         if not np.all(np.isfinite(coef) & (coef >= 0)):
             raise InputError("usage", f"{self.graph.label(v)}: must be finite and >= 0")
-        _, merged_links, merged_usage = _merge_rows(np.zeros(ids.size, np.int64), ids,
+        _, merged_links, merged_usage = merge_rows(np.zeros(ids.size, np.int64), ids,
                                                     np.array(coef))
         if merged_links.size == 0:
             raise InputError("links", f"{self.graph.label(v)}: the new path needs a link "
@@ -265,7 +265,7 @@ class Simulation:
         if ids.size and ids.max() >= self._state.kind.size:
             self._join()
         s = self._state
-        prio = _priority_column(priority, ids.size, lambda i: self.graph.label(int(ids[i])))
+        prio = priority_column(priority, ids.size, lambda i: self.graph.label(int(ids[i])))
         changed = ids[s.priority[ids] != prio]
         s.priority[ids] = prio
         s.count[SAME_PRIORITY] = bool(np.all(s.priority == s.priority[0])) if s.kind.size \

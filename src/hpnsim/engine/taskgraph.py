@@ -9,12 +9,20 @@ bytes start flowing ``latency`` seconds after it starts.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from hpnsim.engine.validate import check_length, find_cycle
+from hpnsim.engine.validate import (
+    as_link_ids,
+    check_length,
+    check_values,
+    dependency_ids,
+    find_cycle,
+    merge_rows,
+    paths_arrays,
+    priority_column,
+)
 from hpnsim.errors import InputError
 
 TRANSFER, DELAY = 0, 1
@@ -35,97 +43,6 @@ class GraphArrays:
     usage: np.ndarray      # float64
     dep_ptr: np.ndarray    # int64, task -> the tasks it waits for
     deps: np.ndarray       # int64
-
-
-def _merge_rows(row_of_entry, links, usage):
-    """Sort entries by (row, link), add up duplicate links, drop zero usage."""
-    order = np.lexsort((links, row_of_entry))
-    rows, links, usage = row_of_entry[order], links[order], usage[order]
-    if rows.size:
-        first = np.ones(rows.size, dtype=bool)
-        first[1:] = (rows[1:] != rows[:-1]) | (links[1:] != links[:-1])
-        starts = np.flatnonzero(first)
-        usage = np.add.reduceat(usage, starts)
-        rows, links = rows[starts], links[starts]
-    keep = usage > 0
-    return rows[keep], links[keep], usage[keep]
-
-
-def _paths_arrays(paths):
-    """(ptr, links, weight) of a Paths-like object or of a list of link-id lists."""
-    if hasattr(paths, "ptr") and hasattr(paths, "links"):
-        ptr = np.asarray(paths.ptr, dtype=np.int64)
-        links = np.asarray(paths.links)
-        weight = getattr(paths, "weight", None)
-        weight = np.ones(links.size) if weight is None else np.asarray(weight, dtype=np.float64)
-    else:
-        rows = [np.asarray(p).ravel() for p in paths]
-        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-        ptr[1:] = np.cumsum([r.size for r in rows])
-        links = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-        weight = np.ones(links.size)
-    if ptr.ndim != 1 or ptr.size < 1 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) \
-            or ptr[-1] != links.size or weight.shape != links.shape:
-        raise InputError("paths", "need CSR arrays: ptr (n+1, from 0, non-decreasing, "
-                                  "ending at len(links)) and weight as long as links")
-    return ptr, links, weight
-
-
-def _as_link_ids(links, label):
-    arr = np.asarray(links).ravel()
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if not np.all(np.isfinite(arr)) or not np.array_equal(arr, np.round(arr)):
-            raise InputError("links", f"{label}: link ids must be integers")
-    arr = arr.astype(np.int64)
-    if arr.size and arr.min() < 0:
-        raise InputError("links", f"{label}: unknown link id {int(arr.min())} (ids are >= 0)")
-    return arr
-
-
-def _check_values(values, field, label_of, positive=False):
-    if type(values) in (float, int):  # the common scalar case, without numpy overhead
-        value = float(values)
-        if math.isfinite(value) and (value > 0 if positive else value >= 0):
-            return np.float64(value)
-    arr = np.asarray(values, dtype=np.float64)
-    bad = ~np.isfinite(arr) | ((arr <= 0) if positive else (arr < 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad.ravel())[0])
-        bound = "> 0" if positive else ">= 0"
-        raise InputError(field, f"{label_of(i)}: must be finite and {bound}, "
-                                f"got {float(arr.ravel()[i])!r}")
-    return arr
-
-
-def _dep_ids(deps, label) -> np.ndarray:
-    """Dependency task ids as an int64 array (a single id or a sequence), validated."""
-    items = [deps] if isinstance(deps, int | np.integer) else list(deps)
-    for dep in items:
-        if isinstance(dep, bool) or not isinstance(dep, int | np.integer) or dep < 0:
-            raise InputError("deps", f"{label}: dependencies are task ids, got {dep!r}")
-    return np.asarray(items, dtype=np.int64)
-
-
-def _priority_column(priority, n, label_of) -> np.ndarray:
-    """Strict priority class per transfer as int64 (a scalar or ``n`` values), validated.
-
-    Integers (or integral floats) only; booleans are rejected.
-
-    >>> _priority_column([0, 2.0], 2, str).tolist()
-    [0, 2]
-    """
-    arr = np.broadcast_to(np.asarray(priority), (n,))
-    if arr.dtype.kind == "f":
-        bad = ~np.isfinite(arr) | (arr != np.round(arr))
-    else:
-        bad = np.full(n, arr.dtype.kind not in "iu")
-    if isinstance(priority, list | tuple):  # numpy turns [0, True] into integers
-        bad |= np.fromiter((isinstance(p, bool | np.bool_) for p in priority), bool, n)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        got = priority[i] if isinstance(priority, list | tuple) else arr[i].item()
-        raise InputError("priority", f"{label_of(i)}: must be an integer, got {got!r}")
-    return arr.astype(np.int64)
 
 
 class TaskGraph:
@@ -191,10 +108,10 @@ class TaskGraph:
         label = self._next_label(name)
         if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
             raise InputError("priority", f"{label}: must be an integer, got {priority!r}")
-        _check_values(weight, "weight", lambda i: label, positive=True)
-        _check_values(latency, "latency", lambda i: label)
-        _check_values(release, "release", lambda i: label)
-        dep_ids = _dep_ids(deps, label)
+        check_values(weight, "weight", lambda i: label, positive=True)
+        check_values(latency, "latency", lambda i: label)
+        check_values(release, "release", lambda i: label)
+        dep_ids = dependency_ids(deps, label)
         task = len(self._kind)
         self._dep_task.extend([task] * dep_ids.size)
         self._dep_on.extend(dep_ids.tolist())
@@ -231,15 +148,15 @@ class TaskGraph:
         0
         """
         label = self._next_label(name)
-        link_ids = _as_link_ids(links, label)
+        link_ids = as_link_ids(links, label)
         coef = np.broadcast_to(np.asarray(usage, dtype=np.float64), link_ids.shape) \
             if np.ndim(usage) == 0 else np.asarray(usage, dtype=np.float64).ravel()
         if coef.shape != link_ids.shape:
             raise InputError("usage", f"{label}: needs one value per link ({link_ids.size}), "
                                       f"got {coef.size}")
-        _check_values(coef, "usage", lambda i: label)
-        _check_values(size, "size", lambda i: label)
-        _, merged_links, merged_usage = _merge_rows(
+        check_values(coef, "usage", lambda i: label)
+        check_values(size, "size", lambda i: label)
+        _, merged_links, merged_usage = merge_rows(
             np.zeros(link_ids.size, dtype=np.int64), link_ids, np.array(coef))
         task = self._append(TRANSFER, size, priority, weight, latency, release, name, deps)
         self._entry_rows.append(np.full(merged_links.size, task, dtype=np.int64))
@@ -257,7 +174,7 @@ class TaskGraph:
         >>> g.add_transfer_paths([[0, 1], [1, 2]], 8e6, name="ring-step")
         0
         """
-        _, links, weight = _paths_arrays(paths)
+        _, links, weight = paths_arrays(paths)
         return self.add_transfer(links, weight, size, **options)
 
     def add_transfers(self, paths, sizes, *, priority=0, weight=1.0, latency=0.0,
@@ -274,7 +191,7 @@ class TaskGraph:
         >>> g.add_transfers([[1]], 1e6, deps=[0, 1]).tolist()
         [2]
         """
-        ptr, links, coef = _paths_arrays(paths)
+        ptr, links, coef = paths_arrays(paths)
         n, first = ptr.size - 1, len(self._kind)
         if names is not None:
             names = [names] if isinstance(names, str) else list(names)
@@ -290,12 +207,12 @@ class TaskGraph:
 
         def column(values, field, positive=False):
             arr = np.broadcast_to(np.asarray(values, dtype=np.float64), (n,))
-            return _check_values(arr, field, label_of, positive)
+            return check_values(arr, field, label_of, positive)
 
         size = column(sizes, "size")
         wgt = column(weight, "weight", positive=True)
         lat, rel = column(latency, "latency"), column(release, "release")
-        prio = _priority_column(priority, n, label_of)
+        prio = priority_column(priority, n, label_of)
         row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
         link_ids = np.asarray(links)
         if link_ids.size and (not np.issubdtype(link_ids.dtype, np.integer)
@@ -305,9 +222,9 @@ class TaskGraph:
         if link_ids.size and link_ids.min() < 0:
             i = int(row[np.argmin(link_ids)])
             raise InputError("links", f"{label_of(i)}: unknown link id {int(link_ids.min())}")
-        _check_values(coef, "weight", lambda e: label_of(int(row[e])))
-        dep_ids = _dep_ids(deps, label_of(0) if n else self._next_label(""))
-        rows, merged_links, merged_usage = _merge_rows(row, link_ids, coef)
+        check_values(coef, "weight", lambda e: label_of(int(row[e])))
+        dep_ids = dependency_ids(deps, label_of(0) if n else self._next_label(""))
+        rows, merged_links, merged_usage = merge_rows(row, link_ids, coef)
         self._entry_rows.append(rows + first)
         self._entry_links.append(merged_links)
         self._entry_usage.append(merged_usage)
@@ -330,7 +247,7 @@ class TaskGraph:
         >>> g.add_delay(1e-3, name="fwd")
         0
         """
-        _check_values(duration, "duration", lambda i: self._next_label(name))
+        check_values(duration, "duration", lambda i: self._next_label(name))
         return self._append(DELAY, duration, 0, 1.0, 0.0, release, name, deps)
 
     def append_copy(self, arrays: GraphArrays, *, release: float = 0.0, after=(),
@@ -346,9 +263,9 @@ class TaskGraph:
         """
         if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
             raise InputError("priority", f"must be an integer, got {priority!r}")
-        _check_values(release, "release", lambda i: "task copy")
+        check_values(release, "release", lambda i: "task copy")
         base, n = len(self._kind), int(arrays.kind.size)
-        after_ids = _dep_ids(after, "task copy")
+        after_ids = dependency_ids(after, "task copy")
         if self._acyclic == base and not (after_ids >= base).any():
             self._acyclic = base + n
         self._kind.extend(arrays.kind.tolist())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from hpnsim.errors import InputError
@@ -137,3 +139,94 @@ def find_cycle(n_tasks: int, dep_ptr: np.ndarray, deps: np.ndarray) -> list[int]
                 state[nxt] = 1
                 stack.append((nxt, int(dep_ptr[nxt])))
     return None
+
+
+def merge_rows(row_of_entry, links, usage):
+    """Sort entries by (row, link), add up duplicate links, drop zero usage."""
+    order = np.lexsort((links, row_of_entry))
+    rows, links, usage = row_of_entry[order], links[order], usage[order]
+    if rows.size:
+        first = np.ones(rows.size, dtype=bool)
+        first[1:] = (rows[1:] != rows[:-1]) | (links[1:] != links[:-1])
+        starts = np.flatnonzero(first)
+        usage = np.add.reduceat(usage, starts)
+        rows, links = rows[starts], links[starts]
+    keep = usage > 0
+    return rows[keep], links[keep], usage[keep]
+
+
+def paths_arrays(paths):
+    """(ptr, links, weight) of a Paths-like object or of a list of link-id lists."""
+    if hasattr(paths, "ptr") and hasattr(paths, "links"):
+        ptr = np.asarray(paths.ptr, dtype=np.int64)
+        links = np.asarray(paths.links)
+        weight = getattr(paths, "weight", None)
+        weight = np.ones(links.size) if weight is None else np.asarray(weight, dtype=np.float64)
+    else:
+        rows = [np.asarray(p).ravel() for p in paths]
+        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum([r.size for r in rows])
+        links = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        weight = np.ones(links.size)
+    if ptr.ndim != 1 or ptr.size < 1 or ptr[0] != 0 or np.any(np.diff(ptr) < 0) \
+            or ptr[-1] != links.size or weight.shape != links.shape:
+        raise InputError("paths", "need CSR arrays: ptr (n+1, from 0, non-decreasing, "
+                                  "ending at len(links)) and weight as long as links")
+    return ptr, links, weight
+
+
+def as_link_ids(links, label):
+    arr = np.asarray(links).ravel()
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.all(np.isfinite(arr)) or not np.array_equal(arr, np.round(arr)):
+            raise InputError("links", f"{label}: link ids must be integers")
+    arr = arr.astype(np.int64)
+    if arr.size and arr.min() < 0:
+        raise InputError("links", f"{label}: unknown link id {int(arr.min())} (ids are >= 0)")
+    return arr
+
+
+def check_values(values, field, label_of, positive=False):
+    if type(values) in (float, int):  # the common scalar case, without numpy overhead
+        value = float(values)
+        if math.isfinite(value) and (value > 0 if positive else value >= 0):
+            return np.float64(value)
+    arr = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(arr) | ((arr <= 0) if positive else (arr < 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        bound = "> 0" if positive else ">= 0"
+        raise InputError(field, f"{label_of(i)}: must be finite and {bound}, "
+                                f"got {float(arr.ravel()[i])!r}")
+    return arr
+
+
+def dependency_ids(deps, label) -> np.ndarray:
+    """Dependency task ids as an int64 array (a single id or a sequence), validated."""
+    items = [deps] if isinstance(deps, int | np.integer) else list(deps)
+    for dep in items:
+        if isinstance(dep, bool) or not isinstance(dep, int | np.integer) or dep < 0:
+            raise InputError("deps", f"{label}: dependencies are task ids, got {dep!r}")
+    return np.asarray(items, dtype=np.int64)
+
+
+def priority_column(priority, n, label_of) -> np.ndarray:
+    """Strict priority class per transfer as int64 (a scalar or ``n`` values), validated.
+
+    Integers (or integral floats) only; booleans are rejected.
+
+    >>> priority_column([0, 2.0], 2, str).tolist()
+    [0, 2]
+    """
+    arr = np.broadcast_to(np.asarray(priority), (n,))
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+    else:
+        bad = np.full(n, arr.dtype.kind not in "iu")
+    if isinstance(priority, list | tuple):  # numpy turns [0, True] into integers
+        bad |= np.fromiter((isinstance(p, bool | np.bool_) for p in priority), bool, n)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        got = priority[i] if isinstance(priority, list | tuple) else arr[i].item()
+        raise InputError("priority", f"{label_of(i)}: must be an integer, got {got!r}")
+    return arr.astype(np.int64)
