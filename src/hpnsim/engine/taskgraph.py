@@ -261,34 +261,62 @@ class TaskGraph:
         >>> first, len(h), h.arrays(1).priority.tolist(), h.arrays(1).deps.tolist()
         (0, 2, [0, 3], [0])
         """
+        return int(self.append_chain(arrays, 1, release=release, after=after,
+                                     priority=priority)[0])
+
+    def append_chain(self, arrays: GraphArrays, count: int, *, release: float = 0.0,
+                     after=(), priority: int = 0, chain=()) -> np.ndarray:
+        """Append ``count`` copies of a frozen graph, each copy's task 0 waiting for the
+        tasks ``chain`` (ids within the frozen graph) of the copy before it; returns the
+        copies' first task ids. The first copy is :meth:`append_copy`'s (``release``,
+        ``after``); the others have their own release times.
+
+        >>> g = TaskGraph(); a = g.add_delay(1.0); b = g.add_transfer([0], 1.0, 8.0, deps=[a])
+        >>> h = TaskGraph(); h.append_chain(g.arrays(1), 3, chain=[1]).tolist()
+        [0, 2, 4]
+        >>> h.arrays(1).deps.tolist()      # 1 waits for 0, 2 for 1, 3 for 2, ...
+        [0, 1, 2, 3, 4]
+        """
         if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
             raise InputError("priority", f"must be an integer, got {priority!r}")
         check_values(release, "release", lambda i: "task copy")
-        base, n = len(self._kind), int(arrays.kind.size)
+        base, n, count = len(self._kind), int(arrays.kind.size), int(count)
+        chain = np.asarray(chain, dtype=np.int64)
+        if count < 1 or n == 0:
+            return np.zeros(0, dtype=np.int64)
+        if count > 1 and (chain.size == 0 or chain.min() < 0 or chain.max() >= n):
+            raise InputError("chain", f"ids of the copied graph's tasks (0..{n - 1}), "
+                                      f"got {chain.tolist()}")
         after_ids = dependency_ids(after, "task copy")
         if self._acyclic == base and not (after_ids >= base).any():
-            self._acyclic = base + n
-        self._kind.extend(arrays.kind.tolist())
-        self._amount.extend(arrays.amount.tolist())
+            self._acyclic = base + n * count
+        firsts = base + n * np.arange(count, dtype=np.int64)
+        self._kind.extend(np.tile(arrays.kind, count).tolist())
+        self._amount.extend(np.tile(arrays.amount, count).tolist())
         prio = np.where(arrays.kind == TRANSFER, int(priority), arrays.priority)
-        self._priority.extend(prio.tolist())
-        self._weight.extend(arrays.weight.tolist())
-        self._latency.extend(arrays.latency.tolist())
-        rel = arrays.release.copy()
-        if n:
-            rel[0] = float(release)
+        self._priority.extend(np.tile(prio, count).tolist())
+        self._weight.extend(np.tile(arrays.weight, count).tolist())
+        self._latency.extend(np.tile(arrays.latency, count).tolist())
+        rel = np.tile(arrays.release, count)
+        rel[0] = float(release)
+        rel[firsts[1:] - base] = 0.0
         self._release.extend(rel.tolist())
-        self._names.extend([""] * n)
+        self._names.extend([""] * (n * count))
         if arrays.links.size:
-            self._entry_rows.append(np.repeat(np.arange(n, dtype=np.int64),
-                                              np.diff(arrays.ptr)) + base)
-            self._entry_links.append(arrays.links.copy())
-            self._entry_usage.append(arrays.usage.copy())
+            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.ptr))
+            self._entry_rows.append((rows + (firsts - base)[:, None]).ravel() + base)
+            self._entry_links.append(np.tile(arrays.links, count))
+            self._entry_usage.append(np.tile(arrays.usage, count))
         dep_task = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.dep_ptr))
         keep = dep_task != 0
-        self._dep_task.extend((dep_task[keep] + base).tolist() + [base] * after_ids.size)
-        self._dep_on.extend((arrays.deps[keep] + base).tolist() + after_ids.tolist())
-        return base
+        own_task = (dep_task[keep] + firsts[:, None]).ravel()
+        own_on = (arrays.deps[keep] + firsts[:, None]).ravel()
+        link_task = np.repeat(firsts[1:], chain.size)
+        link_on = (chain + firsts[:-1, None]).ravel()
+        self._dep_task.extend([base] * after_ids.size + own_task.tolist()
+                              + link_task.tolist())
+        self._dep_on.extend(after_ids.tolist() + own_on.tolist() + link_on.tolist())
+        return firsts
 
     def add_dependency(self, task: int, dep: int) -> None:
         """Make ``task`` wait for ``dep`` as well (ids may refer to tasks added later).

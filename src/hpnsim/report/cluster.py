@@ -80,7 +80,8 @@ def print_cluster(result, console) -> None:
     console.print(jobs_table(result))
     console.print(f"steady state: {result.extrapolated_time:,.1f} s of "
                   f"{result.makespan:,.1f} s extrapolated ({result.extrapolated_iterations:,.0f}"
-                  f" iterations), {result.probes} probes, {result.unstable_probes} unstable"
+                  f" iterations), {result.probes} probes, {result.unstable_probes} unstable, "
+                  f"{result.phase_probes} phase-level"
                   if not result.exact else "exact: every iteration simulated")
     if result.unfinished:
         console.print(f"unfinished at the horizon: {len(result.unfinished)} job(s)")

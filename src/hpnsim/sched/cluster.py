@@ -143,7 +143,7 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     finished: dict[int, _Run] = {}
     engine = ExactCluster(cap) if exact else None
     stats = {"extrapolated_time": 0.0, "extrapolated_iterations": 0.0, "probes": 0,
-             "unstable_probes": 0}
+             "unstable_probes": 0, "phase_probes": 0}
     steady_cache: dict = {}
     events = [0.0]
     t = 0.0
@@ -230,6 +230,8 @@ def _decide(scheduler, jobs, running, template, cap, *, K, seed, samples, candid
                 score = (float(level.max(initial=0.0)), float(level.sum()), c)
                 if best is None or score < best[0]:
                     best = (score, c, tpl)
+                if score[0] == 0.0:     # nothing placed on its links: no candidate is better
+                    break
             r.seed = seed + best[1]
             np.add.at(load, best[2].links, best[2].link_bytes)
     else:
@@ -293,13 +295,14 @@ def _steady_step(jobs, running, template, cap, t, limit, tolerance, cache, stats
                           limit=limit - t, remaining=remaining[members])
             stats["probes"] += 1
             stats["unstable_probes"] += not found.stable
+            stats["phase_probes"] += found.level == "phase"
             cache[("probe", key)] = found
-        elapsed = max(elapsed, found.elapsed)
+        elapsed = max(elapsed, found.simulated)
         if found.stable:
             cache[key] = found.period.tolist()
         for k, i in enumerate(members):
             probes[i] = Probe([found.ends[k]], found.period[k:k + 1], found.stable,
-                              found.elapsed)
+                              found.simulated)
     leave_at = np.full(len(runs), math.inf)
     for i, p in enumerate(probes):
         if math.isfinite(remaining[i]):

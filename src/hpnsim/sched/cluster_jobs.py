@@ -165,6 +165,13 @@ class IterationTemplate:
         return graph.append_copy(self.arrays, release=release, after=after,
                                  priority=int(priority))
 
+    def append_chain(self, graph: TaskGraph, count: int, *, release: float = 0.0, after=(),
+                     priority: int = 0) -> np.ndarray:
+        """Append ``count`` iterations one after the other (the first as :meth:`append`);
+        returns their first task ids."""
+        return graph.append_chain(self.arrays, count, release=release, after=after,
+                                  priority=int(priority), chain=self.stage_end)
+
     def path_of(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """``(links, usage)`` of template transfer ``task``."""
         a = self.arrays

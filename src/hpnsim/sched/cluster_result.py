@@ -86,6 +86,7 @@ class ClusterResult:
     extrapolated_time : seconds of cluster time in which no probe simulated anything
     extrapolated_iterations : iterations advanced at a steady rate instead of simulated
     probes, unstable_probes : components probed, and those that hit the probe limit
+    phase_probes : components probed with phase-level iterations (too costly task by task)
     unfinished : names of jobs still running or waiting at the horizon
     """
 
@@ -100,6 +101,7 @@ class ClusterResult:
     extrapolated_iterations: float = 0.0
     probes: int = 0
     unstable_probes: int = 0
+    phase_probes: int = 0
     unfinished: list = field(default_factory=list)
 
     @property
@@ -167,6 +169,7 @@ class ClusterResult:
                 "extrapolated_time": self.extrapolated_time,
                 "extrapolated_iterations": self.extrapolated_iterations,
                 "probes": self.probes, "unstable_probes": self.unstable_probes,
+                "phase_probes": self.phase_probes,
                 "unfinished": list(self.unfinished)}
 
     def rows(self) -> list[dict]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.engine import Simulation, TaskGraph
+from hpnsim.sched.cluster_phase import phase_templates
 
 #: iterations per stability window
 WINDOW = 3
@@ -81,6 +82,14 @@ class Probe:
     #: per job the iterations the probe appended, when its run depended on neither its
     #: ``limit`` nor the jobs' remaining iterations (else None): see :meth:`repeats`
     copies: np.ndarray | None = None
+    #: "task" (every task of every iteration) or "phase" (phase-level iterations: no
+    #: iteration ends, only periods)
+    level: str = "task"
+
+    @property
+    def simulated(self) -> float:
+        """Seconds simulated task by task (0 for a phase-level probe)."""
+        return self.elapsed if self.level == "task" else 0.0
 
     def repeats(self, limit: float, remaining) -> bool:
         """Whether probing the same component again with ``limit`` and ``remaining`` would
@@ -99,7 +108,7 @@ class Probe:
         """Iterations job ``j`` has done ``dt`` seconds after the segment start: counted
         within the probe (the iteration in progress pro rata), at its period after it."""
         ends, period = self.ends[j], self.period[j]
-        if dt >= self.elapsed:
+        if dt >= self.simulated:
             last = ends[-1] if ends.size else 0.0
             return ends.size + max(dt - last, 0.0) / period
         done = int(np.searchsorted(ends, dt, side="right"))
@@ -109,7 +118,9 @@ class Probe:
 
 def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
           remaining) -> Probe:
-    """Probe a component (see the module docstring).
+    """Probe a component (see the module docstring): task by task when that reaches
+    stability within ``MAX_PROBE_TASKS`` (:func:`task_level_cost`), else with every job's
+    phase-level iteration (:mod:`hpnsim.sched.cluster_phase`).
 
     Parameters
     ----------
@@ -120,10 +131,43 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     limit : seconds until the next known event (the probe never runs past it)
     remaining : per job the iterations it has left (it stops there)
     """
+    if task_level_cost(templates, offsets, limit) <= MAX_PROBE_TASKS:
+        return _probe(templates, priorities, offsets, capacity, tolerance=tolerance,
+                      limit=limit, remaining=remaining)
+    phases = phase_templates(templates, capacity)
+    scale = np.array([p.scale for p in phases])
+    merge = np.array([p.merge for p in phases], dtype=np.float64)
+    # offsets and the limit stay in seconds: every job's scale is close to 1 / merge
+    found = _probe(phases, priorities, offsets, capacity, tolerance=tolerance, limit=limit,
+                   remaining=np.ceil(np.asarray(remaining, dtype=np.float64) / merge))
+    # phase-level iteration ends are not task-level ones: keep only the periods
+    found.ends = [np.zeros(0) for _ in templates]
+    found.period = found.period * scale
+    found.level = "phase"
+    return found
+
+
+def task_level_cost(templates, offsets, limit: float) -> float:
+    """Tasks a task-level probe appends before every job can be stable (``3 x WINDOW + 2``
+    iterations of the slowest job, at alone speed) or ``limit`` is reached.
+
+    >>> from types import SimpleNamespace as T
+    >>> jobs = [T(iteration_time=1.0, n_tasks=100), T(iteration_time=0.01, n_tasks=10)]
+    >>> task_level_cost(jobs, [0.0, 0.0], limit=5.0)
+    5610.0
+    """
+    alone = np.array([t.iteration_time for t in templates])
+    tasks = np.array([t.n_tasks for t in templates], dtype=np.float64)
+    span = min(limit, (3 * WINDOW + 2) * alone.max() + float(np.max(offsets, initial=0.0)))
+    return float(np.sum(tasks * (span / alone + 1.0)))
+
+
+def _probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
+           remaining) -> Probe:
     n = len(templates)
     alone = np.array([t.iteration_time for t in templates])
     graph = TaskGraph()
-    chains: list[list[int]] = [[] for _ in range(n)]       # first task of every copy
+    chains = [np.zeros(0, dtype=np.int64) for _ in range(n)]   # first task of every copy
     sim = Simulation(graph, capacity)
     needed = _needed(remaining)
     window = 2.0 * alone.max() + float(np.max(offsets, initial=0.0))
@@ -137,15 +181,16 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
         stop = min(now + window, horizon)
         for j, tpl in enumerate(templates):    # enough copies that none runs dry by `stop`
             want = min(int(needed[j]), ends[j].size + int((stop - now) / alone[j]) + 2)
-            while len(chains[j]) < want:
-                prev = chains[j][-1] if chains[j] else None
+            if want > chains[j].size:
+                prev = chains[j][-1] if chains[j].size else None
                 after = [] if prev is None else (prev + tpl.stage_end).tolist()
-                chains[j].append(tpl.append(graph, release=float(offsets[j])
-                                            if prev is None else 0.0,
-                                            after=after, priority=int(priorities[j])))
+                release = float(offsets[j]) if prev is None else 0.0
+                firsts = tpl.append_chain(graph, want - chains[j].size, release=release,
+                                          after=after, priority=int(priorities[j]))
+                chains[j] = np.concatenate([chains[j], firsts])
         now = sim.run(until=stop)
         finish = sim.result().finish
-        ends = [np.array([finish[b + templates[j].stage_end].max() for b in chains[j]])
+        ends = [finish[np.add.outer(chains[j], templates[j].stage_end)].max(axis=1)
                 for j in range(n)]
         ends = [e[np.isfinite(e)] for e in ends]
         stable = True
@@ -173,7 +218,7 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
         # keeps the rounds logarithmic in the probe's length (at most 1.5x overshoot)
         window *= WINDOW_GROWTH
     if copies is not None:
-        copies = np.array([len(c) for c in chains], dtype=np.int64)
+        copies = np.array([c.size for c in chains], dtype=np.int64)
         if (horizon == limit and now >= limit) or np.any(needed <= copies):
             copies = None       # the limit or a job's last iteration shaped the run
     period = np.maximum(period, 1e-300)

@@ -19,6 +19,7 @@ the reference loses nothing gets ``k = inf`` (it goes first at no cost to the re
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +68,37 @@ def transmission_gains(job: SchedJob, ref: SchedJob, capacity, horizon: float):
     gain_job = job_first.transmission[0] - ref_first.transmission[0]
     gain_ref = ref_first.transmission[1] - job_first.transmission[1]
     return float(gain_job), float(gain_ref)
+
+
+#: k factors already simulated, by what decides them (a cluster re-decides at every arrival
+#: and departure, mostly for the same pairs); at most this many are kept
+K_CACHE_SIZE = 4096
+_k_cache: OrderedDict = OrderedDict()
+
+
+def _demand_key(job: SchedJob, capacity) -> tuple:
+    """What a pairwise simulation sees of a job: its compute, overlap and link demand."""
+    cap = np.asarray(capacity, dtype=np.float64)[job.links]
+    return (job.compute_time, job.comm_start, job.links.tobytes(), job.link_bytes.tobytes(),
+            cap.tobytes())
+
+
+def cached_k_factor(job: SchedJob, ref: SchedJob, capacity, horizon: float) -> float:
+    """:func:`k_factor`, remembered: the same pair of demands and horizon is simulated once.
+
+    >>> from hpnsim.sched.periodic import worked_example
+    >>> ref, job2 = worked_example(1)
+    >>> cached_k_factor(job2, ref, [1.0], 12.0), cached_k_factor(job2, ref, [1.0], 12.0)
+    (1.5, 1.5)
+    """
+    key = (_demand_key(job, capacity), _demand_key(ref, capacity), float(horizon))
+    k = _k_cache.get(key)
+    if k is None:
+        k = k_factor(job, ref, capacity, horizon)
+        _k_cache[key] = k
+        if len(_k_cache) > K_CACHE_SIZE:
+            _k_cache.popitem(last=False)
+    return k
 
 
 def k_factor(job: SchedJob, ref: SchedJob, capacity, horizon: float | None = None) -> float:
@@ -146,7 +178,7 @@ def assign_priorities(jobs, capacity, *, horizon: float | None = None,
         if i != ref:
             h = horizon if horizon is not None else pair_horizon(job, jobs[ref], capacity,
                                                                  iterations)
-            k[i] = k_factor(job, jobs[ref], capacity, h)
+            k[i] = cached_k_factor(job, jobs[ref], capacity, h)
     score = np.array([_score(ki, ii) for ki, ii in zip(k, intensity, strict=True)])
     order = np.lexsort((np.arange(len(jobs)), -intensity, -score))
     return Priorities(reference=ref, intensity=intensity, k=k, score=score, order=order)

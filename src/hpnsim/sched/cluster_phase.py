@@ -1,0 +1,131 @@
+"""Phase-level iterations: a job as Crux models it, for components too costly to probe task
+by task.
+
+A steady-state probe must run every job of a link-sharing component for about ten periods
+of its slowest job. When a 0.01 s job shares links (even transitively) with an 8 s one, that
+is ~10^4 iterations of the fast job, millions of tasks: more than the exact run of the
+interval it is meant to shortcut. For such a component the probe runs each job's *phase-level*
+iteration instead: the job reduced to what Crux (SIGCOMM 2024, reference/crux.md) schedules
+by, its computation per iteration and the bytes ``M_{j,e}`` it puts on each network link, as
+one coupled transfer at the speed of its bottleneck link that may start once ``comm_start``
+of the compute is done (:class:`~hpnsim.sched.jobs.SchedJob`; ``comm_start`` is fitted so
+that the model's alone iteration time matches the task-level one). That is 3 tasks per
+iteration instead of hundreds or thousands.
+
+The phase-level probe measures each job's *slowdown* against its phase-level alone time; its
+period is its task-level alone time times that slowdown. A job much faster than the slowest
+of its component runs ``merge`` iterations as one (``merge`` times the compute and the bytes):
+the probe then needs about as many phase-level iterations of every job, at most
+``MAX_SPREAD`` times those of the slowest. Next to a job ``MAX_SPREAD`` times slower, the
+merged job's compute and communication still alternate many times within each of the slow
+job's phases, so the slow job sees about the same average load, and the merged job about
+the same share of time contended. What the phase model leaves out:
+the order of a job's transfers within an iteration (all its bytes move at once, at the
+pace of its bottleneck), so two jobs whose transfers take turns on a link in the task-level
+run contend for the whole communication phase here. ``tests/test_cluster_phase.py`` sets
+its periods beside the task-level probe's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpnsim.engine import TaskGraph
+
+__all__ = ["MAX_SPREAD", "PhaseTemplate", "phase_templates"]
+
+#: a compute budget, not a physical constant: the slowest phase-level iteration of a
+#: component over its fastest once fast jobs are merged (see the module docstring)
+MAX_SPREAD = 20
+
+
+def phase_templates(templates, capacity) -> list[PhaseTemplate]:
+    """The phase-level iterations of a component's jobs (their
+    :class:`~hpnsim.sched.cluster_jobs.IterationTemplate`), fast ones merged so no job's is
+    more than ``MAX_SPREAD`` times shorter than the slowest's.
+
+    >>> from types import SimpleNamespace as T
+    >>> from hpnsim.sched.jobs import SchedJob
+    >>> def tpl(compute, bytes_):
+    ...     job = SchedJob("j", 1, compute, [0], [bytes_])
+    ...     return T(iteration_time=job.iteration_time([1.0]), sched_job=lambda *a: job)
+    >>> [(p.merge, p.iteration_time) for p in phase_templates([tpl(80.0, 20.0),
+    ...                                                        tpl(0.1, 0.1)], [1.0])]
+    [(1, 100.0), (25, 5.0)]
+    """
+    cap = np.asarray(capacity, dtype=np.float64)
+    jobs = [t.sched_job("", 1, cap) for t in templates]
+    own = np.array([j.iteration_time(cap) for j in jobs])
+    merge = np.maximum(1, np.floor(own.max() / (MAX_SPREAD * np.maximum(own, 1e-300))))
+    return [PhaseTemplate.of(j, cap, alone=t.iteration_time, merge=int(m))
+            for j, t, m in zip(jobs, templates, merge.tolist(), strict=True)]
+
+
+@dataclass
+class PhaseTemplate:
+    """One job's phase-level iteration (compute; communication from ``comm_start`` on).
+
+    It appends to a task graph like an
+    :class:`~hpnsim.sched.cluster_jobs.IterationTemplate`, each copy standing for ``merge``
+    of the job's iterations; ``iteration_time`` is the copy's alone time and ``scale`` turns
+    a copy's seconds into task-level seconds per iteration (the job's task-level alone time
+    over the copy's alone time per merged iteration).
+
+    Examples
+    --------
+    Crux's worked example 1, job 1 (2 s of compute, then 2 s of transfer on a 1 B/s link),
+    whose task-level iteration would take 5 s alone:
+
+    >>> from hpnsim.sched.jobs import SchedJob
+    >>> p = PhaseTemplate.of(SchedJob("job1", 10, 2.0, [0], [2.0]), [1.0], alone=5.0)
+    >>> p.iteration_time, p.scale, p.n_tasks
+    (4.0, 1.25, 3)
+    >>> p = PhaseTemplate.of(SchedJob("job1", 10, 2.0, [0], [2.0]), [1.0], alone=5.0,
+    ...                      merge=3)
+    >>> p.iteration_time, p.scale
+    (12.0, 0.4166666666666667)
+    """
+
+    arrays: object
+    stage_end: np.ndarray
+    iteration_time: float
+    scale: float
+    merge: int = 1
+
+    @classmethod
+    def of(cls, job, capacity, *, alone: float, merge: int = 1) -> PhaseTemplate:
+        """The phase-level iteration of ``job`` (a SchedJob) whose task-level alone
+        iteration takes ``alone`` seconds, ``merge`` iterations per copy."""
+        cap = np.asarray(capacity, dtype=np.float64)
+        t = merge * job.transfer_time(cap)
+        compute = merge * job.compute_time
+        graph = TaskGraph()
+        head = graph.add_delay(job.comm_start * compute)
+        tail = graph.add_delay((1.0 - job.comm_start) * compute, deps=[head])
+        ends = [tail]
+        if t > 0:
+            # amount in seconds of uncontended transfer: usage M_e / t_j gives rate 1 alone
+            usage = merge * job.link_bytes / t
+            ends.append(graph.add_transfer(job.links, usage, t, deps=[head]))
+        own = merge * job.iteration_time(cap)
+        return cls(arrays=graph.arrays(cap.size), stage_end=np.asarray(ends, dtype=np.int64),
+                   iteration_time=own, scale=alone / own if own > 0 else 1.0 / merge,
+                   merge=merge)
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.arrays.kind.size)
+
+    def append(self, graph: TaskGraph, *, release: float = 0.0, after=(),
+               priority: int = 0) -> int:
+        """Append a copy (as :meth:`IterationTemplate.append`); returns its first task id."""
+        return graph.append_copy(self.arrays, release=release, after=after,
+                                 priority=int(priority))
+
+    def append_chain(self, graph: TaskGraph, count: int, *, release: float = 0.0, after=(),
+                     priority: int = 0) -> np.ndarray:
+        """Append ``count`` copies one after the other; returns their first task ids."""
+        return graph.append_chain(self.arrays, count, release=release, after=after,
+                                  priority=int(priority), chain=self.stage_end)
