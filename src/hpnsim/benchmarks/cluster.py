@@ -27,6 +27,7 @@ def _case(name: str, n_jobs: int, hours: float, horizon: float | None,
         hosts=fabric.n_hosts)
     m.details.update(simulated_hours=round(r.makespan / 3600, 2), events=int(r.events.size),
                      probes=r.probes, unstable_probes=r.unstable_probes,
+                     phase_probes=r.phase_probes,
                      extrapolated_share=round(r.extrapolated_time / max(r.makespan, 1e-9), 4),
                      gpu_utilization=round(r.gpu_utilization, 4),
                      unfinished=len(r.unfinished))

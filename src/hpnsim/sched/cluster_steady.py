@@ -189,7 +189,7 @@ def _probe(templates, priorities, offsets, capacity, *, tolerance: float, limit:
                                           after=after, priority=int(priorities[j]))
                 chains[j] = np.concatenate([chains[j], firsts])
         now = sim.run(until=stop)
-        finish = sim.result().finish
+        finish = sim.finish_times()
         ends = [finish[np.add.outer(chains[j], templates[j].stage_end)].max(axis=1)
                 for j in range(n)]
         ends = [e[np.isfinite(e)] for e in ends]
