@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.engine import TaskGraph
+from hpnsim.sched.jobs import SchedJob
 
 __all__ = ["MAX_SPREAD", "PhaseTemplate", "phase_templates"]
 
@@ -41,26 +42,49 @@ __all__ = ["MAX_SPREAD", "PhaseTemplate", "phase_templates"]
 MAX_SPREAD = 20
 
 
-def phase_templates(templates, capacity) -> list[PhaseTemplate]:
+def phase_templates(templates, capacity) -> tuple[list[PhaseTemplate], np.ndarray]:
     """The phase-level iterations of a component's jobs (their
     :class:`~hpnsim.sched.cluster_jobs.IterationTemplate`), fast ones merged so no job's is
-    more than ``MAX_SPREAD`` times shorter than the slowest's.
+    more than ``MAX_SPREAD`` times shorter than the slowest's, and the capacities to run
+    them on.
+
+    A job's phase-level transfer is its only transfer in flight, so the links no other job
+    of the component crosses only cap its own rate: they are folded into one link of the
+    job's own (id ``n_links + j``, 1 B/s, carrying the seconds its slowest private link
+    needs). The rates are those on the full paths, and a transfer crosses a few shared links
+    instead of hundreds.
 
     >>> from types import SimpleNamespace as T
     >>> from hpnsim.sched.jobs import SchedJob
-    >>> def tpl(compute, bytes_):
-    ...     job = SchedJob("j", 1, compute, [0], [bytes_])
-    ...     return T(iteration_time=job.iteration_time([1.0]), sched_job=lambda *a: job)
-    >>> [(p.merge, p.iteration_time) for p in phase_templates([tpl(80.0, 20.0),
-    ...                                                        tpl(0.1, 0.1)], [1.0])]
-    [(1, 100.0), (25, 5.0)]
+    >>> def tpl(compute, links, bytes_):
+    ...     job = SchedJob("j", 1, compute, links, bytes_)
+    ...     return T(iteration_time=job.iteration_time([1.0, 1.0]), sched_job=lambda *a: job)
+    >>> phases, cap = phase_templates([tpl(80.0, [0, 1], [20.0, 5.0]),
+    ...                                tpl(0.1, [0], [0.1])], [1.0, 1.0])
+    >>> [(p.merge, p.iteration_time) for p in phases], cap.tolist()
+    ([(1, 100.0), (25, 5.0)], [1.0, 1.0, 1.0, 1.0])
+    >>> phases[0].arrays.links.tolist(), phases[1].arrays.links.tolist()   # 1 is private
+    ([0, 2], [0])
     """
     cap = np.asarray(capacity, dtype=np.float64)
     jobs = [t.sched_job("", 1, cap) for t in templates]
-    own = np.array([j.iteration_time(cap) for j in jobs])
+    users = np.bincount(np.concatenate([j.links for j in jobs]), minlength=cap.size)
+    folded = []
+    for i, job in enumerate(jobs):
+        shared = users[job.links] > 1
+        private = job.link_bytes[~shared] / cap[job.links[~shared]]
+        links, bytes_ = job.links[shared], job.link_bytes[shared]
+        if private.size:
+            links = np.append(links, cap.size + i)
+            bytes_ = np.append(bytes_, private.max())
+        folded.append(SchedJob(job.name, job.gpus, job.compute_time, links, bytes_,
+                               comm_start=job.comm_start))
+    cap = np.concatenate([cap, np.ones(len(jobs))])
+    own = np.array([j.iteration_time(cap) for j in folded])
     merge = np.maximum(1, np.floor(own.max() / (MAX_SPREAD * np.maximum(own, 1e-300))))
-    return [PhaseTemplate.of(j, cap, alone=t.iteration_time, merge=int(m))
-            for j, t, m in zip(jobs, templates, merge.tolist(), strict=True)]
+    phases = [PhaseTemplate.of(j, cap, alone=t.iteration_time, merge=int(m))
+              for j, t, m in zip(folded, templates, merge.tolist(), strict=True)]
+    return phases, cap
 
 
 @dataclass

@@ -134,11 +134,11 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     if task_level_cost(templates, offsets, limit) <= MAX_PROBE_TASKS:
         return _probe(templates, priorities, offsets, capacity, tolerance=tolerance,
                       limit=limit, remaining=remaining)
-    phases = phase_templates(templates, capacity)
+    phases, folded = phase_templates(templates, capacity)
     scale = np.array([p.scale for p in phases])
     merge = np.array([p.merge for p in phases], dtype=np.float64)
     # offsets and the limit stay in seconds: every job's scale is close to 1 / merge
-    found = _probe(phases, priorities, offsets, capacity, tolerance=tolerance, limit=limit,
+    found = _probe(phases, priorities, offsets, folded, tolerance=tolerance, limit=limit,
                    remaining=np.ceil(np.asarray(remaining, dtype=np.float64) / merge))
     # phase-level iteration ends are not task-level ones: keep only the periods
     found.ends = [np.zeros(0) for _ in templates]
