@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_cluster import program, tiny  # noqa: E402,F401  (the fixture is used by name)
 
 
-def fake_template(job: SchedJob, capacity, n_tasks: int = 10**9):
+def fake_template(job: SchedJob, capacity, engine_size: int = 10**9):
     """A job as the probe sees it, so costly task by task that it is probed phase-level."""
-    return SimpleNamespace(iteration_time=job.iteration_time(capacity), n_tasks=n_tasks,
+    return SimpleNamespace(iteration_time=job.iteration_time(capacity), engine_size=engine_size,
                            sched_job=lambda *args: job)
 
 
@@ -61,7 +61,7 @@ def test_phase_level_steady_state_agrees_with_exact(tiny, monkeypatch):  # noqa:
             ClusterJob("b", program(0.004, 2e8), arrival=0.8, iterations=400, gpus=[1, 3]),
             ClusterJob("c", program(0.007, 1e8), arrival=3.0, iterations=200, gpus=[1, 3])]
     exact = simulate_cluster(tiny, jobs, allocator="given", exact=True)
-    monkeypatch.setattr(cluster_steady, "MAX_PROBE_TASKS", 0)
+    monkeypatch.setattr(cluster_steady, "MAX_PROBE_SIZE", 0)
     phase = simulate_cluster(tiny, jobs, allocator="given")
     assert phase.phase_probes == phase.probes > 0
     assert phase.gpu_utilization == pytest.approx(exact.gpu_utilization, rel=0.02)

@@ -155,6 +155,11 @@ class IterationTemplate:
     def n_tasks(self) -> int:
         return int(self.arrays.kind.size)
 
+    @property
+    def engine_size(self) -> int:
+        """Tasks plus link entries of one iteration: what each copy costs the engine."""
+        return int(self.arrays.kind.size + self.arrays.links.size)
+
     def append(self, graph: TaskGraph, *, release: float = 0.0, after=(),
                priority: int = 0) -> int:
         """Append a copy of the iteration to ``graph``; returns the id of its first task.

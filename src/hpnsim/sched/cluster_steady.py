@@ -13,6 +13,9 @@ once the probe spans several beats (thirds rarely agree by chance). A probe stop
 are simulated (the next arrival), when a job has run the iterations it had left (it leaves),
 or after ``PROBE_PERIODS`` periods of its slowest job or ``MAX_PROBE_TASKS`` tasks (then
 periods come from the iterations seen, and the component is counted as unstable).
+A component whose task-by-task probe could not be stable within ``MAX_PROBE_SIZE``
+(:func:`task_level_cost`) is probed with phase-level iterations instead
+(:mod:`hpnsim.sched.cluster_phase`); such a probe gives periods but no iteration ends.
 A probe that stopped on its own (stable or at a budget, before ``limit`` and before any job's
 last iteration) would run again identically for the same component; the caller replays it
 (:meth:`Probe.repeats`) instead of re-running it at every later event.
@@ -29,6 +32,10 @@ from hpnsim.sched.cluster_phase import phase_templates
 
 #: iterations per stability window
 WINDOW = 3
+#: a compute budget, not a physical constant: a component is probed task by task only if
+#: that can be stable within this many tasks plus link entries (:func:`task_level_cost`;
+#: the engine takes about a microsecond of CPU per task or entry)
+MAX_PROBE_SIZE = 1_000_000
 #: a compute budget, not a physical constant: a probe stops (unstable, periods from the
 #: iterations seen) once its graph holds this many tasks. A job of 0.04 s iterations next
 #: to one of 5 s would otherwise put ~10^6 tasks in the probe before the slow job has the
@@ -118,8 +125,8 @@ class Probe:
 
 def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
           remaining) -> Probe:
-    """Probe a component (see the module docstring): task by task when that reaches
-    stability within ``MAX_PROBE_TASKS`` (:func:`task_level_cost`), else with every job's
+    """Probe a component (see the module docstring): task by task when that can reach
+    stability within ``MAX_PROBE_SIZE`` (:func:`task_level_cost`), else with every job's
     phase-level iteration (:mod:`hpnsim.sched.cluster_phase`).
 
     Parameters
@@ -131,7 +138,7 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     limit : seconds until the next known event (the probe never runs past it)
     remaining : per job the iterations it has left (it stops there)
     """
-    if task_level_cost(templates, offsets, limit) <= MAX_PROBE_TASKS:
+    if task_level_cost(templates, offsets, limit) <= MAX_PROBE_SIZE:
         return _probe(templates, priorities, offsets, capacity, tolerance=tolerance,
                       limit=limit, remaining=remaining)
     phases, folded = phase_templates(templates, capacity)
@@ -148,16 +155,17 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
 
 
 def task_level_cost(templates, offsets, limit: float) -> float:
-    """Tasks a task-level probe appends before every job can be stable (``3 x WINDOW + 2``
-    iterations of the slowest job, at alone speed) or ``limit`` is reached.
+    """Tasks plus link entries a task-level probe appends before every job can be stable
+    (``3 x WINDOW + 2`` iterations of the slowest job, at alone speed) or ``limit`` is
+    reached.
 
     >>> from types import SimpleNamespace as T
-    >>> jobs = [T(iteration_time=1.0, n_tasks=100), T(iteration_time=0.01, n_tasks=10)]
+    >>> jobs = [T(iteration_time=1.0, engine_size=100), T(iteration_time=0.01, engine_size=10)]
     >>> task_level_cost(jobs, [0.0, 0.0], limit=5.0)
     5610.0
     """
     alone = np.array([t.iteration_time for t in templates])
-    tasks = np.array([t.n_tasks for t in templates], dtype=np.float64)
+    tasks = np.array([t.engine_size for t in templates], dtype=np.float64)
     span = min(limit, (3 * WINDOW + 2) * alone.max() + float(np.max(offsets, initial=0.0)))
     return float(np.sum(tasks * (span / alone + 1.0)))
 
