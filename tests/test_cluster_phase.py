@@ -92,3 +92,16 @@ def test_append_chain_equals_copies_appended_one_by_one():
     for t in range(len(one)):     # the same dependencies, in any order
         row = slice(x.dep_ptr[t], x.dep_ptr[t + 1])
         assert sorted(x.deps[row]) == sorted(y.deps[row])
+
+
+def test_phase_probe_replays_only_when_no_job_runs_out():
+    # the fast/bulk pair: A runs 7 iterations per copy; the probe stopped on its own, so it
+    # is replayed at a later event unless a job has no more iterations left than it ran
+    cap = np.array([1.0])
+    jobs = [SchedJob("a", 1, 1.0, [0], [1.0]), SchedJob("b", 1, 1e-3, [0], [300.0])]
+    found = probe([fake_template(j, cap) for j in jobs], [0, 0], [0.0, 0.0], cap,
+                  tolerance=0.01, limit=1e5, remaining=[1e9, 1e9])
+    ran = found.copies
+    assert ran is not None and ran[0] % 7 == 0          # counted in A's iterations
+    assert found.repeats(1e5, [ran[0] + 1, ran[1] + 1])
+    assert not found.repeats(1e5, [ran[0], ran[1] + 1])   # A would leave within the probe

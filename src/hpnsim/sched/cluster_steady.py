@@ -144,11 +144,14 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     phases, folded = phase_templates(templates, capacity)
     scale = np.array([p.scale for p in phases])
     merge = np.array([p.merge for p in phases], dtype=np.float64)
-    # offsets and the limit stay in seconds: every job's scale is close to 1 / merge
+    # the phase-level clock stands for the task-level one (a job's phase-level alone time
+    # is close to its task-level one): offsets and the limit are used as they are
     found = _probe(phases, priorities, offsets, folded, tolerance=tolerance, limit=limit,
                    remaining=np.ceil(np.asarray(remaining, dtype=np.float64) / merge))
     # phase-level iteration ends are not task-level ones: keep only the periods
     found.ends = [np.zeros(0) for _ in templates]
+    if found.copies is not None:        # in the job's iterations, for Probe.repeats
+        found.copies = found.copies * merge.astype(np.int64)
     found.period = found.period * scale
     found.level = "phase"
     return found
