@@ -22,8 +22,9 @@ job's phases, so the slow job sees about the same average load, and the merged j
 the same share of time contended. What the phase model leaves out:
 the order of a job's transfers within an iteration (all its bytes move at once, at the
 pace of its bottleneck), so two jobs whose transfers take turns on a link in the task-level
-run contend for the whole communication phase here. ``tests/test_cluster_phase.py`` sets
-its periods beside the task-level probe's.
+run contend for the whole communication phase here. ``tests/test_cluster_phase.py`` checks
+it against closed forms and the exact run; docs/cluster.md gives its measured gaps to
+task-level probes.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def phase_templates(templates, capacity) -> tuple[list[PhaseTemplate], np.ndarra
 class PhaseTemplate:
     """One job's phase-level iteration (compute; communication from ``comm_start`` on).
 
-    It appends to a task graph like an
+    It appends chains of copies to a task graph like an
     :class:`~hpnsim.sched.cluster_jobs.IterationTemplate`, each copy standing for ``merge``
     of the job's iterations; ``iteration_time`` is the copy's alone time and ``scale`` turns
     a copy's seconds into task-level seconds per iteration (the job's task-level alone time
@@ -142,14 +143,9 @@ class PhaseTemplate:
     def n_tasks(self) -> int:
         return int(self.arrays.kind.size)
 
-    def append(self, graph: TaskGraph, *, release: float = 0.0, after=(),
-               priority: int = 0) -> int:
-        """Append a copy (as :meth:`IterationTemplate.append`); returns its first task id."""
-        return graph.append_copy(self.arrays, release=release, after=after,
-                                 priority=int(priority))
-
     def append_chain(self, graph: TaskGraph, count: int, *, release: float = 0.0, after=(),
                      priority: int = 0) -> np.ndarray:
-        """Append ``count`` copies one after the other; returns their first task ids."""
+        """Append ``count`` copies one after the other (as
+        :meth:`IterationTemplate.append_chain`); returns their first task ids."""
         return graph.append_chain(self.arrays, count, release=release, after=after,
                                   priority=int(priority), chain=self.stage_end)
