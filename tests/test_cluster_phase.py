@@ -54,15 +54,14 @@ def test_merging_does_not_move_the_periods(monkeypatch):
     np.testing.assert_allclose(merged.period, single.period, rtol=0.01)
 
 
-def test_phase_level_steady_state_agrees_with_exact(tiny, monkeypatch):  # noqa: F811
+def test_phase_level_steady_state_agrees_with_exact(tiny):  # noqa: F811
     # the trace of test_cluster's steady-vs-exact test, every component probed phase-level:
     # utilization within 2% of the exact run, every finish within 2% (measured: 1.5%, 1.6%)
     jobs = [ClusterJob("a", program(0.010, 3e8), iterations=300, gpus=[0, 2]),
             ClusterJob("b", program(0.004, 2e8), arrival=0.8, iterations=400, gpus=[1, 3]),
             ClusterJob("c", program(0.007, 1e8), arrival=3.0, iterations=200, gpus=[1, 3])]
     exact = simulate_cluster(tiny, jobs, allocator="given", exact=True)
-    monkeypatch.setattr(cluster_steady, "MAX_PROBE_SIZE", 0)
-    phase = simulate_cluster(tiny, jobs, allocator="given")
+    phase = simulate_cluster(tiny, jobs, allocator="given", probe_budget=0)
     assert phase.phase_probes == phase.probes > 0
     assert phase.gpu_utilization == pytest.approx(exact.gpu_utilization, rel=0.02)
     for e, p in zip(exact.jobs, phase.jobs, strict=True):

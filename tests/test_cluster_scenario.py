@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from hpnsim.cli.main import run as cli
 from hpnsim.errors import InputError
 from hpnsim.fabrics import fat_tree
 from hpnsim.run import build_scenario_fabric
 from hpnsim.scenario import check_against_fabric, parse_scenario
-from hpnsim.scenario_cluster import SCHEDULER_NAMES, run_cluster
+from hpnsim.scenario_cluster import PROBE_BUDGET, SCHEDULER_NAMES, run_cluster
+from hpnsim.sched.cluster_steady import MAX_PROBE_SIZE
 from hpnsim.sched.policies import SCHEDULERS
 
 # a k=4 fat-tree with one GPU per host: 16 GPUs; a 12-GPU and an 8-GPU job cannot run together
@@ -36,6 +38,17 @@ def _cli(argv, capsys):
 
 def test_scheduler_lists_agree():
     assert SCHEDULER_NAMES == SCHEDULERS
+    assert PROBE_BUDGET == MAX_PROBE_SIZE
+
+
+def test_probe_budget_zero_probes_every_component_phase_level():
+    fabric = fat_tree(4, gpus_per_host=1)
+    trace = TRACE.replace("dp: 12", "dp: 8")        # both jobs run at once and share links
+    budget = parse_scenario(yaml.safe_load(trace.replace("  K: 2", "  K: 2\n  probe_budget: 0")))
+    default = run_cluster(parse_scenario(yaml.safe_load(trace)), fabric)
+    phase = run_cluster(budget, fabric)
+    assert default.phase_probes == 0 and default.probes > 0
+    assert phase.phase_probes == phase.probes == default.probes
 
 
 @pytest.mark.parametrize("old, new, field", [
@@ -44,6 +57,7 @@ def test_scheduler_lists_agree():
     ("arrival: 0.01", "arrival: -1", "jobs[1].arrival"),
     ("dp: 12", "dp: 32", "jobs[0]"),
     ("  K: 2", "  K: 2\n  tolerance: 2", "cluster.tolerance"),
+    ("  K: 2", "  K: 2\n  probe_budget: -1", "cluster.probe_budget"),
 ])
 def test_bad_trace_exits_2_naming_the_field(tmp_path, capsys, old, new, field):
     path = tmp_path / "bad.yaml"

@@ -35,6 +35,8 @@ __all__ = ["ClusterSpec", "check_cluster", "cluster_jobs", "run_cluster"]
 SCHEDULER_NAMES = ("none", "crux-pa", "crux-ps-pa", "crux", "sincronia", "taccl", "cassini",
                    "varys")
 ALLOCATORS = ("packed", "topology_aware", "random", "given")
+#: :data:`hpnsim.sched.cluster_steady.MAX_PROBE_SIZE`, as data for the same reason
+PROBE_BUDGET = 1_000_000
 
 
 class ClusterSpec(BaseModel):
@@ -51,6 +53,8 @@ class ClusterSpec(BaseModel):
     tolerance : relative tolerance of a stable iteration time
     horizon : stop the trace at this time (default: when every job has left)
     candidates : routing seeds tried per job by path selection
+    probe_budget : tasks plus link entries a task-by-task steady-state probe may need;
+        costlier components are probed phase-level (0: always phase-level)
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -64,6 +68,7 @@ class ClusterSpec(BaseModel):
     horizon: Annotated[float | None, BeforeValidator(seconds_field),
                        Field(gt=0, allow_inf_nan=False)] = None
     candidates: Annotated[int, Field(ge=1, strict=True)] = 4
+    probe_budget: Annotated[int, Field(ge=0, strict=True)] = PROBE_BUDGET
 
     @field_validator("scheduler")
     @classmethod
@@ -146,4 +151,5 @@ def run_cluster(scenario, fabric, *, scheduler: str | None = None,
         allocator=spec.allocator if allocator is None else allocator,
         K=spec.K, samples=spec.samples, exact=spec.exact if exact is None else exact,
         tolerance=spec.tolerance, seed=scenario.seed, horizon=spec.horizon,
-        progress=progress, candidates=spec.candidates, routing=scenario.routing)
+        progress=progress, candidates=spec.candidates, routing=scenario.routing,
+        probe_budget=spec.probe_budget)

@@ -42,7 +42,7 @@ from hpnsim.errors import InputError, check_seed
 from hpnsim.sched.cluster_exact import ExactCluster
 from hpnsim.sched.cluster_jobs import ClusterJob, TemplateCache
 from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
-from hpnsim.sched.cluster_steady import Probe, components, probe
+from hpnsim.sched.cluster_steady import MAX_PROBE_SIZE, Probe, components, probe
 from hpnsim.sched.compression import check_levels
 from hpnsim.sched.policies import check_scheduler, schedule
 from hpnsim.workloads.allocation import POLICIES, allocate, hosts_of
@@ -97,7 +97,8 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
                      K: int = 8, samples: int = 10, exact: bool = False,
                      tolerance: float = 0.01, seed: int = 0, horizon: float | None = None,
                      progress=None, candidates: int = DEFAULT_CANDIDATES,
-                     routing: str = "ecmp") -> ClusterResult:
+                     routing: str = "ecmp",
+                     probe_budget: int = MAX_PROBE_SIZE) -> ClusterResult:
     """Run a trace of jobs on a shared fabric under a scheduler (module docstring).
 
     Parameters
@@ -114,6 +115,9 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     progress : callable ``(time, jobs finished, jobs)``, called at every event
     candidates : routing seeds tried per job by path selection
     routing : routing policy of every job's traffic
+    probe_budget : tasks plus link entries a task-by-task steady-state probe may need
+        (:func:`~hpnsim.sched.cluster_steady.task_level_cost`); costlier components are
+        probed phase-level (:mod:`hpnsim.sched.cluster_phase`; 0: always)
 
     Examples
     --------
@@ -131,6 +135,8 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     (True, True)
     """
     jobs = _check(fabric, jobs, scheduler, allocator, K, tolerance, candidates)
+    if isinstance(probe_budget, bool) or not isinstance(probe_budget, int) or probe_budget < 0:
+        raise InputError("probe_budget", f"an integer >= 0, got {probe_budget!r}")
     seed = check_seed(seed)
     end = math.inf if horizon is None else float(horizon)
     cap = np.asarray(fabric.link_capacity, dtype=np.float64)
@@ -187,7 +193,7 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
             t_new, leaving = _exact_step(engine, jobs, running, placed, template, t, limit)
         else:
             t_new, leaving = _steady_step(jobs, running, template, cap, t, limit, tolerance,
-                                          steady_cache, stats)
+                                          steady_cache, stats, probe_budget)
         t = t_new
         events.append(t)
         for j in leaving:
@@ -267,7 +273,7 @@ def _exact_step(engine, jobs, running, placed, template, t, limit):
     return t_new, sorted(set(leaving))
 
 
-def _steady_step(jobs, running, template, cap, t, limit, tolerance, cache, stats):
+def _steady_step(jobs, running, template, cap, t, limit, tolerance, cache, stats, budget):
     runs = list(running.values())
     tpls = [template(r) for r in runs]
     remaining = np.array([jobs[r.job].iterations - r.done if jobs[r.job].iterations is not None
@@ -292,7 +298,7 @@ def _steady_step(jobs, running, template, cap, t, limit, tolerance, cache, stats
         if found is None or not found.repeats(limit - t, remaining[members]):
             found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
                           [runs[i].offset for i in members], cap, tolerance=tolerance,
-                          limit=limit - t, remaining=remaining[members])
+                          limit=limit - t, remaining=remaining[members], budget=budget)
             stats["probes"] += 1
             stats["unstable_probes"] += not found.stable
             stats["phase_probes"] += found.level == "phase"

@@ -124,10 +124,10 @@ class Probe:
 
 
 def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
-          remaining) -> Probe:
+          remaining, budget: int = MAX_PROBE_SIZE) -> Probe:
     """Probe a component (see the module docstring): task by task when that can reach
-    stability within ``MAX_PROBE_SIZE`` (:func:`task_level_cost`), else with every job's
-    phase-level iteration (:mod:`hpnsim.sched.cluster_phase`).
+    stability within ``budget`` tasks plus link entries (:func:`task_level_cost`), else
+    with every job's phase-level iteration (:mod:`hpnsim.sched.cluster_phase`).
 
     Parameters
     ----------
@@ -137,8 +137,9 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     tolerance : relative stability tolerance
     limit : seconds until the next known event (the probe never runs past it)
     remaining : per job the iterations it has left (it stops there)
+    budget : tasks plus link entries a task-level probe may need
     """
-    if task_level_cost(templates, offsets, limit) <= MAX_PROBE_SIZE:
+    if task_level_cost(templates, offsets, limit) <= budget:
         return _probe(templates, priorities, offsets, capacity, tolerance=tolerance,
                       limit=limit, remaining=remaining)
     phases, folded = phase_templates(templates, capacity)
