@@ -66,6 +66,10 @@ class DemoConfig:
     cluster_scale: float = 1.0
     #: which of :data:`~hpnsim.demo_parts.CLUSTER_JOBS` run (indices)
     cluster_jobs: tuple = (0, 1, 2, 3)
+    #: the cluster's steady-state probe budget: the demo's components are small enough that
+    #: probing every one task by task (the more faithful level) costs seconds
+    #: (docs/cluster.md, phase-level probes)
+    cluster_probe_budget: int = 5_000_000
     #: GPU models of the all-reduce's host generations (their NVLink; the NICs stay)
     allreduce_host_gpus: tuple = HOST_GPUS
     #: write each figure as SVG beside its PNG

@@ -186,6 +186,6 @@ def cluster(config, step) -> dict[str, Any]:
     for scheduler in ("none", "crux"):
         step(f"shared cluster: {len(jobs)} jobs under scheduler {scheduler}")
         r = simulate_cluster(fabric, jobs, scheduler=scheduler, allocator="given",
-                             seed=config.seed)
+                             seed=config.seed, probe_budget=config.cluster_probe_budget)
         out["runs"].append(r.to_dict())
     return out
