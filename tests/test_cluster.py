@@ -2,28 +2,10 @@
 
 import numpy as np
 import pytest
+from cluster_tiny import program
 
 from hpnsim.errors import InputError
-from hpnsim.fabrics.lingjun import from_lingjun
 from hpnsim.sched.cluster import ClusterJob, simulate_cluster
-from hpnsim.training.program import Collective, Compute, Layout, Pass, Program
-
-# four single-GPU hosts, two per ToR, one uplink per ToR to the one aggregation switch: a
-# flow from host 0 or 1 to host 2 or 3 has exactly one path, through that uplink
-TOPO = "ip,DSW,PSW,ASW\nh0,G1,P1,S1\nh1,G1,P1,S1\nh2,G1,P1,S2\nh3,G1,P1,S2\n"
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    path = tmp_path_factory.mktemp("topo") / "topo.csv"
-    path.write_text(TOPO)
-    return from_lingjun(str(path), gpus_per_host=1, tor_uplinks=1, aggs_per_psw=1)
-
-
-def program(compute: float, size: float, dp: int = 2) -> Program:
-    """Compute, then a blocking DP all-reduce of ``size`` bytes per GPU."""
-    return Program(Layout(dp=dp), [[Pass("F", 0, 0), Compute(compute),
-                                    Collective("allreduce", "dp", size)]])
 
 
 def test_two_identical_jobs_on_one_link_get_half(tiny):

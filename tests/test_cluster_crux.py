@@ -4,30 +4,11 @@ trace (fixed iterations, the makespan counts), where strict priority legitimatel
 
 import numpy as np
 import pytest
+from cluster_tiny import program
 
-from hpnsim.fabrics.lingjun import from_lingjun
 from hpnsim.sched.cluster import ClusterJob, simulate_cluster
 from hpnsim.sched.cluster_jobs import TemplateCache
 from hpnsim.sched.periodic import simulate_periodic
-from hpnsim.training.program import Collective, Compute, Layout, Pass, Program
-
-# four single-GPU hosts, two per ToR, one uplink per ToR: jobs on hosts (0, 2) and (1, 3)
-# share both ToR uplinks and nothing else
-TOPO = "ip,DSW,PSW,ASW\nh0,G1,P1,S1\nh1,G1,P1,S1\nh2,G1,P1,S2\nh3,G1,P1,S2\n"
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    path = tmp_path_factory.mktemp("topo") / "topo.csv"
-    path.write_text(TOPO)
-    return from_lingjun(str(path), gpus_per_host=1, tor_uplinks=1, aggs_per_psw=1)
-
-
-def program(compute: float, size: float) -> Program:
-    """Compute, then a blocking 2-GPU all-reduce of ``size`` bytes."""
-    return Program(Layout(dp=2), [[Pass("F", 0, 0), Compute(compute),
-                                   Collective("allreduce", "dp", size)]])
-
 
 # a: 4 ms of compute, 800 MB to reduce (link-bound, low GPU intensity);
 # b: 30 ms of compute, 200 MB (compute-bound, 30x the intensity)

@@ -1,20 +1,16 @@
 """Phase-level probes: closed forms, merging fast jobs, and agreement with the exact run."""
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from cluster_tiny import program
 
 from hpnsim.engine import TaskGraph
 from hpnsim.sched import cluster_steady
 from hpnsim.sched.cluster import ClusterJob, simulate_cluster
 from hpnsim.sched.cluster_steady import probe
 from hpnsim.sched.jobs import SchedJob
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_cluster import program, tiny  # noqa: E402,F401  (the fixture is used by name)
 
 
 def fake_template(job: SchedJob, capacity, engine_size: int = 10**9):
@@ -54,7 +50,7 @@ def test_merging_does_not_move_the_periods(monkeypatch):
     np.testing.assert_allclose(merged.period, single.period, rtol=0.01)
 
 
-def test_phase_level_steady_state_agrees_with_exact(tiny):  # noqa: F811
+def test_phase_level_steady_state_agrees_with_exact(tiny):
     # the trace of test_cluster's steady-vs-exact test, every component probed phase-level:
     # utilization within 2% of the exact run, every finish within 2% (measured: 1.5%, 1.6%)
     jobs = [ClusterJob("a", program(0.010, 3e8), iterations=300, gpus=[0, 2]),

@@ -4,7 +4,7 @@ probe of the same component would give the same iteration ends."""
 
 import numpy as np
 import pytest
-from test_cluster import program, tiny  # noqa: F401  (the fixture)
+from cluster_tiny import program
 
 import hpnsim.sched.cluster_steady as steady
 from hpnsim.sched.cluster import ClusterJob, simulate_cluster
@@ -16,7 +16,7 @@ def _probe(tpls, cap, limit, remaining):
                         remaining=remaining)
 
 
-def test_repeats_exactly_when_a_new_probe_runs_the_same(tiny, monkeypatch):  # noqa: F811
+def test_repeats_exactly_when_a_new_probe_runs_the_same(tiny, monkeypatch):
     # two jobs on the one shared uplink; a tolerance no probe meets, a small task budget:
     # the probe stops at the budget, before any limit
     monkeypatch.setattr(steady, "MAX_PROBE_TASKS", 200)
@@ -39,7 +39,7 @@ def test_repeats_exactly_when_a_new_probe_runs_the_same(tiny, monkeypatch):  # n
     assert cut.elapsed == pytest.approx(0.5 * first.elapsed) and cut.copies is None
 
 
-def test_a_replayed_probe_gives_the_result_of_re_probing(tiny, monkeypatch):  # noqa: F811
+def test_a_replayed_probe_gives_the_result_of_re_probing(tiny, monkeypatch):
     # a and b share the uplink and never settle within the budget; c and d arrive while
     # every host is busy (they queue), so the unchanged a+b component meets three events
     monkeypatch.setattr(steady, "MAX_PROBE_TASKS", 300)
