@@ -30,29 +30,18 @@ def fabric_colors(fabrics) -> dict[str, str]:
     return {f: _FABRIC_COLORS[i % len(_FABRIC_COLORS)] for i, f in enumerate(names)}
 
 
-def _bar_note(row: dict) -> str:
-    """What bounds one bar: its busiest link (and how busy), and ECMP hash collisions."""
+def _bar_note(row: dict, short: bool = False) -> str:
+    """What bounds one bar: its busiest link (and how busy), and ECMP hash collisions;
+    ``short`` enough to sit inside a bar: ``busiest: NVLink 86% busy``."""
     kind = row.get("bottleneck_kind")
     if not kind:
         return ""
-    note = f"busiest: {LINK_WORDS.get(kind, kind)}"
+    link = LINK_WORDS.get(kind, kind)
+    note = f"busiest: {link.replace(' (in host)', '') if short else link}"
     if row.get("bottleneck_utilization") is not None:
-        note += f", {100 * row['bottleneck_utilization']:.0f}% busy"
+        note += f"{' ' if short else ', '}{100 * row['bottleneck_utilization']:.0f}% busy"
     if row.get("hash_collisions"):
-        note += f"; {row['hash_collisions']:,} hash collisions"
-    return note
-
-
-def _short_note(row: dict) -> str:
-    """:func:`_bar_note` short enough to sit inside a bar: ``NVLink 86% busy, 0 collisions``."""
-    kind = row.get("bottleneck_kind")
-    if not kind:
-        return ""
-    note = f"busiest: {LINK_WORDS.get(kind, kind).replace(' (in host)', '')}"
-    if row.get("bottleneck_utilization") is not None:
-        note += f" {100 * row['bottleneck_utilization']:.0f}% busy"
-    if row.get("hash_collisions"):
-        note += f"; {row['hash_collisions']:,} collisions"
+        note += f"; {row['hash_collisions']:,} {'' if short else 'hash '}collisions"
     return note
 
 
@@ -170,7 +159,7 @@ def generations_busbw_figure(rows: list[dict], title: str, panels: dict[str, str
                               for r in mine], linewidth=0.0)
         ax.bar_label(bars, labels=[f"{r['busbw']:.1f}" for r in mine], padding=3)
         for bar, row in zip(bars, mine, strict=True):
-            note = _short_note(row)
+            note = _bar_note(row, short=True)
             # a 7-pt character takes up to ~1/85 of a 6.8-inch panel's width (1.15 x top)
             inside = bar.get_width() > (len(note) / 85 * 1.15 + 0.02) * top
             x = 0.01 * top if inside else bar.get_width() + 0.15 * top
