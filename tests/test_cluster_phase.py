@@ -9,6 +9,7 @@ from cluster_tiny import program
 from hpnsim.engine import TaskGraph
 from hpnsim.sched import cluster_steady
 from hpnsim.sched.cluster import ClusterJob, simulate_cluster
+from hpnsim.sched.cluster_phase import phase_templates
 from hpnsim.sched.cluster_steady import probe
 from hpnsim.sched.jobs import SchedJob
 
@@ -26,7 +27,9 @@ def test_fast_job_next_to_bulk_transfer_closed_form():
     cap = np.array([1.0])
     a = SchedJob("a", 1, 1.0, [0], [1.0])
     b = SchedJob("b", 1, 1e-3, [0], [300.0])
-    found = probe([fake_template(a, cap), fake_template(b, cap)], [0, 0], [0.0, 0.0], cap,
+    templates = [fake_template(a, cap), fake_template(b, cap)]
+    assert [p.merge for p in phase_templates(templates, cap)[0]] == [7, 1]
+    found = probe(templates, [0, 0], [0.0, 0.0], cap,
                   tolerance=0.01, limit=1e5, remaining=[1e9, 1e9])
     assert found.level == "phase" and found.stable
     # A: 1 s compute + its 1 B at half rate (2 s). B per 3 s of A's cycle: 1 B while A
@@ -47,6 +50,7 @@ def test_merging_does_not_move_the_periods(monkeypatch):
     monkeypatch.setattr(cluster_steady, "MAX_PROBE_TASKS", 10**6)  # room for 1,000s of A
     single = probe(*args, **kwargs)
     assert single.level == "phase"
+    assert [p.merge for p in phase_templates(args[0], cap)[0]] == [1, 1]   # not merged
     np.testing.assert_allclose(merged.period, single.period, rtol=0.01)
 
 

@@ -61,3 +61,20 @@ def test_reference_and_bad_input():
         assign_priorities(jobs, [1.0, 1.0], iterations=0)
     with pytest.raises(InputError, match="jobs"):
         reference_job([])
+
+
+def test_k_factors_are_simulated_once_per_pair_of_demands(monkeypatch):
+    # a cluster re-decides at every event for mostly the same pairs: the second assignment
+    # (and one with an equal copy of job 2) reuses the k factor instead of simulating
+    from hpnsim.sched import priority
+
+    calls = []
+    real = priority.k_factor
+    monkeypatch.setattr(priority, "_k_cache", priority.OrderedDict())
+    monkeypatch.setattr(priority, "k_factor", lambda *a: calls.append(a) or real(*a))
+    ref, job2 = worked_example(1)
+    first = assign_priorities([ref, job2], [1.0], horizon=12.0)
+    again = assign_priorities([ref, SchedJob("copy", 10, 1.0, [0], [1.0])], [1.0], horizon=12.0)
+    assert len(calls) == 1 and first.k.tolist() == again.k.tolist() == [1.0, 1.5]
+    assign_priorities([ref, job2], [2.0], horizon=12.0)       # another capacity: simulated
+    assert len(calls) == 2
