@@ -32,8 +32,8 @@ from hpnsim.fabrics import hpn7
 from hpnsim.fabrics.lingjun import from_lingjun
 from hpnsim.jsonable import to_jsonable
 from hpnsim.report.canvas import pyplot, save
-from hpnsim.scenario import JobSpec
-from hpnsim.sched.cluster import ClusterJob, simulate_cluster
+from hpnsim.scenario.spec import JobSpec
+from hpnsim.sched.cluster.driver import ClusterJob, simulate_cluster
 from hpnsim.sched.policies import SCHEDULERS
 from hpnsim.workloads.jobmix import lingjun_mix
 

@@ -32,7 +32,7 @@ from hpnsim.fabrics import hpn7
 from hpnsim.faults.events import parse_fault
 from hpnsim.faults.runner import JobPlan, simulate_with_faults
 from hpnsim.report.faults import plot_failure_study
-from hpnsim.workloads.iteration_job import TrainJob
+from hpnsim.training.job import TrainJob
 
 DESIGNS = {"single ToR": ("single", "ecmp"),
            "non-stacked dual ToR (HPN)": ("nonstacked", "hpn_dual_plane")}

@@ -17,7 +17,7 @@ from hpnsim.workloads.aicb import example_path
 _WORK = ("hpnsim.training.simulate_iteration",
          "hpnsim.training.simulate.simulate_aicb",
          "hpnsim.collectives.run_collective",
-         "hpnsim.demo.run_demo",
+         "hpnsim.demo.pipeline.run_demo",
          "hpnsim.fabrics.build_fabric",
          "hpnsim.cli.collective.build_fabric")
 

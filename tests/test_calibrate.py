@@ -209,7 +209,7 @@ def test_calibration_file_changes_collective_time(tmp_path):
 def test_scenario_calibration_key_relative_to_the_scenario(tmp_path):
     """``calibration:`` in a scenario file (relative to it) reaches the collectives: the
     one-host ring time is the closed form with the file's NVLink efficiency."""
-    from hpnsim.run import run
+    from hpnsim.scenario.runner import run
 
     (tmp_path / "calib.yaml").write_text("nccl:\n  nvlink_efficiency: 0.4\n"
                                          "  latency_scale: 0.0\n")

@@ -5,7 +5,7 @@ import pytest
 from cluster_tiny import program
 
 from hpnsim.errors import InputError
-from hpnsim.sched.cluster import ClusterJob, simulate_cluster
+from hpnsim.sched.cluster.driver import ClusterJob, simulate_cluster
 
 
 def test_two_identical_jobs_on_one_link_get_half(tiny):

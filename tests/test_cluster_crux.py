@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from cluster_tiny import program
 
-from hpnsim.sched.cluster import ClusterJob, simulate_cluster
-from hpnsim.sched.cluster_jobs import TemplateCache
+from hpnsim.sched.cluster.driver import ClusterJob, simulate_cluster
+from hpnsim.sched.cluster.jobs import TemplateCache
 from hpnsim.sched.periodic import simulate_periodic
 
 # a: 4 ms of compute, 800 MB to reduce (link-bound, low GPU intensity);

@@ -7,10 +7,10 @@ import pytest
 from cluster_tiny import program
 
 from hpnsim.engine import TaskGraph
-from hpnsim.sched import cluster_steady
-from hpnsim.sched.cluster import ClusterJob, simulate_cluster
-from hpnsim.sched.cluster_phase import phase_templates
-from hpnsim.sched.cluster_steady import probe
+from hpnsim.sched.cluster import steady as cluster_steady
+from hpnsim.sched.cluster.driver import ClusterJob, simulate_cluster
+from hpnsim.sched.cluster.phase import phase_templates
+from hpnsim.sched.cluster.steady import probe
 from hpnsim.sched.jobs import SchedJob
 
 
@@ -46,7 +46,7 @@ def test_merging_does_not_move_the_periods(monkeypatch):
     args = ([fake_template(j, cap) for j in jobs], [0, 0], [0.0, 0.0], cap)
     kwargs = {"tolerance": 0.01, "limit": 1e5, "remaining": [1e9, 1e9]}
     merged = probe(*args, **kwargs)
-    monkeypatch.setattr("hpnsim.sched.cluster_phase.MAX_SPREAD", 10**9)
+    monkeypatch.setattr("hpnsim.sched.cluster.phase.MAX_SPREAD", 10**9)
     monkeypatch.setattr(cluster_steady, "MAX_PROBE_TASKS", 10**6)  # room for 1,000s of A
     single = probe(*args, **kwargs)
     assert single.level == "phase"

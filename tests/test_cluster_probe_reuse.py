@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from cluster_tiny import program
 
-import hpnsim.sched.cluster_steady as steady
-from hpnsim.sched.cluster import ClusterJob, simulate_cluster
-from hpnsim.sched.cluster_jobs import TemplateCache
+import hpnsim.sched.cluster.steady as steady
+from hpnsim.sched.cluster.driver import ClusterJob, simulate_cluster
+from hpnsim.sched.cluster.jobs import TemplateCache
 
 
 def _probe(tpls, cap, limit, remaining):

@@ -11,10 +11,10 @@ import yaml
 from hpnsim.cli.main import run as cli
 from hpnsim.errors import InputError
 from hpnsim.fabrics import fat_tree
-from hpnsim.run import build_scenario_fabric
-from hpnsim.scenario import check_against_fabric, parse_scenario
-from hpnsim.scenario_cluster import PROBE_BUDGET, SCHEDULER_NAMES, run_cluster
-from hpnsim.sched.cluster_steady import MAX_PROBE_SIZE
+from hpnsim.scenario.cluster import PROBE_BUDGET, SCHEDULER_NAMES, run_cluster
+from hpnsim.scenario.runner import build_scenario_fabric
+from hpnsim.scenario.spec import check_against_fabric, parse_scenario
+from hpnsim.sched.cluster.steady import MAX_PROBE_SIZE
 from hpnsim.sched.policies import SCHEDULERS
 
 # a k=4 fat-tree with one GPU per host: 16 GPUs; a 12-GPU and an 8-GPU job cannot run together
@@ -89,7 +89,7 @@ def test_jobs_queue_only_with_a_cluster_section():
         check_against_fabric(parse_scenario(data), fabric)
     check_against_fabric(parse_scenario({**data, "cluster": {}}), fabric)   # they queue
     # ... and `hpnsim run` points a cluster trace to `hpnsim cluster`
-    from hpnsim.run import run
+    from hpnsim.scenario.runner import run
 
     with pytest.raises(InputError) as err:
         run({**data, "cluster": {}})

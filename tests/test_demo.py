@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hpnsim.cli.main import app
-from hpnsim.demo import DemoConfig, run_demo
+from hpnsim.demo.pipeline import DemoConfig, run_demo
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from hpnsim.fabrics import FabricState, hpn7
 from hpnsim.faults.events import parse_fault
 from hpnsim.faults.failover import FailoverPolicy
 from hpnsim.faults.runner import JobPlan, RecoveryPolicy, simulate_with_faults
-from hpnsim.workloads.iteration_job import TrainJob
+from hpnsim.training.job import TrainJob
 
 HOSTS = [0, 8, 16, 24]          # rail 0 of 4 hosts: a ring over hosts, one ToR hop
 PORT = 200e9 / 8                # bytes/s of one 200G NIC port
@@ -192,7 +192,7 @@ def test_cli_bad_fault_exits_2_with_one_line():
 
 
 def test_scenario_fault_errors_by_yaml_path():
-    from hpnsim.run import run
+    from hpnsim.scenario.runner import run
 
     base = {"fabric": {"template": "hpn7", "segments": 1, "hosts_per_segment": 4,
                        "backup_hosts": 0},

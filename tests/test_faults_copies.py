@@ -14,7 +14,7 @@ from hpnsim.faults import runner
 from hpnsim.faults.events import parse_fault
 from hpnsim.faults.runner import JobPlan, RecoveryPolicy, simulate_with_faults
 from hpnsim.training import simulate_iteration
-from hpnsim.workloads.iteration_job import TrainJob
+from hpnsim.training.job import TrainJob
 
 
 def fabric(mode):

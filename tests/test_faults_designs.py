@@ -14,7 +14,7 @@ from hpnsim.fabrics.fabric import LinkKind
 from hpnsim.faults.events import parse_fault
 from hpnsim.faults.failover import FailoverPolicy, fault_changes
 from hpnsim.faults.runner import JobPlan, RecoveryPolicy, simulate_with_faults
-from hpnsim.workloads.iteration_job import TrainJob
+from hpnsim.training.job import TrainJob
 
 RAIL0 = [0, 8, 16, 24]          # GPU 0 of hosts 0..3: a ring over hosts, rail 0
 UPLINK = 400e9 / 8              # bytes/s of a 400G ToR uplink (and a single-ToR bonded NIC)

@@ -10,13 +10,13 @@ import pytest
 
 import hpnsim.results as results
 from hpnsim.collectives import run_collective
-from hpnsim.demo import DemoConfig, run_demo
+from hpnsim.demo.pipeline import DemoConfig, run_demo
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.fabrics import hpn7
-from hpnsim.run import run
+from hpnsim.scenario.runner import run
 from hpnsim.training import TrainJob, simulate_iteration
+from hpnsim.training.iteration import PARTS
 from hpnsim.training.scaling import scaling_linearity
-from hpnsim.workloads.iteration import PARTS
 from hpnsim.workloads.layout import Layout
 from hpnsim.workloads.traffic import iteration_traffic
 

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from hpnsim.errors import InputError
 from hpnsim.fabrics import fat_tree, hpn7
 from hpnsim.training import simulate_iteration
+from hpnsim.training.job import TrainJob
+from hpnsim.training.schedule import pipeline_schedule
 from hpnsim.workloads import models
-from hpnsim.workloads.iteration_job import TrainJob
-from hpnsim.workloads.iteration_schedule import pipeline_schedule
 
 H800_PEAK, H800_MFU, H800_HBM = 989.4e12, 0.45, 3.35e12
 # NCCL Simple-protocol ring latencies (collectives.cost): base, NVLink hop, network hop

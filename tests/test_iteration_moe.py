@@ -6,8 +6,8 @@ import pytest
 from hpnsim.errors import InputError
 from hpnsim.fabrics import fat_tree, hpn7
 from hpnsim.training import simulate_iteration
+from hpnsim.training.job import TrainJob
 from hpnsim.workloads import models
-from hpnsim.workloads.iteration_job import TrainJob
 from hpnsim.workloads.traffic import iteration_traffic
 
 NIC = 50e9 * 4096 / 4178  # 400G as NCCL payload: RoCEv2 framing at MTU 4096 (82 B/packet)

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from hpnsim.fabrics import fat_tree, hpn7
 from hpnsim.training import simulate_iteration
+from hpnsim.training.job import TrainJob
 from hpnsim.workloads import models
-from hpnsim.workloads.iteration_job import TrainJob
 from hpnsim.workloads.layout import Layout
 from hpnsim.workloads.traffic import iteration_traffic
 

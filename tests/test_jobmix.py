@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hpnsim.errors import InputError
-from hpnsim.scenario import JobSpec, parse_scenario
+from hpnsim.scenario.spec import JobSpec, parse_scenario
 from hpnsim.workloads import models
 from hpnsim.workloads.jobmix import iteration_time_estimate, lingjun_mix, mix_summary
 from hpnsim.workloads.layout import make_layout

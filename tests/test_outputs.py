@@ -103,13 +103,13 @@ def test_fabric_csv_and_parquet_flatten_the_json_report(capsys, tmp_path):
 
 @pytest.fixture
 def tripwire(monkeypatch):
-    """``hpnsim.run.run`` (every command here runs through it) must not be reached."""
-    import hpnsim.run
+    """``hpnsim.scenario.runner.run`` (every command here runs through it) must not be reached."""
+    import hpnsim.scenario.runner
 
     def boom(*args, **kwargs):
         raise AssertionError("the command started its work before refusing the output path")
 
-    monkeypatch.setattr(hpnsim.run, "run", boom)
+    monkeypatch.setattr(hpnsim.scenario.runner, "run", boom)
 
 
 @pytest.mark.parametrize("argv", [TRAIN, COLLECTIVE, FABRIC], ids=["train", "collective",
@@ -260,7 +260,7 @@ def test_cluster_trace_by_hand():
     import numpy as np
 
     from hpnsim.report.trace import cluster_trace
-    from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
+    from hpnsim.sched.cluster.result import ClusterResult, JobOutcome
 
     # a: 2 GPUs, arrives at 1 s, waits to 2 s, 2 iterations at 0.5 it/s then 2 at 1 it/s;
     # b: 2 GPUs, runs 0-4 s, 4 iterations; each iteration W = 2 GPUs x 1 s of compute

@@ -16,7 +16,7 @@ import pytest
 
 from hpnsim.cli.main import run as cli
 from hpnsim.report.html import write_report
-from hpnsim.run import run
+from hpnsim.scenario.runner import run
 
 EVIL = "<script>alert(1)</script>"
 #: a tiny run: 4 hosts of HPN 7.0 (32 GPUs), two jobs (one with 128 micro-batches, so its
@@ -168,7 +168,7 @@ def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, make, says):
 
 
 def test_demo_results_render(tmp_path):
-    from hpnsim.demo import DemoConfig, run_demo
+    from hpnsim.demo.pipeline import DemoConfig, run_demo
     from hpnsim.jsonable import to_jsonable
 
     result = run_demo(DemoConfig(pod_gpus=1024, allreduce_gpus=64, allreduce_size=2**20,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hpnsim.cli.main import run as cli
-from hpnsim.run import run
+from hpnsim.scenario.runner import run
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -15,8 +15,8 @@ from hpnsim.cli.main import run as cli
 from hpnsim.collectives import run_collective
 from hpnsim.errors import InputError
 from hpnsim.fabrics import build_fabric
-from hpnsim.run import run
-from hpnsim.scenario import parse_scenario
+from hpnsim.scenario.runner import run
+from hpnsim.scenario.spec import parse_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hpnsim.cli.main import run as cli
 from hpnsim.errors import InputError
-from hpnsim.scenario import load_scenario, parse_scenario
+from hpnsim.scenario.spec import load_scenario, parse_scenario
 
 GOOD = textwrap.dedent("""\
     name: t
@@ -111,13 +111,13 @@ def test_broken_yaml_names_the_line(tmp_path, capsys):
 
 def test_placement_errors_are_caught_before_running():
     with pytest.raises(InputError, match=r"^jobs\[1\]\.gpus: GPU 8 is already given"):
-        from hpnsim.run import run
+        from hpnsim.scenario.runner import run
 
         run({"fabric": {"segments": 1, "hosts_per_segment": 2, "backup_hosts": 0},
              "jobs": [{"model": "llama3-8b", "tp": 8, "hosts": [1]},
                       {"model": "llama3-8b", "tp": 8, "gpus": list(range(8, 16))}]})
     with pytest.raises(InputError, match=r"^jobs\[0\]\.hosts: host 9 does not exist"):
-        from hpnsim.run import run
+        from hpnsim.scenario.runner import run
 
         run({"fabric": {"segments": 1, "hosts_per_segment": 2, "backup_hosts": 0},
              "jobs": [{"model": "llama3-8b", "tp": 8, "hosts": [9]}]})

@@ -17,8 +17,8 @@ import yaml
 import hpnsim as hs
 from hpnsim.cli.main import app
 from hpnsim.errors import InputError
-from hpnsim.sweep import load_sweep, parse_sweep
-from hpnsim.sweep_run import read_rows, run_sweep
+from hpnsim.sweep.execute import read_rows, run_sweep
+from hpnsim.sweep.spec import load_sweep, parse_sweep
 
 BASE = {
     "fabric": {"template": "hpn7", "segments": 2, "hosts_per_segment": 2, "backup_hosts": 0,

@@ -26,9 +26,9 @@ from hpnsim.training import (
     simulate_aicb,
     simulate_iteration,
 )
+from hpnsim.training.job import TrainJob
 from hpnsim.workloads import models
 from hpnsim.workloads.aicb import parse_aicb
-from hpnsim.workloads.iteration_job import TrainJob
 
 H800_RATE = 989.4e12 * 0.45            # achieved FLOP/s of an H800 at 45% MFU
 BASE, NVLINK_HOP, NET_HOP = 8.4e-6, 3.4e-6, 14e-6   # NCCL Simple: base, NVLink hop, net hop

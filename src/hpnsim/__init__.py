@@ -46,7 +46,8 @@ name below loads its subpackage on first use; ``dir(hpnsim)`` lists them all).
 [10.0, 11.0]
 
 Subpackages (also loaded on first use): ``units``, ``errors``, ``fabrics``, ``engine``,
-``routing``, ``collectives``, ``workloads``, ``training``, ``report``, ``demo``.
+``routing``, ``collectives``, ``workloads``, ``training``, ``sched``, ``faults``,
+``scenario``, ``report``, ``sweep``, ``demo``.
 
 >>> hs.units.parse_bandwidth("400Gbps")
 50000000000.0
@@ -59,8 +60,8 @@ from hpnsim.errors import HpnsimError, InputError
 
 __version__ = "0.1.0"
 
-_SUBPACKAGES = ("fabrics", "engine", "routing", "collectives", "workloads", "training", "report",
-               "demo")
+_SUBPACKAGES = ("fabrics", "engine", "routing", "collectives", "workloads", "training", "sched",
+               "faults", "scenario", "report", "sweep", "demo")
 #: top-level shortcuts: name -> (module, attribute)
 _SHORTCUTS = {
     "simulate": ("hpnsim.engine", "simulate"),
@@ -70,7 +71,7 @@ _SHORTCUTS = {
     "simulate_iteration": ("hpnsim.training", "simulate_iteration"),
     "TrainJob": ("hpnsim.training", "TrainJob"),
     "build_fabric": ("hpnsim.fabrics", "build_fabric"),
-    "run": ("hpnsim.run", "run"),
+    "run": ("hpnsim.scenario", "run"),
     "Scenario": ("hpnsim.scenario", "Scenario"),
     "load_scenario": ("hpnsim.scenario", "load_scenario"),
 }

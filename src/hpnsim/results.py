@@ -68,21 +68,21 @@ from hpnsim.jsonable import to_jsonable
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time see __getattr__
     from hpnsim.collectives.run import CollectiveResult
-    from hpnsim.demo import DemoResult
+    from hpnsim.demo.pipeline import DemoResult
     from hpnsim.engine.simresult import SimResult
+    from hpnsim.training.iteration import IterationResult
     from hpnsim.training.scaling import ScalingResult
-    from hpnsim.workloads.iteration import IterationResult
     from hpnsim.workloads.traffic import TrafficReport
 
 #: result types defined elsewhere: name -> defining module, imported on first use (eagerly,
-#: ``import hpnsim.run`` would load every subpackage, and the demo sits above ``run``)
+#: ``import hpnsim.scenario.runner`` would load every subpackage, and the demo sits above ``run``)
 _REEXPORTS = {
     "SimResult": "hpnsim.engine.simresult",
     "CollectiveResult": "hpnsim.collectives.run",
-    "IterationResult": "hpnsim.workloads.iteration",
+    "IterationResult": "hpnsim.training.iteration",
     "TrafficReport": "hpnsim.workloads.traffic",
     "ScalingResult": "hpnsim.training.scaling",
-    "DemoResult": "hpnsim.demo",
+    "DemoResult": "hpnsim.demo.pipeline",
 }
 
 __all__ = ["CollectiveResult", "CollectiveRun", "DemoResult", "IterationResult", "JobResult",
@@ -223,7 +223,7 @@ class CollectiveRun:
 
     Examples
     --------
-    >>> from hpnsim.run import run
+    >>> from hpnsim.scenario.runner import run
     >>> r = run({"fabric": {"template": "fat_tree", "k": 4},
     ...          "collectives": [{"op": "allreduce", "sizes": "1M:2M", "algo": "ring"}]})
     >>> c = r.collective("collective0")

@@ -14,8 +14,8 @@ from hpnsim.benchmarks import Measurement, timed
 def _case(name: str, n_jobs: int, hours: float, horizon: float | None,
           target: float | None) -> list[Measurement]:
     from hpnsim.fabrics.lingjun import from_lingjun
-    from hpnsim.scenario import JobSpec
-    from hpnsim.sched.cluster import ClusterJob, simulate_cluster
+    from hpnsim.scenario.spec import JobSpec
+    from hpnsim.sched.cluster.driver import ClusterJob, simulate_cluster
     from hpnsim.workloads.jobmix import lingjun_mix
 
     build, fabric = timed(f"{name}: build Lingjun", from_lingjun)

@@ -22,7 +22,7 @@ def _case(name: str, model: str, tp: int, pp: int, dp: int, global_batch: int, i
 
     from hpnsim.faults.events import parse_fault
     from hpnsim.faults.runner import JobPlan, simulate_with_faults
-    from hpnsim.workloads.iteration_job import TrainJob
+    from hpnsim.training.job import TrainJob
     from hpnsim.workloads.sizing import fabric_for_job
 
     job = TrainJob(model, tp=tp, pp=pp, dp=dp, global_batch=global_batch)

@@ -12,8 +12,8 @@ from hpnsim.benchmarks import Measurement, timed
 
 
 def _case(name: str, scenario: dict, target: float | None) -> Measurement:
-    from hpnsim.run import run
-    from hpnsim.scenario import parse_scenario
+    from hpnsim.scenario.runner import run
+    from hpnsim.scenario.spec import parse_scenario
 
     gpus = sum(job.gpu_count for job in parse_scenario(scenario).jobs)
     m, result = timed(name, lambda: run(scenario), target, gpus=gpus)

@@ -17,7 +17,7 @@ def _case(name: str, model: str, tp: int, pp: int, dp: int, global_batch: int,
           fabric_options: dict, target: float | None, *, template: str = "hpn7",
           routing: str = "ecmp", **job_options) -> list[Measurement]:
     from hpnsim.training import simulate_iteration
-    from hpnsim.workloads.iteration_job import TrainJob
+    from hpnsim.training.job import TrainJob
     from hpnsim.workloads.sizing import fabric_for_job
 
     job = TrainJob(model, tp=tp, pp=pp, dp=dp, global_batch=global_batch, **job_options)

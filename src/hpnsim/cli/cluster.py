@@ -23,7 +23,7 @@ DEFAULT_HOURS = 24.0
 def _lingjun_trace(jobs: int, seed: int, hours: float, allocator: str):
     """The seeded synthetic Lingjun mix on the Lingjun topology, as a parsed Scenario."""
     from hpnsim.fabrics.lingjun import DEFAULT_PATH
-    from hpnsim.scenario import parse_scenario
+    from hpnsim.scenario.spec import parse_scenario
     from hpnsim.workloads.jobmix import lingjun_mix
 
     mix = lingjun_mix(jobs, seed=seed, hours=hours)
@@ -87,9 +87,9 @@ def register(app: typer.Typer) -> None:
         hpnsim cluster --lingjun --jobs 60 --hours 4 --compare
         """
         from hpnsim.errors import InputError
-        from hpnsim.run import as_scenario, build_scenario_fabric
-        from hpnsim.scenario import check_against_fabric
-        from hpnsim.scenario_cluster import ALLOCATORS, SCHEDULER_NAMES, ClusterSpec
+        from hpnsim.scenario.cluster import ALLOCATORS, SCHEDULER_NAMES, ClusterSpec
+        from hpnsim.scenario.runner import as_scenario, build_scenario_fabric
+        from hpnsim.scenario.spec import check_against_fabric
 
         if lingjun == (scenario is not None):
             raise InputError("scenario", "give a scenario file or --lingjun, exactly one")
@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
 def _run_all(spec, fabric, names, allocator, exact):
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from hpnsim.scenario_cluster import run_cluster
+    from hpnsim.scenario.cluster import run_cluster
 
     total = spec.cluster.horizon or max(_expected_end(spec), 1e-9)
     results = []

@@ -1,8 +1,8 @@
 """CLI commands: ``hpnsim collective`` — nccl-tests-style sweeps of one collective on a fabric.
 
 parse -> Scenario -> run -> report: the options become a scenario with one collective
-(``collectives[0]``, keys named as the options; see :mod:`hpnsim.scenario_collectives`),
-:func:`hpnsim.run.run` runs it, and the table or JSON is printed from its result. Errors
+(``collectives[0]``, keys named as the options; see :mod:`hpnsim.scenario.collectives`),
+:func:`hpnsim.scenario.runner.run` runs it, and the table or JSON is printed from its result. Errors
 name the option as typed, without dashes (``error: sizes: ...``), as this command always
 has.
 """
@@ -94,7 +94,7 @@ def register(app: typer.Typer) -> None:
         """Simulate a collective over a size sweep and print an nccl-tests-style table."""
         from hpnsim.cli.common import errors_as_flags, option_of
         from hpnsim.errors import check_seed
-        from hpnsim.run import run
+        from hpnsim.scenario.runner import run
 
         check_seed(seed, "--seed")
         tables = TableFiles(csv, parquet)

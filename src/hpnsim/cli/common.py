@@ -105,7 +105,7 @@ def scenario_from_flags(data: dict, model=None, section: str = "", name=flag_of)
     ...
     hpnsim.errors.InputError: --tp: Input should be greater than or equal to 1, got 0
     """
-    from hpnsim.scenario import parse_scenario, parse_section
+    from hpnsim.scenario.spec import parse_scenario, parse_section
 
     with errors_as_flags(name):
         return parse_scenario(data) if model is None else parse_section(model, data, section)

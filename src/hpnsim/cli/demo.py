@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
 
         from hpnsim.cli.common import check_output_dir
-        from hpnsim.demo import DemoConfig, run_demo
+        from hpnsim.demo.pipeline import DemoConfig, run_demo
         from hpnsim.errors import check_seed
         from hpnsim.report.demo_sections import print_demo_extras, print_takeaways
         from hpnsim.report.tables import print_demo

@@ -1,7 +1,7 @@
 """CLI commands: ``hpnsim fabric TEMPLATE [--param value ...]`` and ``hpnsim fabric compare A B``.
 
 parse -> Scenario -> run -> report: each template with its options becomes a fabric-only
-scenario (``fabric:`` and nothing else; ``--units`` is ``fabric.units``), :func:`hpnsim.run.run`
+scenario (``fabric:`` and nothing else; ``--units`` is ``fabric.units``), :func:`hpnsim.scenario.runner.run`
 builds it and reports it, and the table, JSON or export is made from that report. Errors
 name the builder parameter as typed, without dashes (``error: segments: ...``).
 """
@@ -85,7 +85,7 @@ def fabric_scenario(template: str, options: dict, units: dict | None = None):
 def _run_fabric(template: str, options: dict, units: dict | None):
     """Run the fabric-only scenario; returns the :class:`~hpnsim.results.RunResult`."""
     from hpnsim.cli.common import errors_as_flags
-    from hpnsim.run import run
+    from hpnsim.scenario.runner import run
 
     scenario = fabric_scenario(template, options, units)
     with errors_as_flags(_option_name):

@@ -63,8 +63,8 @@ def register(app: typer.Typer) -> None:
         hpnsim run examples/collective.yaml
         """
         from hpnsim.errors import InputError
-        from hpnsim.run import as_scenario
-        from hpnsim.run import run as run_scenario
+        from hpnsim.scenario.runner import as_scenario
+        from hpnsim.scenario.runner import run as run_scenario
 
         if out is not None and Path(out).exists() and not Path(out).is_dir():
             raise InputError("--out", f"{out} is a file; give a folder")
@@ -100,6 +100,6 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def schema() -> None:
         """Print the JSON Schema of scenario files (for editors and validators)."""
-        from hpnsim.scenario import Scenario
+        from hpnsim.scenario.spec import Scenario
 
         typer.echo(json.dumps(Scenario.model_json_schema(), indent=2))

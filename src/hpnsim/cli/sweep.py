@@ -49,8 +49,8 @@ def register(app: typer.Typer) -> None:
         Example: hpnsim sweep examples/sweep.yaml --workers 2; after an interruption,
         the same command with --resume runs only the missing points.
         """
-        from hpnsim.sweep import load_sweep
-        from hpnsim.sweep_run import check_backend
+        from hpnsim.sweep.execute import check_backend
+        from hpnsim.sweep.spec import load_sweep
 
         check_backend(backend)
         if address and backend != "ray":
@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
 def _run(plan, folder, console, **options):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from hpnsim.sweep_run import run_sweep
+    from hpnsim.sweep.execute import run_sweep
 
     columns = ("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())

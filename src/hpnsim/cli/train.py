@@ -132,8 +132,8 @@ def register(app: typer.Typer) -> None:
         """
         from hpnsim.cli.common import check_output_file, errors_as_flags, scenario_from_flags
         from hpnsim.errors import InputError, check_seed
-        from hpnsim.run import run
-        from hpnsim.scenario import FabricSpec
+        from hpnsim.scenario.runner import run
+        from hpnsim.scenario.spec import FabricSpec
         from hpnsim.workloads.sizing import check_fabric_for_job
 
         check_seed(seed, "--seed")

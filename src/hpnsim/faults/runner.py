@@ -234,7 +234,7 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
     --------
     >>> from hpnsim.fabrics import hpn7
     >>> from hpnsim.faults.events import parse_fault
-    >>> from hpnsim.workloads.iteration_job import TrainJob
+    >>> from hpnsim.training.job import TrainJob
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
     ...          aggs_per_plane=2)
     >>> job = JobPlan("j", TrainJob("llama3-8b", tp=8, dp=2, global_batch=8),

@@ -53,7 +53,7 @@ def compare_table(summaries: list[dict], title: str = "Schedulers on the same tr
 def jobs_table(result, limit: int = 40):
     """A rich Table of the jobs of one run (the first ``limit``; the caption says if cut).
 
-    >>> from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
+    >>> from hpnsim.sched.cluster.result import ClusterResult, JobOutcome
     >>> import numpy as np
     >>> j = JobOutcome("a", 2, [0], 0.0, 0.0, 4.0, 2.0, 2.0, 1.5, ((0.0, 4.0), (0.0, 2.0)))
     >>> jobs_table(ClusterResult("none", "packed", True, 0.01, 4, [j], np.array([0.0, 4.0]))).row_count
@@ -96,7 +96,7 @@ def utilization_steps(result) -> tuple[list[float], list[float]]:
     """``(times, utilization)`` of a step plot: the utilization of every interval between
     cluster events, held over the interval.
 
-    >>> from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
+    >>> from hpnsim.sched.cluster.result import ClusterResult, JobOutcome
     >>> import numpy as np
     >>> j = JobOutcome("a", 2, [0], 0.0, 0.0, 4.0, 2.0, 2.0, 1.5, ((0.0, 4.0), (0.0, 2.0)))
     >>> utilization_steps(ClusterResult("none", "packed", True, 0.01, 4, [j], np.array([0.0, 4.0])))
@@ -114,7 +114,7 @@ def plot_utilization(results, path: str | Path, title: str = "", dpi: int = 120)
     trace is longer than two hours), both axes from zero; written to ``path``.
 
     >>> import os, tempfile
-    >>> from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
+    >>> from hpnsim.sched.cluster.result import ClusterResult, JobOutcome
     >>> import numpy as np
     >>> j = JobOutcome("a", 2, [0], 0.0, 0.0, 4.0, 2.0, 2.0, 1.5, ((0.0, 4.0), (0.0, 2.0)))
     >>> r = ClusterResult("none", "packed", True, 0.01, 4, [j], np.array([0.0, 4.0]))

@@ -258,7 +258,7 @@ def allreduce_subtitle(config: dict, rows: list[dict]) -> str:
 def demo_figures(result, out: str | Path) -> list[Path]:
     """Write the demo's figures into directory ``out``; returns their paths.
 
-    ``result`` is a :class:`~hpnsim.demo.DemoResult`: ``allreduce_busbw.png`` from its
+    ``result`` is a :class:`~hpnsim.demo.pipeline.DemoResult`: ``allreduce_busbw.png`` from its
     all-reduce rows, ``iteration_breakdown.png`` from its training rows.
     """
     out = Path(out)

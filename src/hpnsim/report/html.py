@@ -86,7 +86,7 @@ def write_report(folder: str | Path, out: str | Path | None = None, svg: bool = 
     Examples
     --------
     >>> import tempfile
-    >>> from hpnsim.run import run
+    >>> from hpnsim.scenario.runner import run
     >>> d = tempfile.mkdtemp()
     >>> _ = run({"fabric": {"template": "fat_tree", "k": 4},
     ...          "collectives": [{"name": "a<b", "sizes": "1M:2M", "algo": "ring"}]}).save(d)

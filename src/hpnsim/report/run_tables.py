@@ -13,7 +13,7 @@ def run_table(result):
 
     Examples
     --------
-    >>> from hpnsim.run import run
+    >>> from hpnsim.scenario.runner import run
     >>> r = run({"fabric": {"segments": 1, "hosts_per_segment": 2, "backup_hosts": 0},
     ...          "jobs": [{"model": "llama3-8b", "tp": 8, "dp": 2, "global_batch": 4}]})
     >>> [c.header for c in run_table(r).columns][:4]
@@ -50,7 +50,7 @@ def collective_text(result) -> str:
 
     Examples
     --------
-    >>> from hpnsim.run import run
+    >>> from hpnsim.scenario.runner import run
     >>> r = run({"fabric": {"template": "fat_tree", "k": 4},
     ...          "collectives": [{"name": "ar", "sizes": "1M", "algo": "ring"}]})
     >>> collective_text(r).splitlines()[0]

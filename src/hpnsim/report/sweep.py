@@ -20,7 +20,7 @@ def sweep_table(result):
     """A :class:`rich.table.Table`: one row per point (by index), its overrides, then its
     figures (seconds, GB/s, MFU as a fraction, as in ``summary.csv``).
 
-    ``result`` is a :class:`~hpnsim.sweep_run.SweepResult` (anything with ``name``,
+    ``result`` is a :class:`~hpnsim.sweep.execute.SweepResult` (anything with ``name``,
     ``parameters`` and ``table_rows()``).
 
     Examples

@@ -180,7 +180,7 @@ def print_demo(result, console) -> None:
 
 
 def iteration_table(r):
-    """One :class:`~hpnsim.workloads.IterationResult`: each part's time, share and bytes."""
+    """One :class:`~hpnsim.training.IterationResult`: each part's time, share and bytes."""
     from rich.table import Table
 
     job = r.job

@@ -155,7 +155,7 @@ def timeline_trace(timeline: list[dict], name: str = "iteration") -> dict:
 
 
 def iteration_trace(result, name: str = "") -> dict:
-    """A trace of an :class:`~hpnsim.workloads.iteration.IterationResult`: its timeline
+    """A trace of an :class:`~hpnsim.training.iteration.IterationResult`: its timeline
     and one ``iterations`` slice with its breakdown (process named after the job).
 
     >>> from hpnsim.fabrics import build_fabric
@@ -230,12 +230,12 @@ def jobs_trace(jobs: list) -> dict:
 
 
 def cluster_trace(results: list) -> dict:
-    """A trace of shared-cluster runs (:class:`~hpnsim.sched.cluster_result.ClusterResult`,
+    """A trace of shared-cluster runs (:class:`~hpnsim.sched.cluster.result.ClusterResult`,
     one process per scheduler): per job a thread with its wait in the queue, its run, and
     within the run each interval of its progress at its rate; a GPU-utilization counter.
 
     >>> import numpy as np
-    >>> from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
+    >>> from hpnsim.sched.cluster.result import ClusterResult, JobOutcome
     >>> j = JobOutcome("a", 2, [0], 1.0, 2.0, 6.0, 2.0, 2.0, 1.5, ((2.0, 6.0), (0.0, 2.0)))
     >>> r = ClusterResult("none", "packed", True, 0.01, 4, [j], np.array([0.0, 1.0, 6.0]))
     >>> [(e["name"], e["ts"], e["dur"]) for e in cluster_trace([r])["traceEvents"]

@@ -15,6 +15,8 @@ from hpnsim.training.account import account
 from hpnsim.training.compile import CompiledIteration, compile_program
 from hpnsim.training.from_aicb import program_from_aicb
 from hpnsim.training.from_job import program_from_job
+from hpnsim.training.iteration import IterationResult
+from hpnsim.training.job import TrainJob
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.training.scaling import ScalingPoint, ScalingResult, scaling_linearity
 from hpnsim.training.simulate import (
@@ -23,8 +25,6 @@ from hpnsim.training.simulate import (
     simulate_aicb_file,
     simulate_iteration,
 )
-from hpnsim.workloads.iteration import IterationResult
-from hpnsim.workloads.iteration_job import TrainJob
 
 __all__ = ["Collective", "CompiledIteration", "Compute", "IterationResult", "Pass", "Program",
            "Recv", "ScalingPoint", "ScalingResult", "Send", "TrainJob", "account",

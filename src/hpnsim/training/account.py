@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from hpnsim.training.compile import CompiledIteration
-from hpnsim.workloads.iteration import PARTS, IterationResult
+from hpnsim.training.iteration import PARTS, IterationResult
 
 
 def _stage(it: CompiledIteration, s: int, start, finish, t0: float, end: float):
@@ -94,7 +94,7 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
     >>> from hpnsim.engine import TaskGraph, simulate
     >>> from hpnsim.fabrics import hpn7
     >>> from hpnsim.training import compile_program, program_from_job
-    >>> from hpnsim.workloads.iteration_job import TrainJob
+    >>> from hpnsim.training.job import TrainJob
     >>> fab = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
     >>> job = TrainJob("llama3-8b", tp=8, pp=2, dp=2, global_batch=8)
     >>> it = compile_program(program_from_job(job), TaskGraph(), fab)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from hpnsim.errors import InputError
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
+from hpnsim.training.schedule import pipeline_schedule
 from hpnsim.workloads.aicb import Workload
-from hpnsim.workloads.iteration_schedule import pipeline_schedule
 
 _DP_GROUPS = ("dp", "edp")
 

@@ -1,4 +1,4 @@
-"""The program of a :class:`~hpnsim.workloads.iteration_job.TrainJob` (Megatron-LM semantics).
+"""The program of a :class:`~hpnsim.training.job.TrainJob` (Megatron-LM semantics).
 
 Per stage, the pipeline schedule's passes in order; per transformer layer and pass:
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hpnsim.training.job import Block, TrainJob
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
-from hpnsim.workloads.iteration_job import Block, TrainJob
-from hpnsim.workloads.iteration_schedule import pipeline_schedule
+from hpnsim.training.schedule import pipeline_schedule
 
 
 def program_from_job(job: TrainJob) -> Program:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hpnsim.errors import InputError
-from hpnsim.workloads.iteration_job import TrainJob
+from hpnsim.training.job import TrainJob
 from hpnsim.workloads.sizing import check_fabric_for_job, fabric_for_job
 
 

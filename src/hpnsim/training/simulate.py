@@ -13,9 +13,9 @@ from hpnsim.training.account import account
 from hpnsim.training.compile import CompiledIteration, compile_program
 from hpnsim.training.from_aicb import program_from_aicb
 from hpnsim.training.from_job import program_from_job
+from hpnsim.training.iteration import IterationResult
+from hpnsim.training.job import TrainJob
 from hpnsim.workloads.aicb import Workload, load_aicb
-from hpnsim.workloads.iteration import IterationResult
-from hpnsim.workloads.iteration_job import TrainJob
 
 
 def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp",

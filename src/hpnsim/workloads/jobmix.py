@@ -10,7 +10,7 @@ has no GPT-3 between 1B and 65B, and ResNet (a CNN) has no training program to s
 so neither is drawn. A job's layout keeps TP inside a host, adds pipeline stages only when
 the model's training state does not fit on one host's GPUs, and spends the rest on DP.
 
-Each job is a dict of :class:`hpnsim.scenario.JobSpec` fields. A job runs for a drawn
+Each job is a dict of :class:`hpnsim.scenario.spec.JobSpec` fields. A job runs for a drawn
 duration, turned into ``iterations`` by :func:`iteration_time_estimate` (compute and the
 pipeline bubble at the GPU's achievable rate, no communication): in a simulation jobs run
 at least that long.
@@ -23,9 +23,9 @@ import math
 import numpy as np
 
 from hpnsim.errors import InputError, check_seed
+from hpnsim.training.job import TrainJob
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import get_gpu
-from hpnsim.workloads.iteration_job import TrainJob
 from hpnsim.workloads.layout import make_layout
 
 #: catalog models drawn (uniformly among those that fit the job's GPUs): the published mix

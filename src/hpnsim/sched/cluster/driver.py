@@ -23,9 +23,9 @@ network link of one iteration alone on its GPUs, so ``t_j`` is its uncontended b
 transfer time.
 
 Between two events the set of jobs is fixed. Exact mode (``exact=True``) simulates every
-iteration on one engine run (:mod:`hpnsim.sched.cluster_exact`). Steady-state mode
+iteration on one engine run (:mod:`hpnsim.sched.cluster.exact`). Steady-state mode
 simulates each group of link-sharing jobs until its iteration times are stable
-(:mod:`hpnsim.sched.cluster_steady`), then advances the clock at those rates to the next
+(:mod:`hpnsim.sched.cluster.steady`), then advances the clock at those rates to the next
 event; a group whose jobs and decisions did not change reuses its rates. The result says how
 much time and how many iterations were extrapolated.
 """
@@ -39,10 +39,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpnsim.errors import InputError, check_seed
-from hpnsim.sched.cluster_exact import ExactCluster
-from hpnsim.sched.cluster_jobs import ClusterJob, TemplateCache
-from hpnsim.sched.cluster_result import ClusterResult, JobOutcome
-from hpnsim.sched.cluster_steady import MAX_PROBE_SIZE, Probe, components, probe
+from hpnsim.sched.cluster.exact import ExactCluster
+from hpnsim.sched.cluster.jobs import ClusterJob, TemplateCache
+from hpnsim.sched.cluster.result import ClusterResult, JobOutcome
+from hpnsim.sched.cluster.steady import MAX_PROBE_SIZE, Probe, components, probe
 from hpnsim.sched.compression import check_levels
 from hpnsim.sched.policies import check_scheduler, schedule
 from hpnsim.workloads.allocation import POLICIES, allocate, hosts_of
@@ -116,8 +116,8 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     candidates : routing seeds tried per job by path selection
     routing : routing policy of every job's traffic
     probe_budget : tasks plus link entries a task-by-task steady-state probe may need
-        (:func:`~hpnsim.sched.cluster_steady.task_level_cost`); costlier components are
-        probed phase-level (:mod:`hpnsim.sched.cluster_phase`; 0: always)
+        (:func:`~hpnsim.sched.cluster.steady.task_level_cost`); costlier components are
+        probed phase-level (:mod:`hpnsim.sched.cluster.phase`; 0: always)
 
     Examples
     --------
@@ -125,7 +125,7 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     other on the same hosts (the cluster has room for only one of them at a time):
 
     >>> from hpnsim.fabrics import fat_tree
-    >>> from hpnsim.workloads.iteration_job import TrainJob
+    >>> from hpnsim.training.job import TrainJob
     >>> f = fat_tree(4, gpus_per_host=1)
     >>> big = TrainJob("llama3-8b", tp=1, dp=16, zero=1)
     >>> r = simulate_cluster(f, [ClusterJob("a", big, iterations=3),

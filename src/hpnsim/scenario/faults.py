@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from hpnsim.errors import InputError
-from hpnsim.scenario_yaml import located, seconds_field
+from hpnsim.scenario.yaml import located, seconds_field
 
 __all__ = ["FailoverSpec", "FaultSpec", "check_faults"]
 

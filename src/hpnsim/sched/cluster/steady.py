@@ -15,7 +15,7 @@ or after ``PROBE_PERIODS`` periods of its slowest job or ``MAX_PROBE_TASKS`` tas
 periods come from the iterations seen, and the component is counted as unstable).
 A component whose task-by-task probe could not be stable within ``MAX_PROBE_SIZE``
 (:func:`task_level_cost`) is probed with phase-level iterations instead
-(:mod:`hpnsim.sched.cluster_phase`); such a probe gives periods but no iteration ends.
+(:mod:`hpnsim.sched.cluster.phase`); such a probe gives periods but no iteration ends.
 A probe that stopped on its own (stable or at a budget, before ``limit`` and before any job's
 last iteration) would run again identically for the same component; the caller replays it
 (:meth:`Probe.repeats`) instead of re-running it at every later event.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.engine import Simulation, TaskGraph
-from hpnsim.sched.cluster_phase import phase_templates
+from hpnsim.sched.cluster.phase import phase_templates
 
 #: iterations per stability window
 WINDOW = 3
@@ -127,11 +127,11 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
           remaining, budget: int = MAX_PROBE_SIZE) -> Probe:
     """Probe a component (see the module docstring): task by task when that can reach
     stability within ``budget`` tasks plus link entries (:func:`task_level_cost`), else
-    with every job's phase-level iteration (:mod:`hpnsim.sched.cluster_phase`).
+    with every job's phase-level iteration (:mod:`hpnsim.sched.cluster.phase`).
 
     Parameters
     ----------
-    templates : per job its :class:`~hpnsim.sched.cluster_jobs.IterationTemplate`
+    templates : per job its :class:`~hpnsim.sched.cluster.jobs.IterationTemplate`
     priorities, offsets : per job its class and start delay
     capacity : bytes/s per link
     tolerance : relative stability tolerance

@@ -4,7 +4,7 @@ collective over a group of GPUs, and its checks against the fabric.
 The keys are the options of ``hpnsim collective``, underscores for dashes (``op``, ``gpus``,
 ``sizes``, ``algo``, ``protocol``, ``channels``, ``qps``, ``root``); the scenario's
 ``routing`` and ``seed`` apply to every collective. A collective runs alone on the fabric,
-one size after the other (see :func:`hpnsim.run.run`).
+one size after the other (see :func:`hpnsim.scenario.runner.run`).
 
 Examples
 --------
@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from hpnsim.errors import InputError
-from hpnsim.scenario_yaml import format_path, located
+from hpnsim.scenario.yaml import format_path, located
 
 #: nccl-tests' default element type is a 4-byte float: no collective moves less
 ELEMENT_BYTES = 4
@@ -222,7 +222,7 @@ def check_collectives(scenario, n_gpus: int, lines: dict | None = None) -> None:
     reduce root is one of its ranks). Raises :class:`InputError` named
     ``collectives[i].gpus`` (with the YAML line, given ``lines``).
 
-    >>> from hpnsim.scenario import parse_scenario
+    >>> from hpnsim.scenario.spec import parse_scenario
     >>> s = parse_scenario({"fabric": {"template": "fat_tree", "k": 4},
     ...                     "collectives": [{"gpus": 64, "sizes": "1M"}]})
     >>> check_collectives(s, 16)

@@ -1,4 +1,4 @@
-"""Running a :class:`~hpnsim.sweep.Sweep`: points on a process pool or on Ray, one row per
+"""Running a :class:`~hpnsim.sweep.spec.Sweep`: points on a process pool or on Ray, one row per
 point appended to ``rows.jsonl``, resumable.
 
 Each finished point is one JSON line written with a single ``write`` then ``fsync``, so a
@@ -15,7 +15,7 @@ scenario compares with running alone), ``JOB.mfu``; per collective ``NAME.avg_bu
 Examples
 --------
 >>> import tempfile
->>> from hpnsim.sweep import parse_sweep
+>>> from hpnsim.sweep.spec import parse_sweep
 >>> s = parse_sweep({"base": {"fabric": {"template": "fat_tree", "k": 4},
 ...                           "collectives": [{"sizes": "1M", "algo": "ring"}]},
 ...                  "grid": {"routing": ["ecmp", "precise"]}})
@@ -36,7 +36,7 @@ from hpnsim.errors import InputError
 from hpnsim.frames import to_frame
 from hpnsim.jsonable import to_jsonable
 from hpnsim.results import write_csv, write_json
-from hpnsim.sweep import Sweep
+from hpnsim.sweep.spec import Sweep
 
 __all__ = ["SweepResult", "append_row", "headline", "read_rows", "run_point", "run_sweep"]
 
@@ -58,7 +58,7 @@ def headline(result) -> dict:
 
 def run_point(scenario: dict) -> dict:
     """Run one point's scenario and return its headline figures (what a worker does)."""
-    from hpnsim.run import run
+    from hpnsim.scenario.runner import run
 
     return headline(run(scenario))
 
@@ -218,7 +218,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, backend: str = "local",
     Parameters
     ----------
     sweep : Sweep
-        From :func:`~hpnsim.sweep.load_sweep` or :func:`~hpnsim.sweep.parse_sweep`.
+        From :func:`~hpnsim.sweep.spec.load_sweep` or :func:`~hpnsim.sweep.spec.parse_sweep`.
     out : path
         Output folder (created if missing).
     backend : {"local", "ray"}

@@ -23,8 +23,6 @@ Examples
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -32,15 +30,15 @@ import numpy as np
 from hpnsim.engine import simulate
 from hpnsim.errors import InputError
 from hpnsim.results import CollectiveRun, JobResult, RunResult
-from hpnsim.scenario import (
+from hpnsim.scenario.collectives import check_collectives
+from hpnsim.scenario.spec import (
     Scenario,
     check_against_fabric,
     load_scenario,
     parse_scenario,
     scenario_lines,
 )
-from hpnsim.scenario_collectives import check_collectives
-from hpnsim.scenario_yaml import located
+from hpnsim.scenario.yaml import located
 
 __all__ = ["allocate", "as_scenario", "build_scenario_fabric", "run", "run_collectives"]
 
@@ -189,7 +187,7 @@ def run(scenario, *, progress=None) -> RunResult:
     scenario = as_scenario(scenario)
     if scenario.cluster is not None:
         raise located(InputError("", "a cluster trace runs with `hpnsim cluster SCENARIO.yaml` "
-                                     "(hpnsim.scenario_cluster.run_cluster)"),
+                                     "(hpnsim.scenario.cluster.run_cluster)"),
                       scenario_lines(scenario), ("cluster",))
     _check_workloads(scenario)
     scenario.nccl_params()   # a bad calibration file fails before the fabric is built
@@ -201,7 +199,7 @@ def run(scenario, *, progress=None) -> RunResult:
     say("building the fabric")
     fabric = build_scenario_fabric(scenario)
     check_against_fabric(scenario, fabric)
-    from hpnsim.scenario_faults import check_faults
+    from hpnsim.scenario.faults import check_faults
 
     scenario.__dict__["_faults"] = check_faults(scenario, fabric, scenario_lines(scenario))
     placements = allocate(scenario, fabric)
@@ -307,14 +305,3 @@ def _fabric_summary(fabric) -> dict:
     meta = fabric.meta
     return {"template": meta.get("template", ""), "options": meta.get("options", {}),
             "gpus": fabric.n_gpus, "hosts": fabric.n_hosts, "links": fabric.n_links}
-
-
-class _CallableModule(types.ModuleType):
-    """``hs.run(scenario)`` must be the function, but importing this module makes the name
-    ``hpnsim.run`` the module; calling the module calls :func:`run`."""
-
-    def __call__(self, scenario, **options) -> RunResult:
-        return run(scenario, **options)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -45,7 +45,7 @@ MAX_SPREAD = 20
 
 def phase_templates(templates, capacity) -> tuple[list[PhaseTemplate], np.ndarray]:
     """The phase-level iterations of a component's jobs (their
-    :class:`~hpnsim.sched.cluster_jobs.IterationTemplate`), fast ones merged so no job's is
+    :class:`~hpnsim.sched.cluster.jobs.IterationTemplate`), fast ones merged so no job's is
     more than ``MAX_SPREAD`` times shorter than the slowest's, and the capacities to run
     them on.
 
@@ -93,7 +93,7 @@ class PhaseTemplate:
     """One job's phase-level iteration (compute; communication from ``comm_start`` on).
 
     It appends chains of copies to a task graph like an
-    :class:`~hpnsim.sched.cluster_jobs.IterationTemplate`, each copy standing for ``merge``
+    :class:`~hpnsim.sched.cluster.jobs.IterationTemplate`, each copy standing for ``merge``
     of the job's iterations; ``iteration_time`` is the copy's alone time and ``scale`` turns
     a copy's seconds into task-level seconds per iteration (the job's task-level alone time
     over the copy's alone time per merged iteration).

@@ -8,13 +8,13 @@
    bounds both fabrics, and H100-class hosts (900 GB/s), where the network decides.
 3. *What is the iteration time of Llama-3 70B with TP 8 x PP 8 x DP 16, and where is it
    lost?* Compute, exposed communication per dimension and pipeline bubble on both fabrics,
-   and how linearly it scales as DP grows (:func:`~hpnsim.demo_parts.scaling`).
+   and how linearly it scales as DP grows (:func:`~hpnsim.demo.parts.scaling`).
 4. *How does bus bandwidth grow with message size under ECMP and HPN routing?*
-   (:func:`~hpnsim.demo_parts.busbw_by_size`).
+   (:func:`~hpnsim.demo.parts.busbw_by_size`).
 5. *What does one access-link failure cost a job?* Single ToR against HPN's non-stacked dual
-   ToR (:func:`~hpnsim.demo_parts.failure`).
+   ToR (:func:`~hpnsim.demo.parts.failure`).
 6. *What does Crux buy a small shared cluster?* Utilization and mean JCT with no scheduler
-   and with Crux (:func:`~hpnsim.demo_parts.cluster`).
+   and with Crux (:func:`~hpnsim.demo.parts.cluster`).
 
 Every number comes from the simulator; nothing here is hard-coded.
 """
@@ -62,9 +62,9 @@ class DemoConfig:
     failure_at: float = 1.0
     failure_duration: float = 2.0
     failure_iterations: int = 12
-    #: iterations of the cluster's jobs, as a share of :data:`~hpnsim.demo_parts.CLUSTER_JOBS`
+    #: iterations of the cluster's jobs, as a share of :data:`~hpnsim.demo.parts.CLUSTER_JOBS`
     cluster_scale: float = 1.0
-    #: which of :data:`~hpnsim.demo_parts.CLUSTER_JOBS` run (indices)
+    #: which of :data:`~hpnsim.demo.parts.CLUSTER_JOBS` run (indices)
     cluster_jobs: tuple = (0, 1, 2, 3)
     #: the cluster's steady-state probe budget: the demo's components are small enough that
     #: probing every one task by task (the more faithful level) costs seconds
@@ -101,12 +101,12 @@ class DemoResult:
     ``allreduce`` one dict per (host generation, fabric, routing) case (the fields of
     :meth:`~hpnsim.collectives.CollectiveResult.to_dict`, bandwidths in GB/s,
     ``bottleneck_kind``, ``host_gpu`` and ``nvlink_bandwidth`` of the hosts, and the ring's
-    NVLink sends per GPU, :func:`~hpnsim.demo_parts.nvlink_sends`), ``training`` one dict per fabric (the fields of
-    :meth:`~hpnsim.workloads.IterationResult.to_dict` without the timeline),
+    NVLink sends per GPU, :func:`~hpnsim.demo.parts.nvlink_sends`), ``training`` one dict per fabric (the fields of
+    :meth:`~hpnsim.training.IterationResult.to_dict` without the timeline),
     ``busbw_by_size`` one row per (fabric, routing, size), ``scaling`` a
     :meth:`~hpnsim.training.scaling.ScalingResult.to_dict`, ``failure`` the job through the
     fault per ToR design and ``cluster`` the shared cluster per scheduler (see
-    :mod:`hpnsim.demo_parts`).
+    :mod:`hpnsim.demo.parts`).
     """
 
     config: dict[str, Any]
@@ -228,8 +228,8 @@ def run_demo(config: DemoConfig = DemoConfig(),
     >>> [d["dual_tor"] for d in r.failure["designs"]], [c["scheduler"] for c in r.cluster["runs"]]
     (['single', 'nonstacked'], ['none', 'crux'])
     """
-    from hpnsim import demo_parts
     from hpnsim.collectives import run_collective
+    from hpnsim.demo import parts as demo_parts
     from hpnsim.fabrics import build_fabric
     from hpnsim.fabrics.analysis import fabric_report
     from hpnsim.training import TrainJob, simulate_iteration

@@ -18,7 +18,7 @@ the value that caused it (``grid.jobs[0].dp[1]: ... (line 7)``) or the point.
 
 Each point is identified by its key, a hash of its overrides (:func:`point_key`), so a
 resumed sweep skips exactly the points already in ``rows.jsonl``. Running the points (a
-process pool or Ray) is :mod:`hpnsim.sweep_run`.
+process pool or Ray) is :mod:`hpnsim.sweep.execute`.
 
 Examples
 --------
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from hpnsim.errors import InputError, read_user_text
-from hpnsim.scenario_yaml import format_path, line_of, load_yaml
+from hpnsim.scenario.yaml import format_path, line_of, load_yaml
 
 __all__ = ["Sweep", "SweepPoint", "apply_overrides", "load_sweep", "parse_path", "parse_sweep",
            "point_key"]
@@ -144,7 +144,7 @@ def apply_overrides(base: dict, overrides: dict) -> dict:
 
 def _absolute_files(data: dict, folder: Path) -> dict:
     """Relative file names of a scenario (workloads, model files, topology) made absolute
-    against ``folder``, as :func:`~hpnsim.scenario.load_scenario` resolves them."""
+    against ``folder``, as :func:`~hpnsim.scenario.spec.load_scenario` resolves them."""
     def fix(mapping, key):
         value = mapping.get(key) if isinstance(mapping, dict) else None
         if isinstance(value, str) and not Path(value).is_absolute():
@@ -290,8 +290,8 @@ def parse_sweep(data: Any, lines: dict | None = None, folder: str | Path = ".",
 def _check_points(points: list[SweepPoint], grid: bool, lines: dict, base_lines) -> None:
     """Validate every point's scenario and check it against its fabric (each distinct
     fabric built once)."""
-    from hpnsim.run import build_scenario_fabric
-    from hpnsim.scenario import check_against_fabric, parse_scenario
+    from hpnsim.scenario.runner import build_scenario_fabric
+    from hpnsim.scenario.spec import check_against_fabric, parse_scenario
 
     fabrics: dict[str, Any] = {}
     for point in points:

@@ -3,7 +3,7 @@
 With a ``cluster:`` section the scenario's jobs are a *trace*: each arrives at its
 ``arrival``, waits until the allocator finds it hosts, runs its ``iterations`` and leaves,
 while the scheduler re-decides paths, priority classes and offsets at every cluster event
-(:func:`~hpnsim.sched.cluster.simulate_cluster`). Jobs then need not fit the fabric all at
+(:func:`~hpnsim.sched.cluster.driver.simulate_cluster`). Jobs then need not fit the fabric all at
 once (they queue), but a single job larger than the cluster is still an error. Errors are
 named by YAML path with the line (``cluster.K: ... (line 7)``), before any simulation.
 
@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from hpnsim.errors import InputError
-from hpnsim.scenario_yaml import located, seconds_field
+from hpnsim.scenario.yaml import located, seconds_field
 
 __all__ = ["ClusterSpec", "check_cluster", "cluster_jobs", "run_cluster"]
 
@@ -35,7 +35,7 @@ __all__ = ["ClusterSpec", "check_cluster", "cluster_jobs", "run_cluster"]
 SCHEDULER_NAMES = ("none", "crux-pa", "crux-ps-pa", "crux", "sincronia", "taccl", "cassini",
                    "varys")
 ALLOCATORS = ("packed", "topology_aware", "random", "given")
-#: :data:`hpnsim.sched.cluster_steady.MAX_PROBE_SIZE`, as data for the same reason
+#: :data:`hpnsim.sched.cluster.steady.MAX_PROBE_SIZE`, as data for the same reason
 PROBE_BUDGET = 1_000_000
 
 
@@ -83,7 +83,7 @@ def check_cluster(scenario, lines: dict) -> None:
     job a catalog model, placements for the ``given`` allocator, no faults.
     Raises InputError by YAML path.
 
-    >>> from hpnsim.scenario import parse_scenario
+    >>> from hpnsim.scenario.spec import parse_scenario
     >>> s = parse_scenario({"jobs": [{"model": "llama3-8b"}],
     ...                     "cluster": {"allocator": "given"}})
     >>> check_cluster(s, {})
@@ -108,16 +108,16 @@ def check_cluster(scenario, lines: dict) -> None:
 
 
 def cluster_jobs(scenario, fabric) -> list:
-    """The scenario's jobs as :class:`~hpnsim.sched.cluster.ClusterJob` (in scenario order).
+    """The scenario's jobs as :class:`~hpnsim.sched.cluster.driver.ClusterJob` (in scenario order).
 
     >>> from hpnsim.fabrics import fat_tree
-    >>> from hpnsim.scenario import parse_scenario
+    >>> from hpnsim.scenario.spec import parse_scenario
     >>> s = parse_scenario({"jobs": [{"model": "llama3-8b", "dp": 2, "arrival": "5s",
     ...                               "iterations": 3}], "cluster": {}})
     >>> [(j.name, j.n_gpus, j.arrival, j.iterations) for j in cluster_jobs(s, fat_tree(4))]
     [('job0', 2, 5.0, 3)]
     """
-    from hpnsim.sched.cluster_jobs import ClusterJob
+    from hpnsim.sched.cluster.jobs import ClusterJob
 
     out = []
     for job in scenario.jobs:
@@ -132,17 +132,17 @@ def cluster_jobs(scenario, fabric) -> list:
 def run_cluster(scenario, fabric, *, scheduler: str | None = None,
                 allocator: str | None = None, exact: bool | None = None, progress=None):
     """Run the scenario's jobs as a cluster trace on ``fabric``; the keywords override the
-    ``cluster:`` section. Returns the :class:`~hpnsim.sched.cluster.ClusterResult`.
+    ``cluster:`` section. Returns the :class:`~hpnsim.sched.cluster.driver.ClusterResult`.
 
     >>> from hpnsim.fabrics import fat_tree
-    >>> from hpnsim.scenario import parse_scenario
+    >>> from hpnsim.scenario.spec import parse_scenario
     >>> s = parse_scenario({"jobs": [{"model": "llama3-8b", "dp": 16, "zero": 1,
     ...                               "iterations": 2}], "cluster": {}})
     >>> r = run_cluster(s, fat_tree(4, gpus_per_host=1))
     >>> r.jobs[0].start, r.unfinished
     (0.0, [])
     """
-    from hpnsim.sched.cluster import simulate_cluster
+    from hpnsim.sched.cluster.driver import simulate_cluster
 
     spec = scenario.cluster or ClusterSpec()
     return simulate_cluster(

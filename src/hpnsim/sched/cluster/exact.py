@@ -1,7 +1,7 @@
 """Exact mode of a cluster run: every iteration of every job on one resumable engine run.
 
 A placed job's iterations are all appended to one shared TaskGraph (copies of its
-:class:`~hpnsim.sched.cluster_jobs.IterationTemplate`), the first released at its start
+:class:`~hpnsim.sched.cluster.jobs.IterationTemplate`), the first released at its start
 plus its offset. At a cluster event a new decision changes the class of every unfinished
 transfer of a job (``Simulation.set_priority``) and moves those whose path differs under
 the job's new routing seed (``Simulation.reroute``); a job leaving after a ``duration``

@@ -1,7 +1,7 @@
 """The demo's later parts: busbw by message size, linearity, a failure, a shared cluster.
 
-Each function takes the :class:`~hpnsim.demo.DemoConfig` (and what earlier parts built) and
-returns a JSON-ready dict; :func:`hpnsim.demo.run_demo` calls them in order. Every number
+Each function takes the :class:`~hpnsim.demo.pipeline.DemoConfig` (and what earlier parts built) and
+returns a JSON-ready dict; :func:`hpnsim.demo.pipeline.run_demo` calls them in order. Every number
 comes from the simulator.
 """
 
@@ -125,7 +125,7 @@ def failure(config, step) -> dict[str, Any]:
     from hpnsim.fabrics import hpn7
     from hpnsim.faults.events import parse_fault
     from hpnsim.faults.runner import JobPlan, simulate_with_faults
-    from hpnsim.workloads.iteration_job import TrainJob
+    from hpnsim.training.job import TrainJob
 
     hosts = config.failure_hosts
     job = TrainJob(config.failure_model, tp=8, dp=hosts, global_batch=hosts, gpu=config.gpu)
@@ -164,8 +164,8 @@ def cluster(config, step) -> dict[str, Any]:
     (:data:`CLUSTER_FABRIC`), once with no scheduler (max-min sharing, ECMP) and once with
     Crux; iterations scaled by ``config.cluster_scale``."""
     from hpnsim.fabrics import hpn7
-    from hpnsim.sched.cluster import ClusterJob, simulate_cluster
-    from hpnsim.workloads.iteration_job import TrainJob
+    from hpnsim.sched.cluster.driver import ClusterJob, simulate_cluster
+    from hpnsim.training.job import TrainJob
 
     fabric = hpn7(**CLUSTER_FABRIC, nvlink=f"{_nvlink(config) / 1e9:g}GB/s")
     per_host = fabric.gpus_per_host

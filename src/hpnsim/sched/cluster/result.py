@@ -72,7 +72,7 @@ class JobOutcome:
 
 @dataclass
 class ClusterResult:
-    """A shared-cluster run (:func:`~hpnsim.sched.cluster.simulate_cluster`).
+    """A shared-cluster run (:func:`~hpnsim.sched.cluster.driver.simulate_cluster`).
 
     Attributes
     ----------

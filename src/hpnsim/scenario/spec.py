@@ -36,11 +36,11 @@ from pydantic import (
 )
 
 from hpnsim.errors import MAX_SEED, InputError, read_user_text
-from hpnsim.scenario_cluster import ClusterSpec, check_cluster
-from hpnsim.scenario_collectives import CollectiveSpec, check_collectives, name_collectives
-from hpnsim.scenario_fabric import FabricSpec
-from hpnsim.scenario_faults import FailoverSpec, FaultSpec
-from hpnsim.scenario_yaml import format_path, load_yaml, located, seconds_field
+from hpnsim.scenario.cluster import ClusterSpec, check_cluster
+from hpnsim.scenario.collectives import CollectiveSpec, check_collectives, name_collectives
+from hpnsim.scenario.fabric import FabricSpec
+from hpnsim.scenario.faults import FailoverSpec, FaultSpec
+from hpnsim.scenario.yaml import format_path, load_yaml, located, seconds_field
 
 ROUTINGS = ("ecmp", "hpn_dual_plane", "precise", "spray")
 SCHEDULERS = ("none",)
@@ -144,9 +144,9 @@ class JobSpec(BaseModel):
         return cached
 
     def train_job(self):
-        """The :class:`~hpnsim.workloads.iteration_job.TrainJob` of a ``model`` job."""
+        """The :class:`~hpnsim.training.job.TrainJob` of a ``model`` job."""
+        from hpnsim.training.job import TrainJob
         from hpnsim.workloads import models
-        from hpnsim.workloads.iteration_job import TrainJob
 
         extra = models.load_yaml(self.model_file) if self.model_file else None
         return TrainJob(models.get(self.model, extra), tp=self.tp, pp=self.pp, dp=self.dp,

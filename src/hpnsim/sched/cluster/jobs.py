@@ -1,7 +1,7 @@
 """The jobs of a shared cluster and their compiled iterations, replayed without recompiling.
 
 A :class:`ClusterJob` is a training job as a cluster sees it: a
-:class:`~hpnsim.workloads.iteration_job.TrainJob`, an arrival time, and how long it stays
+:class:`~hpnsim.training.job.TrainJob`, an arrival time, and how long it stays
 (``iterations``, or ``duration`` seconds). Once placed it runs iteration after iteration.
 
 Compiling an iteration of a large job (routing every collective) takes a tenth of a second
@@ -52,7 +52,7 @@ class ClusterJob:
 
     Examples
     --------
-    >>> from hpnsim.workloads.iteration_job import TrainJob
+    >>> from hpnsim.training.job import TrainJob
     >>> ClusterJob("a", TrainJob("llama3-8b", tp=8, dp=2), arrival=5.0, iterations=10).n_gpus
     16
     """
@@ -124,7 +124,7 @@ class IterationTemplate:
         """Compile one iteration of ``job`` on ``gpus`` and run it alone.
 
         >>> from hpnsim.fabrics import fat_tree
-        >>> from hpnsim.workloads.iteration_job import TrainJob
+        >>> from hpnsim.training.job import TrainJob
         >>> f = fat_tree(4, gpus_per_host=1)
         >>> j = ClusterJob("a", TrainJob("llama3-8b", tp=1, dp=2, zero=1), iterations=1)
         >>> t = IterationTemplate.compile(j, f, [0, 4])
