@@ -9,7 +9,7 @@ import numpy as np
 from hpnsim.collectives.compile import compile_into
 from hpnsim.engine import Simulation, TaskGraph
 from hpnsim.faults.failover import FailoverPolicy, fault_changes
-from hpnsim.faults.layers import FaultLayers
+from hpnsim.faults.layers import FaultLayers, Layer
 from hpnsim.faults.reroute import Rerouter
 from hpnsim.training.compile import RouteRecord
 
@@ -26,7 +26,7 @@ def ring(fabric, gpus, size, faults, routing, policy=FailoverPolicy(), seed=0) -
     for change in fault_changes(fabric, faults, policy):
         sim.run(change.time)
         layers.apply(sim, change.layer, change.links, change.up)
-        if change.layer == "routed":
+        if change.layer is Layer.ROUTED:
             layers.reroute(sim, rerouter, [record], routing, seed)
     sim.run()
     return float(sim.result().finish[c.final[0]])

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from hpnsim.fabrics import hpn7
-from hpnsim.faults import runner
 from hpnsim.faults.events import parse_fault
-from hpnsim.faults.runner import JobPlan, RecoveryPolicy, simulate_with_faults
+from hpnsim.faults.runner import FaultRun, JobPlan, RecoveryPolicy, simulate_with_faults
 from hpnsim.training import simulate_iteration
 from hpnsim.training.job import TrainJob
 
@@ -30,11 +29,10 @@ def jobs():
                     np.arange(16, 32), iterations=5, arrival=0.3)]
 
 
-def both_builds(monkeypatch, *args, **kwargs):
+def both_builds(*args, **kwargs):
     out = []
     for copies in (True, False):
-        monkeypatch.setattr(runner, "COPY_ITERATIONS", copies)
-        timelines = simulate_with_faults(*args, **kwargs)
+        timelines = FaultRun(*args, copy_iterations=copies, **kwargs).run()
         out.append([(t.to_dict(), [dataclasses.asdict(it) for it in t.iterations])
                     for t in timelines])
     return out
@@ -53,9 +51,9 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_copied_iterations_run_exactly_like_compiled_ones(monkeypatch, case):
+def test_copied_iterations_run_exactly_like_compiled_ones(case):
     mode, faults, recovery = CASES[case]
-    copies, compiled = both_builds(monkeypatch, fabric(mode), jobs(),
+    copies, compiled = both_builds(fabric(mode), jobs(),
                                    [parse_fault(x) for x in faults],
                                    routing="hpn_dual_plane", recovery=recovery)
     assert copies == compiled        # every row, restart, checkpoint and accounting, bit for bit

@@ -30,7 +30,7 @@ Examples
 >>> from hpnsim.fabrics import hpn7
 >>> from hpnsim.faults.events import parse_fault
 >>> f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0, tor_uplinks=2, aggs_per_plane=2)
->>> [(c.time, c.layer, c.up) for c in fault_changes(f, [parse_fault("link:gpu17.port0@30s+120s")],
+>>> [(c.time, c.layer.value, c.up) for c in fault_changes(f, [parse_fault("link:gpu17.port0@30s+120s")],
 ...                                                  FailoverPolicy())]
 [(30.0, 'physical', False), (30.3, 'routed', False), (150.0, 'physical', True), (150.0, 'routed', True)]
 """
@@ -43,6 +43,7 @@ import numpy as np
 
 from hpnsim.errors import InputError
 from hpnsim.faults.events import Fault, resolve_links
+from hpnsim.faults.layers import Layer
 
 DESIGNS = ("single", "stacked", "nonstacked")
 
@@ -84,12 +85,12 @@ class FailoverPolicy:
 
 @dataclass(frozen=True)
 class Change:
-    """At ``time``, ``links`` go down or come ``up`` in one ``layer``: ``physical`` (what the
-    engine carries) or ``routed`` (what routing avoids). ``host_level`` marks faults a spare
+    """At ``time``, ``links`` go down or come ``up`` in one :class:`Layer`: ``PHYSICAL`` (what
+    the engine carries) or ``ROUTED`` (what routing avoids). ``host_level`` marks faults a spare
     host can replace (an access link or NIC port); ``fault`` indexes the fault list."""
 
     time: float
-    layer: str
+    layer: Layer
     up: bool
     links: np.ndarray
     fault: int
@@ -147,11 +148,10 @@ def fault_changes(fabric, faults: list[Fault], policy: FailoverPolicy) -> list[C
                         | np.isin(fabric.link_dst, [tor, sibling]))
                 links = np.flatnonzero(both).astype(np.int64)
         for down, up in fault.windows():
-            out.append(Change(down, "physical", False, links, i, host_level))
+            out.append(Change(down, Layer.PHYSICAL, False, links, i, host_level))
             if down + delay < up:
-                out.append(Change(down + delay, "routed", False, links, i, host_level))
-                out.append(Change(up, "routed", True, links, i, host_level))
-            out.append(Change(up, "physical", True, links, i, host_level))
-    order = {"physical": 0, "routed": 1}
-    out.sort(key=lambda c: (c.time, order[c.layer], c.up))
+                out.append(Change(down + delay, Layer.ROUTED, False, links, i, host_level))
+                out.append(Change(up, Layer.ROUTED, True, links, i, host_level))
+            out.append(Change(up, Layer.PHYSICAL, True, links, i, host_level))
+    out.sort(key=lambda c: (c.time, c.layer.rank(), c.up))
     return out

@@ -8,11 +8,28 @@ view counts the faults holding a link down: the link comes back when the last on
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 import numpy as np
 
 from hpnsim.fabrics.state import FabricState
 
-__all__ = ["FaultLayers"]
+__all__ = ["FaultLayers", "Layer"]
+
+
+class Layer(StrEnum):
+    """The two views of a fabric under faults (module docstring), physical first: at one
+    instant a link stops carrying traffic before routing can know it.
+
+    >>> sorted([Layer.ROUTED, Layer.PHYSICAL], key=Layer.rank)
+    [<Layer.PHYSICAL: 'physical'>, <Layer.ROUTED: 'routed'>]
+    """
+
+    PHYSICAL = "physical"
+    ROUTED = "routed"
+
+    def rank(self) -> int:
+        return 0 if self is Layer.PHYSICAL else 1
 
 
 class FaultLayers:
@@ -28,10 +45,10 @@ class FaultLayers:
     >>> layers = FaultLayers(f)
     >>> sim = Simulation(TaskGraph(), layers.physical.capacity)
     >>> port = np.array([f.gpu_access_link[0, 0]])
-    >>> layers.apply(sim, "physical", port, up=False)    # two faults on one link
-    >>> layers.apply(sim, "physical", port, up=False)
-    >>> layers.apply(sim, "physical", port, up=True)     # one ends: still down
-    >>> bool(layers.down("physical")[port[0]]), float(sim.capacity[port[0]])
+    >>> layers.apply(sim, Layer.PHYSICAL, port, up=False)    # two faults on one link
+    >>> layers.apply(sim, Layer.PHYSICAL, port, up=False)
+    >>> layers.apply(sim, Layer.PHYSICAL, port, up=True)     # one ends: still down
+    >>> bool(layers.down(Layer.PHYSICAL)[port[0]]), float(sim.capacity[port[0]])
     (True, 0.0)
     >>> layers.routing_state is None                     # routing has learnt nothing yet
     True
@@ -40,10 +57,9 @@ class FaultLayers:
     def __init__(self, fabric):
         self.physical = FabricState(fabric)
         self.routed = FabricState(fabric)
-        self._count = {"physical": np.zeros(fabric.n_links, np.int64),
-                       "routed": np.zeros(fabric.n_links, np.int64)}
+        self._count = {layer: np.zeros(fabric.n_links, np.int64) for layer in Layer}
 
-    def down(self, layer: str) -> np.ndarray:
+    def down(self, layer: Layer) -> np.ndarray:
         """Boolean mask of the links some fault holds down in ``layer``."""
         return self._count[layer] > 0
 
@@ -53,7 +69,7 @@ class FaultLayers:
         routes and plans are the all-up ones)."""
         return self.routed if self.routed.down_links.size else None
 
-    def apply(self, sim, layer: str, links: np.ndarray, up: bool) -> None:
+    def apply(self, sim, layer: Layer, links: np.ndarray, up: bool) -> None:
         """One fault edge on ``links`` in ``layer``; a physical change sets the engine's
         capacities of the links whose state flipped."""
         count = self._count[layer]
@@ -63,9 +79,9 @@ class FaultLayers:
         flipped = links[before != (count[links] > 0)]
         if not flipped.size:
             return
-        state = self.physical if layer == "physical" else self.routed
+        state = self.physical if layer is Layer.PHYSICAL else self.routed
         (state.set_up if up else state.set_down)(flipped)
-        if layer == "physical":
+        if layer is Layer.PHYSICAL:
             sim.set_capacity(flipped, self.physical.capacity[flipped])
 
     def reroute(self, sim, rerouter, records, routing: str, seed: int, todo=None) -> None:

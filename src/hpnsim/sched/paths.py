@@ -1,15 +1,24 @@
 """Path selection by GPU intensity (Crux, SIGCOMM 2024, section 4.1; reference/crux.md).
 
-Jobs are taken from the highest GPU intensity to the lowest; each connection of a job
-takes the least congested of its candidate paths given the traffic already placed (by
-higher-intensity jobs and by the job's own earlier connections). The candidates of a
-connection are the paths ECMP would give it under different UDP source ports (connection
-ids ``0..candidates-1``, hashed exactly as the switches do: :func:`hpnsim.routing.route`),
-so the choice is realisable by picking the source port, as real RoCE deployments do.
+Jobs are taken from the highest GPU intensity to the lowest (:func:`intensity_order`); each
+takes the least congested of its candidates given the traffic already placed by the jobs
+before it (:func:`least_congested`, the one rule both uses below share). A candidate is a
+set of network links (NIC ports, uplinks, core links); its congestion is the largest, over
+its links, of the bytes already placed on the link over its capacity (the seconds that link
+needs to carry what is already there); ties by the sum over the links, then the lowest
+candidate.
 
-Congestion of a path: the largest, over its network links (NIC ports, uplinks, core links),
-of the bytes already placed on the link over its capacity (the seconds that link needs to
-carry what is already there); ties by the sum over the path, then the lowest candidate.
+Two granularities use the rule, each with its own number of candidates:
+
+- **per connection** (:func:`select_paths`, the scheduler policies): each connection of a
+  job is a candidate path per UDP source port (connection ids ``0..candidates-1``, hashed
+  exactly as the switches do: :func:`hpnsim.routing.route`), so the choice is realisable by
+  picking the source port, as real RoCE deployments do; the job's own earlier connections
+  count as placed. Default :data:`DEFAULT_CANDIDATES` ports.
+- **per job** (the shared-cluster driver, :mod:`hpnsim.sched.cluster.decide`): a candidate is
+  the job's whole iteration routed with one routing seed, because a cluster job's
+  collectives are compiled once per seed; :data:`CLUSTER_CANDIDATES` seeds by default (each
+  candidate is a compiled and simulated iteration, so fewer are tried).
 """
 
 from __future__ import annotations
@@ -23,7 +32,51 @@ from hpnsim.routing import Paths, route
 from hpnsim.routing.precise import NETWORK_LINKS
 from hpnsim.sched.jobs import SchedJob, job_array
 
+#: source ports tried per connection by :func:`select_paths`
 DEFAULT_CANDIDATES = 8
+#: routing seeds tried per job by the shared-cluster driver (a candidate there is a whole
+#: compiled iteration, so it tries fewer than :data:`DEFAULT_CANDIDATES`)
+CLUSTER_CANDIDATES = 4
+
+
+def intensity_order(intensity) -> np.ndarray:
+    """Indices from the highest GPU intensity to the lowest; ties by index.
+
+    >>> intensity_order([1.0, 3.0, 1.0]).tolist()
+    [1, 0, 2]
+    """
+    intensity = np.asarray(intensity, dtype=np.float64)
+    return np.lexsort((np.arange(intensity.size), -intensity))
+
+
+def least_congested(candidates, load: np.ndarray, capacity: np.ndarray,
+                    dead=None) -> tuple[int, float]:
+    """``(index, congestion)`` of the least congested candidate given ``load`` placed.
+
+    Each candidate is an array of link ids; its congestion is ``max(load / capacity)`` over
+    them, ties by the sum, then the lowest index. A candidate flagged in ``dead`` (it crosses
+    a link that is down) loses to every live one. ``candidates`` may be lazy: a candidate
+    with nothing placed on its links is the best possible, and the ones after it are never
+    drawn (the cluster's candidates are compiled iterations).
+
+    >>> load, cap = np.array([2.0, 1.0, 0.0]), np.ones(3)
+    >>> least_congested([np.array([0, 1]), np.array([1]), np.array([0])], load, cap)
+    (1, 1.0)
+    >>> least_congested(iter([np.array([1]), np.array([2]), None]), load, cap)
+    (1, 0.0)
+    >>> least_congested([np.array([1]), np.array([2])], load, cap, dead=[False, True])
+    (0, 1.0)
+    """
+    best = None
+    for c, links in enumerate(candidates):
+        level = load[links] / capacity[links]
+        worst = float(level.max(initial=0.0))
+        score = (bool(dead[c]) if dead is not None else False, worst, float(level.sum()), c)
+        if best is None or score < best:
+            best = score
+        if score[:2] == (False, 0.0):      # nothing placed on its links: none is better
+            break
+    return best[3], best[1]
 
 
 def candidate_paths(fabric, paths: Paths, candidates: int = DEFAULT_CANDIDATES, *,
@@ -69,25 +122,6 @@ class PathChoice:
     order: np.ndarray
 
 
-def path_congestion(cand: Paths, rows: np.ndarray, load: np.ndarray, capacity: np.ndarray,
-                    counted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(max, sum)`` over each row's counted links of ``load / capacity``.
-
-    >>> p = Paths.from_lists([[0, 1], [1]])
-    >>> path_congestion(p, np.arange(2), np.array([2.0, 1.0]), np.ones(2), np.ones(2, bool))
-    (array([2., 1.]), array([3., 1.]))
-    """
-    worst = np.zeros(rows.size)
-    total = np.zeros(rows.size)
-    for r, row in enumerate(rows.tolist()):
-        links = cand.links[cand.ptr[row]:cand.ptr[row + 1]]
-        links = links[counted[links]]
-        if links.size:
-            level = load[links] / capacity[links]
-            worst[r], total[r] = level.max(), level.sum()
-    return worst, total
-
-
 def select_paths(jobs, fabric, capacity=None, *, order=None,
                  candidates: int = DEFAULT_CANDIDATES, policy: str = "ecmp", seed: int = 0,
                  state=None) -> PathChoice:
@@ -128,8 +162,7 @@ def select_paths(jobs, fabric, capacity=None, *, order=None,
         capacity = state.capacity if state is not None else fabric.link_capacity
     cap = np.asarray(capacity, dtype=np.float64)
     if order is None:
-        intensity = np.array([j.intensity(cap) for j in jobs])
-        order = np.lexsort((np.arange(len(jobs)), -intensity))
+        order = intensity_order([j.intensity(cap) for j in jobs])
     order = np.asarray(order, dtype=np.int64)
     if sorted(order.tolist()) != list(range(len(jobs))):
         raise InputError("order", f"must list every job index 0..{len(jobs) - 1} once")
@@ -146,12 +179,12 @@ def select_paths(jobs, fabric, capacity=None, *, order=None,
         chosen = np.zeros(n, dtype=np.int64)
         seen = np.zeros(n)
         for i in range(n):
-            rows = i * candidates + np.arange(candidates)
-            worst, total = path_congestion(cand, rows, load, safe_cap, counted)
-            dead = np.array([np.any(cap[cand.links[cand.ptr[r]:cand.ptr[r + 1]]] == 0)
-                             for r in rows])
-            best = int(np.lexsort((np.arange(candidates), total, worst, dead))[0])
-            chosen[i], seen[i] = best, worst[best]
+            rows = (i * candidates + np.arange(candidates)).tolist()
+            links = [cand.links[cand.ptr[r]:cand.ptr[r + 1]] for r in rows]
+            dead = [bool(np.any(cap[x] == 0)) for x in links]
+            best, chosen_congestion = least_congested([x[counted[x]] for x in links], load,
+                                                      safe_cap, dead)
+            chosen[i], seen[i] = best, chosen_congestion
             row = rows[best]
             sl = slice(cand.ptr[row], cand.ptr[row + 1])
             np.add.at(load, cand.links[sl], cand.weight[sl] * job.flow_bytes[i])
@@ -181,5 +214,6 @@ def ecmp_jobs(jobs, fabric, *, policy: str = "ecmp", seed: int = 0, state=None) 
     return out
 
 
-__all__ = ["DEFAULT_CANDIDATES", "PathChoice", "SchedJob", "candidate_paths", "ecmp_jobs",
-           "path_congestion", "select_paths"]
+__all__ = ["CLUSTER_CANDIDATES", "DEFAULT_CANDIDATES", "PathChoice", "SchedJob",
+           "candidate_paths", "ecmp_jobs", "intensity_order", "least_congested",
+           "select_paths"]

@@ -27,7 +27,7 @@ from hpnsim.routing.precise import NETWORK_LINKS
 from hpnsim.sched.jobs import SchedJob
 from hpnsim.training.program import Program
 
-__all__ = ["ClusterJob", "IterationTemplate", "TemplateCache"]
+__all__ = ["ClusterJob", "IterationTemplate", "RunningJob", "TemplateCache"]
 
 
 @dataclass
@@ -199,6 +199,24 @@ class IterationTemplate:
                         comm_start=start)
 
 
+@dataclass(slots=True)
+class RunningJob:
+    """A placed job: trace index ``job``, its GPUs and hosts, start time, the scheduler's
+    current decision (routing ``seed``, ``priority`` class, ``offset``), and the
+    iterations ``done`` with their ``progress`` breakpoints ``(time, done)`` (steady mode)."""
+
+    job: int
+    spec: ClusterJob
+    gpus: np.ndarray
+    hosts: np.ndarray
+    start: float
+    seed: int = 0
+    priority: int = 0
+    offset: float = 0.0
+    done: float = 0.0
+    progress: list = field(default_factory=list)
+
+
 class TemplateCache:
     """Templates by (job shape, GPUs, seed): a job's alone run is simulated once.
 
@@ -213,6 +231,10 @@ class TemplateCache:
     @property
     def size(self) -> int:
         return len(self._cache)
+
+    def of(self, run: RunningJob, seed: int | None = None) -> IterationTemplate:
+        """The template of a placed job on its current routing seed (or on ``seed``)."""
+        return self.get(run.spec, run.gpus, run.seed if seed is None else seed)
 
     def get(self, job: ClusterJob, gpus, seed: int) -> IterationTemplate:
         key = (job.shape, tuple(np.asarray(gpus).tolist()), int(seed))

@@ -1,0 +1,64 @@
+"""The scheduler's decision at a cluster event: per running job a routing seed (its paths),
+a priority class and an offset.
+
+Path choice is per job: a job's candidates are its iteration routed with the routing seeds
+``seed .. seed + candidates - 1`` (each seed re-hashes every connection of the job, as a
+per-job choice of UDP source ports would), and Crux's rule
+(:func:`~hpnsim.sched.paths.least_congested`) picks among them, jobs from the highest GPU
+intensity down (TACCL*: in order of start). Per-connection choices would need a collective
+compiled per combination of ports.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpnsim.sched.cluster.jobs import RunningJob, TemplateCache
+from hpnsim.sched.paths import intensity_order, least_congested
+from hpnsim.sched.policies import schedule
+
+__all__ = ["PATH_SELECTING", "choose_seeds", "decide"]
+
+#: schedulers that choose paths (the rest keep every job on seed ``seed``)
+PATH_SELECTING = {"crux-ps-pa": "intensity", "crux": "intensity", "taccl": "arrival"}
+
+
+def decide(scheduler: str, running: list[RunningJob], templates: TemplateCache, cap, *,
+           K: int, seed: int, samples: int, candidates: int) -> None:
+    """Set every running job's seed (path), priority class and offset."""
+    net = [r for r in running if templates.of(r, seed).links.size]
+    for r in running:
+        r.priority, r.offset = 0, 0.0
+    if not net:
+        return
+    how = PATH_SELECTING.get(scheduler)
+    if how is None:
+        for r in net:
+            r.seed = seed
+    else:
+        choose_seeds(net, how, templates, cap, seed=seed, candidates=candidates)
+    sched = [templates.of(r).sched_job(r.spec.name, r.spec.n_gpus, cap) for r in net]
+    decision = schedule(scheduler, sched, None, cap, K=K, seed=seed, samples=samples)
+    for r, p, o in zip(net, decision.priority.tolist(), decision.offsets.tolist(),
+                       strict=True):
+        r.priority, r.offset = int(p), float(o)
+
+
+def choose_seeds(net: list[RunningJob], order_by: str, templates: TemplateCache, cap, *,
+                 seed: int, candidates: int) -> None:
+    """Give each job of ``net`` the routing seed of its least congested candidate, the jobs
+    in ``order_by`` ("intensity": highest first; "arrival": by start), each seeing the
+    bytes per link of the jobs before it. A candidate is compiled only when drawn."""
+    if order_by == "intensity":
+        base = [templates.of(r, seed).sched_job(r.spec.name, r.spec.n_gpus, cap) for r in net]
+        order = intensity_order([b.intensity(cap) for b in base]).tolist()
+    else:
+        order = sorted(range(len(net)), key=lambda i: (net[i].start, net[i].job))
+    load = np.zeros(cap.size)
+    for i in order:
+        r = net[i]
+        drawn = (templates.of(r, seed + c).links for c in range(candidates))
+        best, _ = least_congested(drawn, load, cap)
+        r.seed = seed + best
+        chosen = templates.of(r)
+        np.add.at(load, chosen.links, chosen.link_bytes)

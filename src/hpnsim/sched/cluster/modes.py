@@ -1,0 +1,216 @@
+"""The two ways a cluster run advances between events, as strategies of one interface.
+
+:class:`ExactMode` simulates every iteration on one resumable engine run
+(:class:`~hpnsim.sched.cluster.exact.ExactCluster`). :class:`SteadyMode` probes each group of
+link-sharing jobs until its iteration times are stable
+(:func:`~hpnsim.sched.cluster.steady.probe`) and advances the clock at those rates; a group
+whose jobs and decisions did not change reuses its rates. Both answer the same four
+questions for the driver (:class:`AdvanceMode`): where the run gets to before ``limit`` and
+who leaves then, what a departure does, a job's progress for the result, and how much was
+extrapolated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from hpnsim.sched.cluster.exact import ExactCluster
+from hpnsim.sched.cluster.jobs import RunningJob, TemplateCache
+from hpnsim.sched.cluster.steady import Probe, components, probe
+
+__all__ = ["AdvanceMode", "ExactMode", "Extrapolation", "SteadyMode"]
+
+
+@dataclass
+class Extrapolation:
+    """How much of a run was not simulated (all 0 in exact mode).
+
+    ``extrapolated_time``: seconds of cluster time in which no probe simulated anything;
+    ``extrapolated_iterations``: iterations advanced at a steady rate instead of simulated;
+    ``probes``, ``unstable_probes``, ``phase_probes``: components probed, those that hit the
+    probe limit, those probed with phase-level iterations.
+    """
+
+    extrapolated_time: float = 0.0
+    extrapolated_iterations: float = 0.0
+    probes: int = 0
+    unstable_probes: int = 0
+    phase_probes: int = 0
+
+
+class AdvanceMode(Protocol):
+    """What the cluster driver asks of a mode."""
+
+    exact: bool
+
+    def advance(self, running: dict[int, RunningJob], placed: list[int], t: float,
+                limit: float) -> tuple[float, list[int]]:
+        """Advance from ``t`` (``placed``: jobs placed at ``t``) to the earliest departure
+        before ``limit``, or to ``limit``; returns ``(time, jobs leaving then)``."""
+
+    def leave(self, run: RunningJob) -> None:
+        """``run`` leaves the cluster now."""
+
+    def trajectory(self, run: RunningJob, still_running: bool, t_end: float,
+                   alone: float) -> tuple[float, tuple[np.ndarray, np.ndarray]]:
+        """``(finish, (times, iterations done))`` of a job for the result."""
+
+    def extrapolation(self) -> Extrapolation:
+        """What was extrapolated instead of simulated."""
+
+
+class ExactMode:
+    """Every iteration simulated: jobs leave when the engine says their last iteration
+    ended (or their ``duration`` is up)."""
+
+    exact = True
+
+    def __init__(self, capacity: np.ndarray, templates: TemplateCache):
+        self.engine = ExactCluster(capacity)
+        self.templates = templates
+
+    def advance(self, running, placed, t, limit):
+        for j, r in running.items():
+            tpl = self.templates.of(r)
+            if j in placed:
+                n = r.spec.iterations if r.spec.iterations is not None \
+                    else math.ceil(r.spec.duration / tpl.iteration_time) + 1
+                self.engine.place(j, tpl, n, r.start, r.offset, r.priority)
+            else:
+                self.engine.decide(j, r.priority, tpl)
+        counted = {j: r.spec.iterations for j, r in running.items()
+                   if r.spec.iterations is not None}
+        t_new, leaving = self.engine.advance(limit, counted)
+        for j, r in running.items():
+            if r.spec.duration is not None and r.start + r.spec.duration <= t_new:
+                leaving.append(j)
+        return t_new, sorted(set(leaving))
+
+    def leave(self, run):
+        if run.spec.duration is not None:     # its last iteration is cut short
+            self.engine.stop(run.job)
+
+    def trajectory(self, run, still_running, t_end, alone):
+        ends = self.engine.iteration_ends(run.job)
+        if still_running:
+            stop = t_end
+        elif run.spec.iterations is not None:
+            stop = float(ends[run.spec.iterations - 1])
+        else:
+            stop = min(run.start + run.spec.duration, t_end)
+        ends = ends[ends <= stop]
+        times = [run.start, *ends.tolist()]
+        done = list(range(len(times)))
+        if stop > times[-1]:          # the iteration in progress, pro rata of its alone time
+            times.append(stop)
+            done.append(done[-1] + min((stop - times[-2]) / alone, 1.0 - 1e-12))
+        return stop, (np.array(times), np.array(done, dtype=float))
+
+    def extrapolation(self):
+        return Extrapolation()
+
+
+class SteadyMode:
+    """Steady-state extrapolation: each component of link-sharing jobs is probed (or its
+    earlier probe reused) and every job advances at its period to the next event."""
+
+    exact = False
+
+    def __init__(self, capacity: np.ndarray, templates: TemplateCache, *, tolerance: float,
+                 budget: int):
+        self.capacity, self.templates = capacity, templates
+        self.tolerance, self.budget = tolerance, budget
+        self.counters = Extrapolation()
+        #: a component's stable periods, by its jobs and their decisions
+        self.periods: dict[tuple, list[float]] = {}
+        #: a component's last probe (stable or not), replayed when it would run the same
+        self.probes: dict[tuple, Probe] = {}
+
+    def advance(self, running, placed, t, limit):
+        runs = list(running.values())
+        tpls = [self.templates.of(r) for r in runs]
+        remaining = np.array([r.spec.iterations - r.done if r.spec.iterations is not None
+                              else math.inf for r in runs])
+        probes, elapsed = self._probe_components(runs, tpls, remaining, t, limit)
+        leave_at = np.full(len(runs), math.inf)
+        for i, p in enumerate(probes):
+            if math.isfinite(remaining[i]):
+                leave_at[i] = t + _time_to(p, remaining[i])
+            if runs[i].spec.duration is not None:
+                leave_at[i] = min(leave_at[i], runs[i].start + runs[i].spec.duration)
+        t_new = min(limit, float(leave_at.min()))
+        dt = t_new - t
+        self.counters.extrapolated_time += dt - min(elapsed, dt)
+        leaving = []
+        for i, (r, p) in enumerate(zip(runs, probes, strict=True)):
+            gained = p.progress(0, dt)
+            simulated = p.progress(0, min(dt, p.elapsed)) if p.elapsed > 0 else 0.0
+            self.counters.extrapolated_iterations += max(gained - simulated, 0.0)
+            if leave_at[i] <= t_new * (1 + 1e-12):
+                leaving.append(r.job)
+                if r.spec.iterations is not None:
+                    gained = remaining[i]
+            r.done += gained
+            r.progress.append((t_new, r.done))
+        return t_new, leaving
+
+    def _probe_components(self, runs, tpls, remaining, t, limit):
+        """Per job its probe (one job's view of its component's), and the seconds the
+        probes simulated."""
+        probes: list[Probe | None] = [None] * len(runs)
+        net = [i for i, tpl in enumerate(tpls) if tpl.links.size]
+        for i, tpl in enumerate(tpls):
+            if not tpl.links.size:     # nothing shared: its alone rate
+                probes[i] = Probe([np.zeros(0)], np.array([tpl.iteration_time]), True, 0.0)
+        elapsed = 0.0
+        for comp in components([tpls[i].links for i in net]):
+            members = [net[c] for c in comp]
+            ranks = np.unique([runs[i].priority for i in members], return_inverse=True)[1]
+            key = tuple((runs[i].job, runs[i].seed, int(k), runs[i].offset)
+                        for i, k in zip(members, ranks.ravel().tolist(), strict=True))
+            period = self.periods.get(key)
+            if period is not None:
+                for i, p in zip(members, period, strict=True):
+                    probes[i] = Probe([np.zeros(0)], np.array([p]), True, 0.0)
+                continue
+            found = self.probes.get(key)
+            if found is None or not found.repeats(limit - t, remaining[members]):
+                found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
+                              [runs[i].offset for i in members], self.capacity,
+                              tolerance=self.tolerance, limit=limit - t,
+                              remaining=remaining[members], budget=self.budget)
+                self.counters.probes += 1
+                self.counters.unstable_probes += not found.stable
+                self.counters.phase_probes += found.level == "phase"
+                self.probes[key] = found
+            elapsed = max(elapsed, found.simulated)
+            if found.stable:
+                self.periods[key] = found.period.tolist()
+            for k, i in enumerate(members):
+                probes[i] = Probe([found.ends[k]], found.period[k:k + 1], found.stable,
+                                  found.simulated)
+        return probes, elapsed
+
+    def leave(self, run):
+        pass
+
+    def trajectory(self, run, still_running, t_end, alone):
+        times, done = zip(*run.progress, strict=True)
+        return times[-1], (np.array(times), np.array(done))
+
+    def extrapolation(self):
+        return self.counters
+
+
+def _time_to(p: Probe, iterations: float) -> float:
+    """Seconds after the segment start at which the probe's job has done ``iterations``."""
+    ends, period = p.ends[0], float(p.period[0])
+    need = math.ceil(iterations - 1e-9)
+    if ends.size >= need and need >= 1 and abs(need - iterations) < 1e-9:
+        return float(ends[need - 1])
+    last = float(ends[-1]) if ends.size else 0.0
+    return last + (iterations - ends.size) * period
