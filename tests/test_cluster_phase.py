@@ -7,7 +7,6 @@ import pytest
 from cluster_tiny import program
 
 from hpnsim.engine import TaskGraph
-from hpnsim.sched.cluster import steady as cluster_steady
 from hpnsim.sched.cluster.driver import ClusterJob, simulate_cluster
 from hpnsim.sched.cluster.phase import phase_templates
 from hpnsim.sched.cluster.steady import probe
@@ -39,18 +38,17 @@ def test_fast_job_next_to_bulk_transfer_closed_form():
     assert found.simulated == 0.0 and found.ends[0].size == 0     # only periods are kept
 
 
-def test_merging_does_not_move_the_periods(monkeypatch):
+def test_merging_does_not_move_the_periods():
     # the same pair with A not merged: the periods agree within the tolerance
     cap = np.array([1.0])
     jobs = [SchedJob("a", 1, 1.0, [0], [1.0]), SchedJob("b", 1, 1e-3, [0], [300.0])]
     args = ([fake_template(j, cap) for j in jobs], [0, 0], [0.0, 0.0], cap)
     kwargs = {"tolerance": 0.01, "limit": 1e5, "remaining": [1e9, 1e9]}
     merged = probe(*args, **kwargs)
-    monkeypatch.setattr("hpnsim.sched.cluster.phase.MAX_SPREAD", 10**9)
-    monkeypatch.setattr(cluster_steady, "MAX_PROBE_TASKS", 10**6)  # room for 1,000s of A
-    single = probe(*args, **kwargs)
+    # no merging, and room for 1,000s of A
+    single = probe(*args, **kwargs, max_spread=10**9, max_tasks=10**6)
     assert single.level == "phase"
-    assert [p.merge for p in phase_templates(args[0], cap)[0]] == [1, 1]   # not merged
+    assert [p.merge for p in phase_templates(args[0], cap, max_spread=10**9)[0]] == [1, 1]
     np.testing.assert_allclose(merged.period, single.period, rtol=0.01)
 
 

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from hpnsim.cli import reliability as reliability_cli
 from hpnsim.errors import InputError
 from hpnsim.fabrics import build_fabric, hpn7
+from hpnsim.faults.montecarlo import monte_carlo
 from hpnsim.faults.reliability import (
     CheckpointPolicy,
     Conditions,
@@ -19,7 +20,6 @@ from hpnsim.faults.reliability import (
     compare_designs,
     expected_reliability,
     job_exposure,
-    monte_carlo,
 )
 
 P_LINK, P_TOR = 0.057e-2, 0.051e-2        # HPN's published monthly rates

@@ -109,13 +109,13 @@ def register(app: typer.Typer) -> None:
         from hpnsim.cli.common import check_output_file, errors_as_flags, table_console
         from hpnsim.errors import check_seed
         from hpnsim.fabrics.registry import build_fabric
+        from hpnsim.faults.montecarlo import monte_carlo as draw
         from hpnsim.faults.reliability import (
             DESIGNS,
             compare_designs,
             expected_reliability,
             job_exposure,
         )
-        from hpnsim.faults.reliability import monte_carlo as draw
         from hpnsim.report.reliability import monte_carlo_table, reliability_table
 
         options = parse_extra_options(list(ctx.args))

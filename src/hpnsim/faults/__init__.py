@@ -16,6 +16,7 @@ from hpnsim.faults.failover import (
     fault_changes,
     tor_design,
 )
+from hpnsim.faults.montecarlo import monte_carlo
 from hpnsim.faults.reliability import (
     CheckpointPolicy,
     Conditions,
@@ -26,7 +27,6 @@ from hpnsim.faults.reliability import (
     expected_reliability,
     job_exposure,
     load_rates,
-    monte_carlo,
 )
 from hpnsim.faults.reroute import Rerouter
 from hpnsim.faults.runner import (

@@ -1,14 +1,17 @@
 """hpnsim.sched.cluster: a shared cluster over time (jobs arrive, wait, train together, leave).
 
-Modules: ``driver`` (:func:`simulate_cluster`, the event loop), ``jobs`` (a job's compiled
-iteration templates), ``exact`` and ``steady`` (the two ways of advancing between events),
-``phase`` (phase-level probes), ``result`` (:class:`ClusterResult`). Names load on first use;
+Modules: ``driver`` (:func:`simulate_cluster` and :class:`ClusterDriver`, the event loop),
+``jobs`` (a job, its compiled iteration templates, a placed job), ``decide`` (the
+scheduler's paths, classes and offsets at an event), ``modes`` (the two ways of advancing
+between events, exact and steady, as strategies), ``exact`` (the shared engine run of exact
+mode), ``steady`` and ``phase`` (steady-state probes, task- and phase-level), ``result``
+(:class:`ClusterResult`). Names load on first use;
 any name of ``driver`` is reachable here.
 """
 
 import importlib
 
-__all__ = ["ClusterJob", "ClusterResult", "JobOutcome", "simulate_cluster"]
+__all__ = ["ClusterDriver", "ClusterJob", "ClusterResult", "JobOutcome", "simulate_cluster"]
 
 _HOMES = {"ClusterJob": "jobs", "ClusterResult": "result", "JobOutcome": "result"}
 

@@ -40,7 +40,7 @@ from hpnsim.sched.cluster.decide import decide
 from hpnsim.sched.cluster.jobs import ClusterJob, RunningJob, TemplateCache
 from hpnsim.sched.cluster.modes import AdvanceMode, ExactMode, SteadyMode
 from hpnsim.sched.cluster.result import ClusterResult, JobOutcome
-from hpnsim.sched.cluster.steady import MAX_PROBE_SIZE
+from hpnsim.sched.cluster.steady import MAX_PROBE_SIZE, MAX_PROBE_TASKS
 from hpnsim.sched.compression import check_levels
 from hpnsim.sched.paths import CLUSTER_CANDIDATES
 from hpnsim.sched.policies import check_scheduler
@@ -104,6 +104,10 @@ class ClusterDriver:
     """One shared-cluster run (:func:`simulate_cluster`): the trace's queue, the free hosts,
     the running and finished jobs, and the mode that advances between events.
 
+    Takes :func:`simulate_cluster`'s arguments, and ``probe_tasks``: the tasks a
+    steady-state probe's graph may hold before it stops unstable
+    (:data:`~hpnsim.sched.cluster.steady.MAX_PROBE_TASKS`).
+
     At each event: admit the arrivals, place what fits, let the scheduler decide, advance to
     the next event, release the leavers.
     """
@@ -112,7 +116,8 @@ class ClusterDriver:
                  K: int = 8, samples: int = 10, exact: bool = False,
                  tolerance: float = 0.01, seed: int = 0, horizon: float | None = None,
                  progress=None, candidates: int = CLUSTER_CANDIDATES,
-                 routing: str = "ecmp", probe_budget: int = MAX_PROBE_SIZE):
+                 routing: str = "ecmp", probe_budget: int = MAX_PROBE_SIZE,
+                 probe_tasks: int = MAX_PROBE_TASKS):
         self.jobs = _check(fabric, jobs, scheduler, allocator, K, tolerance, candidates)
         if isinstance(probe_budget, bool) or not isinstance(probe_budget, int) \
                 or probe_budget < 0:
@@ -125,7 +130,8 @@ class ClusterDriver:
         self.cap = np.asarray(fabric.link_capacity, dtype=np.float64)
         self.templates = TemplateCache(fabric, routing)
         self.mode: AdvanceMode = ExactMode(self.cap, self.templates) if exact else \
-            SteadyMode(self.cap, self.templates, tolerance=tolerance, budget=probe_budget)
+            SteadyMode(self.cap, self.templates, tolerance=tolerance, budget=probe_budget,
+                       max_tasks=probe_tasks)
         self.rng = np.random.default_rng(self.seed)
         self.pending = deque(sorted(range(len(self.jobs)),
                                     key=lambda i: (self.jobs[i].arrival, i)))

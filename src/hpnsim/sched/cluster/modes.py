@@ -20,7 +20,13 @@ import numpy as np
 
 from hpnsim.sched.cluster.exact import ExactCluster
 from hpnsim.sched.cluster.jobs import RunningJob, TemplateCache
-from hpnsim.sched.cluster.steady import Probe, components, probe
+from hpnsim.sched.cluster.steady import (
+    MAX_PROBE_SIZE,
+    MAX_PROBE_TASKS,
+    Probe,
+    components,
+    probe,
+)
 
 __all__ = ["AdvanceMode", "ExactMode", "Extrapolation", "SteadyMode"]
 
@@ -121,9 +127,9 @@ class SteadyMode:
     exact = False
 
     def __init__(self, capacity: np.ndarray, templates: TemplateCache, *, tolerance: float,
-                 budget: int):
+                 budget: int = MAX_PROBE_SIZE, max_tasks: int = MAX_PROBE_TASKS):
         self.capacity, self.templates = capacity, templates
-        self.tolerance, self.budget = tolerance, budget
+        self.tolerance, self.budget, self.max_tasks = tolerance, budget, max_tasks
         self.counters = Extrapolation()
         #: a component's stable periods, by its jobs and their decisions
         self.periods: dict[tuple, list[float]] = {}
@@ -182,7 +188,8 @@ class SteadyMode:
                 found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
                               [runs[i].offset for i in members], self.capacity,
                               tolerance=self.tolerance, limit=limit - t,
-                              remaining=remaining[members], budget=self.budget)
+                              remaining=remaining[members], budget=self.budget,
+                              max_tasks=self.max_tasks)
                 self.counters.probes += 1
                 self.counters.unstable_probes += not found.stable
                 self.counters.phase_probes += found.level == "phase"

@@ -43,10 +43,11 @@ __all__ = ["MAX_SPREAD", "PhaseTemplate", "phase_templates"]
 MAX_SPREAD = 20
 
 
-def phase_templates(templates, capacity) -> tuple[list[PhaseTemplate], np.ndarray]:
+def phase_templates(templates, capacity, *, max_spread: float = MAX_SPREAD
+                    ) -> tuple[list[PhaseTemplate], np.ndarray]:
     """The phase-level iterations of a component's jobs (their
     :class:`~hpnsim.sched.cluster.jobs.IterationTemplate`), fast ones merged so no job's is
-    more than ``MAX_SPREAD`` times shorter than the slowest's, and the capacities to run
+    more than ``max_spread`` times shorter than the slowest's, and the capacities to run
     them on.
 
     A job's phase-level transfer is its only transfer in flight, so the links no other job
@@ -82,7 +83,7 @@ def phase_templates(templates, capacity) -> tuple[list[PhaseTemplate], np.ndarra
                                comm_start=job.comm_start))
     cap = np.concatenate([cap, np.ones(len(jobs))])
     own = np.array([j.iteration_time(cap) for j in folded])
-    merge = np.maximum(1, np.floor(own.max() / (MAX_SPREAD * np.maximum(own, 1e-300))))
+    merge = np.maximum(1, np.floor(own.max() / (max_spread * np.maximum(own, 1e-300))))
     phases = [PhaseTemplate.of(j, cap, alone=t.iteration_time, merge=int(m))
               for j, t, m in zip(folded, templates, merge.tolist(), strict=True)]
     return phases, cap

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.engine import Simulation, TaskGraph
-from hpnsim.sched.cluster.phase import phase_templates
+from hpnsim.sched.cluster.phase import MAX_SPREAD, phase_templates
 
 #: iterations per stability window
 WINDOW = 3
@@ -124,7 +124,8 @@ class Probe:
 
 
 def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
-          remaining, budget: int = MAX_PROBE_SIZE) -> Probe:
+          remaining, budget: int = MAX_PROBE_SIZE, max_tasks: int = MAX_PROBE_TASKS,
+          max_spread: float = MAX_SPREAD) -> Probe:
     """Probe a component (see the module docstring): task by task when that can reach
     stability within ``budget`` tasks plus link entries (:func:`task_level_cost`), else
     with every job's phase-level iteration (:mod:`hpnsim.sched.cluster.phase`).
@@ -138,17 +139,21 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     limit : seconds until the next known event (the probe never runs past it)
     remaining : per job the iterations it has left (it stops there)
     budget : tasks plus link entries a task-level probe may need
+    max_tasks : tasks a probe's graph may hold before it stops (:data:`MAX_PROBE_TASKS`)
+    max_spread : slowest over fastest phase-level iteration once fast jobs are merged
+        (:data:`~hpnsim.sched.cluster.phase.MAX_SPREAD`)
     """
     if task_level_cost(templates, offsets, limit) <= budget:
         return _probe(templates, priorities, offsets, capacity, tolerance=tolerance,
-                      limit=limit, remaining=remaining)
-    phases, folded = phase_templates(templates, capacity)
+                      limit=limit, remaining=remaining, max_tasks=max_tasks)
+    phases, folded = phase_templates(templates, capacity, max_spread=max_spread)
     scale = np.array([p.scale for p in phases])
     merge = np.array([p.merge for p in phases], dtype=np.float64)
     # the phase-level clock stands for the task-level one (a job's phase-level alone time
     # is close to its task-level one): offsets and the limit are used as they are
     found = _probe(phases, priorities, offsets, folded, tolerance=tolerance, limit=limit,
-                   remaining=np.ceil(np.asarray(remaining, dtype=np.float64) / merge))
+                   remaining=np.ceil(np.asarray(remaining, dtype=np.float64) / merge),
+                   max_tasks=max_tasks)
     # phase-level iteration ends are not task-level ones: keep only the periods
     found.ends = [np.zeros(0) for _ in templates]
     if found.copies is not None:        # in the job's iterations, for Probe.repeats
@@ -175,7 +180,7 @@ def task_level_cost(templates, offsets, limit: float) -> float:
 
 
 def _probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
-           remaining) -> Probe:
+           remaining, max_tasks: int) -> Probe:
     n = len(templates)
     alone = np.array([t.iteration_time for t in templates])
     graph = TaskGraph()
@@ -224,7 +229,7 @@ def _probe(templates, priorities, offsets, capacity, *, tolerance: float, limit:
             now = min(float(ends[j][needed[j] - 1]) for j in finished)
             copies = None
             break
-        if stable or now >= horizon or len(graph) >= MAX_PROBE_TASKS:
+        if stable or now >= horizon or len(graph) >= max_tasks:
             break
         # every round rebuilds the engine state over the whole graph: widening the window
         # keeps the rounds logarithmic in the probe's length (at most 1.5x overshoot)
