@@ -5,7 +5,7 @@ Full run: Llama-3 70B TP8 x PP8 x DP16 (global batch 2048) on a 1,024-GPU non-st
 HPN 7.0 segment, 20 iterations; the access link of GPU 17 port 0 fails 100 s in and is
 repaired 150 s later (an iteration takes about 27 s simulated); target 60 s on 2 cores.
 The job's iteration is compiled once; its 20 iterations are copies of it
-(:mod:`hpnsim.faults.runner`).
+(:mod:`hpnsim.faults.iterations`).
 Quick run: Llama-3 8B TP8 x DP4 on 32 GPUs, 6 iterations across a 1 s link failure.
 """
 

@@ -48,9 +48,6 @@ from hpnsim.workloads.allocation import POLICIES, allocate, hosts_of
 
 __all__ = ["ClusterDriver", "ClusterJob", "ClusterResult", "simulate_cluster"]
 
-#: routing seeds tried per job by path selection (kept for callers of the old name)
-DEFAULT_CANDIDATES = CLUSTER_CANDIDATES
-
 
 def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = "packed",
                      K: int = 8, samples: int = 10, exact: bool = False,
@@ -144,7 +141,7 @@ class ClusterDriver:
 
     def run(self) -> ClusterResult:
         while True:
-            self._admit()
+            self._on_arrivals()
             placed = self._place()
             if not self.running:
                 if not self._wait_for_arrival():
@@ -155,14 +152,14 @@ class ClusterDriver:
             self.t, leaving = self.mode.advance(self.running, placed, self.t, self._limit())
             self.events.append(self.t)
             for j in leaving:
-                self._depart(j)
+                self._on_departure(j)
             if self.on_event is not None:
                 self.on_event(self.t, len(self.finished), len(self.jobs))
             if self.t >= self.end:
                 break
         return self._result()
 
-    def _admit(self) -> None:
+    def _on_arrivals(self) -> None:
         """Queue the jobs that have arrived by now."""
         while self.pending and self.jobs[self.pending[0]].arrival <= self.t:
             self.queue.append(self.pending.popleft())
@@ -204,7 +201,7 @@ class ClusterDriver:
                 limit = min(limit, r.start + r.spec.duration)
         return limit
 
-    def _depart(self, j: int) -> None:
+    def _on_departure(self, j: int) -> None:
         r = self.running.pop(j)
         self.free[r.hosts] = True
         self.finished[j] = r

@@ -24,6 +24,7 @@ from hpnsim.sched.cluster.steady import (
     MAX_PROBE_SIZE,
     MAX_PROBE_TASKS,
     Probe,
+    ProbeLevel,
     components,
     probe,
 )
@@ -192,7 +193,7 @@ class SteadyMode:
                               max_tasks=self.max_tasks)
                 self.counters.probes += 1
                 self.counters.unstable_probes += not found.stable
-                self.counters.phase_probes += found.level == "phase"
+                self.counters.phase_probes += found.level is ProbeLevel.PHASE
                 self.probes[key] = found
             elapsed = max(elapsed, found.simulated)
             if found.stable:

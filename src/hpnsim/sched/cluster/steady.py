@@ -24,6 +24,7 @@ last iteration) would run again identically for the same component; the caller r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
@@ -47,7 +48,15 @@ WINDOW_GROWTH = 1.5
 #: 2 x WINDOW iterations stability needs of every job)
 PROBE_PERIODS = 400
 
-__all__ = ["Probe", "components", "probe"]
+__all__ = ["Probe", "ProbeLevel", "components", "probe"]
+
+
+class ProbeLevel(StrEnum):
+    """What a probe simulated: every task of every iteration, or phase-level iterations
+    (:mod:`hpnsim.sched.cluster.phase`: periods, but no iteration ends)."""
+
+    TASK = "task"
+    PHASE = "phase"
 
 
 def components(link_sets: list[np.ndarray]) -> list[list[int]]:
@@ -89,14 +98,12 @@ class Probe:
     #: per job the iterations the probe appended, when its run depended on neither its
     #: ``limit`` nor the jobs' remaining iterations (else None): see :meth:`repeats`
     copies: np.ndarray | None = None
-    #: "task" (every task of every iteration) or "phase" (phase-level iterations: no
-    #: iteration ends, only periods)
-    level: str = "task"
+    level: ProbeLevel = ProbeLevel.TASK
 
     @property
     def simulated(self) -> float:
         """Seconds simulated task by task (0 for a phase-level probe)."""
-        return self.elapsed if self.level == "task" else 0.0
+        return self.elapsed if self.level is ProbeLevel.TASK else 0.0
 
     def repeats(self, limit: float, remaining) -> bool:
         """Whether probing the same component again with ``limit`` and ``remaining`` would
@@ -159,7 +166,7 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     if found.copies is not None:        # in the job's iterations, for Probe.repeats
         found.copies = found.copies * merge.astype(np.int64)
     found.period = found.period * scale
-    found.level = "phase"
+    found.level = ProbeLevel.PHASE
     return found
 
 
