@@ -14,8 +14,9 @@ component is down while any of its repairs runs (an M/G/inf queue, so
 ``P(down) = 1 - exp(-rate * mean repair)`` for any repair distribution). A failure that
 finds the job's other side down interrupts the job; by PASTA and independence its probability
 is a product of those ``P(down)``, which makes :func:`expected_reliability` exact for the
-process :func:`monte_carlo` draws. Agg and core failures do not interrupt (ECMP rehashes over
-the remaining paths, issue 10); they are reported as degrading events.
+process :func:`~hpnsim.faults.montecarlo.monte_carlo` draws. Agg and core failures do not
+interrupt (ECMP rehashes over the remaining paths, issue 10); they are reported as degrading
+events.
 """
 
 from __future__ import annotations
@@ -359,12 +360,3 @@ def compare_designs(template: str, options: dict, gpus: int, cond: Conditions,
         exposure = job_exposure(build_fabric(template, {**options, "dual_tor": design}), gpus)
         out += [expected_reliability(exposure, replace(cond, switch=s)) for s in switches]
     return out
-
-
-def __getattr__(name: str):
-    # monte_carlo moved to hpnsim.faults.montecarlo; reachable here as before
-    if name == "monte_carlo":
-        from hpnsim.faults.montecarlo import monte_carlo
-
-        return monte_carlo
-    raise AttributeError(f"module 'hpnsim.faults.reliability' has no attribute {name!r}")

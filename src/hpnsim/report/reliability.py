@@ -1,7 +1,7 @@
 """Tables and a figure of reliability economics: ToR designs (and switch kinds) side by side.
 
 Inputs are the dicts of :class:`hpnsim.faults.reliability.ReliabilityResult` (``to_dict()``)
-and of :func:`hpnsim.faults.reliability.monte_carlo`.
+and of :func:`hpnsim.faults.montecarlo.monte_carlo`.
 """
 
 from __future__ import annotations
