@@ -148,6 +148,11 @@ def test_renamed_job_keys_take_the_train_job_names_and_accept_the_old_ones():
     assert dumped["vpp"] == 2 and dumped["prefetch"] is False
     with pytest.raises(InputError, match=r"^jobs\[0\]\.vpp: Input should be greater"):
         parse_scenario({"jobs": [{"model": "llama3-8b", "vpp": 0}]})
+    # ``hpnsim schema`` lists the old keys too, deprecated, so editors accept them
+    from hpnsim.scenario.jobs import JobSpec
+
+    properties = JobSpec.model_json_schema()["properties"]
+    assert properties["vpp"]["deprecated"] is True and properties["prefetch"]["type"] == "boolean"
 
 
 def test_prepare_returns_everything_it_read_and_stores_nothing_on_the_scenario():

@@ -41,16 +41,30 @@ Seconds = Annotated[float, BeforeValidator(seconds_field), Field(ge=0, allow_inf
 Positive = Annotated[int, Field(ge=1, strict=True)]
 
 
-def _renamed(old: str, new: str, description: str) -> dict:
-    """Field options of a key renamed to ``new`` that still accepts ``old`` (and echoes it,
-    so a run's JSON output keeps its keys)."""
+#: old YAML key -> the field it names now (the TrainJob keyword)
+_OLD_KEYS = {"vpp": "virtual_stages", "prefetch": "fsdp_prefetch"}
+#: keys a workload file fixes (it gives the parallelism and batches)
+_FIXED = {"tp", "pp", "dp", "ep", "micro_batch", "global_batch", "virtual_stages"}
+#: ... as the user may write them, old keys included
+_FIXED_BY_WORKLOAD = _FIXED | {old for old, new in _OLD_KEYS.items() if new in _FIXED}
+
+
+def _renamed(new: str, description: str) -> dict:
+    """Field options of a key renamed to ``new`` that still accepts its old key (and echoes
+    it, so a run's JSON output keeps its keys)."""
+    old = next(old for old, field in _OLD_KEYS.items() if field == new)
     return {"validation_alias": AliasChoices(new, old), "serialization_alias": old,
             "description": f"{description} (the old key {old} is accepted, deprecated)"}
 
 
-#: keys a workload file fixes (it gives the parallelism and batches); old names included
-_FIXED_BY_WORKLOAD = {"tp", "pp", "dp", "ep", "micro_batch", "global_batch", "virtual_stages",
-                      "vpp"}
+def _old_keys_in_schema(schema: dict) -> None:
+    """List the old keys in the JSON Schema too, marked deprecated, so an editor that
+    validates a scenario against ``hpnsim schema`` accepts them as the loader does."""
+    properties = schema.get("properties", {})
+    for old, new in _OLD_KEYS.items():
+        properties[old] = {**properties[new], "deprecated": True,
+                           "description": f"deprecated: the old key of {new}"}
+        properties[old].pop("title", None)
 
 
 class JobSpec(BaseModel):
@@ -61,7 +75,7 @@ class JobSpec(BaseModel):
     placement (GPU indices in rank order); without it the run allocates whole hosts.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_old_keys_in_schema)
 
     name: str = ""
     model: str | None = None
@@ -79,11 +93,11 @@ class JobSpec(BaseModel):
     mfu: Annotated[float, Field(gt=0, le=1, strict=True)] | None = None
     schedule: Literal["", "1f1b", "interleaved", "gpipe"] = ""
     virtual_stages: Positive = Field(
-        1, **_renamed("vpp", "virtual_stages", "virtual pipeline stages per rank (interleaved)"))
+        1, **_renamed("virtual_stages", "virtual pipeline stages per rank (interleaved)"))
     sequence_parallel: bool = False
     recompute: bool = False
     fsdp_prefetch: bool = Field(
-        True, **_renamed("prefetch", "fsdp_prefetch", "ZeRO-3 gathers one unit ahead"))
+        True, **_renamed("fsdp_prefetch", "ZeRO-3 gathers one unit ahead"))
     bucket_params: Positive | None = None
     grad_bytes: Annotated[Literal[2, 4], BeforeValidator(_not_bool)] = 2
     tp_algo: str = "auto"
@@ -163,12 +177,8 @@ def _train_job_fields() -> tuple[str, ...]:
 
 
 def _job_keys() -> set[str]:
-    """Every key a job may be written with: field names and their old aliases."""
-    keys = set(JobSpec.model_fields)
-    for info in JobSpec.model_fields.values():
-        if isinstance(info.validation_alias, AliasChoices):
-            keys.update(a for a in info.validation_alias.choices if isinstance(a, str))
-    return keys
+    """Every key a job may be written with: field names and their old keys."""
+    return set(JobSpec.model_fields) | set(_OLD_KEYS)
 
 
 def check_jobs(scenario, fabric, lines: dict) -> list:
