@@ -87,6 +87,11 @@ def test_jobs_queue_only_with_a_cluster_section():
     with pytest.raises(InputError, match="need 20 GPUs together"):
         check_against_fabric(parse_scenario(data), fabric)
     check_against_fabric(parse_scenario({**data, "cluster": {}}), fabric)   # they queue
+    # prepared, a trace keeps its jobs unplaced: its allocator places them as they arrive
+    from hpnsim.scenario.prepare import prepare
+
+    prepared = prepare({**data, "cluster": {}})
+    assert prepared.placements == () and prepared.gpu_counts == (12, 8)
     # ... and `hpnsim run` points a cluster trace to `hpnsim cluster`
     from hpnsim.scenario.runner import run
 

@@ -53,7 +53,8 @@ class PreparedScenario:
         defaults)
     workloads : per job, its parsed AICB workload (None for a model job)
     gpu_counts : per job, the GPUs it occupies
-    placements : per job, its GPU indices in rank order (read-only arrays)
+    placements : per job, its GPU indices in rank order (read-only arrays); empty for a
+        cluster trace, whose allocator places the jobs as they arrive
     """
 
     scenario: Scenario
@@ -161,7 +162,8 @@ def prepare(scenario, *, lines: Mapping | None = None, progress=None) -> Prepare
     In order, each failure an :class:`InputError` by YAML path: AICB workloads with faults
     (not simulated yet), the calibration file, the calibration with faults or workloads;
     then the fabric is built and the jobs, cluster section and collectives are checked
-    against it, the faults resolved to links and the jobs placed.
+    against it, the faults resolved to links and the jobs placed (unless a ``cluster:``
+    section queues them).
 
     Parameters
     ----------
@@ -206,7 +208,8 @@ def prepare(scenario, *, lines: Mapping | None = None, progress=None) -> Prepare
     faults = tuple(check_faults(scenario, fabric, lines))
     counts = tuple(job.gpu_count_with(w) for job, w in zip(scenario.jobs, workloads,
                                                                strict=True))
-    placements = tuple(_read_only(g) for g in allocate(scenario, fabric, counts, lines))
+    placements = () if scenario.cluster is not None else tuple(
+        _read_only(g) for g in allocate(scenario, fabric, counts, lines))
     return PreparedScenario(scenario=scenario, fabric=fabric, lines=MappingProxyType(
         dict(lines)), faults=faults, nccl=nccl, workloads=workloads, gpu_counts=counts,
         placements=placements)
