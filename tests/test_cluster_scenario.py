@@ -11,11 +11,11 @@ import yaml
 from hpnsim.cli.main import run as cli
 from hpnsim.errors import InputError
 from hpnsim.fabrics import fat_tree
-from hpnsim.scenario.cluster import PROBE_BUDGET, SCHEDULER_NAMES, run_cluster
-from hpnsim.scenario.runner import build_scenario_fabric
+from hpnsim.scenario.cluster import PROBE_BUDGET, run_cluster
+from hpnsim.scenario.prepare import build_scenario_fabric
 from hpnsim.scenario.spec import check_against_fabric, parse_scenario
 from hpnsim.sched.cluster.steady import MAX_PROBE_SIZE
-from hpnsim.sched.policies import SCHEDULERS
+from hpnsim.sched.names import SCHEDULERS
 
 # a k=4 fat-tree with one GPU per host: 16 GPUs; a 12-GPU and an 8-GPU job cannot run together
 TRACE = """\
@@ -36,8 +36,7 @@ def _cli(argv, capsys):
     return end.value.code, out.out, out.err
 
 
-def test_scheduler_lists_agree():
-    assert SCHEDULER_NAMES == SCHEDULERS
+def test_probe_budget_agrees():
     assert PROBE_BUDGET == MAX_PROBE_SIZE
 
 
@@ -88,6 +87,11 @@ def test_jobs_queue_only_with_a_cluster_section():
     with pytest.raises(InputError, match="need 20 GPUs together"):
         check_against_fabric(parse_scenario(data), fabric)
     check_against_fabric(parse_scenario({**data, "cluster": {}}), fabric)   # they queue
+    # prepared, a trace keeps its jobs unplaced: its allocator places them as they arrive
+    from hpnsim.scenario.prepare import prepare
+
+    prepared = prepare({**data, "cluster": {}})
+    assert prepared.placements == () and prepared.gpu_counts == (12, 8)
     # ... and `hpnsim run` points a cluster trace to `hpnsim cluster`
     from hpnsim.scenario.runner import run
 

@@ -13,7 +13,7 @@ import hpnsim.fabrics as fb
 from hpnsim.errors import InputError
 from hpnsim.fabrics import LinkKind, NodeKind
 from hpnsim.fabrics.lingjun import DEFAULT_PATH as LINGJUN_DEFAULT
-from hpnsim.routing import POLICIES, Paths, route
+from hpnsim.routing import ROUTING_POLICIES, Paths, route
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_hpn_same_rail_other_segment_path_structure(hpn, policy):
 def test_hpn_same_segment_same_rail_is_one_tor_hop(hpn):
     f = hpn
     src, dst = gpu(f, 2, 0, 5), gpu(f, 2, 3, 5)
-    for policy in POLICIES:
+    for policy in ROUTING_POLICIES:
         paths = route(f, [src], [dst], policy)
         tors = {int(f.link_dst[link]) for link in paths.path(0)
                 if f.node_kind[f.link_dst[link]] == NodeKind.TOR}
@@ -194,7 +194,7 @@ def test_spray_conserves_flow_at_every_node_on_a_fat_tree():
         assert np.allclose(balance, 0.0)
 
 
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", ROUTING_POLICIES)
 def test_same_seed_same_paths(hpn, policy):
     rng = np.random.default_rng(1)
     src, dst = rng.integers(0, hpn.n_gpus, 200), rng.integers(0, hpn.n_gpus, 200)

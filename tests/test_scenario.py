@@ -128,6 +128,70 @@ def test_a_workload_fixes_the_parallelism():
         parse_scenario({"jobs": [{"workload": "w.txt", "tp": 4}]})
 
 
+
+def test_a_workload_names_a_fixed_key_as_written():
+    for key in ("vpp", "virtual_stages"):
+        with pytest.raises(InputError, match=rf"^jobs\[0\]\.{key}: fixed by the workload file"):
+            parse_scenario({"jobs": [{"workload": "w.txt", key: 2}]})
+
+
+def test_renamed_job_keys_take_the_train_job_names_and_accept_the_old_ones():
+    old = parse_scenario({"jobs": [{"model": "llama3-8b", "pp": 2, "vpp": 2,
+                                    "schedule": "interleaved", "prefetch": False}]}).jobs[0]
+    new = parse_scenario({"jobs": [{"model": "llama3-8b", "pp": 2, "virtual_stages": 2,
+                                    "schedule": "interleaved", "fsdp_prefetch": False}]}).jobs[0]
+    assert old == new and (new.virtual_stages, new.fsdp_prefetch) == (2, False)
+    job = new.train_job()
+    assert (job.virtual_stages, job.fsdp_prefetch) == (2, False)
+    # a run echoes the scenario under the keys it always had
+    dumped = new.model_dump(mode="json", by_alias=True)
+    assert dumped["vpp"] == 2 and dumped["prefetch"] is False
+    with pytest.raises(InputError, match=r"^jobs\[0\]\.vpp: Input should be greater"):
+        parse_scenario({"jobs": [{"model": "llama3-8b", "vpp": 0}]})
+    # ``hpnsim schema`` lists the old keys too, deprecated, so editors accept them
+    from hpnsim.scenario.jobs import JobSpec
+
+    properties = JobSpec.model_json_schema()["properties"]
+    assert properties["vpp"]["deprecated"] is True and properties["prefetch"]["type"] == "boolean"
+
+
+def test_prepare_returns_everything_it_read_and_stores_nothing_on_the_scenario():
+    import dataclasses
+
+    from hpnsim.scenario.prepare import prepare
+
+    data = {"fabric": {"template": "fat_tree", "k": 4, "units": {"gpu": {"cost_usd": 1}}},
+            "jobs": [{"model": "llama3-8b", "dp": 4, "iterations": 2},
+                     {"model": "llama3-8b", "dp": 2, "gpus": [9, 8]}],
+            "faults": [{"kind": "link", "target": "gpu1.port0", "at": 0.1, "duration": 1}]}
+    p = prepare(data)
+    assert [g.tolist() for g in p.placements] == [[0, 1, 2, 3], [9, 8]]
+    assert p.gpu_counts == (4, 2) and p.workloads == (None, None) and p.nccl is None
+    assert [(f.kind, f.target) for f in p.faults] == [("link", "gpu1.port0")]
+    assert p.fabric.meta["units"] == {"gpu": {"cost_usd": 1}}
+    assert not any(key.startswith("_") for key in vars(p.scenario))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.fabric = None
+    with pytest.raises(ValueError, match="read-only"):
+        p.placements[0][0] = 5
+    with pytest.raises(TypeError):
+        p.fabric.meta["units"] = None
+
+
+def test_prepare_errors_carry_the_yaml_line(tmp_path):
+    from hpnsim.scenario.prepare import prepare
+    from hpnsim.scenario.spec import read_scenario
+
+    path = _write(tmp_path, GOOD.replace("  tp: 8\n    dp: 2\n    global_batch: 4\n  "
+                                         "  arrival", "  tp: 3\n    dp: 2\n    global_batch: 4\n"
+                                                      "    arrival"))
+    scenario, lines = read_scenario(path)
+    with pytest.raises(InputError, match=r"^jobs\[1\]\.tp: .* \(line 17\)$"):
+        prepare(scenario, lines=lines)
+    with pytest.raises(InputError, match=r"^jobs\[1\]\.tp: .* \(line 17\)$"):
+        prepare(path)
+
+
 # ---------------------------------------------------------------------------- fuzzing
 #: (path into GOOD's dict, a bad value) -- wrong types, negative numbers, bad units
 _BAD_VALUES = st.sampled_from([-1, -2.5, "abc", "", [], {}, True, None, "4 lightyears", 1e400,

@@ -87,14 +87,16 @@ def register(app: typer.Typer) -> None:
         hpnsim cluster --lingjun --jobs 60 --hours 4 --compare
         """
         from hpnsim.errors import InputError
-        from hpnsim.scenario.cluster import ALLOCATORS, SCHEDULER_NAMES, ClusterSpec
-        from hpnsim.scenario.runner import as_scenario, build_scenario_fabric
+        from hpnsim.scenario.cluster import ClusterSpec
+        from hpnsim.scenario.prepare import build_scenario_fabric, scenario_and_lines
         from hpnsim.scenario.spec import check_against_fabric
+        from hpnsim.sched.names import SCHEDULERS
+        from hpnsim.workloads.allocator_names import ALLOCATORS
 
         if lingjun == (scenario is not None):
             raise InputError("scenario", "give a scenario file or --lingjun, exactly one")
-        if scheduler is not None and scheduler not in SCHEDULER_NAMES:
-            raise InputError("--scheduler", f"choose one of {', '.join(SCHEDULER_NAMES)}, got "
+        if scheduler is not None and scheduler not in SCHEDULERS:
+            raise InputError("--scheduler", f"choose one of {', '.join(SCHEDULERS)}, got "
                                             f"{scheduler!r}")
         if compare and scheduler is not None:
             raise InputError("--compare", "runs every scheduler; leave out --scheduler")
@@ -106,9 +108,9 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--jobs", f"must be >= 1, got {jobs}")
             if not hours > 0:
                 raise InputError("--hours", f"must be > 0, got {hours}")
-            spec = _lingjun_trace(jobs, seed, hours, allocator or "packed")
+            spec, lines = _lingjun_trace(jobs, seed, hours, allocator or "packed"), {}
         else:
-            spec = as_scenario(scenario)
+            spec, lines = scenario_and_lines(scenario)
             if spec.cluster is None:
                 spec.cluster = ClusterSpec()
         if out is not None:
@@ -118,9 +120,9 @@ def register(app: typer.Typer) -> None:
         if trace is not None:
             check_output_file(trace, "--trace")
         tables = TableFiles(csv, parquet)
-        fabric = build_scenario_fabric(spec)
-        check_against_fabric(spec, fabric)
-        names = SCHEDULER_NAMES if compare else [scheduler or spec.cluster.scheduler]
+        fabric = build_scenario_fabric(spec, lines)
+        check_against_fabric(spec, fabric, lines)
+        names = SCHEDULERS if compare else [scheduler or spec.cluster.scheduler]
         if (allocator or spec.cluster.allocator) == "given":
             for i, job in enumerate(spec.jobs):
                 if job.gpus is None and job.hosts is None:

@@ -63,8 +63,8 @@ def register(app: typer.Typer) -> None:
         hpnsim run examples/collective.yaml
         """
         from hpnsim.errors import InputError
-        from hpnsim.scenario.runner import as_scenario
         from hpnsim.scenario.runner import run as run_scenario
+        from hpnsim.scenario.spec import read_scenario
 
         if out is not None and Path(out).exists() and not Path(out).is_dir():
             raise InputError("--out", f"{out} is a file; give a folder")
@@ -75,10 +75,10 @@ def register(app: typer.Typer) -> None:
         tables = TableFiles(csv, parquet)
         console = table_console(stderr=True)
         with console.status("running") as status:
-            loaded = as_scenario(scenario)
+            loaded, lines = read_scenario(scenario)
             if calibration is not None:
-                loaded.calibration = calibration
-            result = run_scenario(loaded, progress=lambda msg: status.update(msg))
+                loaded = loaded.model_copy(update={"calibration": calibration})
+            result = run_scenario(loaded, lines=lines, progress=lambda msg: status.update(msg))
         if out is not None:
             for path in result.save(out):
                 typer.echo(f"wrote {path}", err=True)

@@ -20,12 +20,22 @@ def _fabric_options(ctx: typer.Context) -> dict:
     return parse_extra_options(list(ctx.args))
 
 
+#: job keys whose flag is not the key with dashes (the flags keep their short names)
+_RENAMED_FLAGS = {"virtual_stages": "--vpp", "fsdp_prefetch": "--prefetch"}
+
+
 def _flag(path: str) -> str:
-    """The flag of a scenario path, ``--fault`` and ``--timeout`` included."""
+    """The flag of a scenario path, ``--fault`` and ``--timeout`` included.
+
+    >>> _flag("jobs[0].virtual_stages"), _flag("jobs[0].micro_batch"), _flag("faults[0].at")
+    ('--vpp', '--micro-batch', '--fault')
+    """
     from hpnsim.cli.common import flag_of
 
     if path.startswith("faults["):
         return "--fault"
+    if path.startswith("jobs[") and path.rsplit(".", 1)[-1] in _RENAMED_FLAGS:
+        return _RENAMED_FLAGS[path.rsplit(".", 1)[-1]]
     return "--timeout" if path.startswith("failover.") else flag_of(path)
 
 
@@ -151,8 +161,9 @@ def register(app: typer.Typer) -> None:
             job = {"model": model, "model_file": model_file, "tp": tp, "pp": pp, "dp": dp,
                    "ep": ep, "zero": zero, "micro_batch": micro_batch,
                    "global_batch": global_batch, "seq_len": seq_len, "gpu": gpu, "mfu": mfu,
-                   "schedule": schedule, "vpp": vpp, "sequence_parallel": sequence_parallel,
-                   "recompute": recompute, "prefetch": prefetch,
+                   "schedule": schedule, "virtual_stages": vpp,
+                   "sequence_parallel": sequence_parallel, "recompute": recompute,
+                   "fsdp_prefetch": prefetch,
                    "bucket_params": bucket_params, "grad_bytes": grad_bytes,
                    "tp_algo": tp_algo, "dp_algo": dp_algo}
         from hpnsim.faults.events import parse_fault

@@ -20,7 +20,7 @@ from hpnsim.collectives.model import (
     tree_time,
 )
 from hpnsim.collectives.ops import (
-    ALGORITHMS,
+    COLLECTIVE_ALGORITHMS,
     OPS,
     PROTOCOL_EFFICIENCY,
     busbw_factor,
@@ -32,10 +32,24 @@ from hpnsim.collectives.run import CollectiveResult, run_collective
 from hpnsim.collectives.schedule import Schedule, Stage
 
 __all__ = [
-    "ALGORITHMS", "OPS", "PROTOCOL_EFFICIENCY", "CollectiveResult", "CompiledCollective",
+    "COLLECTIVE_ALGORITHMS", "OPS", "PROTOCOL_EFFICIENCY", "CollectiveResult", "CompiledCollective",
     "GroupShape", "RoutedSchedule", "choose_protocol", "plan_cache", "plan_collective", "hd_time", "model_time", "ring_time", "tree_time",
     "Schedule", "Stage", "alpha_beta_time", "build_schedule", "busbw_factor",
     "choose_algorithm", "compile_collective", "compile_into", "default_channels",
     "hierarchical_time", "hop_latencies", "nccl_time", "normalize_algorithm", "normalize_op",
     "run_collective",
 ]
+
+#: old names kept for one release (``ALGORITHMS`` also named the traffic
+#: calculator's ring/naive choice)
+_RENAMED = {"ALGORITHMS": "COLLECTIVE_ALGORITHMS"}
+
+
+def __getattr__(name: str):
+    if name in _RENAMED:
+        import warnings
+
+        warnings.warn(f"{__name__}.{name} is now {_RENAMED[name]}; the old name goes in "
+                      "the next release", DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "redu
 
 #: canonical algorithm names ("direct" is the only one for all-to-all and point-to-point;
 #: nvls and nvlstree need NVSwitch multicast/reduction, see :mod:`.nvls`)
-ALGORITHMS = ("ring", "tree", "hd", "hier", "nvls", "nvlstree", "direct")
+COLLECTIVE_ALGORITHMS = ("ring", "tree", "hd", "hier", "nvls", "nvlstree", "direct")
 
 #: protocols and the fraction of wire bytes that is payload (NCCL: LL 8-byte lines carry
 #: 4 bytes of data plus a flag; LL128 120 of 128 bytes; Simple all)
@@ -64,7 +64,7 @@ def normalize_algorithm(algo: str) -> str:
     """
     key = _ALGO_ALIASES.get(_key(algo))
     if key is None:
-        raise InputError("algo", f"must be one of {', '.join(ALGORITHMS)}, auto; got {algo!r}")
+        raise InputError("algo", f"must be one of {', '.join(COLLECTIVE_ALGORITHMS)}, auto; got {algo!r}")
     return key
 
 

@@ -316,12 +316,13 @@ def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     >>> plan_collective(f, "allreduce", range(16), 2**20, algo="hier", state=s) is a
     False
     """
-    from hpnsim.routing.route import POLICIES
+    from hpnsim.routing.names import ROUTING_POLICIES
     from hpnsim.routing.tables import state_key
 
     op = normalize_op(op)
-    if routing not in POLICIES:
-        raise InputError("routing", f"must be one of {', '.join(POLICIES)}, got {routing!r}")
+    if routing not in ROUTING_POLICIES:
+        raise InputError("routing", f"must be one of {', '.join(ROUTING_POLICIES)}, got "
+                                    f"{routing!r}")
     gpus = check_group(gpus, fabric.n_gpus)
     if not (isinstance(size, int | float | np.number) and np.isfinite(size) and size > 0):
         raise InputError("size", f"must be a finite number of bytes > 0, got {size!r}")

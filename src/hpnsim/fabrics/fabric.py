@@ -20,8 +20,10 @@ run (links down, degraded capacity) lives in :class:`hpnsim.fabrics.state.Fabric
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from enum import IntEnum
 from functools import cached_property
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -98,7 +100,9 @@ class Fabric(SwitchDistances):
     """Array-backed network: nodes, directed links, GPU indices and derived lookups.
 
     Builders (:func:`hpnsim.fabrics.hpn7` and friends) create fabrics; ``meta`` holds
-    what arrays cannot (template, parameters, switch port plans, backup hosts).
+    what arrays cannot (template, parameters, switch port plans, backup hosts). Like the
+    arrays, ``meta`` is read-only once built: a fabric with other entries is
+    ``fabric.replace(meta={**fabric.meta, ...})``.
 
     Examples
     --------
@@ -111,6 +115,10 @@ class Fabric(SwitchDistances):
     'pod0/seg0/tor-r1-p1'
     >>> bool(f.link_ids([f.gpu_nic[9]], [f.gpu_tor[9, 1]])[0] == f.gpu_access_link[9, 1])
     True
+    >>> f.meta["template"] = "mine"
+    Traceback (most recent call last):
+    ...
+    TypeError: 'mappingproxy' object does not support item assignment
     """
 
     def __init__(self, nodes: dict[str, np.ndarray], links: dict[str, np.ndarray],
@@ -132,8 +140,21 @@ class Fabric(SwitchDistances):
             setattr(self, name, frozen(array))
         self.gpu_node = frozen(np.ascontiguousarray(gpu_node, dtype=np.int32))
         self.gpu_nic = frozen(np.ascontiguousarray(gpu_nic, dtype=np.int32))
-        self.meta: dict[str, Any] = dict(meta or {})
+        self._meta = MappingProxyType(dict(meta or {}))
         self._built = True
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        """What arrays cannot hold (template, options, port plans ...), read-only."""
+        return self._meta
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_meta"] = dict(self._meta)   # a mappingproxy does not pickle
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _meta=MappingProxyType(state["_meta"]))
 
     def __setattr__(self, name: str, value) -> None:
         if name in _COLUMNS and self.__dict__.get("_built"):

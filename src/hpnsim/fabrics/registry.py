@@ -234,12 +234,15 @@ def planned_gpus(template: str, options: dict[str, Any] | None = None) -> int:
         PLAN_ONLY.reset(token)
 
 
-def build_fabric(template: str, options: dict[str, Any] | None = None) -> Fabric:
+def build_fabric(template: str, options: dict[str, Any] | None = None, *,
+                 meta: dict[str, Any] | None = None) -> Fabric:
     """Build a template from string (or typed) options; ``gpus`` sizes it.
 
     Raises InputError for an unknown template or parameter (listing the allowed ones) and
-    for any value the builder rejects. With ``gpus``, ``meta["requested_gpus"]`` keeps the
-    request; the fabric may hold more (whole segments, pods or k): see :func:`sizing_note`.
+    for any value the builder rejects. The fabric's ``meta`` (read-only) holds the typed
+    ``options``; with ``gpus``, ``requested_gpus`` keeps the request (the fabric may hold
+    more: whole segments, pods or k; see :func:`sizing_note`); ``meta`` adds entries (a
+    scenario's ``units`` table for the bill of materials).
 
     >>> build_fabric("hpn7", {"segments": "2", "dual-tor": "stacked"}).n_gpus
     2048
@@ -267,8 +270,8 @@ def build_fabric(template: str, options: dict[str, Any] | None = None) -> Fabric
             raise
         # the builder refused a size that --gpus chose, not one the user typed: say so
         raise InputError("gpus", _too_many(template, gpus, typed, sized, error)) from None
-    fabric.meta["options"] = typed
+    built: dict[str, Any] = {"options": typed}
     if gpus is not None:
-        fabric.meta["requested_gpus"] = _convert("gpus", int, gpus)
-        fabric.meta["sized_options"] = sorted(sized)
-    return fabric
+        built["requested_gpus"] = _convert("gpus", int, gpus)
+        built["sized_options"] = sorted(sized)
+    return fabric.replace(meta={**fabric.meta, **built, **(meta or {})})

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.errors import InputError
+from hpnsim.faults.names import FAULT_KINDS as KINDS
 from hpnsim.units import parse_time
 
-KINDS = ("link", "nic_port", "flap", "tor_crash", "tor_dataplane", "agg", "core_link")
 #: kinds whose target is a cable (both directed links)
 CABLE_KINDS = ("link", "nic_port", "flap", "core_link")
 _PORT_NAME = re.compile(r"^gpu(\d+)\.port(\d+)$", re.IGNORECASE)

@@ -25,13 +25,28 @@ from hpnsim.routing.hashing import (
     hash_five_tuples,
     hash_keys,
 )
+from hpnsim.routing.names import ROUTING_POLICIES
 from hpnsim.routing.paths import Paths
-from hpnsim.routing.route import POLICIES, native_policy, route
+from hpnsim.routing.route import native_policy, route
 
 __all__ = [
-    "HASH_FUNCTIONS", "POLICIES", "FlowBatch", "Paths", "RoutingDiagnostics", "diagnose",
+    "HASH_FUNCTIONS", "ROUTING_POLICIES", "FlowBatch", "Paths", "RoutingDiagnostics", "diagnose",
     "expected_distinct_paths", "expected_excess_flows",
     "expected_max_load", "five_tuple_keys", "hash_five_tuples", "hash_keys",
     "max_load_distribution", "native_policy", "no_collision_probability", "route",
     "switch_seeds",
 ]
+
+#: old names kept for one release (each said several things: routing policies, allocators
+#: and AICB parallel policies were all ``POLICIES``)
+_RENAMED = {"POLICIES": "ROUTING_POLICIES"}
+
+
+def __getattr__(name: str):
+    if name in _RENAMED:
+        import warnings
+
+        warnings.warn(f"{__name__}.{name} is now {_RENAMED[name]}; the old name goes in "
+                      "the next release", DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -52,12 +52,12 @@ from hpnsim.fabrics.fabric import Fabric
 from hpnsim.routing import ecmp, hpn_dual_plane, precise, spray
 from hpnsim.routing.ecmp import switch_seeds
 from hpnsim.routing.flows import FlowBatch
+from hpnsim.routing.names import ROUTING_POLICIES
 from hpnsim.routing.paths import Paths
 from hpnsim.routing.tables import routing_tables
 
-__all__ = ["POLICIES", "native_policy", "route", "switch_seeds"]
+__all__ = ["ROUTING_POLICIES", "native_policy", "route", "switch_seeds"]
 
-POLICIES = ("ecmp", "hpn_dual_plane", "precise", "spray")
 _COMMON = {"pxn", "sport", "port"}
 _POLICY_FUNCTIONS = {"ecmp": ecmp.ecmp_policy, "hpn_dual_plane": hpn_dual_plane.dual_plane_policy,
                      "precise": precise.precise_policy, "spray": spray.spray_policy}
@@ -131,8 +131,9 @@ def route(fabric: Fabric, src, dst, policy: str = "ecmp", *, conn=None, seed: in
     >>> f.node_name(f.link_dst[route(f, 0, 16, "hpn_dual_plane", state=s).path(0)[1]])
     'pod0/seg0/tor-r0-p1'
     """
-    if policy not in POLICIES:
-        raise InputError("policy", f"choose one of {', '.join(POLICIES)}, got {policy!r}")
+    if policy not in ROUTING_POLICIES:
+        raise InputError("policy", f"choose one of {', '.join(ROUTING_POLICIES)}, got "
+                                   f"{policy!r}")
     _check_options(policy, options)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise InputError("seed", f"must be an integer, got {seed!r}")

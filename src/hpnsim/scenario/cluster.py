@@ -27,14 +27,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from hpnsim.errors import InputError
 from hpnsim.scenario.yaml import located, seconds_field
+from hpnsim.workloads.allocator_names import ALLOCATORS
 
 __all__ = ["ClusterSpec", "check_cluster", "cluster_jobs", "run_cluster"]
 
-#: the schedulers of :mod:`hpnsim.sched.policies` (kept here as data so that a scenario is
-#: validated without importing the schedulers; a test checks the two lists agree)
-SCHEDULER_NAMES = ("none", "crux-pa", "crux-ps-pa", "crux", "sincronia", "taccl", "cassini",
-                   "varys")
-ALLOCATORS = ("packed", "topology_aware", "random", "given")
 #: :data:`hpnsim.sched.cluster.steady.MAX_PROBE_SIZE`, as data for the same reason
 PROBE_BUDGET = 1_000_000
 
@@ -44,9 +40,9 @@ class ClusterSpec(BaseModel):
 
     Attributes
     ----------
-    scheduler : one of ``none, crux-pa, crux-ps-pa, crux, sincronia, taccl, cassini, varys``
-    allocator : ``packed``, ``topology_aware``, ``random`` or ``given`` (every job's
-        ``gpus`` or ``hosts``)
+    scheduler : one of :data:`~hpnsim.sched.names.SCHEDULERS`
+    allocator : one of :data:`~hpnsim.workloads.allocator_names.ALLOCATORS` (``given``:
+        every job's ``gpus`` or ``hosts``)
     K : priority classes (switch queues) the schedulers may use
     samples : topological orders Crux's compression tries
     exact : simulate every iteration (else steady-state extrapolation between events)
@@ -60,7 +56,7 @@ class ClusterSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scheduler: str = "none"
-    allocator: Literal["packed", "topology_aware", "random", "given"] = "packed"
+    allocator: Literal[ALLOCATORS] = "packed"
     K: Annotated[int, Field(ge=1, le=64, strict=True)] = 8
     samples: Annotated[int, Field(ge=1, strict=True)] = 10
     exact: bool = False
@@ -73,8 +69,11 @@ class ClusterSpec(BaseModel):
     @field_validator("scheduler")
     @classmethod
     def _known_scheduler(cls, value: str) -> str:
-        if value not in SCHEDULER_NAMES:
-            raise ValueError(f"choose one of {', '.join(SCHEDULER_NAMES)}, got {value!r}")
+        # the names module, not the schedulers: validating a scenario loads no policy code
+        from hpnsim.sched.names import SCHEDULERS
+
+        if value not in SCHEDULERS:
+            raise ValueError(f"choose one of {', '.join(SCHEDULERS)}, got {value!r}")
         return value
 
 

@@ -90,6 +90,4 @@ class FabricSpec(BaseModel):
         """Build the fabric (:func:`hpnsim.fabrics.build_fabric`), with ``units``."""
         from hpnsim.fabrics import build_fabric
 
-        fabric = build_fabric(self.resolved_template, self.options())
-        fabric.meta["units"] = self.units
-        return fabric
+        return build_fabric(self.resolved_template, self.options(), meta={"units": self.units})

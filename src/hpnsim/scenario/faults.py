@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from hpnsim.errors import InputError
+from hpnsim.faults.names import FAULT_KINDS
 from hpnsim.scenario.yaml import located, seconds_field
 
 __all__ = ["FailoverSpec", "FaultSpec", "check_faults"]
@@ -36,7 +37,6 @@ def _seconds(value: Any) -> Any:
 
 
 Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0, allow_inf_nan=False)]
-KINDS = ("link", "nic_port", "flap", "tor_crash", "tor_dataplane", "agg", "core_link")
 
 
 class FaultSpec(BaseModel):
@@ -45,7 +45,7 @@ class FaultSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["link", "nic_port", "flap", "tor_crash", "tor_dataplane", "agg", "core_link"]
+    kind: Literal[FAULT_KINDS]
     target: str
     at: Seconds = 0.0
     duration: Seconds | None = None

@@ -1,6 +1,12 @@
 """``run(scenario) -> RunResult``: every job of a scenario on one fabric, in one simulation;
 then every collective of the scenario, each alone; then the fabric report, when asked.
 
+:func:`run` prepares the scenario (:func:`~hpnsim.scenario.prepare.prepare`: checks, the
+built fabric, placements) and hands it to the jobs-together driver, :class:`JobsTogether`,
+one method per phase: :meth:`~JobsTogether.compile`, :meth:`~JobsTogether.simulate`,
+:meth:`~JobsTogether.compare_alone`, :meth:`~JobsTogether.collectives`; a scenario with
+faults runs its jobs through them instead (:meth:`~JobsTogether.through_faults`).
+
 The fabric is built once; each job gets its GPUs (its explicit ``gpus``, or whole free hosts,
 lowest first); every iteration of every job is compiled into one shared
 :class:`~hpnsim.engine.TaskGraph` (a job's first iteration is released at its arrival, each
@@ -23,138 +29,200 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from hpnsim.engine import simulate
 from hpnsim.errors import InputError
 from hpnsim.results import CollectiveRun, JobResult, RunResult
-from hpnsim.scenario.collectives import check_collectives
-from hpnsim.scenario.spec import (
-    Scenario,
-    check_against_fabric,
-    load_scenario,
-    parse_scenario,
-    scenario_lines,
+from hpnsim.scenario.prepare import (
+    PreparedScenario,
+    allocate,
+    as_scenario,
+    build_scenario_fabric,
+    prepare,
+    scenario_and_lines,
 )
 from hpnsim.scenario.yaml import located
 
-__all__ = ["allocate", "as_scenario", "build_scenario_fabric", "run", "run_collectives"]
+__all__ = ["JobsTogether", "SharedRun", "allocate", "as_scenario", "build_scenario_fabric",
+           "run", "run_collectives"]
 
 
-def as_scenario(scenario) -> Scenario:
-    """A :class:`Scenario` from a Scenario, a dict, or the path of a YAML file."""
-    if isinstance(scenario, Scenario):
-        return scenario
-    if isinstance(scenario, str | Path):
-        return load_scenario(scenario)
-    return parse_scenario(scenario)
+def _quiet(message: str) -> None:
+    pass
 
 
-def build_scenario_fabric(scenario: Scenario):
-    """Build the scenario's fabric; builder errors are named ``fabric.<parameter>``.
+@dataclass(frozen=True)
+class SharedRun:
+    """Jobs simulated together in one engine run.
 
-    When ``fabric.nvlink`` is not given and every job uses the same GPU type, the hosts get
-    that GPU's NVLink bandwidth (an H100 job runs on 900 GB/s NVLink, an H800 one on 400).
+    Attributes
+    ----------
+    iterations : job index -> its :class:`~hpnsim.training.iteration.IterationResult` list
+    finish : job index -> when its last iteration ended (seconds)
+    n_tasks, n_events : size of the shared task graph and engine events
     """
-    from hpnsim.workloads.gpus import get_gpu
 
-    spec = scenario.fabric
-    options = spec.options()
-    kinds = {job.gpu for job in scenario.jobs}
-    if "nvlink" not in options and spec.resolved_template != "lingjun" and kinds:
-        if len(kinds) > 1:
-            raise located(InputError("fabric.nvlink", f"jobs use different GPUs ({', '.join(sorted(kinds))}); "
-                                     "set fabric.nvlink"), scenario_lines(scenario), ("fabric",))
-        options["nvlink"] = f"{get_gpu(kinds.pop()).nvlink_bandwidth / 1e9:g}GB/s"
-    try:
-        from hpnsim.fabrics import build_fabric
-        from hpnsim.fabrics.registry import planned_gpus
-
-        # every check of the builder, and the collectives' sizes, before the (long) build
-        planned = planned_gpus(spec.resolved_template, options)
-        check_collectives(scenario, planned, scenario_lines(scenario))
-        fabric = build_fabric(spec.resolved_template, options)
-    except InputError as exc:
-        if exc.field.startswith("collectives["):
-            raise
-        path = ("fabric", exc.field.lstrip("-").replace("-", "_"))
-        raise located(InputError("", exc.message), scenario_lines(scenario), path) from None
-    fabric.meta["units"] = spec.units
-    return fabric
+    iterations: dict[int, list]
+    finish: dict[int, float]
+    n_tasks: int
+    n_events: int
 
 
-def allocate(scenario: Scenario, fabric) -> list[np.ndarray]:
-    """GPU indices of every job, in rank order: its ``gpus`` (or the GPUs of its ``hosts``)
-    if given, else the lowest whole hosts no other job holds (jobs in scenario order).
+class JobsTogether:
+    """The jobs-together driver: every job of a prepared scenario in one simulation, then
+    each job alone (with ``compare_alone``), then every collective alone.
 
-    >>> from hpnsim.fabrics import hpn7
-    >>> s = parse_scenario({"jobs": [{"model": "llama3-8b", "tp": 4},
-    ...                              {"model": "llama3-8b", "tp": 8, "dp": 2}]})
-    >>> [g[[0, -1]].tolist() for g in allocate(s, hpn7(segments=1))]
-    [[0, 3], [8, 23]]
+    Parameters
+    ----------
+    prepared : PreparedScenario
+    progress : callable, optional
+        Called with a short message before each phase.
+
+    Examples
+    --------
+    >>> from hpnsim.scenario.prepare import prepare
+    >>> p = prepare({"fabric": {"template": "fat_tree", "k": 4},
+    ...              "jobs": [{"model": "llama3-8b", "dp": 4, "global_batch": 8}]})
+    >>> shared = JobsTogether(p).simulate([0])
+    >>> len(shared.iterations[0]), shared.finish[0] > 0
+    (1, True)
     """
-    per_host = fabric.gpus_per_host
-    host_free = np.ones(fabric.n_gpus // per_host, dtype=bool)
-    given = [job.placement(per_host) for job in scenario.jobs]
-    for gpus in given:
-        if gpus is not None:
-            host_free[np.unique(np.asarray(gpus) // per_host)] = False
-    out = []
-    for i, job in enumerate(scenario.jobs):
-        count = job.gpu_count
-        if given[i] is not None:
-            out.append(np.asarray(given[i][:count], dtype=np.int64))
-            continue
-        hosts = np.flatnonzero(host_free)[: -(-count // per_host)]
-        if hosts.size * per_host < count:
-            raise located(InputError("", f"no {-(-count // per_host)} free hosts left for "
-                                         f"its {count} GPUs (other jobs hold the rest)"),
-                          scenario_lines(scenario), ("jobs", i))
-        host_free[hosts] = False
-        gpus = (hosts[:, None] * per_host + np.arange(per_host)).ravel()[:count]
-        out.append(gpus.astype(np.int64))
-    return out
+
+    def __init__(self, prepared: PreparedScenario, progress=None):
+        self.prepared = prepared
+        self._say = progress or _quiet
+
+    def run(self) -> RunResult:
+        """Every phase in order; the :class:`~hpnsim.results.RunResult`."""
+        p = self.prepared
+        if not p.scenario.jobs:
+            result = RunResult(scenario=_echo(p.scenario), fabric=_fabric_summary(p.fabric),
+                               jobs=[], makespan=0.0, n_tasks=0, n_events=0)
+        elif p.scenario.faults:
+            result = self.through_faults()
+        else:
+            result = self.together()
+        from hpnsim.fabrics.registry import sizing_note
+
+        note = sizing_note(p.fabric)
+        if note:
+            result.notes.insert(0, f"gpus: {note}")
+        result.collectives = self.collectives()
+        if p.scenario.wants_fabric_report:
+            result.fabric_report = self.fabric_report()
+        result.built_fabric = p.fabric
+        return result
+
+    def compile(self, jobs: list[int], graph) -> dict[int, list]:
+        """Every iteration of ``jobs`` (indices into the scenario's jobs) into ``graph``: a
+        job's first iteration is released at its arrival, each next one after the previous.
+        Returns job index -> its compiled iterations."""
+        from hpnsim.training import compile_program, program_from_aicb, program_from_job
+
+        p = self.prepared
+        built: dict[int, list] = {}
+        for i in jobs:
+            spec = p.scenario.jobs[i]
+            program = program_from_aicb(p.workloads[i]) if spec.workload is not None \
+                else program_from_job(spec.train_job())
+            its, after = [], ()
+            for _ in range(spec.iterations):
+                it = compile_program(program, graph, p.fabric, gpus=p.placements[i],
+                                     routing=p.scenario.routing, seed=p.scenario.seed,
+                                     tp_algo=spec.tp_algo, dp_algo=spec.dp_algo,
+                                     release=spec.arrival, after=after, nccl=p.nccl)
+                its.append(it)
+                after = it.stage_end
+            built[i] = its
+        return built
+
+    def simulate(self, jobs: list[int]) -> SharedRun:
+        """``jobs`` compiled into one shared task graph and simulated together."""
+        from hpnsim.engine import TaskGraph
+        from hpnsim.training import account
+
+        graph = TaskGraph()
+        built = self.compile(jobs, graph)
+        sim = simulate(graph, self.prepared.fabric.link_capacity)
+        return SharedRun(
+            iterations={i: [account(it, sim.start, sim.finish) for it in its]
+                        for i, its in built.items()},
+            finish={i: float(max(sim.finish[t] for t in its[-1].stage_end))
+                    for i, its in built.items()},
+            n_tasks=len(graph), n_events=sim.n_events)
+
+    def compare_alone(self) -> dict[int, float]:
+        """Job index -> its mean iteration time running alone on the same GPUs (every job
+        with ``compare_alone``, by default when there are several; else none)."""
+        scenario = self.prepared.scenario
+        compare = scenario.compare_alone
+        if compare is None:
+            compare = len(scenario.jobs) > 1
+        alone: dict[int, float] = {}
+        if compare:
+            for i, spec in enumerate(scenario.jobs):
+                self._say(f"simulating {spec.name} alone")
+                its = self.simulate([i]).iterations[i]
+                alone[i] = sum(r.iteration_time for r in its) / len(its)
+        return alone
+
+    def together(self) -> RunResult:
+        """Every job in one simulation (and alone, to compare)."""
+        p = self.prepared
+        indices = list(range(len(p.scenario.jobs)))
+        self._say(f"simulating {len(indices)} job(s) together")
+        shared = self.simulate(indices)
+        alone = self.compare_alone()
+        jobs = [JobResult(name=spec.name, model=spec.model or Path(spec.workload).name,
+                          gpus=p.placements[i].tolist(), arrival=spec.arrival,
+                          finish=shared.finish[i], iterations=shared.iterations[i],
+                          alone_iteration_time=alone.get(i))
+                for i, spec in enumerate(p.scenario.jobs)]
+        notes = []
+        for job in jobs:
+            notes.extend(f"{job.name}: {n}" for n in dict.fromkeys(job.iterations[0].notes))
+        return RunResult(scenario=_echo(p.scenario), fabric=_fabric_summary(p.fabric),
+                         jobs=jobs, makespan=max(shared.finish.values()),
+                         n_tasks=shared.n_tasks, n_events=shared.n_events, notes=notes)
+
+    def through_faults(self) -> RunResult:
+        """Every job together through the scenario's faults (:mod:`hpnsim.faults.runner`)."""
+        from hpnsim.faults.runner import JobPlan, simulate_with_faults
+
+        p = self.prepared
+        scenario = p.scenario
+        failover, recovery = scenario.failover.policies(scenario.seed)
+        plans = [JobPlan(spec.name, spec.train_job(), p.placements[i], spec.iterations,
+                         spec.arrival, spec.tp_algo, spec.dp_algo)
+                 for i, spec in enumerate(scenario.jobs)]
+        self._say(f"simulating {len(plans)} job(s) through {len(scenario.faults)} fault(s)")
+        timelines = simulate_with_faults(p.fabric, plans, list(p.faults),
+                                         routing=scenario.routing, seed=scenario.seed,
+                                         failover=failover, recovery=recovery)
+        jobs = [JobResult(name=spec.name, model=spec.model, gpus=p.placements[i].tolist(),
+                          arrival=spec.arrival, finish=t.finish, iterations=t.iterations,
+                          faults=t.to_dict())
+                for i, (spec, t) in enumerate(zip(scenario.jobs, timelines, strict=True))]
+        return RunResult(scenario=_echo(scenario), fabric=_fabric_summary(p.fabric),
+                         jobs=jobs, makespan=max(t.finish for t in timelines), n_tasks=0,
+                         n_events=0)
+
+    def collectives(self) -> list[CollectiveRun]:
+        """Every collective of the scenario at every size, each alone on the fabric."""
+        p = self.prepared
+        return _collective_runs(p.scenario, p.fabric, p.nccl, self._say)
+
+    def fabric_report(self) -> dict:
+        """The fabric report (``hpnsim fabric --json``)."""
+        from hpnsim.fabrics.analysis import fabric_report
+
+        self._say("reporting the fabric")
+        return fabric_report(self.prepared.fabric)
 
 
-def _simulate_jobs(scenario: Scenario, fabric, jobs: list, placements: list):
-    """One shared graph for ``jobs`` (indices into scenario.jobs); returns
-    ``({job index: [IterationResult...]}, {job index: finish}, n_tasks, n_events)``."""
-    from hpnsim.engine import TaskGraph
-    from hpnsim.training import account, compile_program, program_from_aicb, program_from_job
-
-    graph = TaskGraph()
-    built: dict[int, list] = {}
-    for i in jobs:
-        spec = scenario.jobs[i]
-        program = program_from_aicb(spec.load_workload()) if spec.workload is not None \
-            else program_from_job(spec.train_job())
-        its, after = [], ()
-        for _ in range(spec.iterations):
-            it = compile_program(program, graph, fabric, gpus=placements[i],
-                                 routing=scenario.routing, seed=scenario.seed,
-                                 tp_algo=spec.tp_algo, dp_algo=spec.dp_algo,
-                                 release=spec.arrival, after=after,
-                                 nccl=scenario.nccl_params())
-            its.append(it)
-            after = it.stage_end
-        built[i] = its
-    sim = simulate(graph, fabric.link_capacity)
-    results = {i: [account(it, sim.start, sim.finish) for it in its] for i, its in built.items()}
-    finish = {i: float(max(sim.finish[t] for t in its[-1].stage_end))
-              for i, its in built.items()}
-    return results, finish, len(graph), sim.n_events
-
-
-def _check_workloads(scenario: Scenario) -> None:
-    for i, job in enumerate(scenario.jobs):
-        if job.workload is not None and scenario.faults:
-            raise located(InputError("", "runs through faults take model jobs only, for now"),
-                          scenario_lines(scenario), ("jobs", i, "workload"))
-
-
-def run(scenario, *, progress=None) -> RunResult:
+def run(scenario, *, lines=None, progress=None) -> RunResult:
     """Run a scenario: build the fabric, place the jobs, simulate them together; then run
     each collective alone; then report the fabric if asked.
 
@@ -166,6 +234,9 @@ def run(scenario, *, progress=None) -> RunResult:
     ----------
     scenario : Scenario, dict or path
         A validated :class:`Scenario`, a dict in its shape, or a YAML file.
+    lines : mapping, optional
+        The YAML line map of ``scenario``, for errors with lines
+        (:func:`~hpnsim.scenario.spec.read_scenario`; read with it when it is a path).
     progress : callable, optional
         Called with a short message before each phase (for a progress display).
 
@@ -183,62 +254,34 @@ def run(scenario, *, progress=None) -> RunResult:
     >>> r.jobs, r.collectives, r.fabric_report["gpus"], r.fabric_report["switches"]
     ([], [], 16, {'tor': 8, 'agg': 8, 'core': 4})
     """
-    say = progress or (lambda message: None)
-    scenario = as_scenario(scenario)
+    scenario, lines = scenario_and_lines(scenario, lines)
     if scenario.cluster is not None:
         raise located(InputError("", "a cluster trace runs with `hpnsim cluster SCENARIO.yaml` "
                                      "(hpnsim.scenario.cluster.run_cluster)"),
-                      scenario_lines(scenario), ("cluster",))
-    _check_workloads(scenario)
-    scenario.nccl_params()   # a bad calibration file fails before the fabric is built
-    if scenario.calibration is not None and (scenario.faults or any(
-            job.workload is not None for job in scenario.jobs)):
-        raise located(InputError("", "applies to collectives and model jobs; runs through "
-                                     "faults and AICB workloads do not take it yet"),
-                      scenario_lines(scenario), ("calibration",))
-    say("building the fabric")
-    fabric = build_scenario_fabric(scenario)
-    check_against_fabric(scenario, fabric)
-    from hpnsim.scenario.faults import check_faults
-
-    scenario.__dict__["_faults"] = check_faults(scenario, fabric, scenario_lines(scenario))
-    placements = allocate(scenario, fabric)
-    if scenario.jobs:
-        result = _run_jobs(scenario, fabric, placements, say)
-    else:
-        result = RunResult(scenario=scenario.model_dump(mode="json"),
-                           fabric=_fabric_summary(fabric), jobs=[], makespan=0.0, n_tasks=0,
-                           n_events=0)
-    from hpnsim.fabrics.registry import sizing_note
-
-    note = sizing_note(fabric)
-    if note:
-        result.notes.insert(0, f"gpus: {note}")
-    result.collectives = run_collectives(scenario, fabric, say)
-    if scenario.wants_fabric_report:
-        from hpnsim.fabrics.analysis import fabric_report
-
-        say("reporting the fabric")
-        result.fabric_report = fabric_report(fabric)
-    result.built_fabric = fabric
-    return result
+                      lines, ("cluster",))
+    prepared = prepare(scenario, lines=lines, progress=progress)
+    return JobsTogether(prepared, progress).run()
 
 
-def run_collectives(scenario: Scenario, fabric, say=None) -> list[CollectiveRun]:
+def run_collectives(scenario, fabric, say=None) -> list[CollectiveRun]:
     """Every collective of ``scenario`` at every size, each alone on ``fabric``
     (:func:`~hpnsim.collectives.run_collective` with the scenario's routing and seed). The
     fabric is the scenario's: when it has jobs, its NVLink follows their GPU type (see
     :func:`build_scenario_fabric`), else the template's default.
 
     >>> from hpnsim.fabrics import fat_tree
+    >>> from hpnsim.scenario.spec import parse_scenario
     >>> s = parse_scenario({"collectives": [{"gpus": 4, "sizes": "1K,1M"}]})
     >>> [r.size for r in run_collectives(s, fat_tree(4))[0].results]
     [1024.0, 1048576.0]
     """
+    return _collective_runs(scenario, fabric, scenario.nccl_params(), say or _quiet)
+
+
+def _collective_runs(scenario, fabric, nccl, say) -> list[CollectiveRun]:
     from hpnsim.collectives import run_collective
     from hpnsim.units import format_bytes
 
-    say = say or (lambda message: None)
     out = []
     for spec in scenario.collectives:
         gpus = spec.group(fabric.n_gpus)
@@ -248,57 +291,15 @@ def run_collectives(scenario: Scenario, fabric, say=None) -> list[CollectiveRun]
                 f"{len(spec.sizes)} ({format_bytes(size)})")
             results.append(run_collective(fabric, spec.op, gpus, size,
                                           routing=scenario.routing, seed=scenario.seed,
-                                          nccl=scenario.nccl_params(), **spec.options()))
+                                          nccl=nccl, **spec.options()))
         out.append(CollectiveRun(name=spec.name, gpus=gpus, results=results))
     return out
 
 
-def _run_jobs(scenario: Scenario, fabric, placements: list, say) -> RunResult:
-    notes = []
-    indices = list(range(len(scenario.jobs)))
-    if scenario.faults:
-        return _run_through_faults(scenario, fabric, placements, say)
-    say(f"simulating {len(indices)} job(s) together")
-    shared, finish, n_tasks, n_events = _simulate_jobs(scenario, fabric, indices, placements)
-    alone: dict[int, float] = {}
-    compare = scenario.compare_alone
-    if compare is None:
-        compare = len(indices) > 1
-    if compare:
-        for i in indices:
-            say(f"simulating {scenario.jobs[i].name} alone")
-            its = _simulate_jobs(scenario, fabric, [i], placements)[0][i]
-            alone[i] = sum(r.iteration_time for r in its) / len(its)
-    jobs = [JobResult(name=spec.name, model=spec.model or Path(spec.workload).name,
-                      gpus=placements[i].tolist(), arrival=spec.arrival, finish=finish[i],
-                      iterations=shared[i],
-                      alone_iteration_time=alone.get(i))
-            for i, spec in enumerate(scenario.jobs)]
-    for job in jobs:
-        notes.extend(f"{job.name}: {n}" for n in dict.fromkeys(job.iterations[0].notes))
-    return RunResult(scenario=scenario.model_dump(mode="json"), fabric=_fabric_summary(fabric),
-                     jobs=jobs, makespan=max(finish.values()), n_tasks=n_tasks,
-                     n_events=n_events, notes=notes)
-
-
-def _run_through_faults(scenario: Scenario, fabric, placements: list, say) -> RunResult:
-    """Every job together through the scenario's faults (:mod:`hpnsim.faults.runner`)."""
-    from hpnsim.faults.runner import JobPlan, simulate_with_faults
-
-    failover, recovery = scenario.failover.policies(scenario.seed)
-    plans = [JobPlan(spec.name, spec.train_job(), placements[i], spec.iterations, spec.arrival,
-                     spec.tp_algo, spec.dp_algo) for i, spec in enumerate(scenario.jobs)]
-    say(f"simulating {len(plans)} job(s) through {len(scenario.faults)} fault(s)")
-    timelines = simulate_with_faults(fabric, plans, scenario.__dict__["_faults"],
-                                     routing=scenario.routing, seed=scenario.seed,
-                                     failover=failover, recovery=recovery)
-    jobs = [JobResult(name=spec.name, model=spec.model, gpus=placements[i].tolist(),
-                      arrival=spec.arrival, finish=t.finish, iterations=t.iterations,
-                      faults=t.to_dict())
-            for i, (spec, t) in enumerate(zip(scenario.jobs, timelines, strict=True))]
-    return RunResult(scenario=scenario.model_dump(mode="json"), fabric=_fabric_summary(fabric),
-                     jobs=jobs, makespan=max(t.finish for t in timelines), n_tasks=0,
-                     n_events=0)
+def _echo(scenario) -> dict:
+    """The scenario as a run reports it (renamed job keys under their old names, so the
+    JSON output keeps its keys)."""
+    return scenario.model_dump(mode="json", by_alias=True)
 
 
 def _fabric_summary(fabric) -> dict:

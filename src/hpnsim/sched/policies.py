@@ -34,11 +34,10 @@ from hpnsim.sched.compression import (
     varys_levels,
 )
 from hpnsim.sched.jobs import job_array
+from hpnsim.sched.names import SCHEDULERS
 from hpnsim.sched.paths import DEFAULT_CANDIDATES, ecmp_jobs, select_paths
 from hpnsim.sched.priority import assign_priorities
 
-SCHEDULERS = ("none", "crux-pa", "crux-ps-pa", "crux", "sincronia", "taccl", "cassini",
-              "varys")
 #: offsets CASSINI tries per job: this many evenly spaced shifts within its iteration
 CASSINI_SHIFTS = 16
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from hpnsim.errors import InputError, read_user_text
 from hpnsim.workloads.layout import Layout
 
-POLICIES = ("DATA", "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID_DLRM",
-            "HYBRID_DLRM_ENHANCED", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA",
-            "HYBRID_CUSTOMIZED", "MICRO", "DISTRIBUTED_INFERENCE")
+AICB_POLICIES = ("DATA", "HYBRID_TRANSFORMER", "HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID_DLRM",
+                 "HYBRID_DLRM_ENHANCED", "MODEL", "HYBRID_DATA_MODEL", "HYBRID_MODEL_DATA",
+                 "HYBRID_CUSTOMIZED", "MICRO", "DISTRIBUTED_INFERENCE")
 COMM_KINDS = {"ALLREDUCE": "allreduce", "ALLGATHER": "allgather",
               "REDUCESCATTER": "reducescatter", "ALLTOALL": "alltoall",
               "ALLREDUCEALLTOALL": "allreduce_alltoall"}
@@ -222,8 +222,9 @@ def _comm(token: str, size: float, default_group: str, where: str, what: str) ->
 def _header(tokens: list[str], where: str) -> dict:
     if not tokens:
         raise InputError(where, "empty header; expected a policy such as HYBRID_TRANSFORMER_FWD_IN_BCKWD")
-    if tokens[0] not in POLICIES:
-        raise InputError(where, f"unknown policy {tokens[0]!r}; one of {', '.join(POLICIES)}")
+    if tokens[0] not in AICB_POLICIES:
+        raise InputError(where, f"unknown policy {tokens[0]!r}; one of "
+                                f"{', '.join(AICB_POLICIES)}")
     out: dict = {"policy": tokens[0], "extra": {}}
     i = 1
     while i < len(tokens):

@@ -12,7 +12,7 @@ NVSwitch and NICs are theirs), and the cluster schedulers of the Crux paper's se
 out whole machines to multi-GPU jobs; sharing a host would also put two jobs on one PCIe
 tree, which the fabric does not model per job.
 
-Policies (:data:`POLICIES`):
+Policies (:data:`~hpnsim.workloads.allocator_names.ALLOCATORS`):
 
 - ``packed``: the lowest-numbered free hosts (what ``hpnsim run`` does for a single job).
 - ``topology_aware``: the fewest ToR groups, then the fewest Agg groups (see
@@ -33,8 +33,7 @@ import numpy as np
 
 from hpnsim.errors import InputError
 from hpnsim.fabrics.fabric import Fabric, LinkKind
-
-POLICIES = ("packed", "topology_aware", "random", "given")
+from hpnsim.workloads.allocator_names import ALLOCATORS
 
 #: Agg-group combinations tried exactly before falling back to a greedy choice; the
 #: templated fabrics and Lingjun (3 aggregation groups) stay far below it.
@@ -298,7 +297,7 @@ def _tightest(free_count: np.ndarray, inside: np.ndarray, need: int, k: int) -> 
 
 def allocate(policy: str, fabric: Fabric, free_hosts, n_gpus: int, *, tp: int = 1,
              seed: int | np.random.Generator = 0, gpus=None) -> np.ndarray | None:
-    """Dispatch to one allocator by name (:data:`POLICIES`); ``gpus`` is for ``given``.
+    """Dispatch to one allocator by name (:data:`ALLOCATORS`); ``gpus`` is for ``given``.
 
     >>> from hpnsim.fabrics import fat_tree
     >>> allocate("packed", fat_tree(4), np.ones(16, bool), 3).tolist()
@@ -320,4 +319,18 @@ def allocate(policy: str, fabric: Fabric, free_hosts, n_gpus: int, *, tp: int = 
         if len(gpus) != n_gpus:
             raise InputError("gpus", f"need exactly {n_gpus} GPU indices, got {len(gpus)}")
         return given(fabric, free_hosts, gpus, tp)
-    raise InputError("allocator", f"one of {', '.join(POLICIES)}; got {policy!r}")
+    raise InputError("allocator", f"one of {', '.join(ALLOCATORS)}; got {policy!r}")
+
+#: old names kept for one release (each said several things: routing policies, allocators
+#: and AICB parallel policies were all ``POLICIES``)
+_RENAMED = {"POLICIES": "ALLOCATORS"}
+
+
+def __getattr__(name: str):
+    if name in _RENAMED:
+        import warnings
+
+        warnings.warn(f"{__name__}.{name} is now {_RENAMED[name]}; the old name goes in "
+                      "the next release", DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

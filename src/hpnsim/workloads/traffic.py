@@ -40,7 +40,8 @@ from hpnsim.workloads.models import ModelSpec
 from hpnsim.workloads.models import get as get_model
 from hpnsim.workloads.placement import Placement, place
 
-ALGORITHMS = ("ring", "naive")
+#: how the traffic calculator counts a collective's bytes (ring algorithms, or naive)
+TRAFFIC_ALGORITHMS = ("ring", "naive")
 
 
 def bytes_sent_per_gpu(op: str, n: int, size: float, algorithm: str = "ring") -> float:
@@ -55,8 +56,9 @@ def bytes_sent_per_gpu(op: str, n: int, size: float, algorithm: str = "ring") ->
     >>> bytes_sent_per_gpu("allgather", 4, 400.0), bytes_sent_per_gpu("sendrecv", 2, 5.0)
     (300.0, 5.0)
     """
-    if algorithm not in ALGORITHMS:
-        raise InputError("algorithm", f"one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if algorithm not in TRAFFIC_ALGORITHMS:
+        raise InputError("algorithm", f"one of {', '.join(TRAFFIC_ALGORITHMS)}, got "
+                                      f"{algorithm!r}")
     if n <= 1:
         return 0.0
     if op == "allreduce":
@@ -222,8 +224,9 @@ def iteration_traffic(model: ModelSpec | str, layout: Layout, *, seq_len: int | 
     >>> round(rep.iterations_per_epoch)
     9298
     """
-    if algorithm not in ALGORITHMS:
-        raise InputError("algorithm", f"one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if algorithm not in TRAFFIC_ALGORITHMS:
+        raise InputError("algorithm", f"one of {', '.join(TRAFFIC_ALGORITHMS)}, got "
+                                      f"{algorithm!r}")
     if isinstance(dataset_tokens, bool) or not isinstance(dataset_tokens, int | float) \
             or not 0 <= dataset_tokens < float("inf"):
         raise InputError("dataset-tokens", f"must be a finite number >= 0 (tokens per epoch; 0 "

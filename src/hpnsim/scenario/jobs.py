@@ -1,0 +1,251 @@
+"""The jobs of a scenario: :class:`JobSpec`, one training job, and its checks against the
+built fabric (:func:`check_jobs`).
+
+A job's keys are the keyword names of :class:`~hpnsim.training.job.TrainJob` wherever the
+two share a field, so a ``TrainJob`` is built from a ``JobSpec`` by those names
+(:meth:`JobSpec.train_job`). Two YAML keys were renamed to follow it and stay accepted as
+deprecated aliases: ``vpp`` (now ``virtual_stages``) and ``prefetch`` (now
+``fsdp_prefetch``); a run's echo of the scenario still writes the old keys.
+
+Examples
+--------
+>>> job = JobSpec.model_validate({"model": "llama3-70b", "tp": 8, "pp": 4, "vpp": 2,
+...                               "schedule": "interleaved"})
+>>> job.virtual_stages, job.train_job().virtual_stages, job.gpu_count
+(2, 2, 32)
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from hpnsim.errors import InputError, read_user_text
+from hpnsim.scenario.yaml import format_path, located, seconds_field
+
+__all__ = ["JobSpec", "check_jobs"]
+
+
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, got {value!r}")
+    return value
+
+
+#: seconds, from a number or a string with a unit ("30s", "1.5ms", "2h")
+Seconds = Annotated[float, BeforeValidator(seconds_field), Field(ge=0, allow_inf_nan=False)]
+Positive = Annotated[int, Field(ge=1, strict=True)]
+
+
+#: old YAML key -> the field it names now (the TrainJob keyword)
+_OLD_KEYS = {"vpp": "virtual_stages", "prefetch": "fsdp_prefetch"}
+#: keys a workload file fixes (it gives the parallelism and batches)
+_FIXED = {"tp", "pp", "dp", "ep", "micro_batch", "global_batch", "virtual_stages"}
+#: ... as the user may write them, old keys included
+_FIXED_BY_WORKLOAD = _FIXED | {old for old, new in _OLD_KEYS.items() if new in _FIXED}
+
+
+def _renamed(new: str, description: str) -> dict:
+    """Field options of a key renamed to ``new`` that still accepts its old key (and echoes
+    it, so a run's JSON output keeps its keys)."""
+    old = next(old for old, field in _OLD_KEYS.items() if field == new)
+    return {"validation_alias": AliasChoices(new, old), "serialization_alias": old,
+            "description": f"{description} (the old key {old} is accepted, deprecated)"}
+
+
+def _old_keys_in_schema(schema: dict) -> None:
+    """List the old keys in the JSON Schema too, marked deprecated, so an editor that
+    validates a scenario against ``hpnsim schema`` accepts them as the loader does."""
+    properties = schema.get("properties", {})
+    for old, new in _OLD_KEYS.items():
+        properties[old] = {**properties[new], "deprecated": True,
+                           "description": f"deprecated: the old key of {new}"}
+        properties[old].pop("title", None)
+
+
+class JobSpec(BaseModel):
+    """One training job: what it trains, how it is parallelised, where and when it runs.
+
+    ``model`` names a catalog model (or one in ``model_file``); ``workload`` a SimAI/AICB
+    workload file instead, whose header fixes the parallelism. ``gpus`` is an explicit
+    placement (GPU indices in rank order); without it the run allocates whole hosts.
+    """
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_old_keys_in_schema)
+
+    name: str = ""
+    model: str | None = None
+    model_file: str | None = None
+    workload: str | None = None
+    tp: Positive = 1
+    pp: Positive = 1
+    dp: Positive = 1
+    ep: Positive = 1
+    zero: Annotated[Literal[0, 1, 2, 3], BeforeValidator(_not_bool)] = 0
+    micro_batch: Positive = 1
+    global_batch: Positive | None = None
+    seq_len: Positive | None = None
+    gpu: Literal["a100", "h100", "h800", "b200"] = "h800"
+    mfu: Annotated[float, Field(gt=0, le=1, strict=True)] | None = None
+    schedule: Literal["", "1f1b", "interleaved", "gpipe"] = ""
+    virtual_stages: Positive = Field(
+        1, **_renamed("virtual_stages", "virtual pipeline stages per rank (interleaved)"))
+    sequence_parallel: bool = False
+    recompute: bool = False
+    fsdp_prefetch: bool = Field(
+        True, **_renamed("fsdp_prefetch", "ZeRO-3 gathers one unit ahead"))
+    bucket_params: Positive | None = None
+    grad_bytes: Annotated[Literal[2, 4], BeforeValidator(_not_bool)] = 2
+    tp_algo: str = "auto"
+    dp_algo: str = "auto"
+    gpus: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
+        None, min_length=1, description="explicit placement: GPU indices in rank order")
+    hosts: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
+        None, min_length=1, description="explicit placement by host: the hosts' GPUs, host by host, in "
+                          "rank order")
+    arrival: Seconds = 0.0
+    iterations: Positive = 1
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _what_it_trains(cls, data: Any, handler) -> JobSpec:
+        job = handler(data)
+        if (job.model is None) == (job.workload is None):
+            raise ValueError("give model (a catalog name) or workload (an AICB file), "
+                             "exactly one")
+        if job.workload is not None:
+            # named by the key as written (``vpp`` or ``virtual_stages``): the raw keys
+            given = set(data) if isinstance(data, dict) else job.model_fields_set
+            fixed = sorted(_FIXED_BY_WORKLOAD & given)
+            if fixed:
+                raise ValueError(f"{fixed[0]}: fixed by the workload file; remove it")
+        if job.gpus is not None and job.hosts is not None:
+            raise ValueError("hosts: give gpus or hosts, not both")
+        for key in ("gpus", "hosts"):
+            values = getattr(job, key)
+            if values is not None and len(set(values)) != len(values):
+                raise ValueError(f"{key}: {max(values, key=values.count)} appears twice")
+        return job
+
+    def placement(self, gpus_per_host: int) -> list[int] | None:
+        """The explicit placement as GPU indices (``gpus``, or the GPUs of ``hosts``)."""
+        if self.hosts is None:
+            return self.gpus
+        return [h * gpus_per_host + g for h in self.hosts for g in range(gpus_per_host)]
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs the job occupies (tp * pp * dp, or the workload's; reads the workload file)."""
+        return self.gpu_count_with(self.load_workload() if self.workload is not None else None)
+
+    def gpu_count_with(self, workload) -> int:
+        """GPUs the job occupies, given its parsed workload (None for a model job)."""
+        if workload is not None:
+            return workload.to_layout().n_gpus
+        return self.tp * self.pp * self.dp
+
+    def load_workload(self):
+        """The parsed workload file (read on every call; ``prepare()`` reads it once and
+        keeps it)."""
+        from hpnsim.workloads.aicb import parse_aicb
+
+        return parse_aicb(read_user_text(self.workload, "workload"), source=self.workload)
+
+    def train_job(self):
+        """The :class:`~hpnsim.training.job.TrainJob` of a ``model`` job: every field the two
+        share passed by name."""
+        from hpnsim.training.job import TrainJob
+        from hpnsim.workloads import models
+
+        extra = models.load_yaml(self.model_file) if self.model_file else None
+        shared = {name: getattr(self, name) for name in _train_job_fields()}
+        return TrainJob(models.get(self.model, extra), **shared)
+
+
+@functools.cache
+def _train_job_fields() -> tuple[str, ...]:
+    """The JobSpec fields that are TrainJob keywords too (``model`` aside: it is a name
+    here and a ModelSpec there)."""
+    from hpnsim.training.job import TrainJob
+
+    keywords = inspect.signature(TrainJob).parameters
+    return tuple(name for name in JobSpec.model_fields if name in keywords and name != "model")
+
+
+def _job_keys() -> set[str]:
+    """Every key a job may be written with: field names and their old keys."""
+    return set(JobSpec.model_fields) | set(_OLD_KEYS)
+
+
+def check_jobs(scenario, fabric, lines: dict) -> list:
+    """Every job against ``fabric``: TP within a host, the TrainJob builds, the job fits,
+    ``hosts``/``gpus`` exist and (unless a ``cluster:`` section queues the jobs) are
+    disjoint and fit together. Returns each job's parsed workload (None for a model job).
+    Raises :class:`InputError` by YAML path.
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> from hpnsim.scenario.spec import parse_scenario
+    >>> s = parse_scenario({"jobs": [{"model": "llama3-8b", "tp": 3}]})
+    >>> check_jobs(s, hpn7(segments=1), {})
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: jobs[0].tp: must divide the GPUs per host (8), got 3
+    """
+    def fail(path, message):
+        raise located(InputError(format_path(path), message), lines, path)
+
+    keys = _job_keys()
+    per_host = fabric.gpus_per_host
+    used = np.zeros(fabric.n_gpus, dtype=bool)
+    total = 0
+    workloads = []
+    for i, job in enumerate(scenario.jobs):
+        if job.model is not None:
+            if per_host % job.tp:
+                fail(("jobs", i, "tp"), f"must divide the GPUs per host ({per_host}), "
+                                        f"got {job.tp}")
+            try:
+                job.train_job()
+            except InputError as exc:
+                key = exc.field.lstrip("-").replace("-", "_")
+                fail(("jobs", i, key) if key in keys else ("jobs", i),
+                     exc.message if key in keys else str(exc))
+        try:
+            workload = job.load_workload() if job.workload is not None else None
+            count = job.gpu_count_with(workload)
+        except InputError as exc:
+            fail(("jobs", i, "workload"), exc.message)
+        workloads.append(workload)
+        total += count
+        if count > fabric.n_gpus:
+            fail(("jobs", i), f"needs {count:,} GPUs; the fabric has {fabric.n_gpus:,} "
+                              f"(raise fabric.segments, fabric.pods or fabric.gpus)")
+        if job.hosts is not None:
+            if max(job.hosts) >= fabric.n_hosts:
+                fail(("jobs", i, "hosts"), f"host {max(job.hosts)} does not exist (the fabric "
+                                           f"has hosts 0..{fabric.n_hosts - 1})")
+            if len(job.hosts) * per_host < count or (len(job.hosts) - 1) * per_host >= count:
+                fail(("jobs", i, "hosts"), f"lists {len(job.hosts)} hosts; the job's {count} "
+                                           f"GPUs need {-(-count // per_host)}")
+        placement = job.placement(per_host)
+        if placement is None:
+            continue
+        key = "gpus" if job.hosts is None else "hosts"
+        placed = np.asarray(placement[:count])
+        if len(placement) != count and key == "gpus":
+            fail(("jobs", i, key), f"lists {len(placement)} GPUs; the job has {count} ranks")
+        if placed.max() >= fabric.n_gpus:
+            fail(("jobs", i, key), f"GPU {int(placed.max())} does not exist (the fabric has "
+                                   f"GPUs 0..{fabric.n_gpus - 1})")
+        if used[placed].any() and scenario.cluster is None:   # a cluster trace queues
+            gpu = int(placed[used[placed]][0])
+            fail(("jobs", i, key), f"GPU {gpu} is already given to another job")
+        used[placed] = True
+    if total > fabric.n_gpus and scenario.cluster is None:   # a cluster trace queues
+        fail(("jobs",), f"the jobs need {total:,} GPUs together; the fabric has "
+                        f"{fabric.n_gpus:,}")
+    return workloads
