@@ -11,10 +11,9 @@ import yaml
 from hpnsim.cli.main import run as cli
 from hpnsim.errors import InputError
 from hpnsim.fabrics import fat_tree
-from hpnsim.scenario.cluster import PROBE_BUDGET, run_cluster
+from hpnsim.scenario.cluster import run_cluster
 from hpnsim.scenario.prepare import build_scenario_fabric
 from hpnsim.scenario.spec import check_against_fabric, parse_scenario
-from hpnsim.sched.cluster.steady import MAX_PROBE_SIZE
 from hpnsim.sched.names import SCHEDULERS
 
 # a k=4 fat-tree with one GPU per host: 16 GPUs; a 12-GPU and an 8-GPU job cannot run together
@@ -34,10 +33,6 @@ def _cli(argv, capsys):
         cli(argv)
     out = capsys.readouterr()
     return end.value.code, out.out, out.err
-
-
-def test_probe_budget_agrees():
-    assert PROBE_BUDGET == MAX_PROBE_SIZE
 
 
 def test_probe_budget_zero_probes_every_component_phase_level():

@@ -27,12 +27,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from hpnsim.errors import InputError
 from hpnsim.scenario.yaml import located, seconds_field
+from hpnsim.sched.defaults import CLUSTER_CANDIDATES, MAX_PROBE_SIZE
 from hpnsim.workloads.allocator_names import ALLOCATORS
 
 __all__ = ["ClusterSpec", "check_cluster", "cluster_jobs", "run_cluster"]
 
-#: :data:`hpnsim.sched.cluster.steady.MAX_PROBE_SIZE`, as data for the same reason
-PROBE_BUDGET = 1_000_000
 
 
 class ClusterSpec(BaseModel):
@@ -63,8 +62,8 @@ class ClusterSpec(BaseModel):
     tolerance: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 0.01
     horizon: Annotated[float | None, BeforeValidator(seconds_field),
                        Field(gt=0, allow_inf_nan=False)] = None
-    candidates: Annotated[int, Field(ge=1, strict=True)] = 4
-    probe_budget: Annotated[int, Field(ge=0, strict=True)] = PROBE_BUDGET
+    candidates: Annotated[int, Field(ge=1, strict=True)] = CLUSTER_CANDIDATES
+    probe_budget: Annotated[int, Field(ge=0, strict=True)] = MAX_PROBE_SIZE
 
     @field_validator("scheduler")
     @classmethod

@@ -6,18 +6,29 @@ per job. :func:`simulate_periodic` runs periodic jobs on the engine to measure w
 order buys (Crux's pairwise simulations, the worked examples).
 """
 
-from hpnsim.sched.compression import max_k_cut, sincronia_levels, varys_levels
-from hpnsim.sched.jobs import SchedJob
-from hpnsim.sched.paths import PathChoice, select_paths
-from hpnsim.sched.periodic import (
-    PeriodicResult,
-    order_to_classes,
-    simulate_periodic,
-    worked_example,
-)
-from hpnsim.sched.policies import SCHEDULERS, Decision, schedule
-from hpnsim.sched.priority import Priorities, assign_priorities
+import importlib
 
-__all__ = ["SCHEDULERS", "Decision", "PathChoice", "PeriodicResult", "Priorities", "SchedJob",
-           "assign_priorities", "max_k_cut", "order_to_classes", "schedule", "select_paths",
-           "simulate_periodic", "sincronia_levels", "varys_levels", "worked_example"]
+#: public name -> the module that defines it; loaded on first use, so reading the data-only
+#: modules (``sched.names``, ``sched.defaults``) loads no scheduler code
+_HOMES = {
+    "max_k_cut": "compression", "sincronia_levels": "compression", "varys_levels": "compression",
+    "SchedJob": "jobs", "PathChoice": "paths", "select_paths": "paths",
+    "PeriodicResult": "periodic", "order_to_classes": "periodic",
+    "simulate_periodic": "periodic", "worked_example": "periodic",
+    "SCHEDULERS": "names", "Decision": "policies", "schedule": "policies",
+    "Priorities": "priority", "assign_priorities": "priority",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'hpnsim.sched' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"hpnsim.sched.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES))

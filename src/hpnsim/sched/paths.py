@@ -30,13 +30,9 @@ import numpy as np
 from hpnsim.errors import InputError
 from hpnsim.routing import Paths, route
 from hpnsim.routing.precise import NETWORK_LINKS
+from hpnsim.sched.defaults import CLUSTER_CANDIDATES
+from hpnsim.sched.defaults import PATH_CANDIDATES as DEFAULT_CANDIDATES
 from hpnsim.sched.jobs import SchedJob, job_array
-
-#: source ports tried per connection by :func:`select_paths`
-DEFAULT_CANDIDATES = 8
-#: routing seeds tried per job by the shared-cluster driver (a candidate there is a whole
-#: compiled iteration, so it tries fewer than :data:`DEFAULT_CANDIDATES`)
-CLUSTER_CANDIDATES = 4
 
 
 def intensity_order(intensity) -> np.ndarray:

@@ -44,7 +44,8 @@ from hpnsim.sched.cluster.steady import MAX_PROBE_SIZE, MAX_PROBE_TASKS
 from hpnsim.sched.compression import check_levels
 from hpnsim.sched.paths import CLUSTER_CANDIDATES
 from hpnsim.sched.policies import check_scheduler
-from hpnsim.workloads.allocation import POLICIES, allocate, hosts_of
+from hpnsim.workloads.allocation import allocate, hosts_of
+from hpnsim.workloads.allocator_names import ALLOCATORS
 
 __all__ = ["ClusterDriver", "ClusterJob", "ClusterResult", "simulate_cluster"]
 
@@ -62,7 +63,7 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     fabric : Fabric
     jobs : sequence of :class:`ClusterJob`
     scheduler : one of :data:`~hpnsim.sched.policies.SCHEDULERS`
-    allocator : one of :data:`~hpnsim.workloads.allocation.POLICIES`
+    allocator : one of :data:`~hpnsim.workloads.allocator_names.ALLOCATORS`
     K, samples : priority classes and Crux's sampled topological orders
     exact : simulate every iteration (else steady-state extrapolation)
     tolerance : relative tolerance of a stable iteration time (and of "contended")
@@ -229,8 +230,8 @@ class ClusterDriver:
 def _check(fabric, jobs, scheduler, allocator, K, tolerance, candidates):
     check_scheduler(scheduler)
     check_levels(K)
-    if allocator not in POLICIES:
-        raise InputError("allocator", f"one of {', '.join(POLICIES)}; got {allocator!r}")
+    if allocator not in ALLOCATORS:
+        raise InputError("allocator", f"one of {', '.join(ALLOCATORS)}; got {allocator!r}")
     if not (isinstance(tolerance, int | float) and 0 < tolerance < 1):
         raise InputError("tolerance", f"a fraction in (0, 1), got {tolerance!r}")
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:

@@ -30,13 +30,10 @@ import numpy as np
 
 from hpnsim.engine import Simulation, TaskGraph
 from hpnsim.sched.cluster.phase import MAX_SPREAD, phase_templates
+from hpnsim.sched.defaults import MAX_PROBE_SIZE
 
 #: iterations per stability window
 WINDOW = 3
-#: a compute budget, not a physical constant: a component is probed task by task only if
-#: that can be stable within this many tasks plus link entries (:func:`task_level_cost`;
-#: the engine takes about a microsecond of CPU per task or entry)
-MAX_PROBE_SIZE = 1_000_000
 #: a compute budget, not a physical constant: a probe stops (unstable, periods from the
 #: iterations seen) once its graph holds this many tasks. A job of 0.04 s iterations next
 #: to one of 5 s would otherwise put ~10^6 tasks in the probe before the slow job has the
