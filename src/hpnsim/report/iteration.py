@@ -56,10 +56,10 @@ def part_means(iterations: list[dict]) -> dict[str, float]:
 def breakdown_figure(rows: list[dict], title: str, held: str):
     """One stacked horizontal bar per row: where an iteration's time goes.
 
-    ``rows`` hold ``label``, ``parts`` (seconds per :data:`~hpnsim.report.style.PARTS` key; they sum to the
-    iteration time) and ``iterations`` (how many were averaged). Each bar ends with its
-    total and names its largest part, what bounds it; the time axis starts at zero; the
-    legend sits below the axes; ``held`` (what every bar shares) is the subtitle.
+    ``rows`` hold ``label``, ``parts`` (seconds per :data:`~hpnsim.report.style.PARTS` key;
+    they sum to the iteration time) and ``iterations`` (how many were averaged). Each bar
+    ends with its total and names its largest part, what bounds it; the time axis starts at
+    zero; the legend sits below the axes; ``held`` (what every bar shares) is the subtitle.
 
     Examples
     --------

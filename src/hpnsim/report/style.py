@@ -22,8 +22,8 @@ PART_LABELS = {"compute": "compute", "tp": "exposed TP", "pp": "exposed PP",
                "optimizer": "optimizer"}
 PART_COLORS = {"compute": "#4c72b0", "tp": "#dd8452", "pp": "#937860", "dp": "#c44e52",
                "ep": "#8172b3", "bubble": "#bbbbbb", "optimizer": "#55a868"}
-#: the parts of an iteration that are communication not hidden behind compute
-EXPOSED = ("tp", "pp", "dp", "ep")
+#: the parts of an iteration that are communication not hidden behind compute (per dimension)
+EXPOSED = tuple(p for p in PARTS if p not in ("compute", "bubble", "optimizer"))
 
 #: what a reader should call each template
 FABRIC_NAMES = {"hpn7": "HPN 7.0 (2-tier, dual-plane)", "dcn_plus": "DCN+ (3-tier Clos)"}
