@@ -43,9 +43,9 @@ def compare_table(summaries: list[dict], title: str = "Schedulers on the same tr
     >>> compare_table([s]).row_count
     1
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=title)
+    table = RichTable(title=title)
     for i, (_, header, _) in enumerate(COMPARE_COLUMNS):
         table.add_column(header, justify="left" if i == 0 else "right")
     for summary in summaries:
@@ -63,9 +63,9 @@ def jobs_table(result, limit: int = 40):
     >>> jobs_table(ClusterResult("none", "packed", True, 0.01, 4, [j], np.array([0.0, 4.0]))).row_count
     1
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=f"Jobs under {result.scheduler}")
+    table = RichTable(title=f"Jobs under {result.scheduler}")
     for name in ("job", "GPUs", "arrival (s)", "wait (s)", "JCT (s)", "iterations",
                  "iteration (s)", "alone (s)", "slowdown"):
         table.add_column(name, justify="left" if name == "job" else "right")

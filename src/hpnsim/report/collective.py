@@ -259,9 +259,9 @@ def busbw_by_size_figure(rows: list[dict], held: str):
 
 def allreduce_table(rows: list[dict[str, Any]], title: str):
     """The demo's all-reduce rows: time, bus bandwidth, collisions and the bottleneck kind."""
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=title)
+    table = RichTable(title=title)
     for column in ("fabric", "routing", "time", "busbw GB/s", "hash collisions",
                    "max flows on a link", "bottleneck (busy)"):
         table.add_column(column, justify="left" if column in ("fabric", "routing") else "right")

@@ -102,9 +102,9 @@ def fabric_table(reports: list[dict[str, Any]], title: str, labels: list[str] | 
     >>> [c.header for c in t.columns]
     ['', 'fat_tree', 'fat_tree']
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=title)
+    table = RichTable(title=title)
     table.add_column("")
     for report in reports:
         table.add_column(report["template"], justify="right")

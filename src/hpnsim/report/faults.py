@@ -26,9 +26,9 @@ def timeline_table(job):
     >>> timeline_table(j).row_count
     1
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=f"{job.name}: throughput through faults")
+    table = RichTable(title=f"{job.name}: throughput through faults")
     for name in ("attempt", "iteration", "start (s)", "end (s)", "time (s)", "samples/s",
                  "of nominal"):
         table.add_column(name, justify="right")

@@ -100,21 +100,18 @@ def breakdown_figure(rows: list[dict], title: str, held: str):
 
 def training_table(rows: list[dict[str, Any]], title: str):
     """One column per fabric: iteration, compute, exposed communication, bubble, MFU."""
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=title)
+    table = RichTable(title=title)
     table.add_column("part")
     for r in rows:
         table.add_column(r["fabric"], justify="right")
-    parts = [("iteration", lambda r: r["iteration_time"]),
-             ("compute", lambda r: r["compute_time"])]
-    parts += [(f"exposed {k}", lambda r, k=k: r["exposed_comm"][k])
-              for k in rows[0]["exposed_comm"]
-              if any(r["exposed_comm"][k] for r in rows)]
-    parts += [("pipeline bubble", lambda r: r["bubble"]),
-              ("optimizer", lambda r: r["optimizer_time"])]
-    for name, get in parts:
-        table.add_row(name, *(format_time(get(r)) for r in rows))
+    table.add_row("iteration", *(format_time(r["iteration_time"]) for r in rows))
+    for part in PARTS:
+        if part in EXPOSED and not any(part_time(r, part) for r in rows):
+            continue   # a dimension the job does not split
+        name = f"exposed {part}" if part in EXPOSED else PART_LABELS[part]
+        table.add_row(name, *(format_time(part_time(r, part)) for r in rows))
     table.add_row("MFU", *(f"{100 * r['mfu']:.1f}%" for r in rows))
     table.add_row("tokens/s", *(f"{r['tokens_per_second']:,.0f}" for r in rows))
     return table
@@ -122,7 +119,7 @@ def training_table(rows: list[dict[str, Any]], title: str):
 
 def iteration_table(r):
     """One :class:`~hpnsim.training.IterationResult`: each part's time, share and bytes."""
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
     job = r.job
     shape = f"TP{job['tp']} x PP{job['pp']} x DP{job['dp']}"
@@ -130,7 +127,7 @@ def iteration_table(r):
         shape += f" (EP{job['ep']})"
     if job.get("zero"):
         shape += f", ZeRO-{job['zero']}"
-    table = Table(title=f"{job['model']} {shape} "
+    table = RichTable(title=f"{job['model']} {shape} "
                         f"({job['gpus']} GPUs, {job['micro_batches']} micro-batches)")
     table.add_column("part")
     table.add_column("time", justify="right")

@@ -104,9 +104,9 @@ def scaling_table(result):
     >>> scaling_table(r).row_count
     1
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=f"{result.model} TP{result.tp} x PP{result.pp}: weak scaling")
+    table = RichTable(title=f"{result.model} TP{result.tp} x PP{result.pp}: weak scaling")
     for col in ("fabric", "routing", "GPUs", "iteration s", "exposed DP s", "tokens/s",
                 "MFU", "linearity"):
         table.add_column(col)

@@ -28,11 +28,11 @@ def run_table(result):
     >>> [c.header for c in run_table(r).columns][:4]
     ['job', 'GPUs', 'arrival', 'iters']
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
     rows = result.rows()
     exposed = [k for k in EXPOSED if any(r[f"exposed_{k}"] for r in rows)]
-    table = Table(title=f"{len(rows)} job(s) on {result.fabric['template']} "
+    table = RichTable(title=f"{len(rows)} job(s) on {result.fabric['template']} "
                         f"({result.fabric['gpus']:,} GPUs), makespan "
                         f"{format_time(result.makespan)}")
     columns = ["job", "GPUs", "arrival", "iters", "iteration", "alone", "slowdown",
