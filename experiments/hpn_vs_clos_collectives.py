@@ -226,7 +226,7 @@ def main() -> None:
                   f"dcn+ {e['dcn_plus busbw']:6.1f} GB/s  gain {e['gain']:+6.1%} "
                   f"[{e['gain range'][0]:+.1%}, {e['gain range'][1]:+.1%}]  "
                   f"coll. {e['hpn7 collisions']:.0f}/{e['dcn_plus collisions']:.0f}")
-    from hpnsim.report.plots import plot_paper_collectives
+    from hpnsim.report.paper import plot_paper_collectives
 
     figure = plot_paper_collectives(rows, out / "hpn_vs_clos_collectives.png",
                                     published=PUBLISHED, headline=HEADLINE)

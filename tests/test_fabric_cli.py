@@ -11,7 +11,7 @@ from hpnsim.errors import InputError
 from hpnsim.fabrics import build_fabric, fat_tree, hpn7, size_options
 from hpnsim.fabrics.bom import UNIT_TABLE, bill_of_materials
 from hpnsim.fabrics.export import from_json, to_json, to_simai
-from hpnsim.report.tables import merge_labels
+from hpnsim.report.fabric import merge_labels
 
 runner = CliRunner()
 

@@ -188,10 +188,10 @@ def test_to_frame_without_pandas_says_how_to_install_it(name, request, monkeypat
 
 def test_hpnsim_results_finds_every_result_type(sim, collective, iteration, traffic, scaling,
                                                 demo, run_result):
+    from hpnsim.demo import DemoResult
     from hpnsim.results import (
         CollectiveResult,
         CollectiveRun,
-        DemoResult,
         IterationResult,
         JobResult,
         RunResult,
@@ -210,8 +210,11 @@ def test_hpnsim_results_finds_every_result_type(sim, collective, iteration, traf
     assert isinstance(run_result.jobs[0], JobResult)
     assert isinstance(run_result.collectives[0], CollectiveRun)
     for name in ("SimResult", "CollectiveResult", "IterationResult", "TrafficReport",
-                 "ScalingResult", "DemoResult", "RunResult", "JobResult", "CollectiveRun"):
+                 "ScalingResult", "RunResult", "JobResult", "CollectiveRun"):
         assert name in results.__all__ and name in dir(results)
         assert hasattr(getattr(results, name), "to_frame")
+    assert hasattr(DemoResult, "to_frame")
+    with pytest.warns(DeprecationWarning, match="hpnsim.demo.DemoResult"):
+        assert results.DemoResult is DemoResult   # the demo sits above results: one release
     with pytest.raises(AttributeError):
         results.NoSuchResult  # noqa: B018

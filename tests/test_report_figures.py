@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from hpnsim.report.figures import allreduce_subtitle, busbw_figure
+from hpnsim.report.collective import busbw_figure
+from hpnsim.report.demo import allreduce_subtitle
 from hpnsim.report.gantt import gantt_figure
-from hpnsim.report.plots import linearity_figure
+from hpnsim.report.scaling import linearity_figure
 from hpnsim.training.scaling import ScalingPoint, ScalingResult
 
 

@@ -134,7 +134,8 @@ def test_tables_show_the_result_files(report):
 
 
 def test_figures_start_at_zero_and_legends_sit_outside_the_axes():
-    from hpnsim.report.report_figures import breakdown_figure, busbw_size_figure
+    from hpnsim.report.collective import busbw_size_figure
+    from hpnsim.report.iteration import breakdown_figure
 
     rows = [{"label": "a", "iterations": 1, "parts": {"compute": 1.0, "tp": 0.5, "dp": 0.2}}]
     curves = [{"label": "x", "sizes": [2**20, 2**24], "busbw": [30.0, 150.0], "bound": "b"}]

@@ -1,4 +1,5 @@
-"""report.tables / report.text: every figure a fabric has reaches the table, text keeps its columns."""
+"""report.fabric / report.demo / report.text: every figure a fabric has reaches the table,
+text keeps its columns."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from rich.console import Console
 
 from hpnsim.fabrics import build_fabric
 from hpnsim.fabrics.analysis import fabric_report
-from hpnsim.report.tables import fabric_rows, fabric_table, print_demo
+from hpnsim.report.demo import print_demo
+from hpnsim.report.fabric import fabric_rows, fabric_table
 
 
 def _render(renderable_or_fn, *args) -> str:

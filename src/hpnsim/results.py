@@ -27,14 +27,13 @@ type                  returned by                           ``rows()``: one row 
                       model, layout)``                      in all, on the network; calls
 ``ScalingResult``     ``training.scaling_linearity(         (fabric, size) point
                       model, ...)``
-``DemoResult``        ``demo.run_demo(config)``             (fabric, case): each all-reduce,
-                                                            each iteration; also
-                                                            ``fabric_rows()``
 ====================  ====================================  ==================================
 
 The run results are defined here; the others live beside the code that makes them (a lower
 layer must not import this one) and are loaded on first use, so ``import hpnsim.results``
-stays cheap. Files are written through a temporary file in the same folder and renamed over
+stays cheap. The demo's ``DemoResult`` sits above this layer: import it from
+:mod:`hpnsim.demo` (``hpnsim.results.DemoResult`` still finds it, with a
+``DeprecationWarning``, for one release). Files are written through a temporary file in the same folder and renamed over
 the target, so a run that is cut off never leaves a half-written result behind.
 
 Examples
@@ -68,26 +67,26 @@ from hpnsim.jsonable import to_jsonable
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time see __getattr__
     from hpnsim.collectives.run import CollectiveResult
-    from hpnsim.demo.pipeline import DemoResult
     from hpnsim.engine.simresult import SimResult
     from hpnsim.training.iteration import IterationResult
     from hpnsim.training.scaling import ScalingResult
     from hpnsim.workloads.traffic import TrafficReport
 
 #: result types defined elsewhere: name -> defining module, imported on first use (eagerly,
-#: ``import hpnsim.scenario.runner`` would load every subpackage, and the demo sits above ``run``)
+#: ``import hpnsim.scenario.runner`` would load every subpackage)
 _REEXPORTS = {
     "SimResult": "hpnsim.engine.simresult",
     "CollectiveResult": "hpnsim.collectives.run",
     "IterationResult": "hpnsim.training.iteration",
     "TrafficReport": "hpnsim.workloads.traffic",
     "ScalingResult": "hpnsim.training.scaling",
-    "DemoResult": "hpnsim.demo.pipeline",
 }
+#: result types of a layer above this one, found here for one release (a name, not an import)
+_DEPRECATED = {"DemoResult": "hpnsim.demo"}
 
-__all__ = ["CollectiveResult", "CollectiveRun", "DemoResult", "IterationResult", "JobResult",
-           "RunResult", "ScalingResult", "SimResult", "TrafficReport", "write_atomic",
-           "write_csv", "write_json"]
+__all__ = ["CollectiveResult", "CollectiveRun", "IterationResult", "JobResult", "RunResult",
+           "ScalingResult", "SimResult", "TrafficReport", "write_atomic", "write_csv",
+           "write_json"]
 
 
 def __getattr__(name: str):
@@ -95,6 +94,12 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_REEXPORTS[name]), name)
         globals()[name] = value   # once loaded, an ordinary module attribute
         return value
+    if name in _DEPRECATED:
+        import warnings
+
+        warnings.warn(f"hpnsim.results.{name} is {_DEPRECATED[name]}.{name}; the old name goes "
+                      "in the next release", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_DEPRECATED[name]), name)
     raise AttributeError(f"module 'hpnsim.results' has no attribute {name!r}")
 
 

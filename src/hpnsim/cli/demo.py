@@ -76,8 +76,7 @@ def register(app: typer.Typer) -> None:
         from hpnsim.cli.common import check_output_dir
         from hpnsim.demo.pipeline import DemoConfig, run_demo
         from hpnsim.errors import check_seed
-        from hpnsim.report.demo_sections import print_demo_extras, print_takeaways
-        from hpnsim.report.tables import print_demo
+        from hpnsim.report.demo import print_demo, print_demo_extras, print_takeaways
 
         check_seed(seed, "--seed")
         check_output_dir(out, "--out")   # before the run, not after it

@@ -25,7 +25,7 @@ from hpnsim.cli.common import (
 )
 from hpnsim.errors import InputError
 from hpnsim.fabrics.bom import validate_units
-from hpnsim.report.tables import fabric_table
+from hpnsim.report.fabric import fabric_table
 
 
 def _load_units(path: str | None) -> dict | None:

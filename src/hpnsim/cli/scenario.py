@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(result.to_dict(timeline=timeline))
         else:
-            from hpnsim.report.run_tables import print_run
+            from hpnsim.report.scenario import print_run
 
             print_run(result, table_console())
 

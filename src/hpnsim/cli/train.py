@@ -223,7 +223,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(result.to_dict(timeline=timeline))
         else:
-            from hpnsim.report.tables import print_iteration
+            from hpnsim.report.iteration import print_iteration
 
             print_iteration(result, table_console())
 
@@ -269,12 +269,12 @@ def register(app: typer.Typer) -> None:
                                    fabric_options=_fabric_options(ctx) or None, note=_note)
         tables.write(result.rows())
         if plot:
-            from hpnsim.report.plots import plot_linearity
+            from hpnsim.report.scaling import plot_linearity
 
             plot_linearity(result, plot)
         if json_out:
             emit_json(result.to_dict())
             return
-        from hpnsim.report.tables import scaling_table
+        from hpnsim.report.scaling import scaling_table
 
         table_console().print(scaling_table(result))

@@ -1,8 +1,8 @@
 """The demo's later parts: busbw by message size, linearity, a failure, a shared cluster.
 
-Each function takes the :class:`~hpnsim.demo.pipeline.DemoConfig` (and what earlier parts built) and
-returns a JSON-ready dict; :func:`hpnsim.demo.pipeline.run_demo` calls them in order. Every number
-comes from the simulator.
+Each function takes the :class:`~hpnsim.demo.pipeline.DemoConfig` (and what earlier parts
+built) and returns a JSON-ready dict; :func:`hpnsim.demo.pipeline.run_demo` calls them in
+order. Every number comes from the simulator.
 """
 
 from __future__ import annotations

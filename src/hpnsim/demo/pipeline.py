@@ -85,8 +85,8 @@ class DemoConfig:
 
 #: the columns of :meth:`DemoResult.rows`
 ROW_COLUMNS = ("fabric", "case", "routing", "host_gpu", "time", "algbw", "busbw",
-               "bottleneck_kind", "hash_collisions", "compute", "exposed_tp", "exposed_pp", "exposed_dp",
-               "exposed_ep", "bubble", "optimizer", "mfu", "tokens_per_second")
+               "bottleneck_kind", "hash_collisions", "compute", "exposed_tp", "exposed_pp",
+               "exposed_dp", "exposed_ep", "bubble", "optimizer", "mfu", "tokens_per_second")
 #: the columns of :meth:`DemoResult.fabric_rows`
 FABRIC_COLUMNS = ("fabric", "gpus", "hosts", "tor", "agg", "core", "links", "cables",
                   "network_cost_usd", "network_cost_per_gpu_usd", "network_power_w",
@@ -101,8 +101,9 @@ class DemoResult:
     ``allreduce`` one dict per (host generation, fabric, routing) case (the fields of
     :meth:`~hpnsim.collectives.CollectiveResult.to_dict`, bandwidths in GB/s,
     ``bottleneck_kind``, ``host_gpu`` and ``nvlink_bandwidth`` of the hosts, and the ring's
-    NVLink sends per GPU, :func:`~hpnsim.demo.parts.nvlink_sends`), ``training`` one dict per fabric (the fields of
-    :meth:`~hpnsim.training.IterationResult.to_dict` without the timeline),
+    NVLink sends per GPU, :func:`~hpnsim.demo.parts.nvlink_sends`), ``training`` one dict
+    per fabric (the fields of :meth:`~hpnsim.training.IterationResult.to_dict` without the
+    timeline),
     ``busbw_by_size`` one row per (fabric, routing, size), ``scaling`` a
     :meth:`~hpnsim.training.scaling.ScalingResult.to_dict`, ``failure`` the job through the
     fault per ToR design and ``cluster`` the shared cluster per scheduler (see
@@ -229,7 +230,7 @@ def run_demo(config: DemoConfig = DemoConfig(),
     (['single', 'nonstacked'], ['none', 'crux'])
     """
     from hpnsim.collectives import run_collective
-    from hpnsim.demo import parts as demo_parts
+    from hpnsim.demo import parts
     from hpnsim.fabrics import build_fabric
     from hpnsim.fabrics.analysis import fabric_report
     from hpnsim.training import TrainJob, simulate_iteration
@@ -261,9 +262,9 @@ def run_demo(config: DemoConfig = DemoConfig(),
             result.allreduce.append({
                 "fabric": template, "host_gpu": gpu, **r.to_dict(),
                 "nvlink_bandwidth": _host_bandwidths(fabric)["nvlink_bandwidth"],
-                "bottleneck_kind": demo_parts.bottleneck_kind(fabric, r),
-                **demo_parts.nvlink_sends(fabric, r, gpus)})
-    result.busbw_by_size = demo_parts.busbw_by_size(config, built, gpus, step)
+                "bottleneck_kind": parts.bottleneck_kind(fabric, r),
+                **parts.nvlink_sends(fabric, r, gpus)})
+    result.busbw_by_size = parts.busbw_by_size(config, built, gpus, step)
 
     job = TrainJob(config.model, tp=config.tp, pp=config.pp, dp=config.dp, gpu=config.gpu)
     for template in ("hpn7", "dcn_plus"):
@@ -272,7 +273,7 @@ def run_demo(config: DemoConfig = DemoConfig(),
         r = simulate_iteration(job, fabric, seed=config.seed)
         result.training.append({"fabric": template, **r.to_dict(timeline=False)})
     del built
-    result.scaling = demo_parts.scaling(config, step)
-    result.failure = demo_parts.failure(config, step)
-    result.cluster = demo_parts.cluster(config, step)
+    result.scaling = parts.scaling(config, step)
+    result.failure = parts.failure(config, step)
+    result.cluster = parts.cluster(config, step)
     return result

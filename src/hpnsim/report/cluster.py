@@ -1,14 +1,18 @@
 """Shared-cluster runs: the summary and job tables, schedulers side by side, and the
-cluster GPU utilization over time per scheduler."""
+cluster GPU utilization over time per scheduler (``hpnsim cluster``); the demo's small
+shared cluster (figure and section)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.section import Figure, Table
+from hpnsim.report.style import FABRIC_COLORS
+from hpnsim.units import format_time
 
-__all__ = ["compare_table", "jobs_table", "plot_utilization", "print_cluster",
-           "print_compare", "utilization_steps"]
+__all__ = ["cluster_figure", "cluster_section", "compare_table", "jobs_table",
+           "plot_utilization", "print_cluster", "print_compare", "utilization_steps"]
 
 #: columns of the side-by-side table: (summary key, header, format)
 COMPARE_COLUMNS = (
@@ -39,9 +43,9 @@ def compare_table(summaries: list[dict], title: str = "Schedulers on the same tr
     >>> compare_table([s]).row_count
     1
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=title)
+    table = RichTable(title=title)
     for i, (_, header, _) in enumerate(COMPARE_COLUMNS):
         table.add_column(header, justify="left" if i == 0 else "right")
     for summary in summaries:
@@ -59,9 +63,9 @@ def jobs_table(result, limit: int = 40):
     >>> jobs_table(ClusterResult("none", "packed", True, 0.01, 4, [j], np.array([0.0, 4.0]))).row_count
     1
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=f"Jobs under {result.scheduler}")
+    table = RichTable(title=f"Jobs under {result.scheduler}")
     for name in ("job", "GPUs", "arrival (s)", "wait (s)", "JCT (s)", "iterations",
                  "iteration (s)", "alone (s)", "slowdown"):
         table.add_column(name, justify="left" if name == "job" else "right")
@@ -138,3 +142,57 @@ def plot_utilization(results, path: str | Path, title: str = "", dpi: int = 120)
               frameon=False)
     fig.tight_layout()
     return save(fig, path, dpi)
+
+
+def cluster_figure(cluster: dict, held: str):
+    """Cluster GPU utilization between events over time, one step line per scheduler (its
+    overall utilization and mean JCT in the legend); axes from zero, legend below.
+
+    >>> run = {"scheduler": "none", "gpu_utilization": 0.4, "mean_jct": 3.0,
+    ...        "timeline": [{"start": 0.0, "end": 1.0, "utilization": 0.4}]}
+    >>> fig = cluster_figure({"runs": [run]}, "held")
+    >>> float(fig.axes[0].get_ylim()[0])
+    0.0
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
+    for i, run in enumerate(cluster["runs"]):
+        xs, ys = [], []
+        for seg in run["timeline"]:
+            xs += [seg["start"], seg["end"]]
+            ys += [100 * seg["utilization"]] * 2
+        ax.plot(xs, ys, lw=1.6, color=FABRIC_COLORS[i], ls="-" if i == 0 else "--",
+                label=f"scheduler {run['scheduler']}: {100 * run['gpu_utilization']:.2f}% "
+                      f"overall, mean JCT {run['mean_jct']:.2f} s")
+    ax.set_xlim(left=0)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("time (s; axis from 0)")
+    ax.set_ylabel("GPU utilization between events (%)")
+    ax.grid(alpha=0.3)
+    fig.suptitle("A small shared cluster with no scheduler and with Crux", fontsize=11)
+    ax.set_title(held, fontsize=8, loc="left", color="#444444", wrap=True)
+    fig.legend(loc="outside lower center", ncol=1, fontsize=8, frameon=False)
+    return fig
+
+
+def cluster_section(demo: dict):
+    """The demo's shared cluster (``cluster``): utilization per scheduler, and its table."""
+    c = demo.get("cluster")
+    if not c:
+        return None
+    fab = c["fabric"]
+    held = (f"Held fixed: hpn7 with {fab['segments']} segments x {fab['hosts_per_segment']} "
+            f"hosts ({fab['gpus']} GPUs), {fab['tor_uplinks']} uplink per ToR; jobs "
+            + ", ".join(f"{j['name']} ({j['gpus']} GPUs, {j['iterations']} it.)"
+                        for j in c["jobs"])
+            + "; ECMP; placements given (each job spans both segments).")
+    table = Table(["scheduler", "GPU utilization", "mean JCT", "mean slowdown", "makespan"],
+                  [[r["scheduler"], f"{100 * r['gpu_utilization']:.2f}%",
+                    format_time(r["mean_jct"]), f"{r['mean_slowdown']:.3f}x",
+                    format_time(r["makespan"])] for r in c["runs"]],
+                  "Utilization: computation finished over cluster GPUs x makespan (Crux's "
+                  "metric).")
+    return ("cluster", "A small shared cluster, with and without Crux", [
+        Figure(cluster_figure(c, held), "cluster_utilization",
+               "Between events the set of running jobs is fixed; their contention on the "
+               "ToR uplinks is what the scheduler orders."), table])

@@ -1,12 +1,17 @@
-"""Training through faults: the throughput timeline as a table and as a figure."""
+"""Training through faults: the throughput timeline as a table and as a figure (``hpnsim
+train`` with faults, the failure study), and the demo's link failure (figure and section)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.section import Figure, Table
+from hpnsim.report.style import FABRIC_COLORS
+from hpnsim.units import format_time
 
-__all__ = ["plot_failure_study", "plot_throughput_timeline", "print_fault_timeline",
+__all__ = ["failure_figure", "failure_section", "plot_failure_study",
+           "plot_throughput_timeline", "print_fault_timeline", "throughput_steps",
            "timeline_table"]
 
 
@@ -21,9 +26,9 @@ def timeline_table(job):
     >>> timeline_table(j).row_count
     1
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
-    table = Table(title=f"{job.name}: throughput through faults")
+    table = RichTable(title=f"{job.name}: throughput through faults")
     for name in ("attempt", "iteration", "start (s)", "end (s)", "time (s)", "samples/s",
                  "of nominal"):
         table.add_column(name, justify="right")
@@ -142,3 +147,56 @@ def plot_failure_study(panels: dict, path: str | Path, title: str = "", dpi: int
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return save(fig, path, dpi)
+
+
+def failure_figure(failure: dict, held: str):
+    """Samples/s per iteration against time through the demo's link failure, one line per
+    ToR design; the fault window shaded red; both axes from zero; legend below the axes.
+
+    >>> t = [{"start": k * 1.0, "end": k + 1.0, "samples_per_s": 8.0} for k in range(3)]
+    >>> f = {"fault": "link:gpu1.port0@1s+1s", "fault_start": 1.0, "fault_duration": 1.0,
+    ...      "designs": [{"design": "single ToR", "timeline": t, "time_lost": 0.5}]}
+    >>> fig = failure_figure(f, "held")
+    >>> [float(v) for v in fig.axes[0].get_xlim()[:1] + fig.axes[0].get_ylim()[:1]]
+    [0.0, 0.0]
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
+    start, duration = failure["fault_start"], failure["fault_duration"]
+    ax.axvspan(start, start + duration, color="red", alpha=0.12, lw=0,
+               label=f"link down ({failure['fault']})")
+    for i, d in enumerate(failure["designs"]):
+        xs, ys = throughput_steps(d["timeline"])
+        ax.plot(xs, ys, lw=1.6, color=FABRIC_COLORS[i],
+                label=f"{d['design']}: {d['time_lost']:.2f} s lost against no fault")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("time (s; axis from 0)")
+    ax.set_ylabel("samples/s of each iteration (axis from 0)")
+    ax.grid(alpha=0.3)
+    fig.suptitle("One access link fails and is repaired: single ToR vs non-stacked dual ToR",
+                 fontsize=11)
+    ax.set_title(held, fontsize=8, loc="left", color="#444444", wrap=True)
+    fig.legend(loc="outside lower center", ncol=1, fontsize=8, frameon=False)
+    return fig
+
+
+def failure_section(demo: dict):
+    """The demo's link failure (``failure``): throughput per ToR design, and its table."""
+    f = demo.get("failure")
+    if not f:
+        return None
+    held = (f"Held fixed: {f['model']} TP{f['tp']} x DP{f['dp']} on {f['gpus']} GPUs (one HPN "
+            f"segment), GPU {str(demo['config'].get('gpu', '')).upper()}, {f['iterations']} "
+            f"iterations, fault {f['fault']}. Single ToR: ECMP; dual ToR: dual-plane "
+            "routing. Bound by the surviving port (dual ToR) or by the repair (single ToR).")
+    table = Table(["ToR design", "routing", "nominal samples/s", "worst samples/s",
+                   "time lost", "restarts"],
+                  [[d["design"], d["routing"], f"{d['nominal_samples_per_s']:.1f}",
+                    f"{d['worst_samples_per_s']:.1f}", format_time(d["time_lost"]),
+                    str(len(d["restarts"]))] for d in f["designs"]],
+                  "time lost = finish - iterations x the fault-free iteration time.")
+    return ("failure", "One access link fails", [
+        Figure(failure_figure(f, held), "failure_timeline",
+               "Single ToR: the NIC's only ToR is gone, the job stalls until the repair. "
+               "Dual ToR: the other port carries on at half the NIC bandwidth."), table])

@@ -12,9 +12,11 @@ import base64
 import html
 from pathlib import Path
 
-from hpnsim.report.report_figures import save_figure
-from hpnsim.report.report_input import load_results
-from hpnsim.report.report_sections import Figure, Table, run_sections
+from hpnsim.report.demo import demo_sections
+from hpnsim.report.inputs import load_results
+from hpnsim.report.scenario import run_sections
+from hpnsim.report.section import Figure, Table
+from hpnsim.report.style import save_figure
 
 #: nothing external, no script: the page is a document, and stays one when mailed around
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -33,7 +35,7 @@ figcaption, caption { color: #555; font-size: 0.85em; caption-side: bottom; text
 
 
 def table_html(table: Table) -> str:
-    """A :class:`~hpnsim.report.report_sections.Table` as HTML, every cell escaped.
+    """A :class:`~hpnsim.report.section.Table` as HTML, every cell escaped.
 
     >>> print(table_html(Table(["job"], [["<b>x</b>"]])).split("<tbody>")[1])
     <tr><td>&lt;b&gt;x&lt;/b&gt;</td></tr></tbody></table></div>
@@ -109,9 +111,7 @@ def write_report(folder: str | Path, out: str | Path | None = None, svg: bool = 
                 f"{scenario.get('routing', 'ecmp')}, seed {scenario.get('seed', 0)}; "
                 f"read from {folder / 'results.json'}; hpnsim {__version__}.")
     else:
-        from hpnsim.report.demo_sections import demo_report_sections
-
-        sections = demo_report_sections(data)
+        sections = demo_sections(data)
         title = ("hpnsim demo: HPN 7.0 against a 3-tier Clos (DCN+): cost, collectives, "
                  "training, a failure, a shared cluster")
         meta = (f"hpnsim demo, seed {data['config'].get('seed', 0)}; read from "

@@ -1,9 +1,18 @@
-"""Tables of a scenario run (``hpnsim run``): one row per job, an nccl-tests-style table per
-collective, the fabric table of a fabric report, then the notes."""
+"""A scenario run (``hpnsim run``): one row per job, an nccl-tests-style table per
+collective, the fabric table of a fabric report, the notes; and every section of its HTML
+report (``results.json``), in reading order."""
 
 from __future__ import annotations
 
+from hpnsim.report.collective import collective_sections
+from hpnsim.report.fabric import fabric_section, fabric_table
+from hpnsim.report.iteration import job_sections
+from hpnsim.report.section import Table
+from hpnsim.report.style import EXPOSED
+from hpnsim.report.text import collective_table
 from hpnsim.units import format_time
+
+__all__ = ["collective_text", "print_run", "run_sections", "run_table"]
 
 
 def run_table(result):
@@ -19,11 +28,11 @@ def run_table(result):
     >>> [c.header for c in run_table(r).columns][:4]
     ['job', 'GPUs', 'arrival', 'iters']
     """
-    from rich.table import Table
+    from rich.table import Table as RichTable
 
     rows = result.rows()
-    exposed = [k for k in ("tp", "pp", "dp", "ep") if any(r[f"exposed_{k}"] for r in rows)]
-    table = Table(title=f"{len(rows)} job(s) on {result.fabric['template']} "
+    exposed = [k for k in EXPOSED if any(r[f"exposed_{k}"] for r in rows)]
+    table = RichTable(title=f"{len(rows)} job(s) on {result.fabric['template']} "
                         f"({result.fabric['gpus']:,} GPUs), makespan "
                         f"{format_time(result.makespan)}")
     columns = ["job", "GPUs", "arrival", "iters", "iteration", "alone", "slowdown",
@@ -56,8 +65,6 @@ def collective_text(result) -> str:
     >>> collective_text(r).splitlines()[0]
     '# ar: allreduce on 16 GPUs of fat_tree (16 GPUs), routing ecmp, seed 0'
     """
-    from hpnsim.report.text import collective_table
-
     blocks = []
     specs = result.scenario.get("collectives", [])
     for i, run in enumerate(result.collectives):
@@ -79,9 +86,17 @@ def print_run(result, console) -> None:
         console.print(collective_text(result), markup=False, highlight=False,
                       soft_wrap=True)
     if result.fabric_report is not None:
-        from hpnsim.report.tables import fabric_table
-
         console.print(fabric_table([result.fabric_report],
                                    f"fabric {result.fabric['template']}"))
     for note in result.notes:
         console.print(f"note: {note}")
+
+
+def run_sections(run: dict) -> list:
+    """Every section a ``results.json`` has data for, in reading order."""
+    sections = [fabric_section([run["fabric_report"]] if run.get("fabric_report") else [],
+                               run.get("fabric"))]
+    sections += job_sections(run) + collective_sections(run)
+    if run.get("notes"):
+        sections.append(("notes", "Notes", [Table(["note"], [[str(n)] for n in run["notes"]])]))
+    return [s for s in sections if s]

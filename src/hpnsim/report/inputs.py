@@ -12,13 +12,6 @@ from hpnsim.errors import InputError
 RUN_KEYS = frozenset({"scenario", "fabric", "jobs", "collectives", "makespan"})
 #: keys every ``DemoResult.to_dict()`` has (``demo.json``)
 DEMO_KEYS = frozenset({"config", "fabrics", "allreduce", "training"})
-#: what a reader calls each kind of link, from the node kinds at its ends (``Fabric.node_name``
-#: leaves: ``gpu-r0``, ``nvswitch``, ``nic-r0``, ``tor-r0-p1``, ``agg-p0-3``, ``core-2``)
-_LINK_KINDS = {frozenset({"gpu", "nvswitch"}): "NVLink (in host)",
-               frozenset({"gpu", "nic"}): "PCIe (in host)",
-               frozenset({"nic", "tor"}): "NIC-ToR link",
-               frozenset({"tor", "agg"}): "ToR uplink",
-               frozenset({"agg", "core"}): "core link"}
 
 
 def load_results(folder: str | Path) -> tuple[str, dict]:
@@ -60,18 +53,3 @@ def load_results(folder: str | Path) -> tuple[str, dict]:
         return kind, data
     raise InputError("DIR", f"{folder} holds neither results.json (`hpnsim run --out DIR`) "
                             "nor demo.json (`hpnsim demo --out DIR`)")
-
-
-def link_kind(link_name: str | None) -> str:
-    """What a reader calls a link named by ``Fabric.link_name`` (``""`` when unknown).
-
-    >>> link_kind("pod0/seg0/host0/gpu-r0->pod0/seg0/host0/nvswitch")
-    'NVLink (in host)'
-    >>> link_kind("pod0/seg1/tor-r3-p0->pod0/agg-p0-7"), link_kind(None)
-    ('ToR uplink', '')
-    """
-    if not link_name or "->" not in link_name:
-        return ""
-    ends = [side.split("[")[0].rsplit("/", 1)[-1].split("-")[0]
-            for side in link_name.split("->", 1)]
-    return _LINK_KINDS.get(frozenset(ends), "")

@@ -1,33 +1,30 @@
-"""The demo's figures: all-reduce bus bandwidth per fabric and routing, iteration breakdown."""
+"""Collectives: bus bandwidth by fabric and routing (bars, one panel per host generation)
+and against message size (lines); the demo's all-reduce table; the sections of a run's
+collectives and of the demo's sizes."""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from hpnsim.report.canvas import pyplot, save
-from hpnsim.report.faults import throughput_steps
+from hpnsim.report.section import Figure, Table
+from hpnsim.report.style import (
+    FABRIC_NAMES,
+    LINK_WORDS,
+    NVLINK_HATCH,
+    fabric_colors,
+    gpu_label,
+    link_kind,
+    plain,
+    run_nvlink,
+    size_label,
+)
+from hpnsim.units import format_time
 
-#: the parts of an iteration in the order they stack (keys of IterationResult)
-ITERATION_PARTS = ("compute", "tp", "pp", "dp", "ep", "bubble", "optimizer")
-#: what a reader should call each template
-FABRIC_NAMES = {"hpn7": "HPN 7.0 (2-tier, dual-plane)", "dcn_plus": "DCN+ (3-tier Clos)"}
-_FABRIC_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b")
-#: busiest-link kinds as a reader knows them (LinkKind names, lower case)
-LINK_WORDS = {"nvlink": "NVLink (in host)", "pcie": "PCIe (in host)",
-               "access": "NIC-ToR link", "uplink": "ToR uplink", "core": "core link"}
-#: hatch of bars whose busiest link is NVLink: the network is not what limits them
-NVLINK_HATCH = "///"
-
-
-def fabric_colors(fabrics) -> dict[str, str]:
-    """One colour per fabric, in order of first appearance.
-
-    >>> fabric_colors(["hpn7", "dcn_plus", "hpn7"])
-    {'hpn7': '#1f77b4', 'dcn_plus': '#d62728'}
-    """
-    names = list(dict.fromkeys(fabrics))
-    return {f: _FABRIC_COLORS[i % len(_FABRIC_COLORS)] for i, f in enumerate(names)}
+__all__ = ["allreduce_table", "busbw_by_size_figure", "busbw_figure", "busbw_size_figure",
+           "collective_sections", "generations_busbw_figure", "plot_busbw", "size_section"]
 
 
 def _bar_note(row: dict, short: bool = False) -> str:
@@ -184,93 +181,43 @@ def generations_busbw_figure(rows: list[dict], title: str, panels: dict[str, str
     return fig
 
 
-def plot_iteration_breakdown(rows: list[dict], path: str | Path, title: str = "") -> Path:
-    """Stacked bars of one iteration's time split (compute, exposed comm, bubble, optimizer).
+def busbw_size_figure(curves: list[dict], title: str, held: str):
+    """Bus bandwidth (GB/s, from 0) against message size (log 2 axis), one line a curve.
 
-    ``rows`` are :meth:`IterationResult.to_dict` outputs with a ``fabric`` key added.
-
-    >>> import tempfile, os
-    >>> row = {"fabric": "hpn7", "compute_time": 1.0, "bubble": 0.2, "optimizer_time": 0.01,
-    ...        "exposed_comm": {"tp": 0.3, "pp": 0.1, "dp": 0.05, "ep": 0.0}}
-    >>> out = os.path.join(tempfile.mkdtemp(), "it.png")
-    >>> plot_iteration_breakdown([row], out).exists()
-    True
-    """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 0.7 * len(rows) + 2.0))
-    left = [0.0] * len(rows)
-    labels = [r["fabric"] for r in rows]
-    for part in ITERATION_PARTS:
-        values = [_part_time(r, part) for r in rows]
-        if not any(values):
-            continue
-        ax.barh(labels, values, left=left, label=part)
-        left = [a + b for a, b in zip(left, values, strict=True)]
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds per iteration")
-    ax.set_title(title)
-    ax.legend(ncol=7, fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3),
-              frameon=False)
-    fig.tight_layout()
-    return save(fig, path, dpi=120)
-
-
-def _part_time(row: dict, part: str) -> float:
-    if part == "compute":
-        return float(row["compute_time"])
-    if part == "bubble":
-        return float(row["bubble"])
-    if part == "optimizer":
-        return float(row["optimizer_time"])
-    return float(row["exposed_comm"].get(part, 0.0))
-
-
-def allreduce_subtitle(config: dict, rows: list[dict]) -> str:
-    """What the demo's all-reduce bars share (GPU, NVLink, NIC, algorithm) and what bounds them.
+    ``curves`` hold ``label``, ``sizes`` (bytes), ``busbw`` (GB/s) and ``bound`` (what bounds
+    the largest size: its busiest link and how busy), written at the line's end and in the
+    legend, which sits below the axes.
 
     Examples
     --------
-    >>> cfg = {"allreduce_gpus": 16, "allreduce_size": 2**30, "allreduce_algo": "ring",
-    ...        "gpu": "h800", "hosts": {"hpn7": {"nvlink_bandwidth": 4e11,
-    ...                                          "nic_bandwidth": 5e10}}}
-    >>> print(allreduce_subtitle(cfg, [{"bottleneck_kind": "nvlink", "protocol": "ll128"}]))
-    Held fixed: the same 16 GPUs (H800, NVLink 400 GB/s, NIC 400 Gb/s per GPU), ring (LL128).
-    1 of 1 bars are NVLink-bound (hatched): their limit is inside the host, where routing has no say.
+    >>> c = [{"label": "ar", "sizes": [2**20, 2**21], "busbw": [10.0, 20.0], "bound": "NVLink"}]
+    >>> fig = busbw_size_figure(c, "t", "held")
+    >>> float(fig.axes[0].get_ylim()[0]), fig.axes[0].get_xscale()
+    (0.0, 'log')
     """
-    hosts = {(h["nvlink_bandwidth"], h["nic_bandwidth"])
-             for h in config.get("hosts", {}).values()}
-    gpu = str(config.get("gpu", "")).upper()
-    if len(hosts) == 1:
-        nvlink, nic = hosts.pop()
-        gpu += f"{', ' if gpu else ''}NVLink {nvlink / 1e9:g} GB/s, NIC {8 * nic / 1e9:g} Gb/s per GPU"
-    protocols = {str(r.get("protocol", "")).upper() for r in rows} - {""}
-    algo = config["allreduce_algo"] + (f" ({protocols.pop()})" if len(protocols) == 1 else "")
-    held = f"the same {config['allreduce_gpus']:,} GPUs" + (f" ({gpu})" if gpu else "")
-    bound = sum(r.get("bottleneck_kind") == "nvlink" for r in rows)
-    text = (f"Held fixed: {held}, {algo}.\n{bound} of {len(rows)} bars are NVLink-bound "
-            "(hatched): their limit is inside the host, where routing has no say.")
-    if any(r.get("routing") == "spray" for r in rows):
-        text += ("\n(ideal) = per-packet spraying, no hash collisions: a reference, not a "
-                 "deployed policy.")
-    return text
-
-
-def demo_figures(result, out: str | Path) -> list[Path]:
-    """Write the demo's figures into directory ``out``; returns their paths.
-
-    ``result`` is a :class:`~hpnsim.demo.pipeline.DemoResult`: ``allreduce_busbw.png`` from its
-    all-reduce rows, ``iteration_breakdown.png`` from its training rows.
-    """
-    out = Path(out)
-    cfg = result.config
-    return [
-        plot_busbw(result.allreduce, out / "allreduce_busbw.png",
-                   f"{cfg['allreduce_size'] / 2**30:g} GiB all-reduce over "
-                   f"{cfg['allreduce_gpus']:,} GPUs: bus bandwidth by fabric and routing",
-                   allreduce_subtitle(cfg, result.allreduce)),
-        plot_iteration_breakdown(result.training, out / "iteration_breakdown.png",
-                                 f"{cfg['model']} TP{cfg['tp']} PP{cfg['pp']} DP{cfg['dp']}"),
-    ]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4.8), layout="constrained")
+    sizes = sorted({s for c in curves for s in c["sizes"]})
+    for i, c in enumerate(curves):
+        label = plain(c["label"]) + (f" (largest size: {c['bound']})" if c.get("bound") else "")
+        ax.plot(c["sizes"], c["busbw"], marker="o", ms=4, color=f"C{i}", label=label)
+        ax.annotate(f"{c['busbw'][-1]:.1f}", (c["sizes"][-1], c["busbw"][-1]),
+                    textcoords="offset points", xytext=(6, 0), va="center", fontsize=8,
+                    color=f"C{i}")
+    ax.set_xscale("log", base=2)
+    step = -(-len(sizes) // 8)   # at most 8 labels: they must not run together
+    ax.set_xticks(sizes[::step], [size_label(s) for s in sizes[::step]])
+    ax.minorticks_off()
+    if sizes:
+        ax.set_xlim(sizes[0] / 1.4, sizes[-1] * 2.2)   # room for the last value
+    ax.set_ylim(0, 1.12 * max((max(c["busbw"]) for c in curves), default=1.0))
+    ax.set_xlabel("message size (log scale: sizes double)")
+    ax.set_ylabel("bus bandwidth (GB/s, nccl-tests; axis from 0)")
+    ax.grid(alpha=0.3)
+    fig.suptitle(plain(title), fontsize=11)
+    ax.set_title(textwrap.fill(plain(held), 120), fontsize=8, loc="left", color="#444444")
+    fig.legend(loc="outside lower center", ncol=1, fontsize=8, frameon=False)
+    return fig
 
 
 def busbw_by_size_figure(rows: list[dict], held: str):
@@ -284,8 +231,6 @@ def busbw_by_size_figure(rows: list[dict], held: str):
     >>> float(fig.axes[0].get_ylim()[0]), len(fig.axes[0].lines)
     (0.0, 2)
     """
-    from hpnsim.report.report_figures import busbw_size_figure
-
     curves = []
     gens = len({r.get("host_gpu") for r in rows})
     for key in dict.fromkeys((r["fabric"], r["routing"], r.get("host_gpu")) for r in rows):
@@ -312,64 +257,71 @@ def busbw_by_size_figure(rows: list[dict], held: str):
     return fig
 
 
-def failure_figure(failure: dict, held: str):
-    """Samples/s per iteration against time through the demo's link failure, one line per
-    ToR design; the fault window shaded red; both axes from zero; legend below the axes.
+def allreduce_table(rows: list[dict[str, Any]], title: str):
+    """The demo's all-reduce rows: time, bus bandwidth, collisions and the bottleneck kind."""
+    from rich.table import Table as RichTable
 
-    >>> t = [{"start": k * 1.0, "end": k + 1.0, "samples_per_s": 8.0} for k in range(3)]
-    >>> f = {"fault": "link:gpu1.port0@1s+1s", "fault_start": 1.0, "fault_duration": 1.0,
-    ...      "designs": [{"design": "single ToR", "timeline": t, "time_lost": 0.5}]}
-    >>> fig = failure_figure(f, "held")
-    >>> [float(v) for v in fig.axes[0].get_xlim()[:1] + fig.axes[0].get_ylim()[:1]]
-    [0.0, 0.0]
-    """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
-    start, duration = failure["fault_start"], failure["fault_duration"]
-    ax.axvspan(start, start + duration, color="red", alpha=0.12, lw=0,
-               label=f"link down ({failure['fault']})")
-    for i, d in enumerate(failure["designs"]):
-        xs, ys = throughput_steps(d["timeline"])
-        ax.plot(xs, ys, lw=1.6, color=_FABRIC_COLORS[i],
-                label=f"{d['design']}: {d['time_lost']:.2f} s lost against no fault")
-    ax.set_xlim(left=0)
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("time (s; axis from 0)")
-    ax.set_ylabel("samples/s of each iteration (axis from 0)")
-    ax.grid(alpha=0.3)
-    fig.suptitle("One access link fails and is repaired: single ToR vs non-stacked dual ToR",
-                 fontsize=11)
-    ax.set_title(held, fontsize=8, loc="left", color="#444444", wrap=True)
-    fig.legend(loc="outside lower center", ncol=1, fontsize=8, frameon=False)
-    return fig
+    table = RichTable(title=title)
+    for column in ("fabric", "routing", "time", "busbw GB/s", "hash collisions",
+                   "max flows on a link", "bottleneck (busy)"):
+        table.add_column(column, justify="left" if column in ("fabric", "routing") else "right")
+    for r in rows:
+        table.add_row(r["fabric"], r["routing"], format_time(r["time"]), f"{r['busbw']:.1f}",
+                      f"{r['hash_collisions']}", f"{r['max_link_flows']:.2g}",
+                      f"{r['bottleneck_kind']} {100 * r['bottleneck_utilization']:.0f}%")
+    return table
 
 
-def cluster_figure(cluster: dict, held: str):
-    """Cluster GPU utilization between events over time, one step line per scheduler (its
-    overall utilization and mean JCT in the legend); axes from zero, legend below.
+def collective_sections(run: dict) -> list:
+    """Bus bandwidth against message size, one curve per collective, and their table."""
+    runs = [c for c in run.get("collectives", []) if c.get("per_size")]
+    if not runs:
+        return []
+    fabric = run.get("fabric", {})
+    curves, rows, algos, routings = [], [], set(), set()
+    for c in runs:
+        sizes = sorted(c["per_size"], key=lambda r: r["size"])
+        last = sizes[-1]
+        bound = link_kind(last.get("bottleneck"))
+        if bound and last.get("bottleneck_utilization") is not None:
+            bound += f" {100 * last['bottleneck_utilization']:.0f}% busy"
+        curves.append({"label": f"{c['name']}: {c['op']} on {c['n_gpus']:,} GPUs",
+                       "sizes": [r["size"] for r in sizes], "busbw": [r["busbw"] for r in sizes],
+                       "bound": f"busiest link {bound}" if bound else ""})
+        algos |= {f"{r['algo']}/{r['protocol']}" for r in sizes}
+        routings |= {r["routing"] for r in sizes}
+        for r in sizes:
+            rows.append([c["name"], r["op"], f"{r['n_gpus']:,}", f"{r['size']:,.0f}",
+                         f"{r['time_us']:,.1f}", f"{r['algbw']:.2f}", f"{r['busbw']:.2f}",
+                         r["algo"], r["protocol"], str(r.get("hash_collisions", "-")),
+                         link_kind(r.get("bottleneck")) or str(r.get("bottleneck") or "-")])
+    held = (f"Held fixed: fabric {fabric.get('template', '')} ({fabric.get('gpus', 0):,} "
+            f"GPUs), {run_nvlink(run) or 'NVLink: the template default'}, routing "
+            f"{', '.join(sorted(routings))}; algorithm/protocol per size: "
+            f"{', '.join(sorted(algos))}. Each size runs alone on an idle fabric.")
+    fig = busbw_size_figure(curves, "Bus bandwidth against message size", held)
+    table = Table(["collective", "op", "GPUs", "size (B)", "time (us)", "algbw (GB/s)",
+                   "busbw (GB/s)", "algo", "proto", "hash collisions", "busiest link"], rows)
+    return [("collectives", "Collectives", [Figure(
+        fig, "collective_busbw", "Small sizes are latency-bound; large sizes approach the "
+        "bandwidth of the busiest link named in the legend."), table])]
 
-    >>> run = {"scheduler": "none", "gpu_utilization": 0.4, "mean_jct": 3.0,
-    ...        "timeline": [{"start": 0.0, "end": 1.0, "utilization": 0.4}]}
-    >>> fig = cluster_figure({"runs": [run]}, "held")
-    >>> float(fig.axes[0].get_ylim()[0])
-    0.0
-    """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
-    for i, run in enumerate(cluster["runs"]):
-        xs, ys = [], []
-        for seg in run["timeline"]:
-            xs += [seg["start"], seg["end"]]
-            ys += [100 * seg["utilization"]] * 2
-        ax.plot(xs, ys, lw=1.6, color=_FABRIC_COLORS[i], ls="-" if i == 0 else "--",
-                label=f"scheduler {run['scheduler']}: {100 * run['gpu_utilization']:.2f}% "
-                      f"overall, mean JCT {run['mean_jct']:.2f} s")
-    ax.set_xlim(left=0)
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("time (s; axis from 0)")
-    ax.set_ylabel("GPU utilization between events (%)")
-    ax.grid(alpha=0.3)
-    fig.suptitle("A small shared cluster with no scheduler and with Crux", fontsize=11)
-    ax.set_title(held, fontsize=8, loc="left", color="#444444", wrap=True)
-    fig.legend(loc="outside lower center", ncol=1, fontsize=8, frameon=False)
-    return fig
+
+def size_section(demo: dict):
+    """The demo's all-reduce bus bandwidth against message size (``busbw_by_size``)."""
+    rows = demo.get("busbw_by_size") or []
+    if not rows:
+        return None
+    cfg = demo["config"]
+    held = (f"Held fixed: the same {cfg['allreduce_gpus']:,} GPUs on each fabric, "
+            f"{gpu_label(cfg)}, {cfg['allreduce_algo']} all-reduce; each size alone on an idle "
+            "fabric.")
+    table = Table(["fabric", "routing", "size (B)", "time", "busbw (GB/s)", "hash collisions",
+                   "busiest link kind"],
+                  [[r["fabric"], r["routing"], f"{r['size']:,.0f}", format_time(r["time"]),
+                    f"{r['busbw']:.1f}", str(r["hash_collisions"]), r["bottleneck_kind"]]
+                   for r in rows])
+    return ("sizes", "All-reduce bus bandwidth by message size", [
+        Figure(busbw_by_size_figure(rows, held), "busbw_by_size",
+               "Small messages are latency-bound; large ones reach the bandwidth of the "
+               "busiest link, named per point in the table."), table])

@@ -1,19 +1,73 @@
-"""The demo's later parts in the HTML report and on the terminal: busbw by size, linearity,
-the link failure and the shared cluster (``demo.json`` keys ``busbw_by_size``, ``scaling``,
-``failure``, ``cluster``; a demo.json without them renders without these sections)."""
+"""The demo (``hpnsim demo``) on the terminal and in the HTML report (``demo.json``).
+
+Its sections, in reading order: both fabrics' bill of materials, the all-reduce by host
+generation and routing (with what decides it, :func:`allreduce_verdicts`), the iteration
+per fabric, then the later parts when ``demo.json`` has them (bus bandwidth by size,
+linearity, the link failure, the shared cluster). Each subject's section comes from its
+module (:mod:`~hpnsim.report.fabric`, :mod:`~hpnsim.report.collective`,
+:mod:`~hpnsim.report.iteration`, :mod:`~hpnsim.report.scaling`,
+:mod:`~hpnsim.report.faults`, :mod:`~hpnsim.report.cluster`); the all-reduce's comparison
+of HPN 7.0 and DCN+ is the demo's own.
+"""
 
 from __future__ import annotations
 
+from hpnsim.report.cluster import cluster_section
+from hpnsim.report.collective import (
+    allreduce_table,
+    busbw_figure,
+    generations_busbw_figure,
+    size_section,
+)
+from hpnsim.report.fabric import fabric_section, fabric_table
+from hpnsim.report.faults import failure_section
+from hpnsim.report.iteration import demo_iteration_section, training_table
+from hpnsim.report.scaling import scaling_section
+from hpnsim.report.section import Figure, Table
+from hpnsim.report.style import LINK_WORDS
 from hpnsim.units import format_time
 
+__all__ = ["allreduce_section", "allreduce_subtitle", "allreduce_verdicts", "demo_sections",
+           "print_demo", "print_demo_extras", "print_takeaways"]
 
-def _gpu(cfg: dict) -> str:
-    hosts = {(h["nvlink_bandwidth"], h["nic_bandwidth"]) for h in cfg.get("hosts", {}).values()}
-    gpu = str(cfg.get("gpu", "")).upper()
+
+def demo_sections(demo: dict) -> list:
+    """Every section of the demo's report that ``demo`` (``demo.json``) has data for, in
+    reading order."""
+    sections = (fabric_section(demo["fabrics"]), allreduce_section(demo),
+                demo_iteration_section(demo), size_section(demo), scaling_section(demo),
+                failure_section(demo), cluster_section(demo))
+    return [s for s in sections if s]
+
+
+def allreduce_subtitle(config: dict, rows: list[dict]) -> str:
+    """What the demo's all-reduce bars share (GPU, NVLink, NIC, algorithm) and what bounds them.
+
+    Examples
+    --------
+    >>> cfg = {"allreduce_gpus": 16, "allreduce_size": 2**30, "allreduce_algo": "ring",
+    ...        "gpu": "h800", "hosts": {"hpn7": {"nvlink_bandwidth": 4e11,
+    ...                                          "nic_bandwidth": 5e10}}}
+    >>> print(allreduce_subtitle(cfg, [{"bottleneck_kind": "nvlink", "protocol": "ll128"}]))
+    Held fixed: the same 16 GPUs (H800, NVLink 400 GB/s, NIC 400 Gb/s per GPU), ring (LL128).
+    1 of 1 bars are NVLink-bound (hatched): their limit is inside the host, where routing has no say.
+    """
+    hosts = {(h["nvlink_bandwidth"], h["nic_bandwidth"])
+             for h in config.get("hosts", {}).values()}
+    gpu = str(config.get("gpu", "")).upper()
     if len(hosts) == 1:
         nvlink, nic = hosts.pop()
-        gpu += f" (NVLink {nvlink / 1e9:g} GB/s, NIC {8 * nic / 1e9:g} Gb/s per GPU)"
-    return gpu
+        gpu += f"{', ' if gpu else ''}NVLink {nvlink / 1e9:g} GB/s, NIC {8 * nic / 1e9:g} Gb/s per GPU"
+    protocols = {str(r.get("protocol", "")).upper() for r in rows} - {""}
+    algo = config["allreduce_algo"] + (f" ({protocols.pop()})" if len(protocols) == 1 else "")
+    held = f"the same {config['allreduce_gpus']:,} GPUs" + (f" ({gpu})" if gpu else "")
+    bound = sum(r.get("bottleneck_kind") == "nvlink" for r in rows)
+    text = (f"Held fixed: {held}, {algo}.\n{bound} of {len(rows)} bars are NVLink-bound "
+            "(hatched): their limit is inside the host, where routing has no say.")
+    if any(r.get("routing") == "spray" for r in rows):
+        text += ("\n(ideal) = per-packet spraying, no hash collisions: a reference, not a "
+                 "deployed policy.")
+    return text
 
 
 def _find(rows: list[dict], gpu, fabric: str, routing: str) -> dict | None:
@@ -22,8 +76,6 @@ def _find(rows: list[dict], gpu, fabric: str, routing: str) -> dict | None:
 
 
 def _link(row: dict) -> str:
-    from hpnsim.report.figures import LINK_WORDS
-
     kind = row.get("bottleneck_kind") or "-"
     word = LINK_WORDS.get(kind, kind).replace(" (in host)", "")
     return f"{word} {100 * row['bottleneck_utilization']:.0f}% busy"
@@ -107,9 +159,6 @@ def allreduce_verdicts(demo: dict) -> dict:
 
 def allreduce_section(demo: dict):
     """The all-reduce by fabric and routing, one panel per host generation, its table."""
-    from hpnsim.report.figures import allreduce_subtitle, busbw_figure, generations_busbw_figure
-    from hpnsim.report.report_sections import Figure, Table
-
     rows = demo.get("allreduce") or []
     if not rows:
         return None
@@ -138,116 +187,28 @@ def allreduce_section(demo: dict):
                "and ring in both panels; only the hosts' NVLink differs."), table])
 
 
-def size_section(demo: dict):
-    from hpnsim.report.figures import busbw_by_size_figure
-    from hpnsim.report.report_sections import Figure, Table
+def print_demo(result, console) -> None:
+    """The demo's three tables (fabrics, all-reduce, training) and the bottleneck links."""
+    cfg = result.config
+    # every fabric's rows: DCN+ has a core tier and single-mode optics that HPN lacks
+    console.print(fabric_table(result.fabrics, f"1. A {cfg['pod_gpus']:,}-GPU fabric: HPN 7.0 "
+                                               "vs DCN+ (3-tier Clos)"))
 
-    rows = demo.get("busbw_by_size") or []
-    if not rows:
-        return None
-    cfg = demo["config"]
-    held = (f"Held fixed: the same {cfg['allreduce_gpus']:,} GPUs on each fabric, "
-            f"{_gpu(cfg)}, {cfg['allreduce_algo']} all-reduce; each size alone on an idle "
-            "fabric.")
-    table = Table(["fabric", "routing", "size (B)", "time", "busbw (GB/s)", "hash collisions",
-                   "busiest link kind"],
-                  [[r["fabric"], r["routing"], f"{r['size']:,.0f}", format_time(r["time"]),
-                    f"{r['busbw']:.1f}", str(r["hash_collisions"]), r["bottleneck_kind"]]
-                   for r in rows])
-    return ("sizes", "All-reduce bus bandwidth by message size", [
-        Figure(busbw_by_size_figure(rows, held), "busbw_by_size",
-               "Small messages are latency-bound; large ones reach the bandwidth of the "
-               "busiest link, named per point in the table."), table])
-
-
-def scaling_section(demo: dict):
-    from hpnsim.report.plots import linearity_figure
-    from hpnsim.report.report_sections import Figure, Table
-    from hpnsim.training.scaling import ScalingPoint, ScalingResult
-
-    s = demo.get("scaling")
-    if not s:
-        return None
-    result = ScalingResult(s["model"], s["tp"], s["pp"], s["micro_batches"],
-                           [ScalingPoint(**p) for p in s["points"]])
-    table = Table(["fabric", "routing", "GPUs", "DP", "iteration", "exposed DP",
-                   "tokens/s", "MFU", "linearity"],
-                  [[p["fabric"], p["routing"], f"{p['gpus']:,}", str(p["dp"]),
-                    format_time(p["iteration_time"]), format_time(p["exposed_dp"]),
-                    f"{p['tokens_per_second']:,.0f}", f"{100 * p['mfu']:.1f}%",
-                    f"{p['linearity']:.4f}"] for p in s["points"]],
-                  f"GPU {_gpu(demo['config'])}; each fabric sized for each job and under its "
-                  "own routing. linearity = throughput / (GPUs / smallest GPUs x throughput "
-                  "at the smallest size).")
-    return ("scaling", f"{s['model']} weak scaling: linearity", [
-        Figure(linearity_figure(result), "linearity",
-               "Work per GPU fixed (TP, PP, micro-batches per pipeline); only DP grows, so "
-               "what is lost is the network's doing."), table])
-
-
-def failure_section(demo: dict):
-    from hpnsim.report.figures import failure_figure
-    from hpnsim.report.report_sections import Figure, Table
-
-    f = demo.get("failure")
-    if not f:
-        return None
-    held = (f"Held fixed: {f['model']} TP{f['tp']} x DP{f['dp']} on {f['gpus']} GPUs (one HPN "
-            f"segment), GPU {str(demo['config'].get('gpu', '')).upper()}, {f['iterations']} "
-            f"iterations, fault {f['fault']}. Single ToR: ECMP; dual ToR: dual-plane "
-            "routing. Bound by the surviving port (dual ToR) or by the repair (single ToR).")
-    table = Table(["ToR design", "routing", "nominal samples/s", "worst samples/s",
-                   "time lost", "restarts"],
-                  [[d["design"], d["routing"], f"{d['nominal_samples_per_s']:.1f}",
-                    f"{d['worst_samples_per_s']:.1f}", format_time(d["time_lost"]),
-                    str(len(d["restarts"]))] for d in f["designs"]],
-                  "time lost = finish - iterations x the fault-free iteration time.")
-    return ("failure", "One access link fails", [
-        Figure(failure_figure(f, held), "failure_timeline",
-               "Single ToR: the NIC's only ToR is gone, the job stalls until the repair. "
-               "Dual ToR: the other port carries on at half the NIC bandwidth."), table])
-
-
-def cluster_section(demo: dict):
-    from hpnsim.report.figures import cluster_figure
-    from hpnsim.report.report_sections import Figure, Table
-
-    c = demo.get("cluster")
-    if not c:
-        return None
-    fab = c["fabric"]
-    held = (f"Held fixed: hpn7 with {fab['segments']} segments x {fab['hosts_per_segment']} "
-            f"hosts ({fab['gpus']} GPUs), {fab['tor_uplinks']} uplink per ToR; jobs "
-            + ", ".join(f"{j['name']} ({j['gpus']} GPUs, {j['iterations']} it.)"
-                        for j in c["jobs"])
-            + "; ECMP; placements given (each job spans both segments).")
-    table = Table(["scheduler", "GPU utilization", "mean JCT", "mean slowdown", "makespan"],
-                  [[r["scheduler"], f"{100 * r['gpu_utilization']:.2f}%",
-                    format_time(r["mean_jct"]), f"{r['mean_slowdown']:.3f}x",
-                    format_time(r["makespan"])] for r in c["runs"]],
-                  "Utilization: computation finished over cluster GPUs x makespan (Crux's "
-                  "metric).")
-    return ("cluster", "A small shared cluster, with and without Crux", [
-        Figure(cluster_figure(c, held), "cluster_utilization",
-               "Between events the set of running jobs is fixed; their contention on the "
-               "ToR uplinks is what the scheduler orders."), table])
-
-
-def demo_report_sections(demo: dict) -> list:
-    """Every section of the demo's report, in reading order: fabrics, the all-reduce by host
-    generation, the iterations, then :func:`demo_extra_sections`."""
-    from hpnsim.report.report_sections import demo_sections
-
-    first, *rest = demo_sections(demo)
-    return [s for s in (first, allreduce_section(demo), *rest) if s] + \
-        demo_extra_sections(demo)
-
-
-def demo_extra_sections(demo: dict) -> list:
-    """The sections of the later parts that ``demo`` has data for."""
-    sections = (size_section(demo), scaling_section(demo), failure_section(demo),
-                cluster_section(demo))
-    return [s for s in sections if s]
+    size = cfg["allreduce_size"] / 2**30
+    for gpu in dict.fromkeys(r.get("host_gpu") for r in result.allreduce):
+        rows = [r for r in result.allreduce if r.get("host_gpu") == gpu]
+        nvlink = rows[0].get("nvlink_bandwidth")
+        hosts = (f", {gpu.upper()} hosts" + (f" (NVLink {nvlink / 1e9:g} GB/s)" if nvlink
+                                             else "")) if gpu else ""
+        console.print(allreduce_table(rows, f"2. {size:g} GiB {cfg['allreduce_algo']} "
+                                            f"all-reduce over {cfg['allreduce_gpus']:,} GPUs"
+                                            f"{hosts}"))
+        for r in rows:
+            console.print(f"  bottleneck {r['fabric']}/{r['routing']}: {r['bottleneck']}",
+                          highlight=False)
+    console.print(training_table(
+        result.training, f"3. One {cfg['model']} iteration, TP {cfg['tp']} x PP {cfg['pp']} x "
+                         f"DP {cfg['dp']} ({cfg['tp'] * cfg['pp'] * cfg['dp']:,} GPUs)"))
 
 
 def print_takeaways(result, console) -> None:
