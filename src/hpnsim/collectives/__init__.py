@@ -27,12 +27,14 @@ from hpnsim.collectives.ops import (
     normalize_algorithm,
     normalize_op,
 )
+from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.collectives.plan import RoutedSchedule, plan_cache, plan_collective
 from hpnsim.collectives.run import CollectiveResult, run_collective
 from hpnsim.collectives.schedule import Schedule, Stage
 
 __all__ = [
-    "ALGORITHMS", "OPS", "PROTOCOL_EFFICIENCY", "CollectiveResult", "CompiledCollective",
+    "ALGORITHMS", "OPS", "PROTOCOL_EFFICIENCY", "CollectiveOptions", "CollectiveResult",
+    "CompiledCollective",
     "GroupShape", "RoutedSchedule", "choose_protocol", "plan_cache", "plan_collective", "hd_time", "model_time", "ring_time", "tree_time",
     "Schedule", "Stage", "alpha_beta_time", "build_schedule", "busbw_factor",
     "choose_algorithm", "compile_collective", "compile_into", "default_channels",

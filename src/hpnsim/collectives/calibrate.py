@@ -22,13 +22,14 @@ The file :func:`write_calibration` writes is YAML: ``nccl:`` (every parameter, a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from hpnsim.collectives.model import GroupShape, auto_candidates, model_time
 from hpnsim.collectives.nccl import BOUNDS, PROTOCOLS, NcclParams, resolve_nccl
 from hpnsim.collectives.ops import normalize_algorithm, normalize_op, normalize_protocol
+from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.errors import InputError, read_user_text
 
 #: parameters calibration may fit: one latency scale (NCCL's tables times a factor) and the
@@ -253,13 +254,14 @@ class Calibration:
 
 
 def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: bool = True,
-              routing: str = "ecmp", seed: int = 0) -> Calibration:
+              options: CollectiveOptions | None = None, **keywords) -> Calibration:
     """Fit the parameters of ``base`` (None: NCCL's defaults) that ``measurements`` pin down
     (or exactly ``parameters``) so that :func:`predict` matches every measured time.
 
     Least squares on log(predicted/measured), bounded by :data:`BOUNDS`; with ``simulate``
-    every size is then run in the simulator (:func:`~hpnsim.collectives.run_collective`,
-    ``routing`` and ``seed``) with the fitted parameters, and both residuals are reported.
+    every size is then run in the simulator (:func:`~hpnsim.collectives.run_collective`
+    with ``options``, whose fields ``keywords`` replace: ``routing=``, ``seed=``; each log's
+    algorithm and protocol, the fitted NCCL parameters), and both residuals are reported.
 
     Examples
     --------
@@ -275,6 +277,7 @@ def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: boo
     """
     from scipy.optimize import least_squares
 
+    options = CollectiveOptions.build(options, **keywords)
     base = resolve_nccl(base)
     measurements = list(measurements)
     if not measurements:
@@ -305,7 +308,7 @@ def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: boo
                          held=held, cost=cost)
     for m in measurements:
         closed = predict(fabric, m, nccl)
-        simulated = _simulated(fabric, m, nccl, routing, seed) if simulate else \
+        simulated = _simulated(fabric, m, replace(options, nccl=nccl)) if simulate else \
             [None] * m.sizes.size
         lines = list(m.lines) or [None] * m.sizes.size
         for size, meas, cf, sim, line in zip(m.sizes, m.times, closed, simulated, lines,
@@ -320,11 +323,11 @@ def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: boo
     return result
 
 
-def _simulated(fabric, m: Measurement, nccl, routing: str, seed: int) -> list[float]:
+def _simulated(fabric, m: Measurement, options: CollectiveOptions) -> list[float]:
     from hpnsim.collectives.run import run_collective
 
-    return [run_collective(fabric, m.op, m.gpus, float(s), algo=m.algo, protocol=m.protocol,
-                           routing=routing, seed=seed, nccl=nccl).time for s in m.sizes]
+    options = replace(options, algo=m.algo, protocol=m.protocol)
+    return [run_collective(fabric, m.op, m.gpus, float(s), options).time for s in m.sizes]
 
 
 def write_calibration(calibration: Calibration, path) -> None:

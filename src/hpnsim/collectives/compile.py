@@ -12,6 +12,7 @@ import numpy as np
 
 from hpnsim.collectives.cost import latency_family
 from hpnsim.collectives.nccl import NcclParams
+from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.collectives.plan import RoutedSchedule, plan_collective
 from hpnsim.collectives.schedule import Schedule
 
@@ -34,20 +35,25 @@ class CompiledCollective:
     qps: int = 1
 
 
-def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto",
-                 protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
-                 qps: int | None = None, deps=(), seed: int = 0, priority: int = 0, weight: float = 1.0,
-                 release: float = 0.0, root: int = 0, pxn: bool = True, name: str = "",
-                 routing_options: dict | None = None, state=None,
-                 nccl: NcclParams | dict | None = None) -> CompiledCollective:
+def compile_into(graph, fabric, op: str, gpus, size: float,
+                 options: CollectiveOptions | None = None, *, deps=(), priority: int = 0,
+                 weight: float = 1.0, release: float = 0.0, name: str = "", state=None,
+                 **keywords) -> CompiledCollective:
     """:func:`compile_collective` returning everything it built (schedule, paths, task ids).
 
     The schedule and paths come from :func:`~hpnsim.collectives.plan.plan_collective`
     (cached: compiling the same collective again only adds tasks).
+
+    Examples
+    --------
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> fabric = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> c = compile_into(TaskGraph(), fabric, "allgather", [0, 8], 2e6, algo="ring")
+    >>> c.algo, c.protocol, len(c.stage_tasks) == len(c.schedule.stages)
+    ('ring', 'll128', True)
     """
-    plan = plan_collective(fabric, op, gpus, size, algo=algo, protocol=protocol,
-                           routing=routing, channels=channels, qps=qps, seed=seed, root=root,
-                           pxn=pxn, routing_options=routing_options, state=state, nccl=nccl)
+    plan = plan_collective(fabric, op, gpus, size, options, state=state, **keywords)
     return add_plan(graph, plan, deps=deps, priority=priority, weight=weight,
                     release=release, name=name)
 
@@ -94,14 +100,10 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
                               final, plan.nccl, list(plan.wire_paths), plan.qps)
 
 
-def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto",
-                       protocol: str = "auto", routing: str = "ecmp",
-                       channels: int | None = None, qps: int | None = None, deps=(),
-                       seed: int = 0,
-                       priority: int = 0, weight: float = 1.0, release: float = 0.0,
-                       root: int = 0, pxn: bool = True, name: str = "",
-                       routing_options: dict | None = None, state=None,
-                       nccl: NcclParams | dict | None = None) -> list[int]:
+def compile_collective(graph, fabric, op: str, gpus, size: float,
+                       options: CollectiveOptions | None = None, *, deps=(), priority: int = 0,
+                       weight: float = 1.0, release: float = 0.0, name: str = "", state=None,
+                       **keywords) -> list[int]:
     """Add a collective's transfer groups to ``graph``; return the ids of its final tasks.
 
     Parameters
@@ -112,24 +114,16 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
     gpus : GPU indices of the group, in rank order.
     size : bytes, nccl-tests convention (the all-reduce buffer; the gathered all-gather
         output; each rank's all-to-all send buffer; the send/recv message).
-    algo : ring, tree, hd, hier, direct or auto (NCCL-style choice by size).
-    protocol : ll, ll128, simple or auto; its efficiency scales wire bytes and picks the
-        latency table.
-    nccl : :class:`~hpnsim.collectives.nccl.NcclParams` (or a dict of its fields): protocol
-        and link efficiencies, latencies, channels per NIC, QPs per connection; None: NCCL's
-        defaults. Links carry payload / (protocol efficiency · link efficiency).
-    routing : routing policy for :func:`hpnsim.routing.route` (ecmp, hpn_dual_plane,
-        precise, spray); ``routing_options`` are passed through.
-    channels : parallel rings/trees, each its own connections (default: one per NIC port
-        and rail, see :func:`~hpnsim.collectives.algorithms.default_channels`).
-    qps : queue pairs per connection, each its own hashed flow carrying 1/qps of the bytes
-        (default ``nccl.qps_per_connection``, NCCL_IB_QPS_PER_CONNECTION).
+    options : :class:`~hpnsim.collectives.options.CollectiveOptions`, optional
+        How it runs: algorithm, protocol, routing, channels, QPs, seed, root, PXN, routing
+        options, NCCL parameters (default: every default).
     deps, release : the collective starts after these tasks and not before ``release``.
-    seed : seeds the connections' source ports (ECMP entropy) and the routing policy.
     priority, weight : engine priority class and max-min weight of every group.
-    root : rank index of the broadcast/reduce root. pxn : relay cross-rail hops over NVLink.
+    name : label of its tasks (default ``op/algo``).
     state : a :class:`~hpnsim.fabrics.state.FabricState` of ``fabric``: routing avoids its
         down links where it has a choice (run the graph on ``state.capacity``).
+    **keywords : fields of ``CollectiveOptions`` replacing those of ``options``
+        (``algo="ring"``, ``routing="hpn_dual_plane"``, ...).
 
     Returns
     -------
@@ -148,8 +142,6 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
     >>> bool(simulate(g, fabric.link_capacity).finish[done[0]] > 0)
     True
     """
-    return compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,
-                        routing=routing, channels=channels, qps=qps, deps=deps, seed=seed,
-                        priority=priority, weight=weight, release=release, root=root, pxn=pxn,
-                        name=name, routing_options=routing_options, state=state,
-                        nccl=nccl).final
+    return compile_into(graph, fabric, op, gpus, size, options, deps=deps, priority=priority,
+                        weight=weight, release=release, name=name, state=state,
+                        **keywords).final

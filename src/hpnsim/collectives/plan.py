@@ -21,6 +21,7 @@ from hpnsim.collectives.algorithms import build_schedule
 from hpnsim.collectives.model import GroupShape, choose_algorithm, choose_protocol
 from hpnsim.collectives.nccl import NcclParams, resolve_nccl
 from hpnsim.collectives.ops import normalize_algorithm, normalize_op, normalize_protocol
+from hpnsim.collectives.options import AUTO, CollectiveOptions
 from hpnsim.collectives.schedule import Schedule, Stage, check_group
 from hpnsim.errors import InputError, check_seed
 
@@ -83,28 +84,28 @@ def switch_paths(fabric, stage: Stage, qps: int):
     return Paths(np.arange(0, 2 * n + 1, 2), links, weight)
 
 
-def resolve_algorithm(fabric, op: str, gpus: np.ndarray, size: float, algo: str,
-                      protocol: str, *, channels: int | None = None,
-                      pxn: bool = True, nccl: NcclParams | None = None) -> tuple[str, str]:
-    """Concrete (algorithm, protocol) for ``auto`` choices: the smallest predicted time on
-    the actual group (:func:`~hpnsim.collectives.model.choose_algorithm`).
+def resolve_algorithm(fabric, op: str, gpus: np.ndarray, size: float,
+                      options: CollectiveOptions) -> tuple[str, str]:
+    """Concrete (algorithm, protocol) of ``options`` on the actual group: an ``auto`` choice
+    is the smallest predicted time (:func:`~hpnsim.collectives.model.choose_algorithm`).
 
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
     ...          aggs_per_plane=2)
-    >>> resolve_algorithm(f, "allreduce", np.arange(16), 4096.0, "auto", "auto")
+    >>> resolve_algorithm(f, "allreduce", np.arange(16), 4096.0, CollectiveOptions())
     ('hier', 'll')
-    >>> resolve_algorithm(f, "allreduce", np.arange(16), 2.0**30, "auto", "auto")
+    >>> resolve_algorithm(f, "allreduce", np.arange(16), 2.0**30, CollectiveOptions())
     ('hier', 'simple')
     """
-    algo, protocol = normalize_algorithm(algo), normalize_protocol(protocol)
-    if algo != "auto" and protocol != "auto":
+    algo, protocol = normalize_algorithm(options.algo), normalize_protocol(options.protocol)
+    if algo != AUTO and protocol != AUTO:
         return algo, protocol
-    nccl = resolve_nccl(nccl)
-    shape = GroupShape.from_fabric(fabric, gpus, pxn, nccl=nccl)
-    if algo == "auto":
+    nccl = resolve_nccl(options.nccl)
+    channels = options.channels
+    shape = GroupShape.from_fabric(fabric, gpus, options.pxn, nccl=nccl)
+    if algo == AUTO:
         chosen, best_protocol = choose_algorithm(op, shape, size, channels=channels, nccl=nccl)
-        return chosen, (best_protocol if protocol == "auto" else protocol)
+        return chosen, (best_protocol if protocol == AUTO else protocol)
     return algo, choose_protocol(op, algo, shape, size, channels=channels, nccl=nccl)
 
 
@@ -293,23 +294,37 @@ def plan_cache(enabled: bool | None = None, *, clear: bool = False) -> dict:
     return PLAN_CACHE.info()
 
 
-def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
-                    protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
-                    qps: int | None = None, seed: int = 0, root: int = 0, pxn: bool = True,
-                    routing_options: dict | None = None, state=None,
-                    nccl: NcclParams | dict | None = None) -> RoutedSchedule:
-    """Validated, scheduled and routed collective (see
-    :func:`~hpnsim.collectives.compile.compile_collective` for the parameters), from
-    :data:`PLAN_CACHE` when the same one was planned before on this fabric object under an
-    equal ``state`` (:class:`~hpnsim.fabrics.state.FabricState`; None: every link up) and
-    equal ``nccl`` (:class:`~hpnsim.collectives.nccl.NcclParams`; None: its defaults).
-    ``qps`` defaults to ``nccl.qps_per_connection``.
+def plan_collective(fabric, op: str, gpus, size: float,
+                    options: CollectiveOptions | None = None, *, state=None,
+                    **keywords) -> RoutedSchedule:
+    """Validated, scheduled and routed collective, from :data:`PLAN_CACHE` when the same one
+    was planned before on this fabric object with equal options under an equal ``state``.
 
+    Parameters
+    ----------
+    fabric : hpnsim.fabrics.Fabric
+    op, gpus, size
+        As :func:`~hpnsim.collectives.compile.compile_collective`.
+    options : CollectiveOptions, optional
+        How it runs (default: every default); ``qps`` None is ``nccl.qps_per_connection``.
+    state : hpnsim.fabrics.FabricState, optional
+        Routing avoids its down links where it has a choice (None: every link up).
+    **keywords
+        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        ``options`` (``algo="ring"``, ``routing="spray"``, ...).
+
+    Returns
+    -------
+    RoutedSchedule
+        Shared with later calls: do not mutate it.
+
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
     ...          aggs_per_plane=2)
     >>> a = plan_collective(f, "allreduce", range(16), 2**20, algo="hier")
-    >>> a is plan_collective(f, "allreduce", range(16), 2**20, algo="hier")
+    >>> a is plan_collective(f, "allreduce", range(16), 2**20, CollectiveOptions(algo="hier"))
     True
     >>> from hpnsim.fabrics import FabricState
     >>> s = FabricState(f).set_down(f.gpu_access_link[0, 0])
@@ -319,36 +334,39 @@ def plan_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     from hpnsim.routing.route import POLICIES
     from hpnsim.routing.tables import state_key
 
+    options = CollectiveOptions.build(options, **keywords)
     op = normalize_op(op)
+    routing = options.routing
     if routing not in POLICIES:
         raise InputError("routing", f"must be one of {', '.join(POLICIES)}, got {routing!r}")
     gpus = check_group(gpus, fabric.n_gpus)
     if not (isinstance(size, int | float | np.number) and np.isfinite(size) and size > 0):
         raise InputError("size", f"must be a finite number of bytes > 0, got {size!r}")
-    nccl = resolve_nccl(nccl)
-    if qps is None:
-        qps = nccl.qps_per_connection
+    nccl = resolve_nccl(options.nccl)
+    qps = nccl.qps_per_connection if options.qps is None else options.qps
     if isinstance(qps, bool) or int(qps) != qps or qps < 1:
         raise InputError("qps", f"must be an integer >= 1, got {qps!r}")
+    seed = options.seed
     check_seed(seed)
-    options = dict(routing_options or {})
-    options.setdefault("pxn", bool(pxn))
-    option_key = _option_key(options)
+    routing_options = dict(options.routing_options or {})
+    routing_options.setdefault("pxn", bool(options.pxn))
+    option_key = _option_key(routing_options)
     key = None if option_key is None else (
-        state_key(fabric, state), op, gpus.tobytes(), float(size), str(algo),
-        str(protocol), routing, channels, int(qps), seed, root, bool(pxn), option_key, nccl)
+        state_key(fabric, state), op, gpus.tobytes(), float(size), str(options.algo),
+        str(options.protocol), routing, options.channels, int(qps), seed, options.root,
+        bool(options.pxn), option_key, nccl)
     plan = PLAN_CACHE.get(fabric, key)
     if plan is not None:
         return plan
-    algo, protocol = resolve_algorithm(fabric, op, gpus, float(size), algo, protocol,
-                                       channels=channels, pxn=pxn, nccl=nccl)
-    relay = bool(pxn) and bool(fabric.meta.get("rail_optimized", False))
+    algo, protocol = resolve_algorithm(fabric, op, gpus, float(size), options)
+    relay = bool(options.pxn) and bool(fabric.meta.get("rail_optimized", False))
     per_nic = nccl.channels_per_nic or int(fabric.ports_per_nic)
+    channels = options.channels
     if channels is None and op in ("send", "sendrecv"):
         channels = nccl.channels_per_net_peer   # NCCL_NCHANNELS_PER_NET_PEER
     sch = build_schedule(op, gpus, size, algo, gpus_per_host=fabric.gpus_per_host,
-                         channels=channels, root=root, pxn=relay, nic_ports=per_nic)
-    paths = route_schedule(fabric, sch, routing, int(qps), seed, options, state)
+                         channels=channels, root=options.root, pxn=relay, nic_ports=per_nic)
+    paths = route_schedule(fabric, sch, routing, int(qps), seed, routing_options, state)
     plan = RoutedSchedule(sch, algo, protocol, int(qps), paths, nccl,
                           wire_paths(fabric, sch, paths, nccl))
     PLAN_CACHE.put(fabric, key, plan)

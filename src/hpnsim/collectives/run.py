@@ -8,6 +8,7 @@ import numpy as np
 
 from hpnsim.collectives.compile import compile_into
 from hpnsim.collectives.ops import busbw_factor
+from hpnsim.collectives.options import CollectiveOptions
 
 
 @dataclass
@@ -122,13 +123,14 @@ def concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
     return worst, int(round(collisions))
 
 
-def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
-                   protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
-                   qps: int | None = None, seed: int = 0, root: int = 0, pxn: bool = True,
-                   routing_options: dict | None = None, state=None,
-                   nccl=None) -> CollectiveResult:
+def run_collective(fabric, op: str, gpus, size: float,
+                   options: CollectiveOptions | None = None, *, state=None,
+                   **keywords) -> CollectiveResult:
     """Simulate one collective alone on ``fabric`` (see :func:`compile_collective` for the
     parameters) and measure it.
+
+    ``options`` (a :class:`~hpnsim.collectives.options.CollectiveOptions`) says how it runs;
+    ``keywords`` replace its fields (``algo="ring"``, ``routing="hpn_dual_plane"``, ...).
 
     Under ``state`` (a :class:`~hpnsim.fabrics.state.FabricState`) routing avoids the down
     links where it can and the links run at ``state.capacity``; a transfer left on a dead
@@ -147,10 +149,9 @@ def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     """
     from hpnsim.engine import TaskGraph, simulate
 
+    options = CollectiveOptions.build(options, **keywords)
     graph = TaskGraph()
-    compiled = compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,
-                            routing=routing, channels=channels, qps=qps, seed=seed, root=root,
-                            pxn=pxn, routing_options=routing_options, state=state, nccl=nccl)
+    compiled = compile_into(graph, fabric, op, gpus, size, options, state=state)
     capacity = fabric.link_capacity if state is None else state.capacity
     sim = simulate(graph, capacity)
     time = float(sim.finish[compiled.final].max())
@@ -170,7 +171,7 @@ def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
 
     return CollectiveResult(
         op=compiled.schedule.op, algo=compiled.algo, protocol=compiled.protocol,
-        routing=routing, n_gpus=n, size=float(size), time=time, algbw=algbw, busbw=busbw,
+        routing=options.routing, n_gpus=n, size=float(size), time=time, algbw=algbw, busbw=busbw,
         bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
         bottleneck_utilization=utilization, max_link_flows=max_flows,
         hash_collisions=collisions, n_groups=len(graph), link_bytes=link_bytes,

@@ -30,7 +30,7 @@ import numpy as np
 from hpnsim.engine import simulate
 from hpnsim.errors import InputError
 from hpnsim.results import CollectiveRun, JobResult, RunResult
-from hpnsim.scenario.collectives import check_collectives
+from hpnsim.scenario.collectives import check_collectives, scenario_options
 from hpnsim.scenario.spec import (
     Scenario,
     check_against_fabric,
@@ -132,11 +132,9 @@ def _simulate_jobs(scenario: Scenario, fabric, jobs: list, placements: list):
             else program_from_job(spec.train_job())
         its, after = [], ()
         for _ in range(spec.iterations):
-            it = compile_program(program, graph, fabric, gpus=placements[i],
-                                 routing=scenario.routing, seed=scenario.seed,
-                                 tp_algo=spec.tp_algo, dp_algo=spec.dp_algo,
-                                 release=spec.arrival, after=after,
-                                 nccl=scenario.nccl_params())
+            it = compile_program(program, graph, fabric, scenario_options(scenario),
+                                 gpus=placements[i], tp_algo=spec.tp_algo,
+                                 dp_algo=spec.dp_algo, release=spec.arrival, after=after)
             its.append(it)
             after = it.stage_end
         built[i] = its
@@ -241,14 +239,13 @@ def run_collectives(scenario: Scenario, fabric, say=None) -> list[CollectiveRun]
     say = say or (lambda message: None)
     out = []
     for spec in scenario.collectives:
+        options = spec.options(scenario_options(scenario))
         gpus = spec.group(fabric.n_gpus)
         results = []
         for k, size in enumerate(spec.sizes):
             say(f"{spec.name}: {spec.op} on {len(gpus):,} GPUs, size {k + 1}/"
                 f"{len(spec.sizes)} ({format_bytes(size)})")
-            results.append(run_collective(fabric, spec.op, gpus, size,
-                                          routing=scenario.routing, seed=scenario.seed,
-                                          nccl=scenario.nccl_params(), **spec.options()))
+            results.append(run_collective(fabric, spec.op, gpus, size, options))
         out.append(CollectiveRun(name=spec.name, gpus=gpus, results=results))
     return out
 

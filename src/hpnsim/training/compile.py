@@ -24,10 +24,11 @@ What becomes a task, and the one approximation:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from hpnsim.collectives.options import AUTO, CollectiveOptions
 from hpnsim.engine import TaskGraph
 from hpnsim.errors import InputError
 from hpnsim.training.comm import compile_groups, time_groups
@@ -119,10 +120,10 @@ def _path_latency(fabric, paths) -> float:
     return float(sums.max(initial=0.0))
 
 
-def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
-                    routing: str = "ecmp", seed: int = 0, tp_algo: str = "auto",
-                    dp_algo: str = "auto", release: float = 0.0,
-                    after=(), nccl=None) -> CompiledIteration:
+def compile_program(program: Program, graph: TaskGraph, fabric,
+                    options: CollectiveOptions | None = None, *, gpus=None,
+                    tp_algo: str | None = None, dp_algo: str | None = None,
+                    release: float = 0.0, after=(), **keywords) -> CompiledIteration:
     """Add one iteration of ``program`` to ``graph`` (see the module docstring).
 
     Parameters
@@ -131,16 +132,19 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
     graph : TaskGraph
         Several jobs and iterations may share it.
     fabric : Fabric
+    options : CollectiveOptions, optional
+        How the collectives run (routing policy and hash seed, which also route the pipeline
+        messages; NCCL parameters, a calibration; ...); default: every default.
     gpus : array of int, optional
         GPU indices of the job in rank order (default ``0 .. n - 1``).
-    routing, seed : str, int
-        Routing policy and hash seed of the network traffic.
-    tp_algo, dp_algo : str
-        Algorithms of TP collectives and of DP / expert-DP ones (EP: ``auto``).
+    tp_algo, dp_algo : str, optional
+        Algorithms of TP collectives and of DP / expert-DP ones (None: ``options.algo``);
+        EP all-to-alls always choose theirs (``auto``).
     release, after : float, sequence of int
         The iteration starts at ``release`` and after the tasks ``after``.
-    nccl : NcclParams, dict or None
-        NCCL efficiencies and latencies of the collectives (a calibration; None: defaults).
+    **keywords
+        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        ``options`` (``routing="hpn_dual_plane"``, ``seed=1``, ``nccl=...``).
 
     Returns
     -------
@@ -156,6 +160,7 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
     >>> it.end_task - it.first_task              # one Delay (TP replayed) and the stage end
     2
     """
+    options = CollectiveOptions.build(options, **keywords)
     layout = program.layout
     if gpus is None and layout.n_gpus > fabric.n_gpus:
         raise InputError("fabric", f"has {fabric.n_gpus} GPUs; the job needs "
@@ -166,17 +171,21 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
     if release > 0 or len(after):
         origin = graph.add_delay(0.0, deps=after, release=release, name="iteration start")
     it = CompiledIteration(program, graph, origin=origin, first_task=first_task,
-                           notes=list(program.notes), routing=routing, seed=seed)
-    _Compiler(it, fabric, placement, routing, seed, tp_algo, dp_algo, nccl).run()
+                           notes=list(program.notes), routing=options.routing,
+                           seed=options.seed)
+    per_group = {"tp": tp_algo, "dp": dp_algo, "edp": dp_algo, "ep": AUTO}
+    _Compiler(it, fabric, placement, {group: options if algo is None else
+                                      replace(options, algo=algo)
+                                      for group, algo in per_group.items()}).run()
     it.end_task = len(graph)
     return it
 
 
 class _Compiler:
-    def __init__(self, it, fabric, placement, routing, seed, tp_algo, dp_algo, nccl=None):
+    def __init__(self, it, fabric, placement, options: dict[str, CollectiveOptions]):
         self.it, self.graph, self.fabric, self.placement = it, it.graph, fabric, placement
-        self.routing, self.seed, self.nccl = routing, seed, nccl
-        self.algo = {"tp": tp_algo, "dp": dp_algo, "edp": dp_algo, "ep": "auto"}
+        self.options = options     # per group kind (tp, dp, edp, ep)
+        self.routing, self.seed = it.routing, it.seed   # of the pipeline messages
         lay = placement.layout
         self.groups = {kind: placement.groups(kind).reshape(lay.pp, -1, size)
                        for kind, size in (("tp", lay.tp), ("dp", lay.dp), ("ep", lay.ep),
@@ -237,8 +246,7 @@ class _Compiler:
         key = (op.op, op.group, float(op.size), tuple(self.placement.local_of(group)))
         if key not in self.timed:
             self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size,
-                                          algo=self.algo[op.group], routing=self.routing,
-                                          seed=self.seed, nccl=self.nccl)
+                                          self.options[op.group])
         self.replayed.add((op.op, op.group))
         seconds, sent = self.timed[key]
         if op.group == "ep":
@@ -249,13 +257,12 @@ class _Compiler:
     def collective(self, op: Collective, groups: np.ndarray, deps, name: str):
         """Compile ``op`` on all ``groups`` after ``deps``: ``(done, first tasks)``."""
         start = len(self.graph)
+        options = self.options[op.group]
         done, first, sent = compile_groups(self.graph, self.fabric, op.op, groups, op.size,
-                                           deps=deps, algo=self.algo[op.group],
-                                           routing=self.routing, seed=self.seed, name=name,
-                                           cache=self.cache, nccl=self.nccl)
+                                           options, deps=deps, name=name, cache=self.cache)
         self.it.comm_bytes[_CATEGORY[op.group]] += sent
         self.it.routes.append(RouteRecord(op.op, np.asarray(groups), float(op.size),
-                                          self.algo[op.group], start, len(self.graph)))
+                                          options.algo, start, len(self.graph)))
         return done, first
 
     def send(self, s: int, op: Send, deps) -> int:
