@@ -1,5 +1,13 @@
 """Collectives: NCCL-style algorithms compiled into engine transfer groups, and closed forms.
 
+Modules: ``ops`` (the names of operations, algorithms and protocols), ``options`` (how a
+collective runs: :class:`CollectiveOptions`), ``schedule`` and the algorithm modules
+(``ring``, ``tree``, ``nvls``, ``p2p``, built by ``algorithms``), ``plan`` (choose, schedule,
+route; cached), ``compile`` (into a TaskGraph), ``run`` (one collective alone, measured like
+nccl-tests), ``model`` and ``cost`` (closed forms), ``nccl`` and ``calibrate`` (NCCL's
+parameters and their fit to logs). Names load on first use, so importing a vocabulary
+(``hpnsim.collectives.ops``) stays cheap.
+
 >>> import hpnsim.collectives as hc
 >>> hc.busbw_factor("allreduce", 8)
 1.75
@@ -7,37 +15,36 @@
 35.0
 """
 
-from hpnsim.collectives.algorithms import build_schedule, default_channels
-from hpnsim.collectives.compile import CompiledCollective, compile_collective, compile_into
-from hpnsim.collectives.cost import alpha_beta_time, hierarchical_time, hop_latencies, nccl_time
-from hpnsim.collectives.model import (
-    GroupShape,
-    choose_algorithm,
-    choose_protocol,
-    hd_time,
-    model_time,
-    ring_time,
-    tree_time,
-)
-from hpnsim.collectives.ops import (
-    ALGORITHMS,
-    OPS,
-    PROTOCOL_EFFICIENCY,
-    busbw_factor,
-    normalize_algorithm,
-    normalize_op,
-)
-from hpnsim.collectives.options import CollectiveOptions
-from hpnsim.collectives.plan import RoutedSchedule, plan_cache, plan_collective
-from hpnsim.collectives.run import CollectiveResult, run_collective
-from hpnsim.collectives.schedule import Schedule, Stage
+import importlib
 
-__all__ = [
-    "ALGORITHMS", "OPS", "PROTOCOL_EFFICIENCY", "CollectiveOptions", "CollectiveResult",
-    "CompiledCollective",
-    "GroupShape", "RoutedSchedule", "choose_protocol", "plan_cache", "plan_collective", "hd_time", "model_time", "ring_time", "tree_time",
-    "Schedule", "Stage", "alpha_beta_time", "build_schedule", "busbw_factor",
-    "choose_algorithm", "compile_collective", "compile_into", "default_channels",
-    "hierarchical_time", "hop_latencies", "nccl_time", "normalize_algorithm", "normalize_op",
-    "run_collective",
-]
+#: public name -> submodule that defines it
+_HOMES = {
+    "build_schedule": "algorithms", "default_channels": "algorithms",
+    "CompiledCollective": "compile", "compile_collective": "compile", "compile_into": "compile",
+    "alpha_beta_time": "cost", "hierarchical_time": "cost", "hop_latencies": "cost",
+    "nccl_time": "cost",
+    "GroupShape": "model", "choose_algorithm": "model", "choose_protocol": "model",
+    "hd_time": "model", "model_time": "model", "ring_time": "model", "tree_time": "model",
+    "PROTOCOL_EFFICIENCY": "nccl", "NcclParams": "nccl",
+    "ALGORITHMS": "ops", "OPS": "ops", "PROTOCOLS": "ops", "busbw_factor": "ops",
+    "normalize_algorithm": "ops", "normalize_op": "ops", "normalize_protocol": "ops",
+    "CollectiveOptions": "options",
+    "RoutedSchedule": "plan", "plan_cache": "plan", "plan_collective": "plan",
+    "CollectiveResult": "run", "run_collective": "run",
+    "Schedule": "schedule", "Stage": "schedule",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'hpnsim.collectives' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"hpnsim.collectives.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

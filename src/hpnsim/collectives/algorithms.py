@@ -8,7 +8,7 @@ import numpy as np
 
 from hpnsim.collectives.model import default_channel_count
 from hpnsim.collectives.nvls import nvls_stages
-from hpnsim.collectives.ops import check_supported, normalize_algorithm, normalize_op
+from hpnsim.collectives.ops import AUTO, check_supported, normalize_algorithm, normalize_op
 from hpnsim.collectives.p2p import alltoall_stages, p2p_stages
 from hpnsim.collectives.ring import hier_stages, ring_stages
 from hpnsim.collectives.schedule import Schedule, check_group, host_groups, uniform_hosts
@@ -49,7 +49,7 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
     (['allreduce/hier/intra-rs', 'allreduce/hier/rail0/ch0'], (0, 1, 2, 3, 4, 5, 6, 7, 8, 9))
     """
     op, algo = normalize_op(op), normalize_algorithm(algo)
-    if algo == "auto":
+    if algo == AUTO:
         raise InputError("algo", "build_schedule needs a concrete algorithm, not auto")
     check_supported(op, algo)
     gpus = check_group(gpus)

@@ -27,8 +27,14 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from hpnsim.collectives.model import GroupShape, auto_candidates, model_time
-from hpnsim.collectives.nccl import BOUNDS, PROTOCOLS, NcclParams, resolve_nccl
-from hpnsim.collectives.ops import normalize_algorithm, normalize_op, normalize_protocol
+from hpnsim.collectives.nccl import BOUNDS, NcclParams, resolve_nccl
+from hpnsim.collectives.ops import (
+    AUTO,
+    PROTOCOLS,
+    normalize_algorithm,
+    normalize_op,
+    normalize_protocol,
+)
 from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.errors import InputError, read_user_text
 
@@ -62,8 +68,8 @@ class Measurement:
     sizes: np.ndarray
     times: np.ndarray
     lines: tuple = ()
-    algo: str = "auto"
-    protocol: str = "auto"
+    algo: str = AUTO
+    protocol: str = AUTO
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "op", normalize_op(self.op))
@@ -132,8 +138,8 @@ def predict(fabric, m: Measurement, nccl=None) -> np.ndarray:
     """
     nccl = resolve_nccl(nccl)
     shape = GroupShape.from_fabric(fabric, m.gpus, nccl=nccl)
-    algos = auto_candidates(m.op, shape) if m.algo == "auto" else (m.algo,)
-    protocols = PROTOCOLS if m.protocol == "auto" else (m.protocol,)
+    algos = auto_candidates(m.op, shape) if m.algo == AUTO else (m.algo,)
+    protocols = PROTOCOLS if m.protocol == AUTO else (m.protocol,)
     return np.array([min(model_time(m.op, a, p, shape, float(s), nccl=nccl)
                          for a in algos for p in protocols) for s in m.sizes])
 

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.collectives.cost import latency_family, nccl_time
-from hpnsim.collectives.nccl import PROTOCOLS, NcclParams, resolve_nccl
+from hpnsim.collectives.nccl import NcclParams, resolve_nccl
 from hpnsim.collectives.nvls import nvls_loads
 from hpnsim.collectives.ops import (
+    PROTOCOLS,
     SUPPORTED,
     normalize_algorithm,
     normalize_op,

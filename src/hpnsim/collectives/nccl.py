@@ -27,6 +27,7 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from hpnsim.collectives.ops import PROTOCOLS
 from hpnsim.errors import InputError
 
 #: RoCEv2 framing per packet, bytes: Ethernet header 14 + FCS 4 + preamble/SFD 8 + minimum
@@ -52,7 +53,6 @@ _NVLINK_HOP = {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 4.0), "nvls": (0.0, 
                "nvlstree": (0.0, 0.0, 25.0)}
 _NET_HOP = {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0), "nvls": (0.0, 0.0, 18.0),
             "nvlstree": (0.0, 0.0, 20.9)}
-PROTOCOLS = ("ll", "ll128", "simple")
 
 #: bounds of every float parameter (what calibration may fit and a file may set)
 BOUNDS = {
@@ -245,6 +245,10 @@ _INFLATION: WeakKeyDictionary = WeakKeyDictionary()
 #: latencies as NCCL's tables: the model before link efficiencies existed
 WIRE_RATE = NcclParams(nvlink_efficiency=1.0, network_efficiency=1.0, pcie_efficiency=1.0,
                        nvls_efficiency=1.0)
+
+#: NCCL's payload per wire byte of each protocol (the defaults of :class:`NcclParams`: LL
+#: 8-byte lines carry 4 bytes of data plus a flag; LL128 120 of 128 bytes; Simple all)
+PROTOCOL_EFFICIENCY = {p: NcclParams().protocol_efficiency(p) for p in PROTOCOLS}
 
 
 def resolve_nccl(nccl) -> NcclParams:

@@ -12,13 +12,15 @@ from hpnsim.errors import InputError
 OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce",
        "sendrecv", "send")
 
+#: the algorithm or protocol name that lets the cost model choose
+AUTO = "auto"
+
 #: canonical algorithm names ("direct" is the only one for all-to-all and point-to-point;
 #: nvls and nvlstree need NVSwitch multicast/reduction, see :mod:`.nvls`)
 ALGORITHMS = ("ring", "tree", "hd", "hier", "nvls", "nvlstree", "direct")
 
-#: protocols and the fraction of wire bytes that is payload (NCCL: LL 8-byte lines carry
-#: 4 bytes of data plus a flag; LL128 120 of 128 bytes; Simple all)
-PROTOCOL_EFFICIENCY = {"ll": 0.5, "ll128": 0.92, "simple": 1.0}
+#: NCCL's protocols (payload per wire byte: :data:`hpnsim.collectives.nccl.PROTOCOL_EFFICIENCY`)
+PROTOCOLS = ("ll", "ll128", "simple")
 
 #: which algorithms implement which operation
 SUPPORTED = {
@@ -35,7 +37,7 @@ SUPPORTED = {
 _ALGO_ALIASES = {
     "ring": "ring", "tree": "tree", "dbtree": "tree", "doublebinarytree": "tree",
     "hd": "hd", "halvingdoubling": "hd", "rabenseifner": "hd",
-    "hier": "hier", "hierarchical": "hier", "direct": "direct", "auto": "auto",
+    "hier": "hier", "hierarchical": "hier", "direct": "direct", AUTO: AUTO,
     "nvls": "nvls", "nvlinksharp": "nvls", "nvlstree": "nvlstree",
 }
 
@@ -61,10 +63,15 @@ def normalize_algorithm(algo: str) -> str:
 
     >>> normalize_algorithm("hierarchical"), normalize_algorithm("halving-doubling")
     ('hier', 'hd')
+    >>> normalize_algorithm("bruck")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: algo: must be one of ring, tree, hd, hier, nvls, nvlstree, direct, auto; got 'bruck'
     """
     key = _ALGO_ALIASES.get(_key(algo))
     if key is None:
-        raise InputError("algo", f"must be one of {', '.join(ALGORITHMS)}, auto; got {algo!r}")
+        raise InputError("algo", f"must be one of {', '.join(ALGORITHMS)}, {AUTO}; "
+                                 f"got {algo!r}")
     return key
 
 
@@ -73,10 +80,15 @@ def normalize_protocol(protocol: str) -> str:
 
     >>> normalize_protocol("LL128"), normalize_protocol("Simple")
     ('ll128', 'simple')
+    >>> normalize_protocol("ll64")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: protocol: must be one of ll, ll128, simple, auto; got 'll64'
     """
     key = _key(protocol)
-    if key != "auto" and key not in PROTOCOL_EFFICIENCY:
-        raise InputError("protocol", f"must be one of ll, ll128, simple, auto; got {protocol!r}")
+    if key != AUTO and key not in PROTOCOLS:
+        raise InputError("protocol", f"must be one of {', '.join(PROTOCOLS)}, {AUTO}; "
+                                     f"got {protocol!r}")
     return key
 
 

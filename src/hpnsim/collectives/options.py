@@ -21,10 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-#: the algorithm or protocol name that lets the cost model choose
-AUTO = "auto"
+from hpnsim.collectives.ops import AUTO
 
-__all__ = ["AUTO", "CollectiveOptions"]
+__all__ = ["CollectiveOptions"]
 
 
 @dataclass(frozen=True)
