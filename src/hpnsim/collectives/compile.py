@@ -19,10 +19,37 @@ from hpnsim.collectives.schedule import Schedule
 
 @dataclass
 class CompiledCollective:
-    """What :func:`compile_into` added: the schedule, the member paths of every stage, the
-    engine task ids of every stage (one id for a coupled stage, one per member flow
-    otherwise), the final task ids, the NCCL parameters, the paths the engine ran (links
-    weighted by wire bytes per payload byte) and the QPs per connection."""
+    """What :func:`compile_into` added to a task graph.
+
+    Attributes
+    ----------
+    schedule : Schedule
+        The stages of the collective (:func:`~hpnsim.collectives.algorithms.build_schedule`).
+    algo, protocol : str
+        The concrete algorithm and protocol (``auto`` resolved).
+    paths : list of Paths
+        Member paths of every stage (QP-expanded; None for a stage without flows).
+    stage_tasks : list of numpy.ndarray
+        Engine task ids of every stage: one for a coupled stage, one per member flow
+        otherwise.
+    final : list of int
+        The tasks that finish last; later work depends on them.
+    nccl : NcclParams
+        The NCCL parameters it was compiled with.
+    wire_paths : list of Paths
+        ``paths`` with links weighted by wire bytes per payload byte (what the engine ran).
+    qps : int
+        Queue pairs per connection.
+
+    Examples
+    --------
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> c = compile_into(TaskGraph(), hpn7(segments=1, hosts_per_segment=2, backup_hosts=0),
+    ...                  "allreduce", [0, 8], 2**20, algo="ring", protocol="simple")
+    >>> c.algo, c.protocol, c.qps, len(c.final)
+    ('ring', 'simple', 1, 1)
+    """
 
     schedule: Schedule
     algo: str
@@ -42,7 +69,12 @@ def compile_into(graph, fabric, op: str, gpus, size: float,
     """:func:`compile_collective` returning everything it built (schedule, paths, task ids).
 
     The schedule and paths come from :func:`~hpnsim.collectives.plan.plan_collective`
-    (cached: compiling the same collective again only adds tasks).
+    (cached: compiling the same collective again only adds tasks). Parameters as
+    :func:`compile_collective`.
+
+    Returns
+    -------
+    CompiledCollective
 
     Examples
     --------
@@ -64,7 +96,36 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
 
     A coupled stage is one engine group; an uncoupled one a group per member flow, all
     waiting for the stage's dependencies (through one zero-length barrier when there are
-    several).
+    several). Each stage's latency is NCCL's per-hop figure for its NVLink and network
+    steps (plus the base latency on the stages that start the collective); its wire bytes
+    are payload / (QPs x protocol efficiency).
+
+    Parameters
+    ----------
+    graph : hpnsim.engine.TaskGraph
+    plan : RoutedSchedule
+        From :func:`~hpnsim.collectives.plan.plan_collective`.
+    deps, release : sequence of int, float
+        The collective starts after these tasks and not before ``release``.
+    priority, weight : int, float
+        Engine priority class and max-min weight of every group.
+    name : str
+        Label of the tasks (default ``op/algo``).
+
+    Returns
+    -------
+    CompiledCollective
+
+    Examples
+    --------
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> plan = plan_collective(f, "alltoall", [0, 8, 1, 9], 2**20)
+    >>> g = TaskGraph()
+    >>> c = add_plan(g, plan, release=1e-3)
+    >>> len(c.final), len(g) > len(c.stage_tasks)     # one barrier after the member flows
+    (1, True)
     """
     sch = plan.schedule
     base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)

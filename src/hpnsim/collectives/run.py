@@ -15,16 +15,40 @@ from hpnsim.collectives.options import CollectiveOptions
 class CollectiveResult:
     """Outcome of :func:`run_collective` (SI units: seconds, bytes, bytes/s).
 
-    ``algbw = size / time`` and ``busbw = algbw * factor`` (nccl-tests definitions);
-    ``bottleneck`` is the link with the highest bytes/capacity (its busy time);
-    ``max_link_flows`` the most member flows of concurrently running stages on one network
-    link (NIC port or switch-to-switch); ``hash_collisions`` how many of those flows sit
-    above the ideal spread over their link's alternatives (two flows on one NIC port while
-    the other port idles is one; see :func:`hpnsim.routing.diagnostics.excess_over_ideal`);
-    ``link_bytes`` the bytes every link carried; ``port_imbalance`` per tier (``nic_send``,
-    ``nic_receive``, ``tor_uplinks``, ``agg_downlinks``) the distribution of ``max / min``
-    bytes over a device's ports (infinite when one port idles while another carries
-    bytes; :func:`hpnsim.routing.diagnostics.port_imbalance`).
+    Attributes
+    ----------
+    op, algo, protocol, routing : str
+        What ran (``auto`` resolved to the algorithm and protocol chosen).
+    n_gpus : int
+    size : float
+        Bytes, nccl-tests convention.
+    time, algbw, busbw : float
+        ``algbw = size / time`` and ``busbw = algbw * factor`` (nccl-tests definitions,
+        :func:`~hpnsim.collectives.ops.busbw_factor`).
+    bottleneck, bottleneck_utilization : str, float
+        The link with the highest bytes/capacity and its busy fraction of ``time``.
+    max_link_flows : float
+        The most member flows of concurrently running stages on one network link (NIC port
+        or switch-to-switch).
+    hash_collisions : int
+        How many of those flows sit above the ideal spread over their link's alternatives
+        (two flows on one NIC port while the other port idles is one;
+        :func:`hpnsim.routing.diagnostics.excess_over_ideal`).
+    n_groups : int
+        Engine tasks the collective compiled into.
+    link_bytes : numpy.ndarray
+        Bytes every link carried; ``top_links`` the ten busiest (name, bytes).
+    port_imbalance : dict
+        Per tier (``nic_send``, ``nic_receive``, ``tor_uplinks``, ``agg_downlinks``) the
+        distribution of ``max / min`` bytes over a device's ports (infinite when one port
+        idles while another carries bytes; :func:`hpnsim.routing.diagnostics.port_imbalance`).
+
+    Examples
+    --------
+    >>> from hpnsim.fabrics import fat_tree
+    >>> r = run_collective(fat_tree(4), "allreduce", range(16), 2**24, algo="ring")
+    >>> r.op, r.algo, r.n_gpus, bool(r.busbw == r.algbw * 2 * 15 / 16)
+    ('allreduce', 'ring', 16, True)
     """
 
     op: str
@@ -46,8 +70,22 @@ class CollectiveResult:
     port_imbalance: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
-        """JSON-ready summary; bandwidths also in GB/s and time in µs, like nccl-tests;
-        infinite port-imbalance ratios as ``"inf"``."""
+        """JSON-ready summary; bandwidths in GB/s and time also in µs, like nccl-tests;
+        infinite port-imbalance ratios as ``"inf"``.
+
+        Returns
+        -------
+        dict
+            The fields of :data:`ROW_FIELDS` (``algbw``/``busbw`` in GB/s) plus ``time_us``,
+            ``top_links`` and ``port_imbalance``.
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import fat_tree
+        >>> d = run_collective(fat_tree(4), "allgather", range(4), 2**20).to_dict()
+        >>> d["op"], d["n_gpus"], d["time_us"] == d["time"] * 1e6
+        ('allgather', 4, True)
+        """
         from hpnsim.routing.imbalance import jsonable
 
         return {
@@ -79,7 +117,15 @@ class CollectiveResult:
         return [{name: getattr(self, name) for name in ROW_FIELDS}]
 
     def to_frame(self):
-        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra)."""
+        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra).
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import fat_tree
+        >>> r = run_collective(fat_tree(4), "allreduce", range(4), 2**20)
+        >>> r.to_frame().shape == (1, len(ROW_FIELDS))
+        True
+        """
         from hpnsim.frames import to_frame
 
         return to_frame(self.rows(), columns=list(ROW_FIELDS))
@@ -91,14 +137,7 @@ ROW_FIELDS = ("op", "algo", "protocol", "routing", "n_gpus", "size", "time", "al
               "n_groups")
 
 
-def network_links(fabric) -> np.ndarray:
-    """Boolean mask of switch-to-switch links (where ECMP hashing decides)."""
-    from hpnsim.fabrics.fabric import LinkKind
-
-    return np.isin(fabric.link_kind, (LinkKind.UPLINK, LinkKind.CORE))
-
-
-def concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
+def _concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
     """(most flows on one network link, hash collisions) over waves of stages that start
     together (same dependencies); network links are NIC ports and switch-to-switch links
     (under ``state``, down links are no alternatives)."""
@@ -126,15 +165,31 @@ def concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
 def run_collective(fabric, op: str, gpus, size: float,
                    options: CollectiveOptions | None = None, *, state=None,
                    **keywords) -> CollectiveResult:
-    """Simulate one collective alone on ``fabric`` (see :func:`compile_collective` for the
-    parameters) and measure it.
+    """Simulate one collective alone on ``fabric`` and measure it the way nccl-tests does.
 
-    ``options`` (a :class:`~hpnsim.collectives.options.CollectiveOptions`) says how it runs;
-    ``keywords`` replace its fields (``algo="ring"``, ``routing="hpn_dual_plane"``, ...).
+    Parameters
+    ----------
+    fabric : hpnsim.fabrics.Fabric
+    op : str
+        allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv, send.
+    gpus : sequence of int
+        GPU indices of the group, in rank order.
+    size : float
+        Bytes, nccl-tests convention (see :func:`compile_collective`).
+    options : CollectiveOptions, optional
+        How it runs (:class:`~hpnsim.collectives.options.CollectiveOptions`; default: every
+        default).
+    state : hpnsim.fabrics.FabricState, optional
+        Routing avoids its down links where it can and the links run at
+        ``state.capacity``; a transfer left on a dead link never finishes (``time`` is
+        infinite).
+    **keywords
+        Fields of ``CollectiveOptions`` replacing those of ``options`` (``algo="ring"``,
+        ``routing="hpn_dual_plane"``, ``nccl=...``, ...).
 
-    Under ``state`` (a :class:`~hpnsim.fabrics.state.FabricState`) routing avoids the down
-    links where it can and the links run at ``state.capacity``; a transfer left on a dead
-    link never finishes (``time`` is infinite).
+    Returns
+    -------
+    CollectiveResult
 
     Examples
     --------
@@ -166,7 +221,7 @@ def run_collective(fabric, op: str, gpus, size: float,
     top = np.argsort(-ratio, kind="stable")[:10]
     top_links = [(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
                  if link_bytes[k] > 0]
-    max_flows, collisions = concurrent_link_flows(compiled, fabric, state)
+    max_flows, collisions = _concurrent_link_flows(compiled, fabric, state)
     from hpnsim.routing.diagnostics import port_imbalance
 
     return CollectiveResult(
