@@ -35,6 +35,8 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce", gp
     """The scenario ``hpnsim collective`` runs: one collective (``gpus`` 0: every GPU) on the
     fabric ``fabric`` with builder ``options``; errors named by option (``sizes``, ``gpus``).
 
+    Examples
+    --------
     >>> s = collective_scenario("fat_tree", {"k": "4"}, gpus=8, sizes="1M:4M")
     >>> s.collectives[0].sizes, s.fabric.options()
     ([1048576.0, 2097152.0, 4194304.0], {'k': '4'})

@@ -21,6 +21,8 @@ def default_channels(op: str, algo: str, gpus: np.ndarray, gpus_per_host: int,
     """Default channel count for the group ``gpus``
     (:func:`~hpnsim.collectives.model.default_channel_count`).
 
+    Examples
+    --------
     >>> default_channels("allreduce", "ring", np.arange(16), 8, nic_ports=2)
     16
     >>> default_channels("allreduce", "hier", np.arange(16), 8, nic_ports=2)
@@ -44,6 +46,8 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
     broadcast/reduce; ``pxn`` relays cross-rail hops over NVLink; ``nic_ports`` (ports per
     NIC) scales the default channel count.
 
+    Examples
+    --------
     >>> sch = build_schedule("allreduce", range(16), 2**20, "hier")
     >>> [s.name for s in sch.stages][:2], sch.final
     (['allreduce/hier/intra-rs', 'allreduce/hier/rail0/ch0'], (0, 1, 2, 3, 4, 5, 6, 7, 8, 9))

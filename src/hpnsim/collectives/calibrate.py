@@ -57,6 +57,8 @@ class Measurement:
     seconds per size in bytes; ``lines`` are the log lines of the sizes (for residual tables),
     ``algo`` / ``protocol`` what the run forced (``auto``: NCCL chose).
 
+    Examples
+    --------
     >>> m = Measurement("log", "allreduce", range(8), [2**20], [4e-5])
     >>> m.op, m.gpus.size, m.sizes.tolist()
     ('allreduce', 8, [1048576.0])
@@ -97,6 +99,8 @@ def log_gpus(source: str, n_gpus: int, n_hosts: int | None, fabric) -> np.ndarra
     when the fabric cannot hold that: more GPUs per host than the fabric's hosts have,
     more hosts than it has, or a GPU count the hosts do not share evenly.
 
+    Examples
+    --------
     >>> from types import SimpleNamespace
     >>> fab = SimpleNamespace(n_gpus=32, gpus_per_host=8, n_hosts=4)
     >>> log_gpus("a.log", 4, 2, fab).tolist()
@@ -128,6 +132,8 @@ def predict(fabric, m: Measurement, nccl=None) -> np.ndarray:
     hpnsim's ``auto`` make, :func:`~hpnsim.collectives.model.choose_algorithm`); the minimum
     keeps the prediction continuous in the parameters as the choice changes.
 
+    Examples
+    --------
     >>> from hpnsim.fabrics import build_fabric
     >>> fab = build_fabric("hpn7", {"segments": 1, "hosts_per_segment": 1, "backup_hosts": 0})
     >>> m = Measurement("x", "allreduce", range(8), [2**30], [1.0], algo="ring",
@@ -157,6 +163,8 @@ def elasticities(fabric, measurements, base, names) -> np.ndarray:
     """d log(time) / d log(parameter) for every measured size (rows) and parameter of
     ``names`` (columns) at ``base``, by central differences of ±1% (one-sided at a bound).
 
+    Examples
+    --------
     >>> from hpnsim.fabrics import build_fabric
     >>> fab = build_fabric("hpn7", {"segments": 1, "hosts_per_segment": 1, "backup_hosts": 0})
     >>> m = Measurement("x", "allreduce", range(8), [2**30], [1.0], algo="ring",
@@ -191,6 +199,8 @@ def identifiable(fabric, measurements, base=None,
     change, or when its elasticity column is (to :data:`MIN_INDEPENDENT`) a combination of
     the columns already kept (QR with column pivoting: the most informative first).
 
+    Examples
+    --------
     >>> from hpnsim.fabrics import build_fabric
     >>> fab = build_fabric("hpn7", {"segments": 1, "hosts_per_segment": 1, "backup_hosts": 0})
     >>> m = Measurement("x", "allreduce", range(8), [2**10, 2**20, 2**30], [1.0] * 3)
@@ -232,9 +242,30 @@ def identifiable(fabric, measurements, base=None,
 
 @dataclass
 class Calibration:
-    """Outcome of :func:`calibrate`: the fitted parameters, what was held and why, and one
-    residual row per measured size (``measured``, ``closed_form``, ``simulated`` seconds;
-    errors are predicted/measured - 1)."""
+    """Outcome of :func:`calibrate`.
+
+    Attributes
+    ----------
+    nccl : NcclParams
+        The base parameters with the fitted ones replaced.
+    fitted : dict
+        Fitted parameter -> value.
+    held : dict
+        Parameter left at its base value -> why (not asked for, not identifiable).
+    rows : list of dict
+        One residual row per measured size (``measured``, ``closed_form``, ``simulated``
+        seconds; errors are predicted/measured - 1).
+    sources : list of dict
+        One row per log (file, op, GPUs, algorithm, protocol, sizes).
+    cost : float
+        Least-squares cost of the fit (half the sum of squared log residuals).
+
+    Examples
+    --------
+    >>> c = Calibration(NcclParams(), {}, {}, rows=[{"measured": 1.0, "closed_form": 1.1}])
+    >>> round(c.rms_error(), 6), c.rms_error("simulated")
+    (0.1, 0.0)
+    """
 
     nccl: NcclParams
     fitted: dict[str, float]
@@ -244,14 +275,29 @@ class Calibration:
     cost: float = 0.0
 
     def rms_error(self, column: str = "closed_form") -> float:
-        """Root mean square of log(predicted/measured), as a relative error."""
+        """Root mean square of log(predicted/measured) over the rows of ``column``
+        (``closed_form`` or ``simulated``), as a relative error (0 without rows).
+
+        Examples
+        --------
+        >>> rows = [{"measured": 1.0, "closed_form": 1.1}, {"measured": 2.0, "closed_form": 2.2}]
+        >>> round(Calibration(NcclParams(), {}, {}, rows).rms_error(), 6)
+        0.1
+        """
         errors = [math.log(r[column] / r["measured"]) for r in self.rows
                   if r.get(column) is not None]
         return math.expm1(math.sqrt(sum(x * x for x in errors) / len(errors))) if errors \
             else 0.0
 
     def to_dict(self) -> dict:
-        """The calibration file's content (SI units; residual errors as fractions)."""
+        """The calibration file's content (SI units; residual errors as fractions).
+
+        Examples
+        --------
+        >>> d = Calibration(NcclParams(eff_ll=0.4), {"eff_ll": 0.4}, {}).to_dict()
+        >>> d["nccl"]["eff_ll"], d["fitted"], d["rms_error"]
+        (0.4, {'eff_ll': 0.4}, {'closed_form': 0.0, 'simulated': 0.0})
+        """
         return {"nccl": {k: v for k, v in self.nccl.to_dict().items()},
                 "fitted": dict(self.fitted), "held": dict(self.held), "logs": self.sources,
                 "rms_error": {"closed_form": self.rms_error("closed_form"),
@@ -337,7 +383,22 @@ def _simulated(fabric, m: Measurement, options: CollectiveOptions) -> list[float
 
 
 def write_calibration(calibration: Calibration, path) -> None:
-    """Write ``calibration`` as YAML (see the module docstring) to ``path``."""
+    """Write ``calibration`` as YAML (see the module docstring) to ``path``.
+
+    Parameters
+    ----------
+    calibration : Calibration
+    path : str or Path
+        The file to write (replaced if it exists); :func:`load_calibration` reads it back.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "calib.yaml")
+    >>> write_calibration(Calibration(NcclParams(eff_ll=0.4), {"eff_ll": 0.4}, {}), path)
+    >>> load_calibration(path).eff_ll
+    0.4
+    """
     import yaml
 
     text = ("# hpnsim calibration: NCCL parameters fitted to nccl-tests logs "
@@ -351,6 +412,25 @@ def load_calibration(path, field_name: str = "calibration") -> NcclParams:
     """The :class:`NcclParams` of a calibration file (its ``nccl:`` mapping); every value is
     checked against :data:`BOUNDS` (an efficiency below 0.05 or above 1 is refused).
 
+    Parameters
+    ----------
+    path : str or Path
+        A file :func:`write_calibration` (``hpnsim calibrate --out``) wrote.
+    field_name : str
+        The name errors carry (``calibration``: the scenario key).
+
+    Returns
+    -------
+    NcclParams
+
+    Raises
+    ------
+    InputError
+        When the file is missing, not YAML, has no ``nccl:`` mapping or a value out of
+        bounds.
+
+    Examples
+    --------
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp(); p = os.path.join(d, "c.yaml")
     >>> _ = open(p, "w").write("nccl:\\n  nvlink_efficiency: 1.2\\n")

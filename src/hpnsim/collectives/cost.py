@@ -29,6 +29,8 @@ def latency_family(algo: str) -> str:
     """Which NCCL latency table an algorithm uses (tree, nvls, nvlstree as themselves; ring
     for the others).
 
+    Examples
+    --------
     >>> latency_family("hier"), latency_family("tree"), latency_family("nvls")
     ('ring', 'tree', 'nvls')
     """
@@ -40,6 +42,8 @@ def hop_latencies(algo: str, protocol: str, nccl=None) -> tuple[float, float, fl
     """``(base, per NVLink hop, per network hop)`` latency in seconds, from ``nccl``
     (:class:`~hpnsim.collectives.nccl.NcclParams`; None: NCCL's tables).
 
+    Examples
+    --------
     >>> hop_latencies("ring", "simple")
     (8.4e-06, 3.4e-06, 1.4e-05)
     """
@@ -68,6 +72,8 @@ def alpha_beta_time(op: str, algo: str, n: int, size: float, alpha: float,
     1.5·S/B for 3); pipelined ring broadcast/reduce (chain): (n-1)·α + S/B; direct
     all-to-all: α + (n-1)/n·S/B; send/recv: α + S/B.
 
+    Examples
+    --------
     >>> alpha_beta_time("allreduce", "ring", 4, 1e9, 0.0, 1e9)
     1.5
     >>> alpha_beta_time("allreduce", "hd", 8, 8e9, 1e-6, 1e9)
@@ -108,6 +114,8 @@ def hierarchical_time(op: str, gpus_per_host: int, hosts: int, size: float, *,
     2(k-1)·α_intra + 2(k-1)/k·S/B_intra + 2(H-1)·α_inter + 2(H-1)/H·(S/k)/B_inter.
     All-gather and reduce-scatter take half of each term.
 
+    Examples
+    --------
     >>> hierarchical_time("allreduce", 8, 2, 8e9, alpha_intra=0, bw_intra=1e9,
     ...                   alpha_inter=0, bw_inter=1e9)
     15.0
@@ -135,6 +143,8 @@ def nccl_time(op: str, algo: str, protocol: str, n: int, hosts: int, size: float
     network hop latency, with 2(n-1) ring steps of which 2(hosts-1) cross hosts, and
     2·((n/hosts - 1) + log2(hosts)) tree hops. ``hier`` uses ring latencies.
 
+    Examples
+    --------
     >>> round(nccl_time("allreduce", "ring", "simple", 16, 2, 1e9, 50e9) * 1e3, 4)
     37.6316
     """

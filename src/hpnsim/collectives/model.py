@@ -52,6 +52,8 @@ class GroupShape:
     hands a ring's network hop over NVLink to the GPU of the right rail; ``nvls``: NVSwitch
     multicast/reduction is available.
 
+    Examples
+    --------
     >>> GroupShape(4, 8, 200e9, 50e9, nic_ports=2).n
     32
     """
@@ -67,6 +69,7 @@ class GroupShape:
 
     @property
     def n(self) -> int:
+        """GPUs in the group."""
         return self.hosts * self.gpus_per_host
 
     @classmethod
@@ -76,6 +79,8 @@ class GroupShape:
         with ``nccl``'s link efficiencies applied: NVLink × ``nvlink_efficiency``, the NIC ×
         ``network_efficiency`` (or the PCIe link to it × ``pcie_efficiency`` if smaller).
 
+        Examples
+        --------
         >>> from hpnsim.fabrics import fat_tree
         >>> from hpnsim.collectives.nccl import WIRE_RATE
         >>> s = GroupShape.from_fabric(fat_tree(4), range(16), nccl=WIRE_RATE)
@@ -110,6 +115,8 @@ def default_channel_count(op: str, algo: str, hosts: int, gpus_per_host: int, un
     its chain heads rotate over all GPUs); ``nic_ports`` per rail ring for hier, and for
     halving-doubling and send/recv; one for all-to-all (its many peers spread the load).
 
+    Examples
+    --------
     >>> default_channel_count("allreduce", "ring", 4, 8, True, 2)
     16
     >>> default_channel_count("allreduce", "hier", 4, 8, True, 2)
@@ -139,6 +146,8 @@ def ring_time(op: str, shape: GroupShape, size: float, *, channels: int, alpha_i
     = 1 (PXN or one host), (k-1)/k without PXN, 0 for one GPU per host, and f the largest
     share of channels on one rail (1/k when C is a multiple of k), 0 on one host.
 
+    Examples
+    --------
     >>> ring_time("allreduce", GroupShape(4, 8, 200e9, 50e9), 8e9, channels=16,
     ...           alpha_intra=0.0, alpha_inter=0.0)
     0.0775
@@ -163,6 +172,8 @@ def tree_time(shape: GroupShape, size: float, *, channels: int, alpha_intra: flo
     multiple of k this is max(2(k-1)/k·S/B_intra, dtree_load(H)/2·S/(k·B_inter)), i.e.
     2S/(k·B_inter) on the network for H >= 4 — NCCL's "tree algbw = busBw / 2".
 
+    Examples
+    --------
     >>> tree_time(GroupShape(16, 8, 200e9, 50e9), 8e9, channels=16, alpha_intra=0.0,
     ...           alpha_inter=0.0)
     0.07
@@ -188,6 +199,8 @@ def hd_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
     when n is not a power of two. Channels split every step, so they do not change the
     time on evenly used links.
 
+    Examples
+    --------
     >>> round(hd_time("allreduce", GroupShape(4, 8, 200e9, 50e9), 8e9, alpha_intra=0.0,
     ...               alpha_inter=0.0), 4)    # 2·(7/8·S/200e9 + 3/32·S/50e9)
     0.1
@@ -222,6 +235,8 @@ def hier_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
     needs at least its own bytes after its start), the NIC from the rail phase's start. So
     large buffers take max(NVLink time, network time), not the sum.
 
+    Examples
+    --------
     >>> hier_time("allreduce", GroupShape(2, 8, 400e9, 50e9), 8e9, alpha_intra=0.0,
     ...           alpha_inter=0.0)        # max(2·7/8·8e9/400e9, 2·1/2·1e9/50e9)
     0.035
@@ -254,6 +269,8 @@ def nvls_time(op: str, shape: GroupShape, size: float, nccl: NcclParams, *,
     hosts the per-rail double binary tree over hosts carries S/k at the same time
     (:func:`tree_time` on one GPU per host), after the NVLS hop.
 
+    Examples
+    --------
     >>> t = nvls_time("allreduce", GroupShape(1, 8, 400e9, 50e9), 8e9, NcclParams(),
     ...               channels=2, alpha_intra=0.0, alpha_inter=0.0)
     >>> round(t * 0.85, 9)           # 8e9 · 9/8 / 400e9
@@ -277,6 +294,8 @@ def model_time(op: str, algo: str, protocol: str, shape: GroupShape, size: float
     rest. Efficiencies and latencies from ``nccl`` (None: NCCL's defaults); NVLS runs
     Simple only (infinite time otherwise, as NCCL disables it).
 
+    Examples
+    --------
     >>> round(model_time("allreduce", "tree", "simple", GroupShape(16, 8, 200e9, 50e9, 2),
     ...                  8e9) * 1e3, 3)
     70.176
@@ -320,6 +339,8 @@ def auto_candidates(op: str, shape: GroupShape) -> tuple[str, ...]:
     one host and NVLS+tree (all-reduce) across hosts when ``shape.nvls`` (NCCL disables
     NVLS all-gather/reduce-scatter across hosts without CollNet).
 
+    Examples
+    --------
     >>> auto_candidates("allreduce", GroupShape(4, 8, 200e9, 50e9))
     ('tree', 'ring', 'hier')
     >>> auto_candidates("allgather", GroupShape(1, 8, 200e9, 50e9, nvls=True))
@@ -340,6 +361,8 @@ def choose_algorithm(op: str, shape: GroupShape, size: float, *,
                      nccl: NcclParams | None = None) -> tuple[str, str]:
     """``(algorithm, protocol)`` with the smallest :func:`model_time` on the actual group.
 
+    Examples
+    --------
     >>> many = GroupShape(256, 8, 200e9, 50e9, nic_ports=2)
     >>> choose_algorithm("allreduce", many, 64 * 2**10)
     ('tree', 'll')
@@ -359,6 +382,8 @@ def choose_protocol(op: str, algo: str, shape: GroupShape, size: float, *,
                     channels: int | None = None, nccl: NcclParams | None = None) -> str:
     """The protocol with the smallest :func:`model_time` for a fixed algorithm.
 
+    Examples
+    --------
     >>> choose_protocol("allreduce", "ring", GroupShape(2, 8, 200e9, 50e9, 2), 2**30)
     'simple'
     """

@@ -29,6 +29,8 @@ _LOADS = {"allreduce": lambda k: ((k + 1) / k, (k + 1) / k),
 def nvls_loads(op: str, k: int) -> tuple[float, float]:
     """Per-GPU (out, in) NVLink bytes per buffer byte of NVLS ``op`` on ``k`` GPUs.
 
+    Examples
+    --------
     >>> nvls_loads("allreduce", 8)
     (1.125, 1.125)
     """
@@ -39,6 +41,8 @@ def nvls_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """NVLS on one host (allreduce, allgather, reducescatter), or NVLS+tree all-reduce
     across hosts (``sch.algo == "nvlstree"``, same local GPUs on every host).
 
+    Examples
+    --------
     >>> sch = Schedule("allreduce", "nvls", np.arange(8), 8.0)
     >>> nvls_stages(sch, 8, 1)
     >>> s = sch.stages[0]

@@ -49,6 +49,8 @@ def _key(text: str) -> str:
 def normalize_op(op: str) -> str:
     """Canonical operation name.
 
+    Examples
+    --------
     >>> normalize_op("All-Reduce"), normalize_op("reduce_scatter"), normalize_op("all2all")
     ('allreduce', 'reducescatter', 'alltoall')
     """
@@ -61,6 +63,8 @@ def normalize_op(op: str) -> str:
 def normalize_algorithm(algo: str) -> str:
     """Canonical algorithm name (``"auto"`` stays ``"auto"``).
 
+    Examples
+    --------
     >>> normalize_algorithm("hierarchical"), normalize_algorithm("halving-doubling")
     ('hier', 'hd')
     >>> normalize_algorithm("bruck")
@@ -78,6 +82,8 @@ def normalize_algorithm(algo: str) -> str:
 def normalize_protocol(protocol: str) -> str:
     """Canonical protocol name: ``ll``, ``ll128``, ``simple`` or ``auto``.
 
+    Examples
+    --------
     >>> normalize_protocol("LL128"), normalize_protocol("Simple")
     ('ll128', 'simple')
     >>> normalize_protocol("ll64")
@@ -95,6 +101,8 @@ def normalize_protocol(protocol: str) -> str:
 def check_supported(op: str, algo: str) -> None:
     """Raise :class:`InputError` unless ``algo`` implements ``op`` (both canonical).
 
+    Examples
+    --------
     >>> check_supported("allreduce", "hier")
     >>> check_supported("alltoall", "ring")
     Traceback (most recent call last):
@@ -110,6 +118,8 @@ def busbw_factor(op: str, n: int) -> float:
 
     All-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; others 1.
 
+    Examples
+    --------
     >>> busbw_factor("allreduce", 8), busbw_factor("allgather", 4), busbw_factor("broadcast", 8)
     (1.75, 0.75, 1.0)
     """

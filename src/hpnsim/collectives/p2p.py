@@ -18,6 +18,8 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
     A flow between hosts whose GPUs sit on different rails first crosses NVLink to the GPU of
     the source host that has the destination's local id, when that GPU is in the group.
 
+    Examples
+    --------
     >>> pxn_relay(np.array([0, 0, 1]), np.array([9, 8, 2]), 8, np.arange(16)).tolist()
     [1, -1, -1]
     """
@@ -31,6 +33,8 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
 def alltoall_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True) -> None:
     """Direct all-to-all: every rank sends S/n to every other rank, split over channels.
 
+    Examples
+    --------
     >>> sch = Schedule("alltoall", "direct", np.arange(3), 6.0)
     >>> alltoall_stages(sch, 8, 1)
     >>> s = sch.stages[0]
@@ -52,6 +56,8 @@ def p2p_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     GPUs exchange both ways; ``send``: a chain, rank i sends S to rank i+1 for i < n-1 (a
     pipeline-parallel hand-off when n = 2).
 
+    Examples
+    --------
     >>> sch = Schedule("send", "direct", np.array([0, 8]), 5.0)
     >>> p2p_stages(sch, 8, 1)
     >>> s = sch.stages[0]

@@ -70,6 +70,8 @@ def resolve_algorithm(fabric, op: str, gpus: np.ndarray, size: float,
     """Concrete (algorithm, protocol) of ``options`` on the actual group: an ``auto`` choice
     is the smallest predicted time (:func:`~hpnsim.collectives.model.choose_algorithm`).
 
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
     ...          aggs_per_plane=2)
@@ -175,6 +177,8 @@ def plan_cache(enabled: bool | None = None, *, clear: bool = False) -> dict:
 
     Results are the same with and without it; only compile time changes.
 
+    Examples
+    --------
     >>> plan_cache(clear=True)["entries"]
     0
     """

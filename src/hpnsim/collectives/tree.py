@@ -14,6 +14,8 @@ def btree_parents(n: int) -> np.ndarray:
     A rank's parent clears its lowest set bit and sets the next one, or just clears it when
     that would leave the range (``ncclGetBtree``).
 
+    Examples
+    --------
     >>> btree_parents(8).tolist()
     [-1, 2, 4, 2, 0, 6, 4, 6]
     """
@@ -30,6 +32,8 @@ def dtree_parents(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Parents in NCCL's two complementary trees: the binary tree and its mirror (even n)
     or its shift by one (odd n), so most interior ranks of one tree are leaves of the other.
 
+    Examples
+    --------
     >>> [p.tolist() for p in dtree_parents(4)]
     [[-1, 2, 0, 2], [1, 3, 1, -1]]
     """
@@ -48,6 +52,8 @@ def dtree_depth(n: int) -> int:
     """Network hops from the deepest rank to the root in either of the two trees over ``n``
     ranks: ceil(log2 n) (both trees, every n; checked in the tests).
 
+    Examples
+    --------
     >>> dtree_depth(1), dtree_depth(2), dtree_depth(8), dtree_depth(9)
     (0, 1, 3, 4)
     """
@@ -59,6 +65,8 @@ def dtree_load(n: int) -> int:
     (and receives) per channel. 4 for n >= 4 (interior with 3 edges in one tree, a leaf in
     the other), 2 for n = 2, 3 for n = 3, 0 for one rank.
 
+    Examples
+    --------
     >>> [dtree_load(n) for n in (1, 2, 3, 4, 100)]
     [0, 2, 3, 4, 4]
     """
@@ -78,6 +86,8 @@ def host_chains(groups: list[np.ndarray], channel: int) -> list[np.ndarray]:
     the same GPUs on every host that is rail ``channel mod k`` everywhere, so every network
     hop of the channel stays on one rail.
 
+    Examples
+    --------
     >>> [c.tolist() for c in host_chains([np.array([0, 1, 2]), np.array([8, 9, 10])], 1)]
     [[1, 2, 0], [9, 10, 8]]
     """
@@ -94,6 +104,8 @@ def tree_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     edge, pipelined: every member moves S/channels/2 bytes, and the latency is the deepest
     chain tail to the root and back, 2(k-1) NVLink and 2·ceil(log2 H) network hops.
 
+    Examples
+    --------
     >>> sch = Schedule("allreduce", "tree", np.arange(16), 8.0)
     >>> tree_stages(sch, 8, 1)
     >>> [(s.n_members, s.size, s.intra_steps, s.inter_steps) for s in sch.stages]
@@ -131,6 +143,8 @@ def hd_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     of two p into partners first (whole buffer) and sends them the result last.
     All-gather and reduce-scatter need n a power of two.
 
+    Examples
+    --------
     >>> sch = Schedule("allreduce", "hd", np.arange(4), 8.0)
     >>> hd_stages(sch, 8, 1)
     >>> [(s.dst.tolist(), s.size) for s in sch.stages]

@@ -27,6 +27,8 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
     The routes, schedule, protocol and latencies are those of ``compiled`` (one connection
     per peer, priority 0, weight 1, as the iteration compiles them).
 
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> g = TaskGraph()
@@ -71,6 +73,8 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
 def sent_bytes(compiled) -> float:
     """Payload bytes all members of a compiled collective send (protocol overhead excluded).
 
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> c = compile_into(TaskGraph(), fab, "alltoall", [0, 8], 1000.0)
@@ -91,6 +95,8 @@ def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float,
     dict, a collective compiled before (same op, group, size and options) is replayed
     (:func:`replay`) instead of compiled again.
 
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> g = TaskGraph()
@@ -130,6 +136,8 @@ def time_groups(fabric, op: str, groups, size: float,
     """``(seconds, bytes)`` of ``op`` run with ``options`` at once on every group of
     ``groups``, nothing else on the fabric (so collisions between the groups count).
 
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> t, sent = time_groups(fab, "alltoall", [[0, 8], [1, 9]], 2**20)
