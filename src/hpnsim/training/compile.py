@@ -24,90 +24,22 @@ What becomes a task, and the one approximation:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
-from hpnsim.collectives.options import AUTO, CollectiveOptions
+from hpnsim.collectives.ops import AUTO
+from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.engine import TaskGraph
 from hpnsim.errors import InputError
 from hpnsim.training.comm import compile_groups, time_groups
+from hpnsim.training.compiled import CompiledIteration, Element, RouteRecord, StagePass
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.workloads.placement import place
 
 _CATEGORY = {"tp": "tp", "ep": "ep", "dp": "dp", "edp": "dp"}
 _NAMES = {"allreduce": "all-reduce", "alltoall": "all-to-all", "allgather": "all-gather",
           "reducescatter": "reduce-scatter"}
-
-
-@dataclass
-class Element:
-    """One element of a stage's compute stream: tasks ``first`` .. ``last``; a Delay with
-    the ``nominal`` seconds per part (compute, tp, ep), or a simulated collective of
-    ``category`` (nominal None)."""
-
-    first: int
-    last: int
-    nominal: dict | None = None
-    category: str = ""
-
-
-@dataclass
-class StagePass:
-    """A pass of a stage: its stream elements and the pipeline message it waited for."""
-
-    kind: str
-    micro_batch: int
-    chunk: int
-    recv: int = -1
-    elements: list[Element] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class RouteRecord:
-    """How the transfer tasks ``first:end`` of the graph were routed, so a failure can route
-    them again: ``op`` (``"p2p"`` for a pipeline message) on each row of ``groups`` with
-    ``size`` and ``algo`` (a p2p record's ``groups`` is ``(src GPUs, dst GPUs)``)."""
-
-    op: str
-    groups: np.ndarray
-    size: float
-    algo: str
-    first: int
-    end: int
-
-
-@dataclass
-class CompiledIteration:
-    """An iteration in a TaskGraph and the handles :func:`~hpnsim.training.account` reads.
-
-    ``passes[s]`` are stage ``s``'s passes; ``rows[s]`` its collective Gantt rows
-    ``(kind, first_tasks, final_tasks)``; ``stage_end[s]`` a zero-length task ending the
-    stage's iteration (the next iteration of the job can start ``after`` them). The
-    iteration's own tasks are ``first_task:end_task``; it starts after ``origin`` (-1: at 0).
-    """
-
-    program: Program
-    graph: TaskGraph
-    passes: list[list[StagePass]] = field(default_factory=list)
-    rows: list[list[tuple]] = field(default_factory=list)
-    stage_end: list[int] = field(default_factory=list)
-    comm_bytes: dict = field(default_factory=lambda: dict.fromkeys(("tp", "pp", "dp", "ep"),
-                                                                   0.0))
-    tp_time: float = 0.0
-    ep_replay: float = 0.0  # seconds of a replayed (in-host) EP all-to-all, if any
-    notes: list[str] = field(default_factory=list)
-    origin: int = -1
-    first_task: int = 0
-    end_task: int = 0
-    routing: str = "ecmp"
-    seed: int = 0
-    routes: list[RouteRecord] = field(default_factory=list)
-
-    @property
-    def job(self) -> dict:
-        """The job description of the program."""
-        return self.program.job
 
 
 def _path_latency(fabric, paths) -> float:
@@ -171,8 +103,7 @@ def compile_program(program: Program, graph: TaskGraph, fabric,
     if release > 0 or len(after):
         origin = graph.add_delay(0.0, deps=after, release=release, name="iteration start")
     it = CompiledIteration(program, graph, origin=origin, first_task=first_task,
-                           notes=list(program.notes), routing=options.routing,
-                           seed=options.seed)
+                           notes=list(program.notes), options=options)
     per_group = {"tp": tp_algo, "dp": dp_algo, "edp": dp_algo, "ep": AUTO}
     _Compiler(it, fabric, placement, {group: options if algo is None else
                                       replace(options, algo=algo)

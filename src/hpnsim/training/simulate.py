@@ -11,7 +11,8 @@ from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.errors import InputError
 from hpnsim.training.account import account
-from hpnsim.training.compile import CompiledIteration, compile_program
+from hpnsim.training.compile import compile_program
+from hpnsim.training.compiled import CompiledIteration
 from hpnsim.training.from_aicb import program_from_aicb
 from hpnsim.training.from_job import program_from_job
 from hpnsim.training.iteration import IterationResult
