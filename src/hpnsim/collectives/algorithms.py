@@ -21,6 +21,21 @@ def default_channels(op: str, algo: str, gpus: np.ndarray, gpus_per_host: int,
     """Default channel count for the group ``gpus``
     (:func:`~hpnsim.collectives.model.default_channel_count`).
 
+    Parameters
+    ----------
+    op, algo : str
+        The operation and a concrete algorithm.
+    gpus : array of int
+        GPU indices of the group.
+    gpus_per_host : int
+        GPUs per host of the fabric (groups the GPUs by host).
+    nic_ports : int
+        Ports per NIC: NCCL opens a channel per network device.
+
+    Returns
+    -------
+    int
+
     Examples
     --------
     >>> default_channels("allreduce", "ring", np.arange(16), 8, nic_ports=2)
@@ -40,11 +55,33 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
     ``size`` bytes (nccl-tests convention: the all-reduce buffer, the gathered all-gather
     output, each rank's all-to-all send buffer, the message of send/recv).
 
-    ``algo`` is one of ring, tree, hd, hier, nvls, nvlstree, direct (not auto: see
-    :func:`hpnsim.collectives.model.choose_algorithm`); ``channels`` independent copies each
-    carry size/channels over their own connections; ``root`` is a rank index for
-    broadcast/reduce; ``pxn`` relays cross-rail hops over NVLink; ``nic_ports`` (ports per
-    NIC) scales the default channel count.
+    Parameters
+    ----------
+    op : str
+        The operation (any spelling :func:`~hpnsim.collectives.ops.normalize_op` accepts).
+    gpus : sequence of int
+        GPU indices, rank order.
+    size : float
+        Bytes, nccl-tests convention.
+    algo : str
+        ring, tree, hd, hier, nvls, nvlstree or direct (not auto: see
+        :func:`hpnsim.collectives.model.choose_algorithm`).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int, optional
+        Independent copies, each carrying size/channels over its own connections (default
+        :func:`default_channels`).
+    root : int
+        Rank index of the broadcast/reduce root.
+    pxn : bool
+        Relay cross-rail hops over NVLink.
+    nic_ports : int
+        Ports per NIC; scales the default channel count.
+
+    Returns
+    -------
+    Schedule
+        Its stages (transfer groups) and their dependencies; empty for one GPU.
 
     Examples
     --------

@@ -115,6 +115,21 @@ def default_channel_count(op: str, algo: str, hosts: int, gpus_per_host: int, un
     its chain heads rotate over all GPUs); ``nic_ports`` per rail ring for hier, and for
     halving-doubling and send/recv; one for all-to-all (its many peers spread the load).
 
+    Parameters
+    ----------
+    op, algo : str
+        Canonical operation and concrete algorithm.
+    hosts, gpus_per_host : int
+        The group's hosts and GPUs on each.
+    uniform : bool
+        The same local GPUs on every host (rails line up).
+    nic_ports : int
+        Ports per NIC.
+
+    Returns
+    -------
+    int
+
     Examples
     --------
     >>> default_channel_count("allreduce", "ring", 4, 8, True, 2)
@@ -146,6 +161,26 @@ def ring_time(op: str, shape: GroupShape, size: float, *, channels: int, alpha_i
     = 1 (PXN or one host), (k-1)/k without PXN, 0 for one GPU per host, and f the largest
     share of channels on one rail (1/k when C is a multiple of k), 0 on one host.
 
+    Parameters
+    ----------
+    op : str
+        allreduce, allgather or reducescatter (canonical).
+    shape : GroupShape
+        Hosts, GPUs per host and the bandwidths NCCL sees.
+    size : float
+        Bytes, nccl-tests convention.
+    channels : int
+        Parallel rings/trees.
+    alpha_intra, alpha_inter : float
+        Seconds per step over NVLink and over the network.
+    efficiency : float
+        Protocol payload per wire byte.
+
+    Returns
+    -------
+    float
+        Seconds.
+
     Examples
     --------
     >>> ring_time("allreduce", GroupShape(4, 8, 200e9, 50e9), 8e9, channels=16,
@@ -171,6 +206,24 @@ def tree_time(shape: GroupShape, size: float, *, channels: int, alpha_intra: flo
     channel (4 for H >= 4: 3 in the tree where it is interior, 1 in the other). With C a
     multiple of k this is max(2(k-1)/k·S/B_intra, dtree_load(H)/2·S/(k·B_inter)), i.e.
     2S/(k·B_inter) on the network for H >= 4 — NCCL's "tree algbw = busBw / 2".
+
+    Parameters
+    ----------
+    shape : GroupShape
+        Hosts, GPUs per host and the bandwidths NCCL sees.
+    size : float
+        Bytes, nccl-tests convention.
+    channels : int
+        Parallel rings/trees.
+    alpha_intra, alpha_inter : float
+        Seconds per step over NVLink and over the network.
+    efficiency : float
+        Protocol payload per wire byte.
+
+    Returns
+    -------
+    float
+        Seconds.
 
     Examples
     --------
@@ -198,6 +251,24 @@ def hd_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
     all-gather take the steps once, all-reduce twice, plus a whole-buffer fold and unfold
     when n is not a power of two. Channels split every step, so they do not change the
     time on evenly used links.
+
+    Parameters
+    ----------
+    op : str
+        allreduce, allgather or reducescatter (canonical).
+    shape : GroupShape
+        Hosts, GPUs per host and the bandwidths NCCL sees.
+    size : float
+        Bytes, nccl-tests convention.
+    alpha_intra, alpha_inter : float
+        Seconds per step over NVLink and over the network.
+    efficiency : float
+        Protocol payload per wire byte.
+
+    Returns
+    -------
+    float
+        Seconds.
 
     Examples
     --------
@@ -235,6 +306,24 @@ def hier_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
     needs at least its own bytes after its start), the NIC from the rail phase's start. So
     large buffers take max(NVLink time, network time), not the sum.
 
+    Parameters
+    ----------
+    op : str
+        allreduce, allgather or reducescatter (canonical).
+    shape : GroupShape
+        Hosts, GPUs per host and the bandwidths NCCL sees.
+    size : float
+        Bytes, nccl-tests convention.
+    alpha_intra, alpha_inter : float
+        Seconds per step over NVLink and over the network.
+    efficiency : float
+        Protocol payload per wire byte.
+
+    Returns
+    -------
+    float
+        Seconds.
+
     Examples
     --------
     >>> hier_time("allreduce", GroupShape(2, 8, 400e9, 50e9), 8e9, alpha_intra=0.0,
@@ -269,6 +358,26 @@ def nvls_time(op: str, shape: GroupShape, size: float, nccl: NcclParams, *,
     hosts the per-rail double binary tree over hosts carries S/k at the same time
     (:func:`tree_time` on one GPU per host), after the NVLS hop.
 
+    Parameters
+    ----------
+    op : str
+        allreduce, allgather or reducescatter (canonical).
+    shape : GroupShape
+        Hosts, GPUs per host and the bandwidths NCCL sees.
+    size : float
+        Bytes, nccl-tests convention.
+    nccl : NcclParams
+        Its ``nvls_efficiency`` scales NVLink.
+    channels : int
+        Parallel rings/trees.
+    alpha_intra, alpha_inter : float
+        Seconds per step over NVLink and over the network.
+
+    Returns
+    -------
+    float
+        Seconds.
+
     Examples
     --------
     >>> t = nvls_time("allreduce", GroupShape(1, 8, 400e9, 50e9), 8e9, NcclParams(),
@@ -293,6 +402,23 @@ def model_time(op: str, algo: str, protocol: str, shape: GroupShape, size: float
     reduce-scatter); NCCL's own model (:func:`~hpnsim.collectives.cost.nccl_time`) for the
     rest. Efficiencies and latencies from ``nccl`` (None: NCCL's defaults); NVLS runs
     Simple only (infinite time otherwise, as NCCL disables it).
+
+    Parameters
+    ----------
+    op, algo, protocol : str
+        What runs (concrete algorithm and protocol; any spelling).
+    shape : GroupShape
+    size : float
+        Bytes, nccl-tests convention.
+    channels : int, optional
+        Parallel rings/trees (default :func:`default_channel_count`).
+    nccl : NcclParams, optional
+        Efficiencies and latencies (None: NCCL's defaults).
+
+    Returns
+    -------
+    float
+        Seconds (0 for one GPU; infinite for NVLS with a protocol other than Simple).
 
     Examples
     --------
@@ -339,6 +465,16 @@ def auto_candidates(op: str, shape: GroupShape) -> tuple[str, ...]:
     one host and NVLS+tree (all-reduce) across hosts when ``shape.nvls`` (NCCL disables
     NVLS all-gather/reduce-scatter across hosts without CollNet).
 
+    Parameters
+    ----------
+    op : str
+    shape : GroupShape
+
+    Returns
+    -------
+    tuple of str
+        In order of preference on a tie (the first supported algorithm when none is).
+
     Examples
     --------
     >>> auto_candidates("allreduce", GroupShape(4, 8, 200e9, 50e9))
@@ -361,6 +497,22 @@ def choose_algorithm(op: str, shape: GroupShape, size: float, *,
                      nccl: NcclParams | None = None) -> tuple[str, str]:
     """``(algorithm, protocol)`` with the smallest :func:`model_time` on the actual group.
 
+    Parameters
+    ----------
+    op : str
+    shape : GroupShape
+    size : float
+        Bytes, nccl-tests convention.
+    channels : int, optional
+        Parallel rings/trees (default per algorithm).
+    nccl : NcclParams, optional
+        Efficiencies and latencies (None: NCCL's defaults).
+
+    Returns
+    -------
+    tuple of str
+        Among :func:`auto_candidates` and every protocol; ties go to the earlier candidate.
+
     Examples
     --------
     >>> many = GroupShape(256, 8, 200e9, 50e9, nic_ports=2)
@@ -381,6 +533,21 @@ def choose_algorithm(op: str, shape: GroupShape, size: float, *,
 def choose_protocol(op: str, algo: str, shape: GroupShape, size: float, *,
                     channels: int | None = None, nccl: NcclParams | None = None) -> str:
     """The protocol with the smallest :func:`model_time` for a fixed algorithm.
+
+    Parameters
+    ----------
+    op, algo : str
+    shape : GroupShape
+    size : float
+        Bytes, nccl-tests convention.
+    channels : int, optional
+    nccl : NcclParams, optional
+        As :func:`choose_algorithm`.
+
+    Returns
+    -------
+    str
+        One of ll, ll128, simple.
 
     Examples
     --------

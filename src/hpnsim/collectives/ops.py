@@ -49,6 +49,21 @@ def _key(text: str) -> str:
 def normalize_op(op: str) -> str:
     """Canonical operation name.
 
+    Parameters
+    ----------
+    op : str
+        Any case, with or without dashes, underscores or spaces; ``all2all`` too.
+
+    Returns
+    -------
+    str
+        One of :data:`OPS`.
+
+    Raises
+    ------
+    InputError
+        Named ``op``, listing :data:`OPS`.
+
     Examples
     --------
     >>> normalize_op("All-Reduce"), normalize_op("reduce_scatter"), normalize_op("all2all")
@@ -62,6 +77,22 @@ def normalize_op(op: str) -> str:
 
 def normalize_algorithm(algo: str) -> str:
     """Canonical algorithm name (``"auto"`` stays ``"auto"``).
+
+    Parameters
+    ----------
+    algo : str
+        A name of :data:`ALGORITHMS`, a long form (``hierarchical``, ``halving-doubling``,
+        ``double-binary-tree``, ``nvlink-sharp``) or ``auto``, in any case.
+
+    Returns
+    -------
+    str
+        One of :data:`ALGORITHMS` or :data:`AUTO`.
+
+    Raises
+    ------
+    InputError
+        Named ``algo``, listing :data:`ALGORITHMS`.
 
     Examples
     --------
@@ -82,6 +113,21 @@ def normalize_algorithm(algo: str) -> str:
 def normalize_protocol(protocol: str) -> str:
     """Canonical protocol name: ``ll``, ``ll128``, ``simple`` or ``auto``.
 
+    Parameters
+    ----------
+    protocol : str
+        Any case.
+
+    Returns
+    -------
+    str
+        One of :data:`PROTOCOLS` or :data:`AUTO`.
+
+    Raises
+    ------
+    InputError
+        Named ``protocol``, listing :data:`PROTOCOLS`.
+
     Examples
     --------
     >>> normalize_protocol("LL128"), normalize_protocol("Simple")
@@ -99,7 +145,16 @@ def normalize_protocol(protocol: str) -> str:
 
 
 def check_supported(op: str, algo: str) -> None:
-    """Raise :class:`InputError` unless ``algo`` implements ``op`` (both canonical).
+    """Raise :class:`InputError` unless ``algo`` implements ``op`` (:data:`SUPPORTED`).
+
+    Parameters
+    ----------
+    op, algo : str
+        Canonical names.
+
+    Returns
+    -------
+    None
 
     Examples
     --------
@@ -117,6 +172,16 @@ def busbw_factor(op: str, n: int) -> float:
     """nccl-tests bus-bandwidth factor: ``busbw = algbw * factor``.
 
     All-reduce 2(n-1)/n; all-gather, reduce-scatter, all-to-all (n-1)/n; others 1.
+
+    Parameters
+    ----------
+    op : str
+    n : int
+        Ranks (at least 1).
+
+    Returns
+    -------
+    float
 
     Examples
     --------
