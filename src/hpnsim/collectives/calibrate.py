@@ -93,11 +93,31 @@ class Measurement:
 
 
 def log_gpus(source: str, n_gpus: int, n_hosts: int | None, fabric) -> np.ndarray:
-    """GPU indices a log's ranks ran on, placed on ``fabric``: ``n_hosts`` hosts (the log's
-    rank lines; None: packed onto as few hosts as possible) with ``n_gpus / n_hosts`` GPUs
-    each, the first GPUs of the first hosts. Raises :class:`InputError` (named ``source``)
-    when the fabric cannot hold that: more GPUs per host than the fabric's hosts have,
-    more hosts than it has, or a GPU count the hosts do not share evenly.
+    """GPU indices a log's ranks ran on, placed on ``fabric``: the first GPUs of the first
+    hosts.
+
+    Parameters
+    ----------
+    source : str
+        The log's name (errors carry it).
+    n_gpus : int
+        Ranks of the log.
+    n_hosts : int or None
+        Hosts of the log's rank lines (None: packed onto as few hosts as possible), each
+        with ``n_gpus / n_hosts`` GPUs.
+    fabric : Fabric
+        Anything with ``n_gpus``, ``gpus_per_host`` and ``n_hosts``.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    InputError
+        Named ``source`` when the fabric cannot hold that: more GPUs per host than the
+        fabric's hosts have, more hosts than it has, or a GPU count the hosts do not share
+        evenly.
 
     Examples
     --------
@@ -132,6 +152,18 @@ def predict(fabric, m: Measurement, nccl=None) -> np.ndarray:
     hpnsim's ``auto`` make, :func:`~hpnsim.collectives.model.choose_algorithm`); the minimum
     keeps the prediction continuous in the parameters as the choice changes.
 
+    Parameters
+    ----------
+    fabric : Fabric
+    m : Measurement
+    nccl : NcclParams, dict or None
+        The parameters to predict with (None: NCCL's defaults).
+
+    Returns
+    -------
+    numpy.ndarray
+        Seconds per size of ``m``.
+
     Examples
     --------
     >>> from hpnsim.fabrics import build_fabric
@@ -162,6 +194,19 @@ def _log_residuals(fabric, measurements, base, names, values) -> np.ndarray:
 def elasticities(fabric, measurements, base, names) -> np.ndarray:
     """d log(time) / d log(parameter) for every measured size (rows) and parameter of
     ``names`` (columns) at ``base``, by central differences of ±1% (one-sided at a bound).
+
+    Parameters
+    ----------
+    fabric : Fabric
+    measurements : sequence of Measurement
+    base : NcclParams
+    names : sequence of str
+        Parameters of :data:`BOUNDS`.
+
+    Returns
+    -------
+    numpy.ndarray
+        One row per measured size (all measurements in order), one column per name.
 
     Examples
     --------
@@ -198,6 +243,20 @@ def identifiable(fabric, measurements, base=None,
     A parameter is held when no measured time moves by :data:`MIN_ELASTICITY` of its relative
     change, or when its elasticity column is (to :data:`MIN_INDEPENDENT`) a combination of
     the columns already kept (QR with column pivoting: the most informative first).
+
+    Parameters
+    ----------
+    fabric : Fabric
+    measurements : sequence of Measurement
+    base : NcclParams, optional
+        Where the elasticities are taken (None: NCCL's defaults).
+    names : sequence of str, optional
+        Candidates (default: every fittable parameter).
+
+    Returns
+    -------
+    tuple
+        ``(kept names, {held name: reason})``.
 
     Examples
     --------
@@ -315,6 +374,26 @@ def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: boo
     with ``options``, whose fields ``keywords`` replace: ``routing=``, ``seed=``; each log's
     algorithm and protocol, the fitted NCCL parameters), and both residuals are reported.
 
+    Parameters
+    ----------
+    fabric : Fabric
+        The fabric the logs ran on (as ``hpnsim calibrate`` builds it).
+    measurements : sequence of Measurement
+        The measured sweeps (:func:`~hpnsim.workloads.nccl_tests.load_nccl_tests`).
+    base : NcclParams, dict or None
+        Starting point and the values of held parameters (None: NCCL's defaults).
+    parameters : sequence of str, optional
+        Fit exactly these (default: those :func:`identifiable` keeps).
+    simulate : bool
+        Also run every size in the simulator.
+    options : CollectiveOptions, optional
+        How the simulated collectives run (routing, seed); ``**keywords`` replace its
+        fields.
+
+    Returns
+    -------
+    Calibration
+
     Examples
     --------
     >>> from hpnsim.fabrics import build_fabric
@@ -390,6 +469,10 @@ def write_calibration(calibration: Calibration, path) -> None:
     calibration : Calibration
     path : str or Path
         The file to write (replaced if it exists); :func:`load_calibration` reads it back.
+
+    Returns
+    -------
+    None
 
     Examples
     --------

@@ -69,8 +69,15 @@ def compile_into(graph, fabric, op: str, gpus, size: float,
     """:func:`compile_collective` returning everything it built (schedule, paths, task ids).
 
     The schedule and paths come from :func:`~hpnsim.collectives.plan.plan_collective`
-    (cached: compiling the same collective again only adds tasks). Parameters as
-    :func:`compile_collective`.
+    (cached: compiling the same collective again only adds tasks).
+
+    Parameters
+    ----------
+    graph, fabric, op, gpus, size, options, deps, priority, weight, release, name, state
+        As :func:`compile_collective`.
+    **keywords
+        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        ``options``.
 
     Returns
     -------

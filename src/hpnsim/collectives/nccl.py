@@ -277,6 +277,19 @@ PROTOCOL_EFFICIENCY = {p: NcclParams().protocol_efficiency(p) for p in PROTOCOLS
 def resolve_nccl(nccl) -> NcclParams:
     """``nccl`` as :class:`NcclParams`: None gives the defaults, a dict is parsed.
 
+    Parameters
+    ----------
+    nccl : NcclParams, dict or None
+
+    Returns
+    -------
+    NcclParams
+
+    Raises
+    ------
+    InputError
+        Named ``nccl`` for another type, or ``nccl.<field>`` for a bad value.
+
     Examples
     --------
     >>> resolve_nccl(None) == NcclParams(), resolve_nccl({"eff_ll": 0.4}).eff_ll

@@ -70,6 +70,22 @@ def resolve_algorithm(fabric, op: str, gpus: np.ndarray, size: float,
     """Concrete (algorithm, protocol) of ``options`` on the actual group: an ``auto`` choice
     is the smallest predicted time (:func:`~hpnsim.collectives.model.choose_algorithm`).
 
+    Parameters
+    ----------
+    fabric : Fabric
+    op : str
+        Canonical operation.
+    gpus : numpy.ndarray
+        The group, rank order.
+    size : float
+        Bytes, nccl-tests convention.
+    options : CollectiveOptions
+        Its ``algo``, ``protocol``, ``channels``, ``pxn`` and ``nccl`` are read.
+
+    Returns
+    -------
+    tuple of str
+
     Examples
     --------
     >>> from hpnsim.fabrics import hpn7
@@ -173,9 +189,21 @@ PLAN_CACHE = PlanCache()
 
 
 def plan_cache(enabled: bool | None = None, *, clear: bool = False) -> dict:
-    """Turn the plan cache on or off, or clear it; returns its statistics.
+    """Turn the plan cache on or off, or clear it.
 
     Results are the same with and without it; only compile time changes.
+
+    Parameters
+    ----------
+    enabled : bool, optional
+        Turn it on or off (None: leave it).
+    clear : bool
+        Forget every plan and reset the counters.
+
+    Returns
+    -------
+    dict
+        Its statistics (:meth:`PlanCache.info`).
 
     Examples
     --------

@@ -22,10 +22,25 @@ from hpnsim.engine import TaskGraph, simulate
 
 def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
     """Add the transfer groups of an already compiled collective to ``graph`` again, after
-    ``deps``; returns its final task ids (as :func:`~hpnsim.collectives.compile_collective`).
+    ``deps``.
 
     The routes, schedule, protocol and latencies are those of ``compiled`` (one connection
     per peer, priority 0, weight 1, as the iteration compiles them).
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    compiled : CompiledCollective
+        From :func:`~hpnsim.collectives.compile_into` (on any graph of the same fabric).
+    deps : sequence of int
+        The copy starts after these tasks.
+    name : str
+        Label of its tasks (default ``op/algo``).
+
+    Returns
+    -------
+    list of int
+        Its final task ids (as :func:`~hpnsim.collectives.compile_collective`).
 
     Examples
     --------
@@ -73,6 +88,14 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
 def sent_bytes(compiled) -> float:
     """Payload bytes all members of a compiled collective send (protocol overhead excluded).
 
+    Parameters
+    ----------
+    compiled : CompiledCollective
+
+    Returns
+    -------
+    float
+
     Examples
     --------
     >>> from hpnsim.fabrics import hpn7
@@ -94,6 +117,29 @@ def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float,
     one GPU move nothing and are skipped; with none left, ``done`` is -1. With a ``cache``
     dict, a collective compiled before (same op, group, size and options) is replayed
     (:func:`replay`) instead of compiled again.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+    fabric : Fabric
+    op : str
+    groups : 2-D array of int
+        One group of GPUs (rank order) per row.
+    size : float
+        Bytes, nccl-tests convention.
+    options : CollectiveOptions
+        How each collective runs.
+    deps : sequence of int
+        Every group starts after these tasks.
+    name : str
+        Label of the tasks.
+    cache : dict, optional
+        Compiled collectives to replay, filled as it goes.
+
+    Returns
+    -------
+    tuple
+        ``(done, first_tasks, bytes)`` as above.
 
     Examples
     --------
@@ -135,6 +181,22 @@ def time_groups(fabric, op: str, groups, size: float,
                 options: CollectiveOptions = CollectiveOptions()) -> tuple[float, float]:
     """``(seconds, bytes)`` of ``op`` run with ``options`` at once on every group of
     ``groups``, nothing else on the fabric (so collisions between the groups count).
+
+    Parameters
+    ----------
+    fabric : Fabric
+    op : str
+    groups : 2-D array of int
+        One group of GPUs per row.
+    size : float
+        Bytes, nccl-tests convention.
+    options : CollectiveOptions
+        How each collective runs.
+
+    Returns
+    -------
+    tuple of float
+        ``(seconds, bytes)``; ``(0, 0)`` when every group has one GPU.
 
     Examples
     --------

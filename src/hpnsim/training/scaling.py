@@ -136,6 +136,12 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
 
     Every input (each job, each fabric's size) is checked before the first simulation.
 
+    Returns
+    -------
+    ScalingResult
+        One :class:`ScalingPoint` per (fabric, DP size); linearity is relative to the
+        smallest size on the same fabric.
+
     Examples
     --------
     >>> r = scaling_linearity("llama3-8b", tp=8, pp=1, dps=[2, 4], fabrics=["hpn7"],

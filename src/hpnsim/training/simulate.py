@@ -24,11 +24,26 @@ def build_iteration_graph(job: TrainJob, fabric, options: CollectiveOptions | No
                           tp_algo: str | None = None, dp_algo: str | None = None, gpus=None,
                           graph: TaskGraph | None = None, release: float = 0.0, after=(),
                           **keywords) -> CompiledIteration:
-    """Compile one iteration of ``job`` into ``graph`` (default a new TaskGraph).
+    """Compile one iteration of ``job`` into ``graph``: ``program_from_job`` +
+    :func:`compile_program`.
 
-    ``program_from_job`` + :func:`compile_program` (parameters there; ``keywords`` are
-    fields of :class:`~hpnsim.collectives.options.CollectiveOptions`: ``routing``, ``seed``,
-    ``nccl``, ...).
+    Parameters
+    ----------
+    job : TrainJob
+    fabric : Fabric
+    options : CollectiveOptions, optional
+        How its collectives run (default: every default).
+    tp_algo, dp_algo, gpus, release, after
+        As :func:`compile_program`.
+    graph : TaskGraph, optional
+        The graph to add to (default a new one).
+    **keywords
+        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        ``options`` (``routing``, ``seed``, ``nccl``, ...).
+
+    Returns
+    -------
+    CompiledIteration
 
     Examples
     --------
