@@ -35,6 +35,21 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce", gp
     """The scenario ``hpnsim collective`` runs: one collective (``gpus`` 0: every GPU) on the
     fabric ``fabric`` with builder ``options``; errors named by option (``sizes``, ``gpus``).
 
+    Parameters
+    ----------
+    fabric : str
+        Fabric template.
+    options : dict
+        Options of the template's builder, as typed (``{"segments": "2"}``).
+    op, gpus, sizes, algo, protocol, routing, channels, qps, root, seed, calibration
+        The command's options (``channels`` 0: one per rail; ``calibration``: a file of
+        ``hpnsim calibrate``).
+
+    Returns
+    -------
+    Scenario
+        Validated, with the collective as ``collectives[0]``.
+
     Examples
     --------
     >>> s = collective_scenario("fat_tree", {"k": "4"}, gpus=8, sizes="1M:4M")
@@ -66,7 +81,24 @@ def _status():
 
 def register(app: typer.Typer) -> None:
     """Add ``collective`` to the root app (defaults and names from
-    :class:`~hpnsim.collectives.options.CollectiveOptions` and :mod:`hpnsim.collectives.ops`)."""
+    :class:`~hpnsim.collectives.options.CollectiveOptions` and :mod:`hpnsim.collectives.ops`).
+
+    Parameters
+    ----------
+    app : typer.Typer
+        The ``hpnsim`` app.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> app = typer.Typer()
+    >>> register(app)
+    >>> [c.callback.__name__ for c in app.registered_commands]
+    ['collective']
+    """
 
     @app.command(context_settings=PASS_THROUGH)
     @guarded

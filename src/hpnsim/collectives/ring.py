@@ -19,6 +19,22 @@ def ring_order(gpus: np.ndarray, gpus_per_host: int, channel: int = 0,
                pxn: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Ring of a channel: ``(order, via)`` with ``via[i]`` the relay of hop order[i]->order[i+1].
 
+    Parameters
+    ----------
+    gpus : numpy.ndarray
+        The group, rank order.
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channel : int
+        The channel: its ring starts each host at rail ``channel mod k``.
+    pxn : bool
+        Relay cross-rail hops over NVLink.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(order, via)``; ``via[i]`` is -1 for a direct hop.
+
     Examples
     --------
     >>> order, via = ring_order(np.arange(16), 8, channel=1)
@@ -59,6 +75,24 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
     All-reduce: every member moves 2(n-1)/n of its share in 2(n-1) steps; all-gather and
     reduce-scatter (n-1)/n in n-1 steps; broadcast and reduce move the whole share down a
     pipelined chain rooted at ``root`` (rank index into the group).
+
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to append to (its op, GPUs in rank order and size).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int
+        Independent copies, each carrying S/channels over its own connections.
+    pxn : bool
+        Relay cross-rail hops over NVLink.
+    root : int
+        Rank index of the broadcast/reduce root.
+
+    Returns
+    -------
+    None
+        The stages are appended to ``sch``.
 
     Examples
     --------
@@ -114,6 +148,20 @@ def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     pipeline fill: one chunk's hop latencies; its bandwidth term, at most (k-1)·chunk/B ≈ a
     few µs, is left out). Large buffers then take max(NVLink time, network time), not their
     sum. Needs the same local GPUs on every host.
+
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to append to (its op, GPUs in rank order and size).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int
+        Independent copies, each carrying S/channels over its own connections.
+
+    Returns
+    -------
+    None
+        The stages are appended to ``sch``.
 
     Examples
     --------

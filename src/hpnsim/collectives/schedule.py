@@ -121,6 +121,18 @@ class Schedule:
 def check_group(gpus, n_gpus: int | None = None) -> np.ndarray:
     """Validate a GPU group: distinct non-negative indices, inside the fabric if known.
 
+    Parameters
+    ----------
+    gpus : sequence of int
+        GPU indices, rank order.
+    n_gpus : int, optional
+        GPUs of the fabric (None: unknown).
+
+    Returns
+    -------
+    numpy.ndarray
+        The group as int64.
+
     Examples
     --------
     >>> check_group([3, 1, 2]).tolist()
@@ -141,6 +153,15 @@ def check_group(gpus, n_gpus: int | None = None) -> np.ndarray:
 def host_groups(gpus: np.ndarray, gpus_per_host: int) -> list[np.ndarray]:
     """The group's GPUs per host, hosts in order of first appearance, GPUs in group order.
 
+    Parameters
+    ----------
+    gpus : numpy.ndarray
+    gpus_per_host : int
+
+    Returns
+    -------
+    list of numpy.ndarray
+
     Examples
     --------
     >>> [h.tolist() for h in host_groups(np.array([8, 9, 0, 1]), 8)]
@@ -155,6 +176,16 @@ def host_groups(gpus: np.ndarray, gpus_per_host: int) -> list[np.ndarray]:
 def uniform_hosts(groups: list[np.ndarray], gpus_per_host: int) -> bool:
     """True when every host holds the same local GPU ids (so rails line up across hosts).
 
+    Parameters
+    ----------
+    groups : list of numpy.ndarray
+        The group's GPUs per host (:func:`host_groups`).
+    gpus_per_host : int
+
+    Returns
+    -------
+    bool
+
     Examples
     --------
     >>> uniform_hosts([np.array([0, 1]), np.array([8, 9])], 8)
@@ -168,6 +199,17 @@ def uniform_hosts(groups: list[np.ndarray], gpus_per_host: int) -> bool:
 
 def split_steps(total: int, crossings: int) -> tuple[int, int]:
     """``(intra_steps, inter_steps)`` for ``total`` steps of which ``crossings`` cross hosts.
+
+    Parameters
+    ----------
+    total : int
+        Steps of a stage.
+    crossings : int
+        Those that cross hosts.
+
+    Returns
+    -------
+    tuple of int
 
     Examples
     --------
