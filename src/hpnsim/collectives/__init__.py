@@ -3,10 +3,12 @@
 Modules: ``ops`` (the names of operations, algorithms and protocols), ``options`` (how a
 collective runs: :class:`CollectiveOptions`), ``schedule`` and the algorithm modules
 (``ring``, ``tree``, ``nvls``, ``p2p``, built by ``algorithms``), ``plan`` (choose, schedule,
-route; cached), ``compile`` (into a TaskGraph), ``run`` (one collective alone, measured like
-nccl-tests), ``model`` and ``cost`` (closed forms), ``nccl`` and ``calibrate`` (NCCL's
-parameters and their fit to logs). Names load on first use, so importing a vocabulary
-(``hpnsim.collectives.ops``) stays cheap.
+route; cached; ``paths`` routes the members), ``compile`` (into a TaskGraph), ``run`` (one
+collective alone, measured like nccl-tests), ``cost`` (alpha-beta and NCCL's own model),
+``shape``, ``forms`` and ``model`` (each algorithm in closed form on a group of hosts, and
+the ``auto`` choice), ``nccl`` and ``calibrate`` (NCCL's parameters and their fit to
+logs). Names load on first use, so importing a vocabulary (``hpnsim.collectives.ops``)
+stays cheap.
 
 >>> import hpnsim.collectives as hc
 >>> hc.busbw_factor("allreduce", 8)
@@ -23,8 +25,8 @@ _HOMES = {
     "CompiledCollective": "compile", "compile_collective": "compile", "compile_into": "compile",
     "alpha_beta_time": "cost", "hierarchical_time": "cost", "hop_latencies": "cost",
     "nccl_time": "cost",
-    "GroupShape": "model", "choose_algorithm": "model", "choose_protocol": "model",
-    "hd_time": "model", "model_time": "model", "ring_time": "model", "tree_time": "model",
+    "GroupShape": "shape", "choose_algorithm": "model", "choose_protocol": "model",
+    "hd_time": "forms", "model_time": "model", "ring_time": "forms", "tree_time": "forms",
     "PROTOCOL_EFFICIENCY": "nccl", "NcclParams": "nccl",
     "ALGORITHMS": "ops", "OPS": "ops", "PROTOCOLS": "ops", "busbw_factor": "ops",
     "normalize_algorithm": "ops", "normalize_op": "ops", "normalize_protocol": "ops",

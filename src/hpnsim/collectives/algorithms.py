@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 
-from hpnsim.collectives.model import default_channel_count
 from hpnsim.collectives.nvls import nvls_stages
 from hpnsim.collectives.ops import AUTO, check_supported, normalize_algorithm, normalize_op
 from hpnsim.collectives.p2p import alltoall_stages, p2p_stages
 from hpnsim.collectives.ring import hier_stages, ring_stages
 from hpnsim.collectives.schedule import Schedule, check_group, host_groups, uniform_hosts
+from hpnsim.collectives.shape import default_channel_count
 from hpnsim.collectives.tree import hd_stages, tree_stages
 from hpnsim.errors import InputError
 
@@ -19,7 +19,7 @@ from hpnsim.errors import InputError
 def default_channels(op: str, algo: str, gpus: np.ndarray, gpus_per_host: int,
                      nic_ports: int = 1) -> int:
     """Default channel count for the group ``gpus``
-    (:func:`~hpnsim.collectives.model.default_channel_count`).
+    (:func:`~hpnsim.collectives.shape.default_channel_count`).
 
     Parameters
     ----------

@@ -18,12 +18,13 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from hpnsim.collectives.algorithms import build_schedule
-from hpnsim.collectives.model import GroupShape, choose_algorithm, choose_protocol
+from hpnsim.collectives.model import choose_algorithm, choose_protocol
 from hpnsim.collectives.nccl import NcclParams, resolve_nccl
 from hpnsim.collectives.ops import AUTO, normalize_algorithm, normalize_op, normalize_protocol
 from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.collectives.paths import route_schedule, wire_paths
 from hpnsim.collectives.schedule import Schedule, check_group
+from hpnsim.collectives.shape import GroupShape
 from hpnsim.errors import InputError, check_seed
 
 
