@@ -21,7 +21,13 @@ from hpnsim.collectives import (
 from hpnsim.collectives.calibrate import calibrate
 from hpnsim.collectives.nccl import NcclParams
 from hpnsim.fabrics import FabricState, hpn7
-from hpnsim.training import build_iteration_graph, compile_program, simulate_iteration
+from hpnsim.training import (
+    build_iteration_graph,
+    compile_program,
+    simulate_aicb,
+    simulate_aicb_file,
+    simulate_iteration,
+)
 
 FIELDS = ("algo", "protocol", "routing", "channels", "qps", "seed", "root", "pxn",
           "routing_options", "nccl")
@@ -44,7 +50,8 @@ def test_the_eleven_keywords_are_ten_fields_and_state_beside_them():
 
 @pytest.mark.parametrize("function", [plan_collective, compile_into, compile_collective,
                                       run_collective, compile_program, build_iteration_graph,
-                                      simulate_iteration, calibrate])
+                                      simulate_iteration, simulate_aicb, simulate_aicb_file,
+                                      calibrate])
 def test_no_public_function_redeclares_an_option(function):
     parameters = inspect.signature(function).parameters
     assert not set(FIELDS) & set(parameters), function.__name__

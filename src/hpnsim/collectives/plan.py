@@ -153,7 +153,14 @@ class PlanCache:
 
     def get(self, fabric, key):
         """The plan stored under ``key`` for ``fabric`` (None: a miss; a None key never
-        hits)."""
+        hits).
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import fat_tree
+        >>> PlanCache().get(fat_tree(4), None) is None
+        True
+        """
         plans = self._plans.get(fabric) if self.enabled and key is not None else None
         plan = plans.get(key) if plans is not None else None
         if plan is None:
@@ -165,7 +172,16 @@ class PlanCache:
 
     def put(self, fabric, key, plan) -> None:
         """Keep ``plan`` under ``key`` for ``fabric`` (not when disabled or ``key`` is
-        None)."""
+        None); the least recently used plan goes beyond ``maxsize``.
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import fat_tree
+        >>> cache, f = PlanCache(maxsize=1), fat_tree(4)
+        >>> cache.put(f, "a", 1); cache.put(f, "b", 2)
+        >>> cache.get(f, "a"), cache.get(f, "b")
+        (None, 2)
+        """
         if not self.enabled or key is None:
             return
         plans = self._plans.setdefault(fabric, OrderedDict())
@@ -174,12 +190,26 @@ class PlanCache:
             plans.popitem(last=False)
 
     def clear(self) -> None:
-        """Forget every plan and reset the counters."""
+        """Forget every plan and reset the counters.
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import fat_tree
+        >>> cache = PlanCache()
+        >>> cache.put(fat_tree(4), "a", 1); cache.clear(); cache.info()["entries"]
+        0
+        """
         self._plans = WeakKeyDictionary()
         self.hits = self.misses = 0
 
     def info(self) -> dict:
-        """Whether it is enabled, its entries, hits, misses and maxsize."""
+        """Whether it is enabled, its entries, hits, misses and maxsize.
+
+        Examples
+        --------
+        >>> PlanCache(maxsize=8).info()["maxsize"]
+        8
+        """
         entries = sum(len(p) for p in self._plans.values())
         return {"enabled": self.enabled, "entries": entries, "hits": self.hits,
                 "misses": self.misses, "maxsize": self.maxsize}

@@ -58,12 +58,24 @@ class Stage:
 
     @property
     def n_members(self) -> int:
-        """Member flows of the stage."""
+        """Member flows of the stage.
+
+        Examples
+        --------
+        >>> Stage([0, 1, 2], [1, 2, 0], 4.0).n_members
+        3
+        """
         return int(self.src.size)
 
     @property
     def total_bytes(self) -> float:
-        """Payload bytes all members move."""
+        """Payload bytes all members move.
+
+        Examples
+        --------
+        >>> Stage([0, 1, 2], [1, 2, 0], 4.0).total_bytes
+        12.0
+        """
         return float(self.size) * self.n_members
 
 
@@ -88,7 +100,18 @@ class Schedule:
 
     def add(self, stage: Stage) -> int:
         """Append ``stage`` (its ``deps`` must name stages already added); returns its
-        index."""
+        index.
+
+        Examples
+        --------
+        >>> sch = Schedule("send", "direct", np.array([0, 1]), 8.0)
+        >>> sch.add(Stage([0], [1], 8.0)), sch.add(Stage([0], [1], 8.0, deps=(0,)))
+        (0, 1)
+        >>> sch.add(Stage([0], [1], 8.0, deps=(5,)))
+        Traceback (most recent call last):
+        ...
+        ValueError: stage dependency 5 does not exist yet
+        """
         for d in stage.deps:
             if not 0 <= d < len(self.stages):
                 raise ValueError(f"stage dependency {d} does not exist yet")
@@ -97,7 +120,15 @@ class Schedule:
 
     @property
     def final(self) -> tuple[int, ...]:
-        """Stages nothing else waits for: the collective is done when they are."""
+        """Stages nothing else waits for: the collective is done when they are.
+
+        Examples
+        --------
+        >>> sch = Schedule("send", "direct", np.array([0, 1]), 8.0)
+        >>> _ = sch.add(Stage([0], [1], 8.0)); _ = sch.add(Stage([0], [1], 8.0, deps=(0,)))
+        >>> sch.final
+        (1,)
+        """
         needed = {d for s in self.stages for d in s.deps}
         return tuple(i for i in range(len(self.stages)) if i not in needed)
 

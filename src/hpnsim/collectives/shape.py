@@ -48,7 +48,13 @@ class GroupShape:
 
     @property
     def n(self) -> int:
-        """GPUs in the group."""
+        """GPUs in the group.
+
+        Examples
+        --------
+        >>> GroupShape(2, 4, 200e9, 50e9).n
+        8
+        """
         return self.hosts * self.gpus_per_host
 
     @classmethod

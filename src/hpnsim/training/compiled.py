@@ -123,15 +123,23 @@ class CompiledIteration:
 
     @property
     def job(self) -> dict:
-        """The job description of the program."""
+        """The job description of the program (see the class example).
+
+        Examples
+        --------
+        >>> from hpnsim.training.program import Layout
+        >>> it = CompiledIteration(Program(Layout(tp=8), [[]], job={"model": "m"}), TaskGraph())
+        >>> it.job, it.routing, it.seed
+        ({'model': 'm'}, 'ecmp', 0)
+        """
         return self.program.job
 
     @property
     def routing(self) -> str:
-        """The routing policy of its traffic (``options.routing``)."""
+        """The routing policy of its traffic (``options.routing``; see :attr:`job`)."""
         return self.options.routing
 
     @property
     def seed(self) -> int:
-        """The hash seed of its traffic (``options.seed``)."""
+        """The hash seed of its traffic (``options.seed``; see :attr:`job`)."""
         return self.options.seed

@@ -62,7 +62,15 @@ class ScalingResult:
     points: list[ScalingPoint] = field(default_factory=list)
 
     def curve(self, fabric: str) -> list[ScalingPoint]:
-        """The points of one fabric, by size (see the class example)."""
+        """The points of one fabric, by size.
+
+        Examples
+        --------
+        >>> r = ScalingResult("llama3-8b", 8, 1, 4, [
+        ...     ScalingPoint("dcn_plus", 16, 2, 0.5, 1000.0, 0.4, 1.0, 0.01)])
+        >>> r.curve("hpn7"), len(r.curve("dcn_plus"))
+        ([], 1)
+        """
         return sorted((p for p in self.points if p.fabric == fabric), key=lambda p: p.gpus)
 
     def to_dict(self) -> dict:
