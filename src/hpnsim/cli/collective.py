@@ -23,15 +23,35 @@ from hpnsim.cli.common import (
     parquet_option,
     parse_extra_options,
 )
+from hpnsim.collectives.ops import COLLECTIVE_ALGORITHMS, OPS, PROTOCOLS
+from hpnsim.collectives.options import CollectiveOptions as Defaults
 
 
 def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce", gpus: int = 0,
-                        sizes: str = "1M:1G", algo: str = "auto", protocol: str = "auto",
-                        routing: str = "ecmp", channels: int = 0, qps: int = 1, root: int = 0,
-                        seed: int = 0, calibration: str | None = None):
+                        sizes: str = "1M:1G", algo: str = Defaults.algo,
+                        protocol: str = Defaults.protocol, routing: str = Defaults.routing,
+                        channels: int = 0, qps: int = 1, root: int = Defaults.root,
+                        seed: int = Defaults.seed, calibration: str | None = None):
     """The scenario ``hpnsim collective`` runs: one collective (``gpus`` 0: every GPU) on the
     fabric ``fabric`` with builder ``options``; errors named by option (``sizes``, ``gpus``).
 
+    Parameters
+    ----------
+    fabric : str
+        Fabric template.
+    options : dict
+        Options of the template's builder, as typed (``{"segments": "2"}``).
+    op, gpus, sizes, algo, protocol, routing, channels, qps, root, seed, calibration
+        The command's options (``channels`` 0: one per rail; ``calibration``: a file of
+        ``hpnsim calibrate``).
+
+    Returns
+    -------
+    Scenario
+        Validated, with the collective as ``collectives[0]``.
+
+    Examples
+    --------
     >>> s = collective_scenario("fat_tree", {"k": "4"}, gpus=8, sizes="1M:4M")
     >>> s.collectives[0].sizes, s.fabric.options()
     ([1048576.0, 2097152.0, 4194304.0], {'k': '4'})
@@ -60,7 +80,25 @@ def _status():
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``collective`` to the root app."""
+    """Add ``collective`` to the root app (defaults and names from
+    :class:`~hpnsim.collectives.options.CollectiveOptions` and :mod:`hpnsim.collectives.ops`).
+
+    Parameters
+    ----------
+    app : typer.Typer
+        The ``hpnsim`` app.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> app = typer.Typer()
+    >>> register(app)
+    >>> [c.callback.__name__ for c in app.registered_commands]
+    ['collective']
+    """
 
     @app.command(context_settings=PASS_THROUGH)
     @guarded
@@ -71,19 +109,21 @@ def register(app: typer.Typer) -> None:
                                    "pass through to its builder, e.g. --segments 2."),
         gpus: int = typer.Option(0, "--gpus", help="Group size: the first N GPUs (host-major); "
                                  "0 = every GPU of the fabric."),
-        op: str = typer.Option("allreduce", "--op", help="allreduce, allgather, reducescatter, "
-                               "alltoall, broadcast, reduce, sendrecv, send."),
-        algo: str = typer.Option("auto", "--algo", help="ring, tree, hd, hier, direct or auto."),
-        protocol: str = typer.Option("auto", "--protocol", help="ll, ll128, simple or auto."),
-        routing: str = typer.Option("ecmp", "--routing", help="ecmp, hpn_dual_plane, precise, "
-                                    "spray."),
+        op: str = typer.Option("allreduce", "--op", help=f"{', '.join(OPS)}."),
+        algo: str = typer.Option(Defaults.algo, "--algo",
+                                 help=f"{', '.join(COLLECTIVE_ALGORITHMS)} or {Defaults.algo}."),
+        protocol: str = typer.Option(Defaults.protocol, "--protocol",
+                                     help=f"{', '.join(PROTOCOLS)} or {Defaults.protocol}."),
+        routing: str = typer.Option(Defaults.routing, "--routing", help="ecmp, hpn_dual_plane, "
+                                    "precise, spray."),
         sizes: str = typer.Option("1M:1G", "--sizes", help="MIN:MAX[:FACTOR] or a comma list "
                                   "(bare prefixes are binary, as in nccl-tests)."),
         channels: int = typer.Option(0, "--channels", help="Parallel rings/trees (0 = one per "
                                      "rail)."),
         qps: int = typer.Option(1, "--qps", help="Connections per peer."),
-        root: int = typer.Option(0, "--root", help="Root rank of broadcast/reduce."),
-        seed: int = typer.Option(0, "--seed", help="Seed of source ports and hashing."),
+        root: int = typer.Option(Defaults.root, "--root", help="Root rank of broadcast/reduce."),
+        seed: int = typer.Option(Defaults.seed, "--seed", help="Seed of source ports and "
+                                 "hashing."),
         calibration: str = typer.Option(None, "--calibration", help="Calibration file from "
                                         "`hpnsim calibrate` (NCCL efficiencies, latency)."),
         json_out: bool = typer.Option(False, "--json", help="Print a JSON list, one object "

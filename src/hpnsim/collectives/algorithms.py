@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 
-from hpnsim.collectives.model import default_channel_count
 from hpnsim.collectives.nvls import nvls_stages
-from hpnsim.collectives.ops import check_supported, normalize_algorithm, normalize_op
+from hpnsim.collectives.ops import AUTO, check_supported, normalize_algorithm, normalize_op
 from hpnsim.collectives.p2p import alltoall_stages, p2p_stages
 from hpnsim.collectives.ring import hier_stages, ring_stages
 from hpnsim.collectives.schedule import Schedule, check_group, host_groups, uniform_hosts
+from hpnsim.collectives.shape import default_channel_count
 from hpnsim.collectives.tree import hd_stages, tree_stages
 from hpnsim.errors import InputError
 
@@ -19,8 +19,25 @@ from hpnsim.errors import InputError
 def default_channels(op: str, algo: str, gpus: np.ndarray, gpus_per_host: int,
                      nic_ports: int = 1) -> int:
     """Default channel count for the group ``gpus``
-    (:func:`~hpnsim.collectives.model.default_channel_count`).
+    (:func:`~hpnsim.collectives.shape.default_channel_count`).
 
+    Parameters
+    ----------
+    op, algo : str
+        The operation and a concrete algorithm.
+    gpus : array of int
+        GPU indices of the group.
+    gpus_per_host : int
+        GPUs per host of the fabric (groups the GPUs by host).
+    nic_ports : int
+        Ports per NIC: NCCL opens a channel per network device.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
     >>> default_channels("allreduce", "ring", np.arange(16), 8, nic_ports=2)
     16
     >>> default_channels("allreduce", "hier", np.arange(16), 8, nic_ports=2)
@@ -38,18 +55,42 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
     ``size`` bytes (nccl-tests convention: the all-reduce buffer, the gathered all-gather
     output, each rank's all-to-all send buffer, the message of send/recv).
 
-    ``algo`` is one of ring, tree, hd, hier, nvls, nvlstree, direct (not auto: see
-    :func:`hpnsim.collectives.model.choose_algorithm`); ``channels`` independent copies each
-    carry size/channels over their own connections; ``root`` is a rank index for
-    broadcast/reduce; ``pxn`` relays cross-rail hops over NVLink; ``nic_ports`` (ports per
-    NIC) scales the default channel count.
+    Parameters
+    ----------
+    op : str
+        The operation (any spelling :func:`~hpnsim.collectives.ops.normalize_op` accepts).
+    gpus : sequence of int
+        GPU indices, rank order.
+    size : float
+        Bytes, nccl-tests convention.
+    algo : str
+        ring, tree, hd, hier, nvls, nvlstree or direct (not auto: see
+        :func:`hpnsim.collectives.model.choose_algorithm`).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int, optional
+        Independent copies, each carrying size/channels over its own connections (default
+        :func:`default_channels`).
+    root : int
+        Rank index of the broadcast/reduce root.
+    pxn : bool
+        Relay cross-rail hops over NVLink.
+    nic_ports : int
+        Ports per NIC; scales the default channel count.
 
+    Returns
+    -------
+    Schedule
+        Its stages (transfer groups) and their dependencies; empty for one GPU.
+
+    Examples
+    --------
     >>> sch = build_schedule("allreduce", range(16), 2**20, "hier")
     >>> [s.name for s in sch.stages][:2], sch.final
     (['allreduce/hier/intra-rs', 'allreduce/hier/rail0/ch0'], (0, 1, 2, 3, 4, 5, 6, 7, 8, 9))
     """
     op, algo = normalize_op(op), normalize_algorithm(algo)
-    if algo == "auto":
+    if algo == AUTO:
         raise InputError("algo", "build_schedule needs a concrete algorithm, not auto")
     check_supported(op, algo)
     gpus = check_group(gpus)

@@ -14,22 +14,34 @@ on one host, the network when NVLink is the bottleneck) or that moves them exact
 already chosen one does (its column of the Jacobian of log times is dependent on theirs)
 is held at its default, and the result says why.
 
-The file :func:`write_calibration` writes is YAML: ``nccl:`` (every parameter, as
-:meth:`NcclParams.from_dict` reads it back), ``fitted:``, ``held:`` (reasons), ``logs:``,
-``residuals:``; :func:`load_calibration` reads it for ``--calibration FILE``.
+The result is a :class:`~hpnsim.collectives.calibration.Calibration`, written and read
+back by :func:`~hpnsim.collectives.calibration.write_calibration` and
+:func:`~hpnsim.collectives.calibration.load_calibration` (re-exported here).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hpnsim.collectives.model import GroupShape, auto_candidates, model_time
-from hpnsim.collectives.nccl import BOUNDS, PROTOCOLS, NcclParams, resolve_nccl
-from hpnsim.collectives.ops import normalize_algorithm, normalize_op, normalize_protocol
-from hpnsim.errors import InputError, read_user_text
+from hpnsim.collectives.calibration import Calibration, load_calibration, write_calibration
+from hpnsim.collectives.model import auto_candidates, model_time
+from hpnsim.collectives.nccl import BOUNDS, NcclParams, resolve_nccl
+from hpnsim.collectives.ops import (
+    AUTO,
+    PROTOCOLS,
+    normalize_algorithm,
+    normalize_op,
+    normalize_protocol,
+)
+from hpnsim.collectives.options import CollectiveOptions
+from hpnsim.collectives.shape import GroupShape
+from hpnsim.errors import InputError
+
+__all__ = ["FITTABLE", "Calibration", "Measurement", "calibrate", "elasticities",
+           "identifiable", "load_calibration", "log_gpus", "predict", "write_calibration"]
 
 #: parameters calibration may fit: one latency scale (NCCL's tables times a factor) and the
 #: link efficiencies; protocol efficiencies and caps stay NCCL's (tuning.cc), as the sizes of
@@ -50,6 +62,8 @@ class Measurement:
     seconds per size in bytes; ``lines`` are the log lines of the sizes (for residual tables),
     ``algo`` / ``protocol`` what the run forced (``auto``: NCCL chose).
 
+    Examples
+    --------
     >>> m = Measurement("log", "allreduce", range(8), [2**20], [4e-5])
     >>> m.op, m.gpus.size, m.sizes.tolist()
     ('allreduce', 8, [1048576.0])
@@ -61,8 +75,8 @@ class Measurement:
     sizes: np.ndarray
     times: np.ndarray
     lines: tuple = ()
-    algo: str = "auto"
-    protocol: str = "auto"
+    algo: str = AUTO
+    protocol: str = AUTO
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "op", normalize_op(self.op))
@@ -84,12 +98,34 @@ class Measurement:
 
 
 def log_gpus(source: str, n_gpus: int, n_hosts: int | None, fabric) -> np.ndarray:
-    """GPU indices a log's ranks ran on, placed on ``fabric``: ``n_hosts`` hosts (the log's
-    rank lines; None: packed onto as few hosts as possible) with ``n_gpus / n_hosts`` GPUs
-    each, the first GPUs of the first hosts. Raises :class:`InputError` (named ``source``)
-    when the fabric cannot hold that: more GPUs per host than the fabric's hosts have,
-    more hosts than it has, or a GPU count the hosts do not share evenly.
+    """GPU indices a log's ranks ran on, placed on ``fabric``: the first GPUs of the first
+    hosts.
 
+    Parameters
+    ----------
+    source : str
+        The log's name (errors carry it).
+    n_gpus : int
+        Ranks of the log.
+    n_hosts : int or None
+        Hosts of the log's rank lines (None: packed onto as few hosts as possible), each
+        with ``n_gpus / n_hosts`` GPUs.
+    fabric : Fabric
+        Anything with ``n_gpus``, ``gpus_per_host`` and ``n_hosts``.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    InputError
+        Named ``source`` when the fabric cannot hold that: more GPUs per host than the
+        fabric's hosts have, more hosts than it has, or a GPU count the hosts do not share
+        evenly.
+
+    Examples
+    --------
     >>> from types import SimpleNamespace
     >>> fab = SimpleNamespace(n_gpus=32, gpus_per_host=8, n_hosts=4)
     >>> log_gpus("a.log", 4, 2, fab).tolist()
@@ -121,6 +157,20 @@ def predict(fabric, m: Measurement, nccl=None) -> np.ndarray:
     hpnsim's ``auto`` make, :func:`~hpnsim.collectives.model.choose_algorithm`); the minimum
     keeps the prediction continuous in the parameters as the choice changes.
 
+    Parameters
+    ----------
+    fabric : Fabric
+    m : Measurement
+    nccl : NcclParams, dict or None
+        The parameters to predict with (None: NCCL's defaults).
+
+    Returns
+    -------
+    numpy.ndarray
+        Seconds per size of ``m``.
+
+    Examples
+    --------
     >>> from hpnsim.fabrics import build_fabric
     >>> fab = build_fabric("hpn7", {"segments": 1, "hosts_per_segment": 1, "backup_hosts": 0})
     >>> m = Measurement("x", "allreduce", range(8), [2**30], [1.0], algo="ring",
@@ -131,8 +181,8 @@ def predict(fabric, m: Measurement, nccl=None) -> np.ndarray:
     """
     nccl = resolve_nccl(nccl)
     shape = GroupShape.from_fabric(fabric, m.gpus, nccl=nccl)
-    algos = auto_candidates(m.op, shape) if m.algo == "auto" else (m.algo,)
-    protocols = PROTOCOLS if m.protocol == "auto" else (m.protocol,)
+    algos = auto_candidates(m.op, shape) if m.algo == AUTO else (m.algo,)
+    protocols = PROTOCOLS if m.protocol == AUTO else (m.protocol,)
     return np.array([min(model_time(m.op, a, p, shape, float(s), nccl=nccl)
                          for a in algos for p in protocols) for s in m.sizes])
 
@@ -150,6 +200,21 @@ def elasticities(fabric, measurements, base, names) -> np.ndarray:
     """d log(time) / d log(parameter) for every measured size (rows) and parameter of
     ``names`` (columns) at ``base``, by central differences of ±1% (one-sided at a bound).
 
+    Parameters
+    ----------
+    fabric : Fabric
+    measurements : sequence of Measurement
+    base : NcclParams
+    names : sequence of str
+        Parameters of :data:`BOUNDS`.
+
+    Returns
+    -------
+    numpy.ndarray
+        One row per measured size (all measurements in order), one column per name.
+
+    Examples
+    --------
     >>> from hpnsim.fabrics import build_fabric
     >>> fab = build_fabric("hpn7", {"segments": 1, "hosts_per_segment": 1, "backup_hosts": 0})
     >>> m = Measurement("x", "allreduce", range(8), [2**30], [1.0], algo="ring",
@@ -184,6 +249,22 @@ def identifiable(fabric, measurements, base=None,
     change, or when its elasticity column is (to :data:`MIN_INDEPENDENT`) a combination of
     the columns already kept (QR with column pivoting: the most informative first).
 
+    Parameters
+    ----------
+    fabric : Fabric
+    measurements : sequence of Measurement
+    base : NcclParams, optional
+        Where the elasticities are taken (None: NCCL's defaults).
+    names : sequence of str, optional
+        Candidates (default: every fittable parameter).
+
+    Returns
+    -------
+    tuple
+        ``(kept names, {held name: reason})``.
+
+    Examples
+    --------
     >>> from hpnsim.fabrics import build_fabric
     >>> fab = build_fabric("hpn7", {"segments": 1, "hosts_per_segment": 1, "backup_hosts": 0})
     >>> m = Measurement("x", "allreduce", range(8), [2**10, 2**20, 2**30], [1.0] * 3)
@@ -223,43 +304,35 @@ def identifiable(fabric, measurements, base=None,
     return [n for n in names if n in kept], held
 
 
-@dataclass
-class Calibration:
-    """Outcome of :func:`calibrate`: the fitted parameters, what was held and why, and one
-    residual row per measured size (``measured``, ``closed_form``, ``simulated`` seconds;
-    errors are predicted/measured - 1)."""
-
-    nccl: NcclParams
-    fitted: dict[str, float]
-    held: dict[str, str]
-    rows: list[dict] = field(default_factory=list)
-    sources: list[dict] = field(default_factory=list)
-    cost: float = 0.0
-
-    def rms_error(self, column: str = "closed_form") -> float:
-        """Root mean square of log(predicted/measured), as a relative error."""
-        errors = [math.log(r[column] / r["measured"]) for r in self.rows
-                  if r.get(column) is not None]
-        return math.expm1(math.sqrt(sum(x * x for x in errors) / len(errors))) if errors \
-            else 0.0
-
-    def to_dict(self) -> dict:
-        """The calibration file's content (SI units; residual errors as fractions)."""
-        return {"nccl": {k: v for k, v in self.nccl.to_dict().items()},
-                "fitted": dict(self.fitted), "held": dict(self.held), "logs": self.sources,
-                "rms_error": {"closed_form": self.rms_error("closed_form"),
-                              "simulated": self.rms_error("simulated")},
-                "residuals": self.rows}
-
-
 def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: bool = True,
-              routing: str = "ecmp", seed: int = 0) -> Calibration:
+              options: CollectiveOptions | None = None, **keywords) -> Calibration:
     """Fit the parameters of ``base`` (None: NCCL's defaults) that ``measurements`` pin down
     (or exactly ``parameters``) so that :func:`predict` matches every measured time.
 
     Least squares on log(predicted/measured), bounded by :data:`BOUNDS`; with ``simulate``
-    every size is then run in the simulator (:func:`~hpnsim.collectives.run_collective`,
-    ``routing`` and ``seed``) with the fitted parameters, and both residuals are reported.
+    every size is then run in the simulator (:func:`~hpnsim.collectives.run_collective`
+    with ``options``, whose fields ``keywords`` replace: ``routing=``, ``seed=``; each log's
+    algorithm and protocol, the fitted NCCL parameters), and both residuals are reported.
+
+    Parameters
+    ----------
+    fabric : Fabric
+        The fabric the logs ran on (as ``hpnsim calibrate`` builds it).
+    measurements : sequence of Measurement
+        The measured sweeps (:func:`~hpnsim.workloads.nccl_tests.load_nccl_tests`).
+    base : NcclParams, dict or None
+        Starting point and the values of held parameters (None: NCCL's defaults).
+    parameters : sequence of str, optional
+        Fit exactly these (default: those :func:`identifiable` keeps).
+    simulate : bool
+        Also run every size in the simulator.
+    options : CollectiveOptions, optional
+        How the simulated collectives run (routing, seed); ``**keywords`` replace its
+        fields.
+
+    Returns
+    -------
+    Calibration
 
     Examples
     --------
@@ -275,6 +348,7 @@ def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: boo
     """
     from scipy.optimize import least_squares
 
+    options = CollectiveOptions.build(options, **keywords)
     base = resolve_nccl(base)
     measurements = list(measurements)
     if not measurements:
@@ -305,7 +379,7 @@ def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: boo
                          held=held, cost=cost)
     for m in measurements:
         closed = predict(fabric, m, nccl)
-        simulated = _simulated(fabric, m, nccl, routing, seed) if simulate else \
+        simulated = _simulated(fabric, m, replace(options, nccl=nccl)) if simulate else \
             [None] * m.sizes.size
         lines = list(m.lines) or [None] * m.sizes.size
         for size, meas, cf, sim, line in zip(m.sizes, m.times, closed, simulated, lines,
@@ -320,51 +394,8 @@ def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: boo
     return result
 
 
-def _simulated(fabric, m: Measurement, nccl, routing: str, seed: int) -> list[float]:
+def _simulated(fabric, m: Measurement, options: CollectiveOptions) -> list[float]:
     from hpnsim.collectives.run import run_collective
 
-    return [run_collective(fabric, m.op, m.gpus, float(s), algo=m.algo, protocol=m.protocol,
-                           routing=routing, seed=seed, nccl=nccl).time for s in m.sizes]
-
-
-def write_calibration(calibration: Calibration, path) -> None:
-    """Write ``calibration`` as YAML (see the module docstring) to ``path``."""
-    import yaml
-
-    text = ("# hpnsim calibration: NCCL parameters fitted to nccl-tests logs "
-            "(hpnsim calibrate); use with --calibration FILE or a scenario's calibration: key\n")
-    text += yaml.safe_dump(calibration.to_dict(), sort_keys=False)
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(text)
-
-
-def load_calibration(path, field_name: str = "calibration") -> NcclParams:
-    """The :class:`NcclParams` of a calibration file (its ``nccl:`` mapping); every value is
-    checked against :data:`BOUNDS` (an efficiency below 0.05 or above 1 is refused).
-
-    >>> import tempfile, os
-    >>> d = tempfile.mkdtemp(); p = os.path.join(d, "c.yaml")
-    >>> _ = open(p, "w").write("nccl:\\n  nvlink_efficiency: 1.2\\n")
-    >>> load_calibration(p)
-    Traceback (most recent call last):
-    ...
-    hpnsim.errors.InputError: calibration: ...c.yaml: nccl.nvlink_efficiency: must be in [0.05, 1.0], got 1.2
-    """
-    import yaml
-
-    text = read_user_text(path, field_name, "calibration file")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise InputError(field_name, f"{path}{where}: not YAML") from None
-    if not isinstance(data, dict) or not isinstance(data.get("nccl"), dict):
-        raise InputError(field_name, f"{path}: a calibration file has an 'nccl:' mapping of "
-                                     f"parameters (write one with hpnsim calibrate)")
-    try:
-        return NcclParams.from_dict(data["nccl"])
-    except InputError as exc:
-        raise InputError(field_name, f"{path}: {exc}") from None
-    except TypeError as exc:
-        raise InputError(field_name, f"{path}: nccl: {exc}") from None
+    options = replace(options, algo=m.algo, protocol=m.protocol)
+    return [run_collective(fabric, m.op, m.gpus, float(s), options).time for s in m.sizes]

@@ -12,16 +12,44 @@ import numpy as np
 
 from hpnsim.collectives.cost import latency_family
 from hpnsim.collectives.nccl import NcclParams
+from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.collectives.plan import RoutedSchedule, plan_collective
 from hpnsim.collectives.schedule import Schedule
 
 
 @dataclass
 class CompiledCollective:
-    """What :func:`compile_into` added: the schedule, the member paths of every stage, the
-    engine task ids of every stage (one id for a coupled stage, one per member flow
-    otherwise), the final task ids, the NCCL parameters, the paths the engine ran (links
-    weighted by wire bytes per payload byte) and the QPs per connection."""
+    """What :func:`compile_into` added to a task graph.
+
+    Attributes
+    ----------
+    schedule : Schedule
+        The stages of the collective (:func:`~hpnsim.collectives.algorithms.build_schedule`).
+    algo, protocol : str
+        The concrete algorithm and protocol (``auto`` resolved).
+    paths : list of Paths
+        Member paths of every stage (QP-expanded; None for a stage without flows).
+    stage_tasks : list of numpy.ndarray
+        Engine task ids of every stage: one for a coupled stage, one per member flow
+        otherwise.
+    final : list of int
+        The tasks that finish last; later work depends on them.
+    nccl : NcclParams
+        The NCCL parameters it was compiled with.
+    wire_paths : list of Paths
+        ``paths`` with links weighted by wire bytes per payload byte (what the engine ran).
+    qps : int
+        Queue pairs per connection.
+
+    Examples
+    --------
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> c = compile_into(TaskGraph(), hpn7(segments=1, hosts_per_segment=2, backup_hosts=0),
+    ...                  "allreduce", [0, 8], 2**20, algo="ring", protocol="simple")
+    >>> c.algo, c.protocol, c.qps, len(c.final)
+    ('ring', 'simple', 1, 1)
+    """
 
     schedule: Schedule
     algo: str
@@ -34,20 +62,37 @@ class CompiledCollective:
     qps: int = 1
 
 
-def compile_into(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto",
-                 protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
-                 qps: int | None = None, deps=(), seed: int = 0, priority: int = 0, weight: float = 1.0,
-                 release: float = 0.0, root: int = 0, pxn: bool = True, name: str = "",
-                 routing_options: dict | None = None, state=None,
-                 nccl: NcclParams | dict | None = None) -> CompiledCollective:
+def compile_into(graph, fabric, op: str, gpus, size: float,
+                 options: CollectiveOptions | None = None, *, deps=(), priority: int = 0,
+                 weight: float = 1.0, release: float = 0.0, name: str = "", state=None,
+                 **keywords) -> CompiledCollective:
     """:func:`compile_collective` returning everything it built (schedule, paths, task ids).
 
     The schedule and paths come from :func:`~hpnsim.collectives.plan.plan_collective`
     (cached: compiling the same collective again only adds tasks).
+
+    Parameters
+    ----------
+    graph, fabric, op, gpus, size, options, deps, priority, weight, release, name, state
+        As :func:`compile_collective`.
+    **keywords
+        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        ``options``.
+
+    Returns
+    -------
+    CompiledCollective
+
+    Examples
+    --------
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> fabric = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> c = compile_into(TaskGraph(), fabric, "allgather", [0, 8], 2e6, algo="ring")
+    >>> c.algo, c.protocol, len(c.stage_tasks) == len(c.schedule.stages)
+    ('ring', 'll128', True)
     """
-    plan = plan_collective(fabric, op, gpus, size, algo=algo, protocol=protocol,
-                           routing=routing, channels=channels, qps=qps, seed=seed, root=root,
-                           pxn=pxn, routing_options=routing_options, state=state, nccl=nccl)
+    plan = plan_collective(fabric, op, gpus, size, options, state=state, **keywords)
     return add_plan(graph, plan, deps=deps, priority=priority, weight=weight,
                     release=release, name=name)
 
@@ -58,7 +103,36 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
 
     A coupled stage is one engine group; an uncoupled one a group per member flow, all
     waiting for the stage's dependencies (through one zero-length barrier when there are
-    several).
+    several). Each stage's latency is NCCL's per-hop figure for its NVLink and network
+    steps (plus the base latency on the stages that start the collective); its wire bytes
+    are payload / (QPs x protocol efficiency).
+
+    Parameters
+    ----------
+    graph : hpnsim.engine.TaskGraph
+    plan : RoutedSchedule
+        From :func:`~hpnsim.collectives.plan.plan_collective`.
+    deps, release : sequence of int, float
+        The collective starts after these tasks and not before ``release``.
+    priority, weight : int, float
+        Engine priority class and max-min weight of every group.
+    name : str
+        Label of the tasks (default ``op/algo``).
+
+    Returns
+    -------
+    CompiledCollective
+
+    Examples
+    --------
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> plan = plan_collective(f, "alltoall", [0, 8, 1, 9], 2**20)
+    >>> g = TaskGraph()
+    >>> c = add_plan(g, plan, release=1e-3)
+    >>> len(c.final), len(g) > len(c.stage_tasks)     # one barrier after the member flows
+    (1, True)
     """
     sch = plan.schedule
     base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
@@ -94,14 +168,10 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
                               final, plan.nccl, list(plan.wire_paths), plan.qps)
 
 
-def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str = "auto",
-                       protocol: str = "auto", routing: str = "ecmp",
-                       channels: int | None = None, qps: int | None = None, deps=(),
-                       seed: int = 0,
-                       priority: int = 0, weight: float = 1.0, release: float = 0.0,
-                       root: int = 0, pxn: bool = True, name: str = "",
-                       routing_options: dict | None = None, state=None,
-                       nccl: NcclParams | dict | None = None) -> list[int]:
+def compile_collective(graph, fabric, op: str, gpus, size: float,
+                       options: CollectiveOptions | None = None, *, deps=(), priority: int = 0,
+                       weight: float = 1.0, release: float = 0.0, name: str = "", state=None,
+                       **keywords) -> list[int]:
     """Add a collective's transfer groups to ``graph``; return the ids of its final tasks.
 
     Parameters
@@ -112,24 +182,16 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
     gpus : GPU indices of the group, in rank order.
     size : bytes, nccl-tests convention (the all-reduce buffer; the gathered all-gather
         output; each rank's all-to-all send buffer; the send/recv message).
-    algo : ring, tree, hd, hier, direct or auto (NCCL-style choice by size).
-    protocol : ll, ll128, simple or auto; its efficiency scales wire bytes and picks the
-        latency table.
-    nccl : :class:`~hpnsim.collectives.nccl.NcclParams` (or a dict of its fields): protocol
-        and link efficiencies, latencies, channels per NIC, QPs per connection; None: NCCL's
-        defaults. Links carry payload / (protocol efficiency · link efficiency).
-    routing : routing policy for :func:`hpnsim.routing.route` (ecmp, hpn_dual_plane,
-        precise, spray); ``routing_options`` are passed through.
-    channels : parallel rings/trees, each its own connections (default: one per NIC port
-        and rail, see :func:`~hpnsim.collectives.algorithms.default_channels`).
-    qps : queue pairs per connection, each its own hashed flow carrying 1/qps of the bytes
-        (default ``nccl.qps_per_connection``, NCCL_IB_QPS_PER_CONNECTION).
+    options : :class:`~hpnsim.collectives.options.CollectiveOptions`, optional
+        How it runs: algorithm, protocol, routing, channels, QPs, seed, root, PXN, routing
+        options, NCCL parameters (default: every default).
     deps, release : the collective starts after these tasks and not before ``release``.
-    seed : seeds the connections' source ports (ECMP entropy) and the routing policy.
     priority, weight : engine priority class and max-min weight of every group.
-    root : rank index of the broadcast/reduce root. pxn : relay cross-rail hops over NVLink.
+    name : label of its tasks (default ``op/algo``).
     state : a :class:`~hpnsim.fabrics.state.FabricState` of ``fabric``: routing avoids its
         down links where it has a choice (run the graph on ``state.capacity``).
+    **keywords : fields of ``CollectiveOptions`` replacing those of ``options``
+        (``algo="ring"``, ``routing="hpn_dual_plane"``, ...).
 
     Returns
     -------
@@ -148,8 +210,6 @@ def compile_collective(graph, fabric, op: str, gpus, size: float, *, algo: str =
     >>> bool(simulate(g, fabric.link_capacity).finish[done[0]] > 0)
     True
     """
-    return compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,
-                        routing=routing, channels=channels, qps=qps, deps=deps, seed=seed,
-                        priority=priority, weight=weight, release=release, root=root, pxn=pxn,
-                        name=name, routing_options=routing_options, state=state,
-                        nccl=nccl).final
+    return compile_into(graph, fabric, op, gpus, size, options, deps=deps, priority=priority,
+                        weight=weight, release=release, name=name, state=state,
+                        **keywords).final

@@ -21,14 +21,23 @@ from hpnsim.collectives.ops import (
 from hpnsim.collectives.tree import dtree_depth, dtree_load
 from hpnsim.errors import InputError
 
-#: NCCL derates its tree bandwidth by this factor (tuning.cc: ``busBw * .92``)
-TREE_BANDWIDTH_DERATE = 0.92
-
 
 def latency_family(algo: str) -> str:
     """Which NCCL latency table an algorithm uses (tree, nvls, nvlstree as themselves; ring
     for the others).
 
+    Parameters
+    ----------
+    algo : str
+        Any spelling :func:`~hpnsim.collectives.ops.normalize_algorithm` accepts.
+
+    Returns
+    -------
+    str
+        ``ring``, ``tree``, ``nvls`` or ``nvlstree``.
+
+    Examples
+    --------
     >>> latency_family("hier"), latency_family("tree"), latency_family("nvls")
     ('ring', 'tree', 'nvls')
     """
@@ -37,9 +46,22 @@ def latency_family(algo: str) -> str:
 
 
 def hop_latencies(algo: str, protocol: str, nccl=None) -> tuple[float, float, float]:
-    """``(base, per NVLink hop, per network hop)`` latency in seconds, from ``nccl``
-    (:class:`~hpnsim.collectives.nccl.NcclParams`; None: NCCL's tables).
+    """NCCL's latencies of an algorithm and protocol.
 
+    Parameters
+    ----------
+    algo, protocol : str
+        The algorithm (its :func:`latency_family` picks the table) and protocol.
+    nccl : NcclParams, dict or None
+        :class:`~hpnsim.collectives.nccl.NcclParams` (None: NCCL's tables).
+
+    Returns
+    -------
+    tuple of float
+        ``(base, per NVLink hop, per network hop)`` seconds.
+
+    Examples
+    --------
     >>> hop_latencies("ring", "simple")
     (8.4e-06, 3.4e-06, 1.4e-05)
     """
@@ -68,6 +90,31 @@ def alpha_beta_time(op: str, algo: str, n: int, size: float, alpha: float,
     1.5·S/B for 3); pipelined ring broadcast/reduce (chain): (n-1)·α + S/B; direct
     all-to-all: α + (n-1)/n·S/B; send/recv: α + S/B.
 
+    Parameters
+    ----------
+    op, algo : str
+        The operation and a concrete algorithm (ring, hd, tree, direct).
+    n : int
+        Ranks.
+    size : float
+        Bytes, nccl-tests convention.
+    alpha : float
+        Seconds per step.
+    bandwidth : float
+        Each rank's bytes/s per direction.
+
+    Returns
+    -------
+    float
+        Seconds (0 for one rank).
+
+    Raises
+    ------
+    InputError
+        When the pair (op, algo) has no alpha-beta form here.
+
+    Examples
+    --------
     >>> alpha_beta_time("allreduce", "ring", 4, 1e9, 0.0, 1e9)
     1.5
     >>> alpha_beta_time("allreduce", "hd", 8, 8e9, 1e-6, 1e9)
@@ -108,6 +155,26 @@ def hierarchical_time(op: str, gpus_per_host: int, hosts: int, size: float, *,
     2(k-1)·α_intra + 2(k-1)/k·S/B_intra + 2(H-1)·α_inter + 2(H-1)/H·(S/k)/B_inter.
     All-gather and reduce-scatter take half of each term.
 
+    Parameters
+    ----------
+    op : str
+        allreduce, allgather or reducescatter.
+    gpus_per_host, hosts : int
+        ``k`` GPUs on each of ``H`` hosts.
+    size : float
+        Bytes, nccl-tests convention.
+    alpha_intra, bw_intra : float
+        Seconds per step and bytes/s per GPU inside a host (NVLink).
+    alpha_inter, bw_inter : float
+        Seconds per step and bytes/s per GPU across hosts (the rail).
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Examples
+    --------
     >>> hierarchical_time("allreduce", 8, 2, 8e9, alpha_intra=0, bw_intra=1e9,
     ...                   alpha_inter=0, bw_inter=1e9)
     15.0
@@ -135,6 +202,26 @@ def nccl_time(op: str, algo: str, protocol: str, n: int, hosts: int, size: float
     network hop latency, with 2(n-1) ring steps of which 2(hosts-1) cross hosts, and
     2·((n/hosts - 1) + log2(hosts)) tree hops. ``hier`` uses ring latencies.
 
+    Parameters
+    ----------
+    op, algo, protocol : str
+        What runs (concrete algorithm and protocol).
+    n, hosts : int
+        Ranks, and the hosts they are spread over.
+    size : float
+        Bytes, nccl-tests convention.
+    bus_bandwidth : float
+        busBw, bytes/s per rank.
+    nccl : NcclParams, dict or None
+        Latency tables, protocol efficiencies and the tree derate (None: NCCL's).
+
+    Returns
+    -------
+    float
+        Seconds (0 for one rank).
+
+    Examples
+    --------
     >>> round(nccl_time("allreduce", "ring", "simple", 16, 2, 1e9, 50e9) * 1e3, 4)
     37.6316
     """

@@ -27,6 +27,7 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from hpnsim.collectives.ops import PROTOCOLS
 from hpnsim.errors import InputError
 
 #: RoCEv2 framing per packet, bytes: Ethernet header 14 + FCS 4 + preamble/SFD 8 + minimum
@@ -52,7 +53,6 @@ _NVLINK_HOP = {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 4.0), "nvls": (0.0, 
                "nvlstree": (0.0, 0.0, 25.0)}
 _NET_HOP = {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0), "nvls": (0.0, 0.0, 18.0),
             "nvlstree": (0.0, 0.0, 20.9)}
-PROTOCOLS = ("ll", "ll128", "simple")
 
 #: bounds of every float parameter (what calibration may fit and a file may set)
 BOUNDS = {
@@ -156,6 +156,8 @@ class NcclParams:
     def for_gpu(cls, gpu: str, **overrides) -> NcclParams:
         """Defaults for a GPU model: its NVLink and NVLS efficiencies, NVLS where it exists.
 
+        Examples
+        --------
         >>> NcclParams.for_gpu("h100").nvls, NcclParams.for_gpu("a100").nvls
         (True, False)
         >>> NcclParams.for_gpu("h800").nvls        # NVLS needs NVLink SHARP, not on H800
@@ -174,6 +176,8 @@ class NcclParams:
     def from_dict(cls, values: dict) -> NcclParams:
         """Parameters from a mapping (a calibration file); unknown keys are input errors.
 
+        Examples
+        --------
         >>> NcclParams.from_dict({"eff_ll128": 0.9}).eff_ll128
         0.9
         """
@@ -185,12 +189,21 @@ class NcclParams:
         return cls(**values)
 
     def to_dict(self) -> dict:
-        """Plain dict of the fields (``network_efficiency`` resolved)."""
+        """Plain dict of the fields (``network_efficiency`` resolved).
+
+        Examples
+        --------
+        >>> d = NcclParams().to_dict()
+        >>> d["eff_ll128"], round(d["network_efficiency"], 4)
+        (0.92, 0.9804)
+        """
         return asdict(self)
 
     def replace(self, **changes) -> NcclParams:
         """A copy with ``changes``; ``network_efficiency`` follows a new ``mtu`` unless given.
 
+        Examples
+        --------
         >>> round(NcclParams().replace(mtu=1024).network_efficiency, 4)
         0.9259
         """
@@ -199,13 +212,21 @@ class NcclParams:
         return replace(self, **changes)
 
     def protocol_efficiency(self, protocol: str) -> float:
-        """Payload per wire byte of ``protocol`` (ll, ll128, simple)."""
+        """Payload per wire byte of ``protocol`` (ll, ll128, simple).
+
+        Examples
+        --------
+        >>> NcclParams().protocol_efficiency("ll"), NcclParams(eff_ll=0.4).protocol_efficiency("ll")
+        (0.5, 0.4)
+        """
         return {"simple": self.eff_simple, "ll128": self.eff_ll128, "ll": self.eff_ll}[protocol]
 
     def latencies(self, family: str, protocol: str) -> tuple[float, float, float]:
         """``(base, per NVLink hop, per network hop)`` seconds of an NCCL latency family
         (ring, tree, nvls, nvlstree) and protocol, times ``latency_scale``.
 
+        Examples
+        --------
         >>> NcclParams().latencies("ring", "simple")
         (8.4e-06, 3.4e-06, 1.4e-05)
         """
@@ -218,6 +239,8 @@ class NcclParams:
         """Wire load per payload byte of every link of ``fabric``: 1/efficiency of its kind
         (NVLink, PCIe, network links), cached per fabric object.
 
+        Examples
+        --------
         >>> from hpnsim.fabrics import fat_tree
         >>> f = fat_tree(4)
         >>> bool(np.all(NcclParams().link_inflation(f) > 1.0))
@@ -246,10 +269,29 @@ _INFLATION: WeakKeyDictionary = WeakKeyDictionary()
 WIRE_RATE = NcclParams(nvlink_efficiency=1.0, network_efficiency=1.0, pcie_efficiency=1.0,
                        nvls_efficiency=1.0)
 
+#: NCCL's payload per wire byte of each protocol (the defaults of :class:`NcclParams`: LL
+#: 8-byte lines carry 4 bytes of data plus a flag; LL128 120 of 128 bytes; Simple all)
+PROTOCOL_EFFICIENCY = {p: NcclParams().protocol_efficiency(p) for p in PROTOCOLS}
+
 
 def resolve_nccl(nccl) -> NcclParams:
     """``nccl`` as :class:`NcclParams`: None gives the defaults, a dict is parsed.
 
+    Parameters
+    ----------
+    nccl : NcclParams, dict or None
+
+    Returns
+    -------
+    NcclParams
+
+    Raises
+    ------
+    InputError
+        Named ``nccl`` for another type, or ``nccl.<field>`` for a bad value.
+
+    Examples
+    --------
     >>> resolve_nccl(None) == NcclParams(), resolve_nccl({"eff_ll": 0.4}).eff_ll
     (True, 0.4)
     """

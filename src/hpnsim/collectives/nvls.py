@@ -29,6 +29,20 @@ _LOADS = {"allreduce": lambda k: ((k + 1) / k, (k + 1) / k),
 def nvls_loads(op: str, k: int) -> tuple[float, float]:
     """Per-GPU (out, in) NVLink bytes per buffer byte of NVLS ``op`` on ``k`` GPUs.
 
+    Parameters
+    ----------
+    op : str
+        allreduce, allgather or reducescatter (canonical).
+    k : int
+        GPUs of the host.
+
+    Returns
+    -------
+    tuple of float
+        ``(out, in)`` bytes per buffer byte.
+
+    Examples
+    --------
     >>> nvls_loads("allreduce", 8)
     (1.125, 1.125)
     """
@@ -39,6 +53,22 @@ def nvls_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """NVLS on one host (allreduce, allgather, reducescatter), or NVLS+tree all-reduce
     across hosts (``sch.algo == "nvlstree"``, same local GPUs on every host).
 
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to append to (its op, GPUs in rank order and size).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int
+        Independent copies, each carrying S/channels over its own connections.
+
+    Returns
+    -------
+    None
+        The stages are appended to ``sch``.
+
+    Examples
+    --------
     >>> sch = Schedule("allreduce", "nvls", np.arange(8), 8.0)
     >>> nvls_stages(sch, 8, 1)
     >>> s = sch.stages[0]

@@ -18,6 +18,22 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
     A flow between hosts whose GPUs sit on different rails first crosses NVLink to the GPU of
     the source host that has the destination's local id, when that GPU is in the group.
 
+    Parameters
+    ----------
+    src, dst : numpy.ndarray
+        GPU of each flow's ends.
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    members : numpy.ndarray
+        The group's GPUs (a relay must be one).
+
+    Returns
+    -------
+    numpy.ndarray
+        Relay GPU per flow, -1 for a direct flow.
+
+    Examples
+    --------
     >>> pxn_relay(np.array([0, 0, 1]), np.array([9, 8, 2]), 8, np.arange(16)).tolist()
     [1, -1, -1]
     """
@@ -31,6 +47,24 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
 def alltoall_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True) -> None:
     """Direct all-to-all: every rank sends S/n to every other rank, split over channels.
 
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to append to (its op, GPUs in rank order and size).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int
+        Independent copies, each carrying S/channels over its own connections.
+    pxn : bool
+        Relay cross-rail hops over NVLink.
+
+    Returns
+    -------
+    None
+        The stages are appended to ``sch``.
+
+    Examples
+    --------
     >>> sch = Schedule("alltoall", "direct", np.arange(3), 6.0)
     >>> alltoall_stages(sch, 8, 1)
     >>> s = sch.stages[0]
@@ -52,6 +86,22 @@ def p2p_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     GPUs exchange both ways; ``send``: a chain, rank i sends S to rank i+1 for i < n-1 (a
     pipeline-parallel hand-off when n = 2).
 
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to append to (its op, GPUs in rank order and size).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int
+        Independent copies, each carrying S/channels over its own connections.
+
+    Returns
+    -------
+    None
+        The stages are appended to ``sch``.
+
+    Examples
+    --------
     >>> sch = Schedule("send", "direct", np.array([0, 8]), 5.0)
     >>> p2p_stages(sch, 8, 1)
     >>> s = sch.stages[0]

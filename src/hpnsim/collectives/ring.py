@@ -19,6 +19,24 @@ def ring_order(gpus: np.ndarray, gpus_per_host: int, channel: int = 0,
                pxn: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Ring of a channel: ``(order, via)`` with ``via[i]`` the relay of hop order[i]->order[i+1].
 
+    Parameters
+    ----------
+    gpus : numpy.ndarray
+        The group, rank order.
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channel : int
+        The channel: its ring starts each host at rail ``channel mod k``.
+    pxn : bool
+        Relay cross-rail hops over NVLink.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(order, via)``; ``via[i]`` is -1 for a direct hop.
+
+    Examples
+    --------
     >>> order, via = ring_order(np.arange(16), 8, channel=1)
     >>> order[:9].tolist(), via[7].item(), via[15].item()
     ([1, 2, 3, 4, 5, 6, 7, 0, 9], 1, 9)
@@ -58,6 +76,26 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
     reduce-scatter (n-1)/n in n-1 steps; broadcast and reduce move the whole share down a
     pipelined chain rooted at ``root`` (rank index into the group).
 
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to append to (its op, GPUs in rank order and size).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int
+        Independent copies, each carrying S/channels over its own connections.
+    pxn : bool
+        Relay cross-rail hops over NVLink.
+    root : int
+        Rank index of the broadcast/reduce root.
+
+    Returns
+    -------
+    None
+        The stages are appended to ``sch``.
+
+    Examples
+    --------
     >>> sch = Schedule("allreduce", "ring", np.arange(4), 8.0)
     >>> ring_stages(sch, 8, 1)
     >>> st = sch.stages[0]
@@ -111,6 +149,22 @@ def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     few µs, is left out). Large buffers then take max(NVLink time, network time), not their
     sum. Needs the same local GPUs on every host.
 
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to append to (its op, GPUs in rank order and size).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int
+        Independent copies, each carrying S/channels over its own connections.
+
+    Returns
+    -------
+    None
+        The stages are appended to ``sch``.
+
+    Examples
+    --------
     >>> sch = Schedule("allreduce", "hier", np.arange(16), 16.0)
     >>> hier_stages(sch, 8, 1)
     >>> [(s.name, s.n_members, s.size, s.deps) for s in sch.stages][:2]

@@ -8,22 +8,47 @@ import numpy as np
 
 from hpnsim.collectives.compile import compile_into
 from hpnsim.collectives.ops import busbw_factor
+from hpnsim.collectives.options import CollectiveOptions
 
 
 @dataclass
 class CollectiveResult:
     """Outcome of :func:`run_collective` (SI units: seconds, bytes, bytes/s).
 
-    ``algbw = size / time`` and ``busbw = algbw * factor`` (nccl-tests definitions);
-    ``bottleneck`` is the link with the highest bytes/capacity (its busy time);
-    ``max_link_flows`` the most member flows of concurrently running stages on one network
-    link (NIC port or switch-to-switch); ``hash_collisions`` how many of those flows sit
-    above the ideal spread over their link's alternatives (two flows on one NIC port while
-    the other port idles is one; see :func:`hpnsim.routing.diagnostics.excess_over_ideal`);
-    ``link_bytes`` the bytes every link carried; ``port_imbalance`` per tier (``nic_send``,
-    ``nic_receive``, ``tor_uplinks``, ``agg_downlinks``) the distribution of ``max / min``
-    bytes over a device's ports (infinite when one port idles while another carries
-    bytes; :func:`hpnsim.routing.diagnostics.port_imbalance`).
+    Attributes
+    ----------
+    op, algo, protocol, routing : str
+        What ran (``auto`` resolved to the algorithm and protocol chosen).
+    n_gpus : int
+    size : float
+        Bytes, nccl-tests convention.
+    time, algbw, busbw : float
+        ``algbw = size / time`` and ``busbw = algbw * factor`` (nccl-tests definitions,
+        :func:`~hpnsim.collectives.ops.busbw_factor`).
+    bottleneck, bottleneck_utilization : str, float
+        The link with the highest bytes/capacity and its busy fraction of ``time``.
+    max_link_flows : float
+        The most member flows of concurrently running stages on one network link (NIC port
+        or switch-to-switch).
+    hash_collisions : int
+        How many of those flows sit above the ideal spread over their link's alternatives
+        (two flows on one NIC port while the other port idles is one;
+        :func:`hpnsim.routing.diagnostics.excess_over_ideal`).
+    n_groups : int
+        Engine tasks the collective compiled into.
+    link_bytes : numpy.ndarray
+        Bytes every link carried; ``top_links`` the ten busiest (name, bytes).
+    port_imbalance : dict
+        Per tier (``nic_send``, ``nic_receive``, ``tor_uplinks``, ``agg_downlinks``) the
+        distribution of ``max / min`` bytes over a device's ports (infinite when one port
+        idles while another carries bytes; :func:`hpnsim.routing.diagnostics.port_imbalance`).
+
+    Examples
+    --------
+    >>> from hpnsim.fabrics import fat_tree
+    >>> r = run_collective(fat_tree(4), "allreduce", range(16), 2**24, algo="ring")
+    >>> r.op, r.algo, r.n_gpus, bool(r.busbw == r.algbw * 2 * 15 / 16)
+    ('allreduce', 'ring', 16, True)
     """
 
     op: str
@@ -45,8 +70,22 @@ class CollectiveResult:
     port_imbalance: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
-        """JSON-ready summary; bandwidths also in GB/s and time in µs, like nccl-tests;
-        infinite port-imbalance ratios as ``"inf"``."""
+        """JSON-ready summary; bandwidths in GB/s and time also in µs, like nccl-tests;
+        infinite port-imbalance ratios as ``"inf"``.
+
+        Returns
+        -------
+        dict
+            The fields of :data:`ROW_FIELDS` (``algbw``/``busbw`` in GB/s) plus ``time_us``,
+            ``top_links`` and ``port_imbalance``.
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import fat_tree
+        >>> d = run_collective(fat_tree(4), "allgather", range(4), 2**20).to_dict()
+        >>> d["op"], d["n_gpus"], d["time_us"] == d["time"] * 1e6
+        ('allgather', 4, True)
+        """
         from hpnsim.routing.imbalance import jsonable
 
         return {
@@ -78,7 +117,15 @@ class CollectiveResult:
         return [{name: getattr(self, name) for name in ROW_FIELDS}]
 
     def to_frame(self):
-        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra)."""
+        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra).
+
+        Examples
+        --------
+        >>> from hpnsim.fabrics import fat_tree
+        >>> r = run_collective(fat_tree(4), "allreduce", range(4), 2**20)
+        >>> r.to_frame().shape == (1, len(ROW_FIELDS))
+        True
+        """
         from hpnsim.frames import to_frame
 
         return to_frame(self.rows(), columns=list(ROW_FIELDS))
@@ -90,14 +137,7 @@ ROW_FIELDS = ("op", "algo", "protocol", "routing", "n_gpus", "size", "time", "al
               "n_groups")
 
 
-def network_links(fabric) -> np.ndarray:
-    """Boolean mask of switch-to-switch links (where ECMP hashing decides)."""
-    from hpnsim.fabrics.fabric import LinkKind
-
-    return np.isin(fabric.link_kind, (LinkKind.UPLINK, LinkKind.CORE))
-
-
-def concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
+def _concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
     """(most flows on one network link, hash collisions) over waves of stages that start
     together (same dependencies); network links are NIC ports and switch-to-switch links
     (under ``state``, down links are no alternatives)."""
@@ -122,17 +162,34 @@ def concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
     return worst, int(round(collisions))
 
 
-def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
-                   protocol: str = "auto", routing: str = "ecmp", channels: int | None = None,
-                   qps: int | None = None, seed: int = 0, root: int = 0, pxn: bool = True,
-                   routing_options: dict | None = None, state=None,
-                   nccl=None) -> CollectiveResult:
-    """Simulate one collective alone on ``fabric`` (see :func:`compile_collective` for the
-    parameters) and measure it.
+def run_collective(fabric, op: str, gpus, size: float,
+                   options: CollectiveOptions | None = None, *, state=None,
+                   **keywords) -> CollectiveResult:
+    """Simulate one collective alone on ``fabric`` and measure it the way nccl-tests does.
 
-    Under ``state`` (a :class:`~hpnsim.fabrics.state.FabricState`) routing avoids the down
-    links where it can and the links run at ``state.capacity``; a transfer left on a dead
-    link never finishes (``time`` is infinite).
+    Parameters
+    ----------
+    fabric : hpnsim.fabrics.Fabric
+    op : str
+        allreduce, allgather, reducescatter, alltoall, broadcast, reduce, sendrecv, send.
+    gpus : sequence of int
+        GPU indices of the group, in rank order.
+    size : float
+        Bytes, nccl-tests convention (see :func:`compile_collective`).
+    options : CollectiveOptions, optional
+        How it runs (:class:`~hpnsim.collectives.options.CollectiveOptions`; default: every
+        default).
+    state : hpnsim.fabrics.FabricState, optional
+        Routing avoids its down links where it can and the links run at
+        ``state.capacity``; a transfer left on a dead link never finishes (``time`` is
+        infinite).
+    **keywords
+        Fields of ``CollectiveOptions`` replacing those of ``options`` (``algo="ring"``,
+        ``routing="hpn_dual_plane"``, ``nccl=...``, ...).
+
+    Returns
+    -------
+    CollectiveResult
 
     Examples
     --------
@@ -147,10 +204,9 @@ def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     """
     from hpnsim.engine import TaskGraph, simulate
 
+    options = CollectiveOptions.build(options, **keywords)
     graph = TaskGraph()
-    compiled = compile_into(graph, fabric, op, gpus, size, algo=algo, protocol=protocol,
-                            routing=routing, channels=channels, qps=qps, seed=seed, root=root,
-                            pxn=pxn, routing_options=routing_options, state=state, nccl=nccl)
+    compiled = compile_into(graph, fabric, op, gpus, size, options, state=state)
     capacity = fabric.link_capacity if state is None else state.capacity
     sim = simulate(graph, capacity)
     time = float(sim.finish[compiled.final].max())
@@ -165,12 +221,12 @@ def run_collective(fabric, op: str, gpus, size: float, *, algo: str = "auto",
     top = np.argsort(-ratio, kind="stable")[:10]
     top_links = [(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
                  if link_bytes[k] > 0]
-    max_flows, collisions = concurrent_link_flows(compiled, fabric, state)
+    max_flows, collisions = _concurrent_link_flows(compiled, fabric, state)
     from hpnsim.routing.diagnostics import port_imbalance
 
     return CollectiveResult(
         op=compiled.schedule.op, algo=compiled.algo, protocol=compiled.protocol,
-        routing=routing, n_gpus=n, size=float(size), time=time, algbw=algbw, busbw=busbw,
+        routing=options.routing, n_gpus=n, size=float(size), time=time, algbw=algbw, busbw=busbw,
         bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
         bottleneck_utilization=utilization, max_link_flows=max_flows,
         hash_collisions=collisions, n_groups=len(graph), link_bytes=link_bytes,

@@ -31,6 +31,8 @@ class Stage:
     GPU->NVSwitch link with ``up`` and its NVSwitch->GPU link with ``down`` wire bytes per
     byte of ``size`` (multicast and in-switch reduction: no GPU-to-GPU path).
 
+    Examples
+    --------
     >>> s = Stage(np.array([0, 1]), np.array([1, 0]), size=4.0, intra_steps=1)
     >>> s.n_members, s.total_bytes
     (2, 8.0)
@@ -56,10 +58,24 @@ class Stage:
 
     @property
     def n_members(self) -> int:
+        """Member flows of the stage.
+
+        Examples
+        --------
+        >>> Stage([0, 1, 2], [1, 2, 0], 4.0).n_members
+        3
+        """
         return int(self.src.size)
 
     @property
     def total_bytes(self) -> float:
+        """Payload bytes all members move.
+
+        Examples
+        --------
+        >>> Stage([0, 1, 2], [1, 2, 0], 4.0).total_bytes
+        12.0
+        """
         return float(self.size) * self.n_members
 
 
@@ -67,6 +83,8 @@ class Stage:
 class Schedule:
     """A collective as a DAG of :class:`Stage` objects (dependencies point backwards).
 
+    Examples
+    --------
     >>> sch = Schedule("sendrecv", "direct", np.array([0, 1]), 8.0)
     >>> sch.add(Stage([0], [1], 8.0, inter_steps=1, coupled=False))
     0
@@ -81,6 +99,19 @@ class Schedule:
     stages: list[Stage] = field(default_factory=list)
 
     def add(self, stage: Stage) -> int:
+        """Append ``stage`` (its ``deps`` must name stages already added); returns its
+        index.
+
+        Examples
+        --------
+        >>> sch = Schedule("send", "direct", np.array([0, 1]), 8.0)
+        >>> sch.add(Stage([0], [1], 8.0)), sch.add(Stage([0], [1], 8.0, deps=(0,)))
+        (0, 1)
+        >>> sch.add(Stage([0], [1], 8.0, deps=(5,)))
+        Traceback (most recent call last):
+        ...
+        ValueError: stage dependency 5 does not exist yet
+        """
         for d in stage.deps:
             if not 0 <= d < len(self.stages):
                 raise ValueError(f"stage dependency {d} does not exist yet")
@@ -89,13 +120,23 @@ class Schedule:
 
     @property
     def final(self) -> tuple[int, ...]:
-        """Stages nothing else waits for: the collective is done when they are."""
+        """Stages nothing else waits for: the collective is done when they are.
+
+        Examples
+        --------
+        >>> sch = Schedule("send", "direct", np.array([0, 1]), 8.0)
+        >>> _ = sch.add(Stage([0], [1], 8.0)); _ = sch.add(Stage([0], [1], 8.0, deps=(0,)))
+        >>> sch.final
+        (1,)
+        """
         needed = {d for s in self.stages for d in s.deps}
         return tuple(i for i in range(len(self.stages)) if i not in needed)
 
     def pair_bytes(self) -> dict[tuple[int, int], float]:
         """Payload bytes per ordered (src, dst) GPU pair over the whole schedule (for checks).
 
+        Examples
+        --------
         >>> sch = Schedule("send", "direct", np.array([0, 1]), 8.0)
         >>> _ = sch.add(Stage([0], [1], 8.0, inter_steps=1))
         >>> sch.pair_bytes()
@@ -111,6 +152,20 @@ class Schedule:
 def check_group(gpus, n_gpus: int | None = None) -> np.ndarray:
     """Validate a GPU group: distinct non-negative indices, inside the fabric if known.
 
+    Parameters
+    ----------
+    gpus : sequence of int
+        GPU indices, rank order.
+    n_gpus : int, optional
+        GPUs of the fabric (None: unknown).
+
+    Returns
+    -------
+    numpy.ndarray
+        The group as int64.
+
+    Examples
+    --------
     >>> check_group([3, 1, 2]).tolist()
     [3, 1, 2]
     """
@@ -129,6 +184,17 @@ def check_group(gpus, n_gpus: int | None = None) -> np.ndarray:
 def host_groups(gpus: np.ndarray, gpus_per_host: int) -> list[np.ndarray]:
     """The group's GPUs per host, hosts in order of first appearance, GPUs in group order.
 
+    Parameters
+    ----------
+    gpus : numpy.ndarray
+    gpus_per_host : int
+
+    Returns
+    -------
+    list of numpy.ndarray
+
+    Examples
+    --------
     >>> [h.tolist() for h in host_groups(np.array([8, 9, 0, 1]), 8)]
     [[8, 9], [0, 1]]
     """
@@ -141,6 +207,18 @@ def host_groups(gpus: np.ndarray, gpus_per_host: int) -> list[np.ndarray]:
 def uniform_hosts(groups: list[np.ndarray], gpus_per_host: int) -> bool:
     """True when every host holds the same local GPU ids (so rails line up across hosts).
 
+    Parameters
+    ----------
+    groups : list of numpy.ndarray
+        The group's GPUs per host (:func:`host_groups`).
+    gpus_per_host : int
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
     >>> uniform_hosts([np.array([0, 1]), np.array([8, 9])], 8)
     True
     >>> uniform_hosts([np.array([0, 1]), np.array([9, 10])], 8)
@@ -153,6 +231,19 @@ def uniform_hosts(groups: list[np.ndarray], gpus_per_host: int) -> bool:
 def split_steps(total: int, crossings: int) -> tuple[int, int]:
     """``(intra_steps, inter_steps)`` for ``total`` steps of which ``crossings`` cross hosts.
 
+    Parameters
+    ----------
+    total : int
+        Steps of a stage.
+    crossings : int
+        Those that cross hosts.
+
+    Returns
+    -------
+    tuple of int
+
+    Examples
+    --------
     >>> split_steps(14, 2)
     (12, 2)
     """

@@ -14,6 +14,18 @@ def btree_parents(n: int) -> np.ndarray:
     A rank's parent clears its lowest set bit and sets the next one, or just clears it when
     that would leave the range (``ncclGetBtree``).
 
+    Parameters
+    ----------
+    n : int
+        Ranks.
+
+    Returns
+    -------
+    numpy.ndarray
+        Parent rank per rank.
+
+    Examples
+    --------
     >>> btree_parents(8).tolist()
     [-1, 2, 4, 2, 0, 6, 4, 6]
     """
@@ -30,6 +42,18 @@ def dtree_parents(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Parents in NCCL's two complementary trees: the binary tree and its mirror (even n)
     or its shift by one (odd n), so most interior ranks of one tree are leaves of the other.
 
+    Parameters
+    ----------
+    n : int
+        Ranks.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Parent rank per rank in each tree.
+
+    Examples
+    --------
     >>> [p.tolist() for p in dtree_parents(4)]
     [[-1, 2, 0, 2], [1, 3, 1, -1]]
     """
@@ -48,6 +72,17 @@ def dtree_depth(n: int) -> int:
     """Network hops from the deepest rank to the root in either of the two trees over ``n``
     ranks: ceil(log2 n) (both trees, every n; checked in the tests).
 
+    Parameters
+    ----------
+    n : int
+        Ranks.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
     >>> dtree_depth(1), dtree_depth(2), dtree_depth(8), dtree_depth(9)
     (0, 1, 3, 4)
     """
@@ -59,6 +94,17 @@ def dtree_load(n: int) -> int:
     (and receives) per channel. 4 for n >= 4 (interior with 3 edges in one tree, a leaf in
     the other), 2 for n = 2, 3 for n = 3, 0 for one rank.
 
+    Parameters
+    ----------
+    n : int
+        Ranks.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
     >>> [dtree_load(n) for n in (1, 2, 3, 4, 100)]
     [0, 2, 3, 4, 4]
     """
@@ -78,6 +124,19 @@ def host_chains(groups: list[np.ndarray], channel: int) -> list[np.ndarray]:
     the same GPUs on every host that is rail ``channel mod k`` everywhere, so every network
     hop of the channel stays on one rail.
 
+    Parameters
+    ----------
+    groups : list of numpy.ndarray
+        The group's GPUs per host (:func:`~hpnsim.collectives.schedule.host_groups`).
+    channel : int
+
+    Returns
+    -------
+    list of numpy.ndarray
+        One chain per host, head first.
+
+    Examples
+    --------
     >>> [c.tolist() for c in host_chains([np.array([0, 1, 2]), np.array([8, 9, 10])], 1)]
     [[1, 2, 0], [9, 10, 8]]
     """
@@ -94,6 +153,22 @@ def tree_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     edge, pipelined: every member moves S/channels/2 bytes, and the latency is the deepest
     chain tail to the root and back, 2(k-1) NVLink and 2·ceil(log2 H) network hops.
 
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to append to (its op, GPUs in rank order and size).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int
+        Independent copies, each carrying S/channels over its own connections.
+
+    Returns
+    -------
+    None
+        The stages are appended to ``sch``.
+
+    Examples
+    --------
     >>> sch = Schedule("allreduce", "tree", np.arange(16), 8.0)
     >>> tree_stages(sch, 8, 1)
     >>> [(s.n_members, s.size, s.intra_steps, s.inter_steps) for s in sch.stages]
@@ -131,6 +206,22 @@ def hd_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     of two p into partners first (whole buffer) and sends them the result last.
     All-gather and reduce-scatter need n a power of two.
 
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to append to (its op, GPUs in rank order and size).
+    gpus_per_host : int
+        GPUs per host of the fabric.
+    channels : int
+        Independent copies, each carrying S/channels over its own connections.
+
+    Returns
+    -------
+    None
+        The stages are appended to ``sch``.
+
+    Examples
+    --------
     >>> sch = Schedule("allreduce", "hd", np.arange(4), 8.0)
     >>> hd_stages(sch, 8, 1)
     >>> [(s.dst.tolist(), s.size) for s in sch.stages]

@@ -40,7 +40,7 @@ ELEMENT_BYTES = 4
 DEFAULT_SIZES = "1M:1G"
 
 __all__ = ["DEFAULT_SIZES", "ELEMENT_BYTES", "CollectiveSpec", "check_collectives",
-           "larger_fabric_hint"]
+           "larger_fabric_hint", "scenario_options"]
 
 
 def _as_message(func, value):
@@ -173,11 +173,31 @@ class CollectiveSpec(BaseModel):
             return list(self.gpus)
         return list(range(fabric_gpus if self.gpus is None else self.gpus))
 
-    def options(self) -> dict:
-        """Keyword arguments of :func:`~hpnsim.collectives.run_collective` (but routing and
-        seed, which are the scenario's)."""
-        return {"algo": self.algo, "protocol": self.protocol,
-                "channels": self.channels or None, "qps": self.qps, "root": self.root}
+    def options(self, base):
+        """This collective's :class:`~hpnsim.collectives.options.CollectiveOptions`: ``base``
+        (the scenario's routing, seed and NCCL parameters, :func:`scenario_options`) with
+        its algorithm, protocol, channels, QPs and root.
+
+        >>> from hpnsim.collectives.options import CollectiveOptions
+        >>> o = CollectiveSpec(algo="ring").options(CollectiveOptions(seed=2))
+        >>> o.algo, o.seed, o.channels
+        ('ring', 2, None)
+        """
+        from dataclasses import replace
+
+        return replace(base, algo=self.algo, protocol=self.protocol,
+                       channels=self.channels or None, qps=self.qps, root=self.root)
+
+
+def scenario_options(scenario, nccl=None):
+    """The :class:`~hpnsim.collectives.options.CollectiveOptions` every collective and job of
+    ``scenario`` starts from: its routing, seed and NCCL parameters (``nccl``, as
+    :func:`~hpnsim.scenario.prepare.prepare` resolved them; else read from the scenario's
+    calibration)."""
+    from hpnsim.collectives.options import CollectiveOptions
+
+    return CollectiveOptions(routing=scenario.routing, seed=scenario.seed,
+                             nccl=scenario.nccl_params() if nccl is None else nccl)
 
 
 def name_collectives(collectives: list[CollectiveSpec], jobs: list) -> None:

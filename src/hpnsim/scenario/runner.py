@@ -35,6 +35,7 @@ from pathlib import Path
 from hpnsim.engine import simulate
 from hpnsim.errors import InputError
 from hpnsim.results import CollectiveRun, JobResult, RunResult
+from hpnsim.scenario.collectives import scenario_options
 from hpnsim.scenario.prepare import (
     PreparedScenario,
     allocate,
@@ -129,10 +130,10 @@ class JobsTogether:
                 else program_from_job(spec.train_job())
             its, after = [], ()
             for _ in range(spec.iterations):
-                it = compile_program(program, graph, p.fabric, gpus=p.placements[i],
-                                     routing=p.scenario.routing, seed=p.scenario.seed,
-                                     tp_algo=spec.tp_algo, dp_algo=spec.dp_algo,
-                                     release=spec.arrival, after=after, nccl=p.nccl)
+                it = compile_program(program, graph, p.fabric,
+                                     scenario_options(p.scenario, p.nccl),
+                                     gpus=p.placements[i], tp_algo=spec.tp_algo,
+                                     dp_algo=spec.dp_algo, release=spec.arrival, after=after)
                 its.append(it)
                 after = it.stage_end
             built[i] = its
@@ -284,14 +285,13 @@ def _collective_runs(scenario, fabric, nccl, say) -> list[CollectiveRun]:
 
     out = []
     for spec in scenario.collectives:
+        options = spec.options(scenario_options(scenario, nccl))
         gpus = spec.group(fabric.n_gpus)
         results = []
         for k, size in enumerate(spec.sizes):
             say(f"{spec.name}: {spec.op} on {len(gpus):,} GPUs, size {k + 1}/"
                 f"{len(spec.sizes)} ({format_bytes(size)})")
-            results.append(run_collective(fabric, spec.op, gpus, size,
-                                          routing=scenario.routing, seed=scenario.seed,
-                                          nccl=nccl, **spec.options()))
+            results.append(run_collective(fabric, spec.op, gpus, size, options))
         out.append(CollectiveRun(name=spec.name, gpus=gpus, results=results))
     return out
 

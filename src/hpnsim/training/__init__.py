@@ -12,7 +12,8 @@ to a TaskGraph; :func:`account` splits the simulated iteration time.
 """
 
 from hpnsim.training.account import account
-from hpnsim.training.compile import CompiledIteration, compile_program
+from hpnsim.training.compile import compile_program
+from hpnsim.training.compiled import CompiledIteration
 from hpnsim.training.from_aicb import program_from_aicb
 from hpnsim.training.from_job import program_from_job
 from hpnsim.training.iteration import IterationResult

@@ -16,17 +16,34 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives import compile_into, hop_latencies
+from hpnsim.collectives import CollectiveOptions, compile_into, hop_latencies
 from hpnsim.engine import TaskGraph, simulate
 
 
 def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
     """Add the transfer groups of an already compiled collective to ``graph`` again, after
-    ``deps``; returns its final task ids (as :func:`~hpnsim.collectives.compile_collective`).
+    ``deps``.
 
     The routes, schedule, protocol and latencies are those of ``compiled`` (one connection
     per peer, priority 0, weight 1, as the iteration compiles them).
 
+    Parameters
+    ----------
+    graph : TaskGraph
+    compiled : CompiledCollective
+        From :func:`~hpnsim.collectives.compile_into` (on any graph of the same fabric).
+    deps : sequence of int
+        The copy starts after these tasks.
+    name : str
+        Label of its tasks (default ``op/algo``).
+
+    Returns
+    -------
+    list of int
+        Its final task ids (as :func:`~hpnsim.collectives.compile_collective`).
+
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> g = TaskGraph()
@@ -71,6 +88,16 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
 def sent_bytes(compiled) -> float:
     """Payload bytes all members of a compiled collective send (protocol overhead excluded).
 
+    Parameters
+    ----------
+    compiled : CompiledCollective
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> c = compile_into(TaskGraph(), fab, "alltoall", [0, 8], 1000.0)
@@ -80,23 +107,47 @@ def sent_bytes(compiled) -> float:
     return float(sum(stage.total_bytes for stage in compiled.schedule.stages))
 
 
-def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float, *, deps=(),
-                   algo: str = "auto", routing: str = "ecmp", seed: int = 0,
-                   name: str = "", cache: dict | None = None,
-                   nccl=None) -> tuple[int, list[int], float]:
-    """Compile ``op`` on every group (rows of ``groups``) after ``deps``.
+def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float,
+                   options: CollectiveOptions = CollectiveOptions(), *, deps=(), name: str = "",
+                   cache: dict | None = None) -> tuple[int, list[int], float]:
+    """Compile ``op`` with ``options`` on every group (rows of ``groups``) after ``deps``.
 
     Returns ``(done, first_tasks, bytes)``: a zero-length task finishing with the last group,
     the tasks that start the collectives (for timelines) and the bytes they send. Groups of
     one GPU move nothing and are skipped; with none left, ``done`` is -1. With a ``cache``
-    dict, a collective compiled before (same op, group, size, algorithm, routing, seed) is
-    replayed (:func:`replay`) instead of compiled again.
+    dict, a collective compiled before (same op, group, size and options) is replayed
+    (:func:`replay`) instead of compiled again.
 
+    Parameters
+    ----------
+    graph : TaskGraph
+    fabric : Fabric
+    op : str
+    groups : 2-D array of int
+        One group of GPUs (rank order) per row.
+    size : float
+        Bytes, nccl-tests convention.
+    options : CollectiveOptions
+        How each collective runs.
+    deps : sequence of int
+        Every group starts after these tasks.
+    name : str
+        Label of the tasks.
+    cache : dict, optional
+        Compiled collectives to replay, filled as it goes.
+
+    Returns
+    -------
+    tuple
+        ``(done, first_tasks, bytes)`` as above.
+
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> g = TaskGraph()
     >>> done, first, sent = compile_groups(g, fab, "allgather", [[0, 8], [1, 9]], 2e6,
-    ...                                    algo="ring")
+    ...                                    CollectiveOptions(algo="ring"))
     >>> sent                            # (n-1)/n of 2 MB from each of the 4 GPUs
     4000000.0
     """
@@ -106,11 +157,11 @@ def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float, *, de
     for group in np.asarray(groups):
         if group.size < 2:
             continue
-        key = (op, group.tobytes(), float(size), algo, routing, seed)
+        key = (op, group.tobytes(), float(size), options)
         compiled = cache.get(key) if cache is not None else None
         if compiled is None:
-            compiled = compile_into(graph, fabric, op, group, size, algo=algo, routing=routing,
-                                    seed=seed, deps=deps, name=name, nccl=nccl)
+            compiled = compile_into(graph, fabric, op, group, size, options, deps=deps,
+                                    name=name)
             finals += compiled.final
             first += [int(t) for t in compiled.stage_tasks[0]] if compiled.stage_tasks else []
             if cache is not None:
@@ -126,11 +177,29 @@ def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float, *, de
     return done, first, total
 
 
-def time_groups(fabric, op: str, groups, size: float, *, algo: str = "auto",
-                routing: str = "ecmp", seed: int = 0, nccl=None) -> tuple[float, float]:
-    """``(seconds, bytes)`` of ``op`` run at once on every group of ``groups``, nothing else
-    on the fabric (so collisions between the groups count).
+def time_groups(fabric, op: str, groups, size: float,
+                options: CollectiveOptions = CollectiveOptions()) -> tuple[float, float]:
+    """``(seconds, bytes)`` of ``op`` run with ``options`` at once on every group of
+    ``groups``, nothing else on the fabric (so collisions between the groups count).
 
+    Parameters
+    ----------
+    fabric : Fabric
+    op : str
+    groups : 2-D array of int
+        One group of GPUs per row.
+    size : float
+        Bytes, nccl-tests convention.
+    options : CollectiveOptions
+        How each collective runs.
+
+    Returns
+    -------
+    tuple of float
+        ``(seconds, bytes)``; ``(0, 0)`` when every group has one GPU.
+
+    Examples
+    --------
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> t, sent = time_groups(fab, "alltoall", [[0, 8], [1, 9]], 2**20)
@@ -138,8 +207,7 @@ def time_groups(fabric, op: str, groups, size: float, *, algo: str = "auto",
     (True, 2097152.0)
     """
     graph = TaskGraph()
-    done, _, total = compile_groups(graph, fabric, op, groups, size, algo=algo,
-                                    routing=routing, seed=seed, nccl=nccl)
+    done, _, total = compile_groups(graph, fabric, op, groups, size, options)
     if done < 0:
         return 0.0, 0.0
     sim = simulate(graph, fabric.link_capacity)

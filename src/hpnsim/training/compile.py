@@ -24,89 +24,22 @@ What becomes a task, and the one approximation:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 
+from hpnsim.collectives.ops import AUTO
+from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.engine import TaskGraph
 from hpnsim.errors import InputError
 from hpnsim.training.comm import compile_groups, time_groups
+from hpnsim.training.compiled import CompiledIteration, Element, RouteRecord, StagePass
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.workloads.placement import place
 
 _CATEGORY = {"tp": "tp", "ep": "ep", "dp": "dp", "edp": "dp"}
 _NAMES = {"allreduce": "all-reduce", "alltoall": "all-to-all", "allgather": "all-gather",
           "reducescatter": "reduce-scatter"}
-
-
-@dataclass
-class Element:
-    """One element of a stage's compute stream: tasks ``first`` .. ``last``; a Delay with
-    the ``nominal`` seconds per part (compute, tp, ep), or a simulated collective of
-    ``category`` (nominal None)."""
-
-    first: int
-    last: int
-    nominal: dict | None = None
-    category: str = ""
-
-
-@dataclass
-class StagePass:
-    """A pass of a stage: its stream elements and the pipeline message it waited for."""
-
-    kind: str
-    micro_batch: int
-    chunk: int
-    recv: int = -1
-    elements: list[Element] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class RouteRecord:
-    """How the transfer tasks ``first:end`` of the graph were routed, so a failure can route
-    them again: ``op`` (``"p2p"`` for a pipeline message) on each row of ``groups`` with
-    ``size`` and ``algo`` (a p2p record's ``groups`` is ``(src GPUs, dst GPUs)``)."""
-
-    op: str
-    groups: np.ndarray
-    size: float
-    algo: str
-    first: int
-    end: int
-
-
-@dataclass
-class CompiledIteration:
-    """An iteration in a TaskGraph and the handles :func:`~hpnsim.training.account` reads.
-
-    ``passes[s]`` are stage ``s``'s passes; ``rows[s]`` its collective Gantt rows
-    ``(kind, first_tasks, final_tasks)``; ``stage_end[s]`` a zero-length task ending the
-    stage's iteration (the next iteration of the job can start ``after`` them). The
-    iteration's own tasks are ``first_task:end_task``; it starts after ``origin`` (-1: at 0).
-    """
-
-    program: Program
-    graph: TaskGraph
-    passes: list[list[StagePass]] = field(default_factory=list)
-    rows: list[list[tuple]] = field(default_factory=list)
-    stage_end: list[int] = field(default_factory=list)
-    comm_bytes: dict = field(default_factory=lambda: dict.fromkeys(("tp", "pp", "dp", "ep"),
-                                                                   0.0))
-    tp_time: float = 0.0
-    ep_replay: float = 0.0  # seconds of a replayed (in-host) EP all-to-all, if any
-    notes: list[str] = field(default_factory=list)
-    origin: int = -1
-    first_task: int = 0
-    end_task: int = 0
-    routing: str = "ecmp"
-    seed: int = 0
-    routes: list[RouteRecord] = field(default_factory=list)
-
-    @property
-    def job(self) -> dict:
-        """The job description of the program."""
-        return self.program.job
 
 
 def _path_latency(fabric, paths) -> float:
@@ -119,10 +52,10 @@ def _path_latency(fabric, paths) -> float:
     return float(sums.max(initial=0.0))
 
 
-def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
-                    routing: str = "ecmp", seed: int = 0, tp_algo: str = "auto",
-                    dp_algo: str = "auto", release: float = 0.0,
-                    after=(), nccl=None) -> CompiledIteration:
+def compile_program(program: Program, graph: TaskGraph, fabric,
+                    options: CollectiveOptions | None = None, *, gpus=None,
+                    tp_algo: str | None = None, dp_algo: str | None = None,
+                    release: float = 0.0, after=(), **keywords) -> CompiledIteration:
     """Add one iteration of ``program`` to ``graph`` (see the module docstring).
 
     Parameters
@@ -131,16 +64,19 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
     graph : TaskGraph
         Several jobs and iterations may share it.
     fabric : Fabric
+    options : CollectiveOptions, optional
+        How the collectives run (routing policy and hash seed, which also route the pipeline
+        messages; NCCL parameters, a calibration; ...); default: every default.
     gpus : array of int, optional
         GPU indices of the job in rank order (default ``0 .. n - 1``).
-    routing, seed : str, int
-        Routing policy and hash seed of the network traffic.
-    tp_algo, dp_algo : str
-        Algorithms of TP collectives and of DP / expert-DP ones (EP: ``auto``).
+    tp_algo, dp_algo : str, optional
+        Algorithms of TP collectives and of DP / expert-DP ones (None: ``options.algo``);
+        EP all-to-alls always choose theirs (``auto``).
     release, after : float, sequence of int
         The iteration starts at ``release`` and after the tasks ``after``.
-    nccl : NcclParams, dict or None
-        NCCL efficiencies and latencies of the collectives (a calibration; None: defaults).
+    **keywords
+        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        ``options`` (``routing="hpn_dual_plane"``, ``seed=1``, ``nccl=...``).
 
     Returns
     -------
@@ -156,6 +92,7 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
     >>> it.end_task - it.first_task              # one Delay (TP replayed) and the stage end
     2
     """
+    options = CollectiveOptions.build(options, **keywords)
     layout = program.layout
     if gpus is None and layout.n_gpus > fabric.n_gpus:
         raise InputError("fabric", f"has {fabric.n_gpus} GPUs; the job needs "
@@ -166,17 +103,20 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
     if release > 0 or len(after):
         origin = graph.add_delay(0.0, deps=after, release=release, name="iteration start")
     it = CompiledIteration(program, graph, origin=origin, first_task=first_task,
-                           notes=list(program.notes), routing=routing, seed=seed)
-    _Compiler(it, fabric, placement, routing, seed, tp_algo, dp_algo, nccl).run()
+                           notes=list(program.notes), options=options)
+    per_group = {"tp": tp_algo, "dp": dp_algo, "edp": dp_algo, "ep": AUTO}
+    _Compiler(it, fabric, placement, {group: options if algo is None else
+                                      replace(options, algo=algo)
+                                      for group, algo in per_group.items()}).run()
     it.end_task = len(graph)
     return it
 
 
 class _Compiler:
-    def __init__(self, it, fabric, placement, routing, seed, tp_algo, dp_algo, nccl=None):
+    def __init__(self, it, fabric, placement, options: dict[str, CollectiveOptions]):
         self.it, self.graph, self.fabric, self.placement = it, it.graph, fabric, placement
-        self.routing, self.seed, self.nccl = routing, seed, nccl
-        self.algo = {"tp": tp_algo, "dp": dp_algo, "edp": dp_algo, "ep": "auto"}
+        self.options = options     # per group kind (tp, dp, edp, ep)
+        self.routing, self.seed = it.routing, it.seed   # of the pipeline messages
         lay = placement.layout
         self.groups = {kind: placement.groups(kind).reshape(lay.pp, -1, size)
                        for kind, size in (("tp", lay.tp), ("dp", lay.dp), ("ep", lay.ep),
@@ -237,8 +177,7 @@ class _Compiler:
         key = (op.op, op.group, float(op.size), tuple(self.placement.local_of(group)))
         if key not in self.timed:
             self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size,
-                                          algo=self.algo[op.group], routing=self.routing,
-                                          seed=self.seed, nccl=self.nccl)
+                                          self.options[op.group])
         self.replayed.add((op.op, op.group))
         seconds, sent = self.timed[key]
         if op.group == "ep":
@@ -249,13 +188,12 @@ class _Compiler:
     def collective(self, op: Collective, groups: np.ndarray, deps, name: str):
         """Compile ``op`` on all ``groups`` after ``deps``: ``(done, first tasks)``."""
         start = len(self.graph)
+        options = self.options[op.group]
         done, first, sent = compile_groups(self.graph, self.fabric, op.op, groups, op.size,
-                                           deps=deps, algo=self.algo[op.group],
-                                           routing=self.routing, seed=self.seed, name=name,
-                                           cache=self.cache, nccl=self.nccl)
+                                           options, deps=deps, name=name, cache=self.cache)
         self.it.comm_bytes[_CATEGORY[op.group]] += sent
         self.it.routes.append(RouteRecord(op.op, np.asarray(groups), float(op.size),
-                                          self.algo[op.group], start, len(self.graph)))
+                                          options.algo, start, len(self.graph)))
         return done, first
 
     def send(self, s: int, op: Send, deps) -> int:

@@ -29,6 +29,21 @@ _DP_GROUPS = ("dp", "edp")
 def program_from_aicb(workload: Workload) -> Program:
     """The training program of one iteration of an AICB workload.
 
+    Parameters
+    ----------
+    workload : Workload
+        A parsed AICB file (:func:`~hpnsim.workloads.aicb.load_aicb`).
+
+    Returns
+    -------
+    Program
+
+    Raises
+    ------
+    InputError
+        When pipeline stages have no message size, or virtual stages do not split the
+        layers evenly.
+
     Examples
     --------
     >>> from hpnsim.workloads.aicb import example_path, load_aicb

@@ -37,6 +37,16 @@ def program_from_job(job: TrainJob) -> Program:
     the current unit starts; every gather and reduce-scatter waits for the previous one
     (one NCCL stream); the optimizer waits for the last reduce-scatter.
 
+    Parameters
+    ----------
+    job : TrainJob
+
+    Returns
+    -------
+    Program
+        Per pipeline stage its ops (passes, compute, TP/EP/DP collectives, sends and
+        receives) in the order of ``job.schedule``.
+
     Examples
     --------
     >>> job = TrainJob("llama3-8b", tp=8, pp=2, dp=2, global_batch=4)

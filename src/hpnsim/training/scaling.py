@@ -19,7 +19,16 @@ from hpnsim.workloads.sizing import check_fabric_for_job, fabric_for_job
 
 @dataclass
 class ScalingPoint:
-    """One (fabric, size) measurement."""
+    """One (fabric, size) measurement: the fabric template, GPUs and DP size, the iteration
+    time, tokens/s, MFU, ``linearity`` (throughput per GPU over the smallest size's), the
+    exposed DP communication (seconds) and the routing policy used.
+
+    Examples
+    --------
+    >>> p = ScalingPoint("hpn7", 16, 2, 0.5, 1000.0, 0.4, 1.0, 0.01, "hpn_dual_plane")
+    >>> p.gpus, p.linearity
+    (16, 1.0)
+    """
 
     fabric: str
     gpus: int
@@ -34,7 +43,17 @@ class ScalingPoint:
 
 @dataclass
 class ScalingResult:
-    """Linearity curves per fabric."""
+    """Linearity curves per fabric: the job shape (model, TP, PP, micro-batches) and every
+    measured :class:`ScalingPoint`.
+
+    Examples
+    --------
+    >>> r = ScalingResult("llama3-8b", 8, 1, 4, [
+    ...     ScalingPoint("hpn7", 32, 4, 0.5, 1900.0, 0.4, 0.95, 0.02),
+    ...     ScalingPoint("hpn7", 16, 2, 0.5, 1000.0, 0.4, 1.0, 0.01)])
+    >>> [p.gpus for p in r.curve("hpn7")]
+    [16, 32]
+    """
 
     model: str
     tp: int
@@ -43,11 +62,26 @@ class ScalingResult:
     points: list[ScalingPoint] = field(default_factory=list)
 
     def curve(self, fabric: str) -> list[ScalingPoint]:
-        """The points of one fabric, by size."""
+        """The points of one fabric, by size.
+
+        Examples
+        --------
+        >>> r = ScalingResult("llama3-8b", 8, 1, 4, [
+        ...     ScalingPoint("dcn_plus", 16, 2, 0.5, 1000.0, 0.4, 1.0, 0.01)])
+        >>> r.curve("hpn7"), len(r.curve("dcn_plus"))
+        ([], 1)
+        """
         return sorted((p for p in self.points if p.fabric == fabric), key=lambda p: p.gpus)
 
     def to_dict(self) -> dict:
-        """JSON-ready dict."""
+        """JSON-ready dict: the job shape and one dict per point.
+
+        Examples
+        --------
+        >>> r = ScalingResult("llama3-8b", 8, 1, 4)
+        >>> r.to_dict()
+        {'model': 'llama3-8b', 'tp': 8, 'pp': 1, 'micro_batches': 4, 'points': []}
+        """
         return {"model": self.model, "tp": self.tp, "pp": self.pp,
                 "micro_batches": self.micro_batches,
                 "points": [p.__dict__ for p in self.points]}
@@ -66,7 +100,13 @@ class ScalingResult:
         return [dict(p.__dict__) for p in self.points]
 
     def to_frame(self):
-        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra)."""
+        """:meth:`rows` as a pandas DataFrame (pandas: the optional ``frames`` extra).
+
+        Examples
+        --------
+        >>> ScalingResult("llama3-8b", 8, 1, 4).to_frame().columns[:3].tolist()
+        ['fabric', 'gpus', 'dp']
+        """
         from dataclasses import fields
 
         from hpnsim.frames import to_frame
@@ -103,6 +143,12 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
         Passed to :class:`TrainJob` (``micro_batch``, ``gpu``, ``zero``, ...).
 
     Every input (each job, each fabric's size) is checked before the first simulation.
+
+    Returns
+    -------
+    ScalingResult
+        One :class:`ScalingPoint` per (fabric, DP size); linearity is relative to the
+        smallest size on the same fabric.
 
     Examples
     --------

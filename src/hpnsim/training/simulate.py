@@ -7,10 +7,12 @@ then :func:`~hpnsim.training.compile_program`, the engine, and
 
 from __future__ import annotations
 
+from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.errors import InputError
 from hpnsim.training.account import account
-from hpnsim.training.compile import CompiledIteration, compile_program
+from hpnsim.training.compile import compile_program
+from hpnsim.training.compiled import CompiledIteration
 from hpnsim.training.from_aicb import program_from_aicb
 from hpnsim.training.from_job import program_from_job
 from hpnsim.training.iteration import IterationResult
@@ -18,13 +20,30 @@ from hpnsim.training.job import TrainJob
 from hpnsim.workloads.aicb import Workload, load_aicb
 
 
-def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp",
-                          tp_algo: str = "auto", dp_algo: str = "auto", gpus=None,
-                          seed: int = 0, graph: TaskGraph | None = None, release: float = 0.0,
-                          after=(), nccl=None) -> CompiledIteration:
-    """Compile one iteration of ``job`` into ``graph`` (default a new TaskGraph).
+def build_iteration_graph(job: TrainJob, fabric, options: CollectiveOptions | None = None, *,
+                          tp_algo: str | None = None, dp_algo: str | None = None, gpus=None,
+                          graph: TaskGraph | None = None, release: float = 0.0, after=(),
+                          **keywords) -> CompiledIteration:
+    """Compile one iteration of ``job`` into ``graph``: ``program_from_job`` +
+    :func:`compile_program`.
 
-    ``program_from_job`` + :func:`compile_program` (parameters there).
+    Parameters
+    ----------
+    job : TrainJob
+    fabric : Fabric
+    options : CollectiveOptions, optional
+        How its collectives run (default: every default).
+    tp_algo, dp_algo, gpus, release, after
+        As :func:`compile_program`.
+    graph : TaskGraph, optional
+        The graph to add to (default a new one).
+    **keywords
+        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        ``options`` (``routing``, ``seed``, ``nccl``, ...).
+
+    Returns
+    -------
+    CompiledIteration
 
     Examples
     --------
@@ -35,13 +54,32 @@ def build_iteration_graph(job: TrainJob, fabric, *, routing: str = "ecmp",
     [8, 8]
     """
     return compile_program(program_from_job(job), TaskGraph() if graph is None else graph,
-                           fabric, gpus=gpus, routing=routing, seed=seed, tp_algo=tp_algo,
-                           dp_algo=dp_algo, release=release, after=after, nccl=nccl)
+                           fabric, options, gpus=gpus, tp_algo=tp_algo, dp_algo=dp_algo,
+                           release=release, after=after, **keywords)
 
 
-def simulate_iteration(job: TrainJob, fabric, *, routing: str = "ecmp", tp_algo: str = "auto",
-                       dp_algo: str = "auto", gpus=None, seed: int = 0) -> IterationResult:
-    """Simulate one iteration of ``job`` on ``fabric`` (parameters of :func:`compile_program`).
+def simulate_iteration(job: TrainJob, fabric, options: CollectiveOptions | None = None, *,
+                       tp_algo: str | None = None, dp_algo: str | None = None, gpus=None,
+                       **keywords) -> IterationResult:
+    """Simulate one iteration of ``job`` on ``fabric``.
+
+    Parameters
+    ----------
+    job : TrainJob
+    fabric : Fabric
+    options : CollectiveOptions, optional
+        How its collectives run (default: every default).
+    tp_algo, dp_algo : str, optional
+        Algorithms of the TP and the DP collectives (None: ``options.algo``).
+    gpus : array of int, optional
+        GPU indices of the job in rank order (default ``0 .. n - 1``).
+    **keywords
+        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        ``options``: ``routing="hpn_dual_plane"``, ``seed=1``, ...
+
+    Returns
+    -------
+    IterationResult
 
     Examples
     --------
@@ -52,15 +90,30 @@ def simulate_iteration(job: TrainJob, fabric, *, routing: str = "ecmp", tp_algo:
     >>> bool(abs(parts - r.iteration_time) < 1e-9 * r.iteration_time)
     True
     """
-    it = build_iteration_graph(job, fabric, routing=routing, tp_algo=tp_algo, dp_algo=dp_algo,
-                               gpus=gpus, seed=seed)
+    it = build_iteration_graph(job, fabric, options, tp_algo=tp_algo, dp_algo=dp_algo,
+                               gpus=gpus, **keywords)
     sim = simulate(it.graph, fabric.link_capacity)
     return account(it, sim.start, sim.finish)
 
 
-def simulate_aicb(workload: Workload, fabric, *, routing: str = "ecmp",
-                  seed: int = 0) -> IterationResult:
+def simulate_aicb(workload: Workload, fabric, options: CollectiveOptions | None = None,
+                  **keywords) -> IterationResult:
     """Simulate one iteration of a parsed AICB workload (pipeline-parallel ones too).
+
+    Parameters
+    ----------
+    workload : Workload
+        A parsed AICB file (:func:`~hpnsim.workloads.aicb.load_aicb`).
+    fabric : Fabric
+    options : CollectiveOptions, optional
+        How its collectives run (default: every default).
+    **keywords
+        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        ``options`` (``routing``, ``seed``, ...).
+
+    Returns
+    -------
+    IterationResult
 
     Examples
     --------
@@ -74,17 +127,41 @@ def simulate_aicb(workload: Workload, fabric, *, routing: str = "ecmp",
     n = workload.to_layout().n_gpus
     if n > fabric.n_gpus:
         raise InputError("fabric", f"has {fabric.n_gpus} GPUs; the workload needs {n}")
-    it = compile_program(program_from_aicb(workload), TaskGraph(), fabric, routing=routing,
-                         seed=seed)
+    it = compile_program(program_from_aicb(workload), TaskGraph(), fabric, options, **keywords)
     sim = simulate(it.graph, fabric.link_capacity)
     return account(it, sim.start, sim.finish)
 
 
-def simulate_aicb_file(path, template: str, fabric_options: dict | None = None, *,
-                       routing: str = "ecmp", seed: int = 0) -> IterationResult:
-    """Load an AICB file, size a ``template`` fabric for it, simulate one iteration."""
+def simulate_aicb_file(path, template: str, fabric_options: dict | None = None,
+                       options: CollectiveOptions | None = None,
+                       **keywords) -> IterationResult:
+    """Load an AICB file, size a ``template`` fabric for it, simulate one iteration.
+
+    Parameters
+    ----------
+    path : str or Path
+        The AICB workload file.
+    template : str
+        Fabric template (``hpn7``, ``fat_tree``, ...), sized for the workload's GPUs
+        (:func:`~hpnsim.workloads.sizing.fabric_for_job`).
+    fabric_options : dict, optional
+        Options of the template's builder.
+    options, **keywords
+        How its collectives run, as :func:`simulate_aicb`.
+
+    Returns
+    -------
+    IterationResult
+
+    Examples
+    --------
+    >>> from hpnsim.workloads.aicb import example_path
+    >>> r = simulate_aicb_file(example_path(), "hpn7", routing="hpn_dual_plane")
+    >>> bool(r.iteration_time > r.compute_time > 0)
+    True
+    """
     from hpnsim.workloads.sizing import fabric_for_job
 
     workload = load_aicb(path)
     fabric = fabric_for_job(template, workload.to_layout().n_gpus, fabric_options)
-    return simulate_aicb(workload, fabric, routing=routing, seed=seed)
+    return simulate_aicb(workload, fabric, options, **keywords)
