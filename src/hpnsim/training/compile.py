@@ -140,7 +140,8 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
     release, after : float, sequence of int
         The iteration starts at ``release`` and after the tasks ``after``.
     nccl : NcclParams, dict or None
-        NCCL efficiencies and latencies of the collectives (a calibration; None: defaults).
+        NCCL efficiencies and latencies of the collectives (a calibration); None: the
+        defaults of the job's GPU (:func:`program_nccl`), so an H800 or H100 job gets NVLS.
 
     Returns
     -------
@@ -161,6 +162,7 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
         raise InputError("fabric", f"has {fabric.n_gpus} GPUs; the job needs "
                                    f"tp*pp*dp = {layout.n_gpus}")
     placement = place(layout, fabric.gpus_per_host, gpus=gpus)
+    nccl = program_nccl(program, nccl)
     first_task = len(graph)
     origin = -1
     if release > 0 or len(after):
@@ -170,6 +172,25 @@ def compile_program(program: Program, graph: TaskGraph, fabric, *, gpus=None,
     _Compiler(it, fabric, placement, routing, seed, tp_algo, dp_algo, nccl).run()
     it.end_task = len(graph)
     return it
+
+
+def program_nccl(program: Program, nccl=None):
+    """The NCCL parameters a program's collectives run with: ``nccl`` when given (a
+    calibration), else :meth:`NcclParams.for_gpu` of the job's GPU (``program.job["gpu"]``),
+    else NCCL's generic defaults (a program without a GPU, e.g. from an AICB file).
+
+    >>> from hpnsim.training.program import Layout
+    >>> program_nccl(Program(Layout(tp=8), [[]], job={"gpu": "h800"})).nvls
+    True
+    >>> program_nccl(Program(Layout(tp=8), [[]])).nvls
+    False
+    """
+    from hpnsim.collectives.nccl import NVLINK_EFFICIENCY, NcclParams, resolve_nccl
+
+    if nccl is not None:
+        return resolve_nccl(nccl)
+    gpu = str((program.job or {}).get("gpu", "")).lower()
+    return NcclParams.for_gpu(gpu) if gpu in NVLINK_EFFICIENCY else NcclParams()
 
 
 class _Compiler:
