@@ -25,22 +25,29 @@ from hpnsim.cli.common import (
 )
 
 
-def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce", gpus: int = 0,
+def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
+                        gpus: int | str = 0,
                         sizes: str = "1M:1G", algo: str = "auto", protocol: str = "auto",
                         routing: str = "ecmp", channels: int = 0, qps: int = 1, root: int = 0,
                         seed: int = 0, calibration: str | None = None):
-    """The scenario ``hpnsim collective`` runs: one collective (``gpus`` 0: every GPU) on the
-    fabric ``fabric`` with builder ``options``; errors named by option (``sizes``, ``gpus``).
+    """The scenario ``hpnsim collective`` runs: one collective (``gpus``: a count, 0 for every
+    GPU, or indices and ranges such as ``"0-127,1024-1151"``, read as the scenario's
+    ``collectives[].gpus``) on the fabric ``fabric`` with builder ``options``; errors named by
+    option (``sizes``, ``gpus``).
 
     >>> s = collective_scenario("fat_tree", {"k": "4"}, gpus=8, sizes="1M:4M")
     >>> s.collectives[0].sizes, s.fabric.options()
     ([1048576.0, 2097152.0, 4194304.0], {'k': '4'})
+    >>> collective_scenario("fat_tree", {"k": "4"}, gpus="0-1,8-9").collectives[0].gpus
+    [0, 1, 8, 9]
     """
     from hpnsim.cli.common import option_of, scenario_from_flags
     from hpnsim.errors import InputError
 
     if "template" in options:
         raise InputError("template", "name the fabric template with --fabric")
+    if isinstance(gpus, str) and gpus.strip() in ("", "0"):
+        gpus = 0
     spec = {"op": op, "gpus": gpus or None, "sizes": sizes, "algo": algo,
             "protocol": protocol, "channels": channels, "qps": qps, "root": root}
     data = {"fabric": {**options, "template": fabric}, "routing": routing, "seed": seed,
@@ -69,8 +76,9 @@ def register(app: typer.Typer) -> None:
         fabric: str = typer.Option("hpn7", "--fabric", help="Fabric template (hpn7, dcn_plus, "
                                    "fat_tree, rail_optimized, rail_only); other --options "
                                    "pass through to its builder, e.g. --segments 2."),
-        gpus: int = typer.Option(0, "--gpus", help="Group size: the first N GPUs (host-major); "
-                                 "0 = every GPU of the fabric."),
+        gpus: str = typer.Option("0", "--gpus", help="Group: a count N (the first N GPUs, "
+                                 "host-major; 0 = every GPU of the fabric) or GPU indices and "
+                                 "ranges in rank order, e.g. 0-127,1024-1151."),
         op: str = typer.Option("allreduce", "--op", help="allreduce, allgather, reducescatter, "
                                "alltoall, broadcast, reduce, sendrecv, send."),
         algo: str = typer.Option("auto", "--algo", help="ring, tree, hd, hier, direct or auto."),

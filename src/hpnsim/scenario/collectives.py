@@ -75,11 +75,18 @@ _SIZES_SCHEMA = {"anyOf": [{"type": "string"}, {"type": "number"},
                            {"type": "array", "items": {"type": ["string", "number"]}}]}
 
 
+#: what a file may give for ``gpus`` (validated into a count or a list of indices)
+_GPUS_SCHEMA = {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"},
+                          {"type": "array", "items": {"type": ["integer", "string"]}}]}
+
+
 class CollectiveSpec(BaseModel):
     """One collective of a scenario, swept over ``sizes`` (what ``hpnsim collective`` runs).
 
     ``gpus`` is a count (the first N GPUs of the fabric, host-major) or an explicit list of
-    GPU indices in rank order; without it, every GPU of the fabric. ``sizes`` is one size
+    GPU indices in rank order, as a list or as indices and inclusive ranges in a string
+    (``"0-127,1024-1151"``, :func:`~hpnsim.units.parse_index_ranges`); without it, every GPU
+    of the fabric. ``sizes`` is one size
     (``4GiB``, bytes as a number), a sweep ``MIN:MAX[:FACTOR]`` (``1M:4G``: powers of two),
     a comma list or a YAML list; bare prefixes are binary, as in nccl-tests.
     """
@@ -89,8 +96,9 @@ class CollectiveSpec(BaseModel):
     name: str = ""
     op: str = Field("allreduce", description="allreduce, allgather, reducescatter, alltoall, "
                                              "broadcast, reduce, sendrecv or send")
-    gpus: int | list[int] | None = Field(
-        None, description="the first N GPUs, or GPU indices in rank order (default: all)")
+    gpus: Annotated[int | list[int] | None, WithJsonSchema(_GPUS_SCHEMA)] = Field(
+        None, description="the first N GPUs, or GPU indices in rank order: a list or "
+                          "indices and ranges such as '0-127,1024-1151' (default: all)")
     sizes: Annotated[list[float], WithJsonSchema(_SIZES_SCHEMA)] = Field(
         default=DEFAULT_SIZES, validate_default=True,
                                description="one size, MIN:MAX[:FACTOR], a comma list or a list")
@@ -131,13 +139,20 @@ class CollectiveSpec(BaseModel):
     @field_validator("gpus", mode="before")
     @classmethod
     def _gpus(cls, value: Any) -> Any:
+        from hpnsim.units import parse_index_ranges
+
         if value is None:
             return None
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())          # "16" (the command line's --gpus 16): a count
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 2:
                 raise ValueError(f"must be 2 or more (a collective needs two GPUs), "
                                  f"got {value}")
             return value
+        if isinstance(value, str) or (isinstance(value, list) and any(
+                isinstance(g, str) for g in value)):
+            value = _as_message(parse_index_ranges, value)
         if not isinstance(value, list) or any(isinstance(g, bool) or not isinstance(g, int)
                                               for g in value):
             raise ValueError(f"must be a GPU count or a list of GPU indices, got {value!r}")
