@@ -29,7 +29,8 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
                         gpus: int | str = 0,
                         sizes: str = "1M:1G", algo: str = "auto", protocol: str = "auto",
                         routing: str = "ecmp", channels: int = 0, qps: int = 1, root: int = 0,
-                        seed: int = 0, calibration: str | None = None):
+                        seed: int = 0, calibration: str | None = None,
+                        per_rail: bool = False, gpu: str | None = None):
     """The scenario ``hpnsim collective`` runs: one collective (``gpus``: a count, 0 for every
     GPU, or indices and ranges such as ``"0-127,1024-1151"``, read as the scenario's
     ``collectives[].gpus``) on the fabric ``fabric`` with builder ``options``; errors named by
@@ -50,6 +51,10 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
         gpus = 0
     spec = {"op": op, "gpus": gpus or None, "sizes": sizes, "algo": algo,
             "protocol": protocol, "channels": channels, "qps": qps, "root": root}
+    if per_rail:
+        spec["per_rail"] = True
+    if gpu is not None:
+        spec["gpu"] = gpu
     data = {"fabric": {**options, "template": fabric}, "routing": routing, "seed": seed,
             "collectives": [spec]}
     if calibration is not None:
@@ -94,6 +99,14 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed of source ports and hashing."),
         calibration: str = typer.Option(None, "--calibration", help="Calibration file from "
                                         "`hpnsim calibrate` (NCCL efficiencies, latency)."),
+        per_rail: bool = typer.Option(False, "--per-rail", help="One collective per rail "
+                                      "(the selected GPUs with the same local index on every "
+                                      "host), all run together (the HPN paper's "
+                                      "Multi-AllReduce): busbw of the slowest, and each "
+                                      "rail's."),
+        gpu: str = typer.Option(None, "--gpu", help="GPU model (a100, h100, h200, h800, "
+                                "b200): NCCL's parameters for it (NVLS on Hopper) and its "
+                                "NVLink bandwidth; default: NCCL's generic parameters."),
         json_out: bool = typer.Option(False, "--json", help="Print a JSON list, one object "
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
         csv: str = csv_option(),
@@ -109,13 +122,15 @@ def register(app: typer.Typer) -> None:
         scenario = collective_scenario(fabric, parse_extra_options(list(ctx.args)), op=op,
                                        gpus=gpus, sizes=sizes, algo=algo, protocol=protocol,
                                        routing=routing, channels=channels, qps=qps,
-                                       root=root, seed=seed, calibration=calibration)
+                                       root=root, seed=seed, calibration=calibration,
+                                       per_rail=per_rail, gpu=gpu)
         with errors_as_flags(option_of), _status() as status:
             result = run(scenario, progress=status.update if status else None)
-        results = result.collectives[0].results
-        tables.write(result.collectives[0].rows())
+        run_ = result.collectives[0]
+        results = run_.results
+        tables.write(run_.rows())
         if json_out:
-            emit_json([r.to_dict() for r in results])
+            emit_json([r.to_dict() for r in results] if not per_rail else run_.to_dict())
             return
         typer.echo(f"# hpnsim collective: {results[0].op} on {len(result.collectives[0].gpus)} "
                    f"GPUs of {fabric} ({result.fabric['gpus']} GPUs), routing {routing}, "
@@ -123,3 +138,7 @@ def register(app: typer.Typer) -> None:
         from hpnsim.report.text import collective_table
 
         typer.echo(collective_table(results, root))
+        if per_rail:
+            from hpnsim.report.text import rail_table
+
+            typer.echo(rail_table(run_))

@@ -20,7 +20,7 @@ pydantic_core._pydantic_core.ValidationError: 1 validation error for CollectiveS
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -109,6 +109,16 @@ class CollectiveSpec(BaseModel):
     qps: Annotated[int, Field(ge=1, strict=True)] = Field(1, description="connections per peer")
     root: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="root rank of broadcast and reduce")
+    gpu: Literal["a100", "h100", "h200", "h800", "b200"] | None = Field(
+        None, description="the GPU model: NCCL's parameters for it (NVLS on Hopper and "
+                          "B200) and, unless fabric.nvlink is set, its NVLink bandwidth "
+                          "(default: the jobs' GPU, else NCCL's generic parameters)")
+    per_rail: bool = Field(
+        False, description="one collective per rail of the GPUs (same local index on every "
+                           "host), all run together (the HPN paper's Multi-AllReduce)")
+    together: str = Field(
+        "", description="a label: collectives with the same label run in one simulation, "
+                        "size by size (they must list the same sizes)")
 
     @field_validator("op", mode="before")
     @classmethod
@@ -190,14 +200,15 @@ class CollectiveSpec(BaseModel):
 
     def options(self) -> dict:
         """Keyword arguments of :func:`~hpnsim.collectives.run_collective` (but routing and
-        seed, which are the scenario's)."""
+        seed, which are the scenario's; ``per_rail`` and ``together`` say how it runs)."""
         return {"algo": self.algo, "protocol": self.protocol,
                 "channels": self.channels or None, "qps": self.qps, "root": self.root}
 
 
 def name_collectives(collectives: list[CollectiveSpec], jobs: list) -> None:
     """Give unnamed collectives ``collective<i>``; refuse a name another collective or a job
-    already has (raises ValueError naming ``collectives[i].name``)."""
+    already has (raises ValueError naming ``collectives[i].name``); then check the groups
+    run together (:func:`check_together`)."""
     seen = {job.name for job in jobs}
     for i, spec in enumerate(collectives):
         if not spec.name:
@@ -206,6 +217,36 @@ def name_collectives(collectives: list[CollectiveSpec], jobs: list) -> None:
             raise ValueError(f"collectives[{i}].name: {spec.name!r} is used by another job "
                              f"or collective")
         seen.add(spec.name)
+    check_together(collectives)
+
+
+def check_together(collectives: list[CollectiveSpec]) -> None:
+    """Collectives with the same ``together`` label run size by size in one simulation: they
+    must list the same sizes and the same ``gpu``, and a per-rail collective (already several collectives run
+    together) takes no label. Raises ValueError naming ``collectives[i].<key>``.
+
+    >>> a = CollectiveSpec(together="x", sizes="1M")
+    >>> check_together([a, CollectiveSpec(together="x", sizes="2M")])
+    Traceback (most recent call last):
+    ...
+    ValueError: collectives[1].sizes: must be the sizes of collectives[0] (together 'x'), [1048576.0], got [2097152.0]
+    """
+    first: dict[str, int] = {}
+    for i, spec in enumerate(collectives):
+        if not spec.together:
+            continue
+        if spec.per_rail:
+            raise ValueError(f"collectives[{i}].together: a per_rail collective already runs "
+                             f"its rails together; remove together or per_rail")
+        j = first.setdefault(spec.together, i)
+        if collectives[j].gpu != spec.gpu:
+            raise ValueError(f"collectives[{i}].gpu: must be the gpu of collectives[{j}] "
+                             f"(together {spec.together!r}), {collectives[j].gpu}, got "
+                             f"{spec.gpu}")
+        if collectives[j].sizes != spec.sizes:
+            raise ValueError(f"collectives[{i}].sizes: must be the sizes of collectives[{j}] "
+                             f"(together {spec.together!r}), {collectives[j].sizes}, got "
+                             f"{spec.sizes}")
 
 
 def larger_fabric_hint(template: str, options: dict, n: int) -> str:

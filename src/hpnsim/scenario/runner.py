@@ -18,7 +18,7 @@ Examples
 ...               "jobs": [{"model": "llama3-8b", "tp": 8, "dp": 2, "global_batch": 8}]})
 >>> job = result.job("job0")
 >>> job.gpus[:3], len(job.gpus), round(job.iteration_time, 3)
-([0, 1, 2], 16, 0.945)
+([0, 1, 2], 16, 0.84)
 """
 
 from __future__ import annotations
@@ -62,10 +62,10 @@ def build_scenario_fabric(scenario: Scenario):
 
     spec = scenario.fabric
     options = spec.options()
-    kinds = {job.gpu for job in scenario.jobs}
+    kinds = {job.gpu for job in scenario.jobs} | {c.gpu for c in scenario.collectives if c.gpu}
     if "nvlink" not in options and spec.resolved_template != "lingjun" and kinds:
         if len(kinds) > 1:
-            raise located(InputError("fabric.nvlink", f"jobs use different GPUs ({', '.join(sorted(kinds))}); "
+            raise located(InputError("fabric.nvlink", f"jobs or collectives use different GPUs ({', '.join(sorted(kinds))}); "
                                      "set fabric.nvlink"), scenario_lines(scenario), ("fabric",))
         options["nvlink"] = f"{get_gpu(kinds.pop()).nvlink_bandwidth / 1e9:g}GB/s"
     try:
@@ -226,9 +226,12 @@ def run(scenario, *, progress=None) -> RunResult:
 
 def run_collectives(scenario: Scenario, fabric, say=None) -> list[CollectiveRun]:
     """Every collective of ``scenario`` at every size, each alone on ``fabric``
-    (:func:`~hpnsim.collectives.run_collective` with the scenario's routing and seed). The
-    fabric is the scenario's: when it has jobs, its NVLink follows their GPU type (see
-    :func:`build_scenario_fabric`), else the template's default.
+    (:func:`~hpnsim.collectives.run_collective` with the scenario's routing and seed), but
+    collectives sharing a ``together`` label, which run size by size in one simulation, and
+    ``per_rail`` ones, whose rails run together
+    (:func:`~hpnsim.collectives.concurrent.run_together`). The fabric is the scenario's: when
+    it has jobs, its NVLink follows their GPU type (see :func:`build_scenario_fabric`), else
+    the template's default.
 
     >>> from hpnsim.fabrics import fat_tree
     >>> s = parse_scenario({"collectives": [{"gpus": 4, "sizes": "1K,1M"}]})
@@ -239,18 +242,76 @@ def run_collectives(scenario: Scenario, fabric, say=None) -> list[CollectiveRun]
     from hpnsim.units import format_bytes
 
     say = say or (lambda message: None)
-    out = []
-    for spec in scenario.collectives:
+    done: dict[int, CollectiveRun] = {}
+    for i, spec in enumerate(scenario.collectives):
+        if i in done:
+            continue
         gpus = spec.group(fabric.n_gpus)
+        if spec.per_rail or spec.together:
+            done.update(_run_together(scenario, fabric, i, say))
+            continue
         results = []
         for k, size in enumerate(spec.sizes):
             say(f"{spec.name}: {spec.op} on {len(gpus):,} GPUs, size {k + 1}/"
                 f"{len(spec.sizes)} ({format_bytes(size)})")
             results.append(run_collective(fabric, spec.op, gpus, size,
                                           routing=scenario.routing, seed=scenario.seed,
-                                          nccl=scenario.nccl_params(), **spec.options()))
-        out.append(CollectiveRun(name=spec.name, gpus=gpus, results=results))
-    return out
+                                          nccl=collective_nccl(scenario, spec),
+                                          **spec.options()))
+        done[i] = CollectiveRun(name=spec.name, gpus=gpus, results=results)
+    return [done[i] for i in range(len(scenario.collectives))]
+
+
+def collective_nccl(scenario: Scenario, spec):
+    """NCCL parameters of a scenario collective: the calibration if any, else those of its
+    ``gpu``, else of the jobs' GPU (one kind), else None (NCCL's generic parameters)."""
+    from hpnsim.collectives.nccl import NcclParams
+
+    calibrated = scenario.nccl_params()
+    if calibrated is not None:
+        return calibrated
+    kinds = {job.gpu for job in scenario.jobs}
+    gpu = spec.gpu or (kinds.pop() if len(kinds) == 1 else None)
+    return NcclParams.for_gpu(gpu) if gpu else None
+
+
+def _run_together(scenario: Scenario, fabric, i: int, say) -> dict[int, CollectiveRun]:
+    """Collective ``i`` and those with its ``together`` label (or its rails, ``per_rail``),
+    size by size in one simulation each: ``{index: CollectiveRun}``."""
+    from hpnsim.collectives.concurrent import Together, rail_groups, run_together, slowest
+
+    specs = scenario.collectives
+    lead = specs[i]
+    if lead.per_rail:
+        try:
+            groups = [g.tolist() for g in rail_groups(lead.group(fabric.n_gpus),
+                                                      fabric.gpus_per_host)]
+        except InputError as exc:
+            raise located(InputError("", exc.message), scenario_lines(scenario),
+                          ("collectives", i, "gpus")) from None
+        members = [(i, g) for g in groups]
+    else:
+        members = [(j, s.group(fabric.n_gpus)) for j, s in enumerate(specs)
+                   if s.together == lead.together]
+    per_member: list[list] = [[] for _ in members]
+    for k, size in enumerate(lead.sizes):
+        say(f"{lead.name}: {len(members)} collectives together, size {k + 1}/"
+            f"{len(lead.sizes)}")
+        batch = [Together(specs[j].op, g, size, specs[j].options()) for j, g in members]
+        for out, r in zip(per_member, run_together(fabric, batch, routing=scenario.routing,
+                                                   seed=scenario.seed,
+                                                   nccl=collective_nccl(scenario, lead)),
+                                 strict=True):
+            out.append(r)
+    if lead.per_rail:
+        rails = [CollectiveRun(name=f"{lead.name}/rail{int(g[0]) % fabric.gpus_per_host}",
+                               gpus=g, results=res)
+                 for (_, g), res in zip(members, per_member, strict=True)]
+        worst = [slowest([res[k] for res in per_member]) for k in range(len(lead.sizes))]
+        return {i: CollectiveRun(name=lead.name, gpus=lead.group(fabric.n_gpus),
+                                 results=worst, groups=rails)}
+    return {j: CollectiveRun(name=specs[j].name, gpus=g, results=res)
+            for (j, g), res in zip(members, per_member, strict=True)}
 
 
 def _run_jobs(scenario: Scenario, fabric, placements: list, say) -> RunResult:
