@@ -1,4 +1,7 @@
-"""HPN 7.0 vs DCN+: the HPN paper's collective experiments, as the paper ran them.
+"""HPN 7.0 vs DCN+: the HPN paper's collective cases with rings throughout (no NVLS).
+
+experiments/hpn_paper.py runs them with the paper's own setup (NVLS all-reduce on H800,
+NCCL 2.18.3's algorithm choice, Multi-AllReduce, Appendix A's dual vs single plane).
 
 The paper (Qian et al., SIGCOMM 2024; docs/experiments.md) compares HPN 7.0 under its own
 routing with Alibaba's previous fabric, DCN+ (3-tier Clos, dual ToR, not rail-optimized),
