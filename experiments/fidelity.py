@@ -2,7 +2,8 @@
 
 Cases: nccl-tests bus bandwidth on one 8-GPU H100 host (ring and NVLS), across hosts (one
 400G NIC, two DGX-A100 hosts), one HPN segment (the paper's one-hop rails), the HPN paper's
-collective gains over DCN+ (read from experiments/hpn_vs_clos_collectives.py's output), and
+Appendix A gain of dual plane over single plane (read from experiments/hpn_paper.py's
+output; the paper's HPN-over-DCN+ comparison carries no figure to compare with), and
 the article's per-epoch traffic table (as ``hpnsim traffic --article`` computes it). hpnsim
 runs with NCCL's default parameters for the GPU (:meth:`NcclParams.for_gpu`): nothing here
 is fitted to the published figures.
@@ -30,8 +31,9 @@ NCCL_TESTS_267 = ("NVIDIA/nccl-tests#267, D. Addison (NVIDIA), 2025-01-23: "
                   "https://github.com/NVIDIA/nccl-tests/issues/267")
 NCCL_812 = ("NVIDIA/nccl#812, D. Addison (NVIDIA), 2023-03-31: "
             "https://github.com/NVIDIA/nccl/issues/812")
-HPN_PAPER = ("Qian et al., Alibaba HPN, SIGCOMM 2024, as quoted in issue 12 (+50-64%); "
-             "hpnsim: experiments/hpn_vs_clos_collectives.py")
+HPN_PAPER = ("Qian et al., Alibaba HPN, SIGCOMM 2024, Appendix A: dual- over single-plane "
+             "HPN, 4 GB all-reduce across two segments (+50-64%); hpnsim: "
+             "experiments/hpn_paper.py")
 HPN_MD = "shared/reference/hpn.md (Tier 1: same-rail traffic is one hop, no ECMP choice)"
 TRAFFIC_MD = "shared/reference/traffic.md (the article's worked case, Llama-3 70B on C4, G=8)"
 
@@ -99,19 +101,20 @@ def collective_cases() -> list[dict]:
 
 
 def gain_cases() -> list[dict]:
-    """HPN 7.0 (its routing) over DCN+ (ECMP) at 4 GB on H800 hosts, from the experiment's
-    output (run experiments/hpn_vs_clos_collectives.py to refresh it)."""
-    path = ROOT / "experiments" / "out" / "hpn_vs_clos_gains.json"
+    """Appendix A: HPN with dual plane over HPN with a single plane (every ToR on every Agg),
+    4 GB all-reduce over 32-256 H800 GPUs split across two segments, from
+    experiments/hpn_paper.py's output (run it to refresh)."""
+    path = ROOT / "experiments" / "out" / "hpn_paper.json"
     if not path.exists():
-        return [{"case": "HPN vs DCN+ collective gains", "source": HPN_PAPER,
+        return [{"case": "HPN dual- vs single-plane gain (Appendix A)", "source": HPN_PAPER,
                  "published": (0.50, 0.64), "hpnsim": None,
-                 "note": "not run: experiments/out/hpn_vs_clos_gains.json is missing"}]
+                 "percent": True,
+                 "note": "not run: experiments/out/hpn_paper.json is missing"}]
     rows = []
-    for entry in json.loads(path.read_text()):
-        if entry["variant"] != "h800" or entry["size"] != 4e9:
-            continue
-        rows.append({"case": f"HPN vs DCN+ gain, {entry['case']} (H800, 4 GB)",
-                     "source": HPN_PAPER, "published": tuple(entry["published"]),
+    for entry in json.loads(path.read_text())["appendix_a"]:
+        rows.append({"case": f"HPN dual- vs single-plane gain, all-reduce over "
+                             f"{entry['n_gpus']} GPUs across two segments (H800, 4 GB)",
+                     "source": HPN_PAPER, "published": (0.50, 0.64),
                      "hpnsim": entry["gain"], "percent": True})
     return rows
 
@@ -201,10 +204,11 @@ def markdown(rows: list[dict], seconds: float) -> str:
             "bandwidth equals two hosts' (latencies switched off for this ratio: with NCCL's "
             "latencies a 1,024-GPU ring loses ~15% of its 4 GiB busbw to 2(n-1) steps), with "
             "no hash collision.",
-            "- **HPN vs DCN+.** Read from `experiments/out/hpn_vs_clos_gains.json` (written by "
-            "`experiments/hpn_vs_clos_collectives.py`, which is being reworked under issue 12 "
-            "item 3); see docs/experiments.md for why a flow-level model does or does not "
-            "reach the paper's gain.",
+            "- **Dual vs single plane (Appendix A).** Read from `experiments/out/hpn_paper.json` "
+            "(written by `experiments/hpn_paper.py`); the paper's +50-64% compares HPN with "
+            "and without dual plane, not HPN with DCN+ (the paper's DCN+ comparison has no "
+            "figure here); see docs/experiments.md for what a flow-level model can and cannot "
+            "show of it.",
             "- **Traffic.** The article's formulas evaluated verbatim reproduce its table; "
             "its TP column is in bytes / 2^20 / 10^9 (neither PB nor PiB), and its 20 days "
             "follow only when 51.2T is read as bytes per second (153 days at 51.2 Tb/s).",

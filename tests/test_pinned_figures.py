@@ -207,16 +207,22 @@ def _check_iteration(r, expected):
         assert r.ep_alltoall_time == approx(expected["ep_alltoall_time"])
 
 
+# Re-pinned for NVLS on H800 (issue 18): a job's collectives run with its GPU's own NCCL
+# parameters (NcclParams.for_gpu), and every Hopper part, H800 included, has NVLink SHARP, so
+# in-host all-reduces of 4+ GPUs take NVLS (busbw 2(k-1)/(k+1)·B·0.85 instead of the ring's
+# B: TP8 -27% exposed time, checked against the closed forms in
+# test_tp8_exposed_time_follows_nvls_closed_form) and DP all-reduces with several GPUs per
+# host may take NVLS+tree; with NcclParams() (no NVLS) every old figure is reproduced exactly.
 # Training figures re-pinned for NCCL realism (issue 12): NVLink payload at 0.824 of its
 # rate (NCCL topo.h SM90_NVLINK_BW 20.6 of 25 GB/s per link) slows TP all-reduces (+20%),
 # NICs at 0.980 (RoCEv2 headers at MTU 4096), tree base latency 8.4 us (tuning.cc), and the
 # pipelined hierarchical all-reduce changes which algorithm auto picks for DP buckets.
 DENSE_8B_32 = {                   # llama3-8b TP8 x PP2 x DP2, global batch 8, 32 GPUs, ECMP
-    "iteration_time": 0.6116416243436191, "compute_time": 0.2663915771152887,
-    "exposed_comm": {"tp": 0.19676786330097085, "pp": 0.008630823603571678,
+    "iteration_time": 0.5461488928758869, "compute_time": 0.2663915771152887,
+    "exposed_comm": {"tp": 0.1443736781267847, "pp": 0.008630823603571678,
                      "dp": 0.006773606550000144, "ep": 0.0},
-    "bubble": 0.12888282620363878, "optimizer_time": 0.0041949275701492535,
-    "mfu": 0.19599092823436376,
+    "bubble": 0.11578427991009246, "optimizer_time": 0.0041949275701492535,
+    "mfu": 0.21949364223854972,
 }
 
 TRAIN_CASES = {
@@ -227,11 +233,11 @@ TRAIN_CASES = {
         dict(model="llama3-8b", tp=8, pp=2, dp=4, global_batch=16),
         dict(segments=2, hosts_per_segment=4, backup_hosts=0, tor_uplinks=4, aggs_per_plane=4),
         "ecmp", {
-            "iteration_time": 0.621248100694562, "compute_time": 0.2663915771152887,
-            "exposed_comm": {"tp": 0.19676786330097085, "pp": 0.012460347484316073,
-                             "dp": 0.012364516316393792, "ep": 0.0},
-            "bubble": 0.12906886890744362, "optimizer_time": 0.0041949275701492535,
-            "mfu": 0.19296028360949039}),
+            "iteration_time": 0.5565740283701763, "compute_time": 0.2663915771152887,
+            "exposed_comm": {"tp": 0.1443736781267847, "pp": 0.012460347484316073,
+                             "dp": 0.012773845888067098, "ep": 0.0},
+            "bubble": 0.11637965218557048, "optimizer_time": 0.0041949275701492535,
+            "mfu": 0.21538232758167886}),
     "zero3-dp8": (
         dict(model="llama3-8b", dp=8, zero=3, seq_len=1024, global_batch=8),
         dict(segments=1, hosts_per_segment=1, backup_hosts=0), "ecmp", {
@@ -246,37 +252,37 @@ TRAIN_CASES = {
     "moe-tp2dp8ep8-ecmp": (
         dict(model="mixtral-8x7b", tp=2, dp=8, ep=8, seq_len=1024, global_batch=8),
         dict(segments=1, hosts_per_segment=2, backup_hosts=0), "ecmp", {
-            "iteration_time": 0.18260494799476, "compute_time": 0.08981491141524162,
+            "iteration_time": 0.18489528551560813, "compute_time": 0.08981491141524162,
             "exposed_comm": {"tp": 0.008461023689320385, "pp": 0.0,
-                             "dp": 0.0026780806358695786, "ep": 0.05138257800000007},
+                             "dp": 0.0023068671132396024, "ep": 0.054044129043478197},
             "bubble": 0.0, "optimizer_time": 0.030268354254328358,
-            "mfu": 0.22133414554581782, "ep_alltoall_time": 0.0003900236521739084}),
+            "mfu": 0.21859243205769507, "ep_alltoall_time": 0.0003900236521739084}),
     "moe-tp2dp8ep8-dual-plane": (
         dict(model="mixtral-8x7b", tp=2, dp=8, ep=8, seq_len=1024, global_batch=8),
         dict(segments=1, hosts_per_segment=2, backup_hosts=0), "hpn_dual_plane", {
-            "iteration_time": 0.1583115703989921, "compute_time": 0.08981491141524162,
+            "iteration_time": 0.1592825382536837, "compute_time": 0.08981491141524162,
             "exposed_comm": {"tp": 0.008461023689320385, "pp": 0.0,
-                             "dp": 0.002315766779231787, "ep": 0.027451514260869905},
+                             "dp": 0.0022921341121843186, "ep": 0.02844611478260896},
             "bubble": 0.0, "optimizer_time": 0.030268354254328358,
-            "mfu": 0.25529852325383806, "ep_alltoall_time": 0.00020401182608695279}),
+            "mfu": 0.2537422531055378, "ep_alltoall_time": 0.00020401182608695279}),
     # docs/benchmarks.md: Mixtral-8x7B EP8 on 64 GPUs exposed 0.26 s (dual-plane), 0.52 s (ECMP)
     # before the all-to-alls contended with DP buckets; 0.28 s and 0.56 s since
     "benchmarks-mixtral-ep8-64-dual-plane": (
         dict(model="mixtral-8x7b", tp=4, dp=16, ep=8, seq_len=4096, global_batch=32),
         dict(segments=1, hosts_per_segment=8), "hpn_dual_plane", {
-            "iteration_time": 0.784485820307979, "compute_time": 0.3814854719754202,
-            "exposed_comm": {"tp": 0.08555788427184471, "pp": 0.0, "dp": 0.005350316962608903,
+            "iteration_time": 0.7819799794399019, "compute_time": 0.3814854719754202,
+            "exposed_comm": {"tp": 0.0830520434037693, "pp": 0.0, "dp": 0.005350316962608903,
                              "ep": 0.2969579528533275},
             "bubble": 0.0, "optimizer_time": 0.01513419424477612,
-            "mfu": 0.21882927383128983, "ep_alltoall_time": 0.0010491852799999757}),
+            "mfu": 0.21953050832822774, "ep_alltoall_time": 0.0010491852799999757}),
     "benchmarks-mixtral-ep8-64-ecmp": (
         dict(model="mixtral-8x7b", tp=4, dp=16, ep=8, seq_len=4096, global_batch=32),
         dict(segments=1, hosts_per_segment=8), "ecmp", {
-            "iteration_time": 1.0734875794888816, "compute_time": 0.3814854719754202,
-            "exposed_comm": {"tp": 0.08555788427184471, "pp": 0.0, "dp": 0.010520433925217398,
-                             "ep": 0.5807895950716192},
+            "iteration_time": 1.0710013155025853, "compute_time": 0.3814854719754202,
+            "exposed_comm": {"tp": 0.0830520434037693, "pp": 0.0, "dp": 0.010520433925217398,
+                             "ep": 0.5808091719534012},
             "bubble": 0.0, "optimizer_time": 0.01513419424477612,
-            "mfu": 0.15991658000428385, "ep_alltoall_time": 0.0020759705599999734}),
+            "mfu": 0.16028781655453006, "ep_alltoall_time": 0.0020759705599999734}),
 }
 
 
@@ -293,11 +299,11 @@ def test_readme_llama3_70b_iteration_on_the_pod(pod):
     job = hs.TrainJob("llama3-70b", tp=8, pp=8, dp=16, global_batch=2048)
     r = hs.simulate_iteration(job, pod)
     _check_iteration(r, {
-        "iteration_time": 28.749358344283504, "compute_time": 17.716298762860312,
-        "exposed_comm": {"tp": 7.5839945320388065, "pp": 0.6410752237644015,
-                         "dp": 0.07447136985390035, "ep": 0.0},
-        "bubble": 2.7243043448167974, "optimizer_time": 0.009214110949253732,
-        "mfu": 0.27730477834724765})
+        "iteration_time": 26.713196732636078, "compute_time": 17.716298762860312,
+        "exposed_comm": {"tp": 5.646947125071392, "pp": 0.6410762416517204,
+                         "dp": 0.08137603423415207, "ep": 0.0},
+        "bubble": 2.6182844578692075, "optimizer_time": 0.009214110949253732,
+        "mfu": 0.2984417972539828})
 
 
 def test_train_cli_json():
@@ -307,7 +313,7 @@ def test_train_cli_json():
     for key in ("iteration_time", "compute_time", "bubble", "optimizer_time", "mfu"):
         assert d[key] == approx(DENSE_8B_32[key]), key
     assert d["exposed_comm"] == approx(DENSE_8B_32["exposed_comm"])
-    assert d["tokens_per_second"] == approx(107147.71099878904)
+    assert d["tokens_per_second"] == approx(119996.58125260203)
 
 
 # --------------------------------------------------------------------------- scaling
@@ -318,18 +324,18 @@ def test_scaling_cli_json():
     assert (d["model"], d["tp"], d["pp"], d["micro_batches"]) == ("llama3-8b", 8, 1, 1)
     # (fabric, routing, gpus, iteration_time, tokens/s, mfu, linearity, exposed_dp)
     expected = [
-        ("hpn7", "hpn_dual_plane", 8, 0.23996957534842844, 34137.66094349864,
-         0.24977376721157957, 1.0, 0.0),
-        ("hpn7", "hpn_dual_plane", 16, 0.2451647838266892, 66828.52138985062,
-         0.24448089124134217, 0.9788093200125624, 0.0051952084782608265),
-        ("hpn7", "hpn_dual_plane", 32, 0.24788078806581965, 132192.57634157242,
-         0.24180213932119915, 0.9680846072052565, 0.007911212717391286),
-        ("dcn_plus", "ecmp", 8, 0.23996957534842844, 34137.66094349864,
-         0.24977376721157957, 1.0, 0.0),
-        ("dcn_plus", "ecmp", 16, 0.2502287923049501, 65476.07830849882,
-         0.2395332059865209, 0.9590006535138496, 0.01025921695652171),
-        ("dcn_plus", "ecmp", 32, 0.25547680078321094, 128262.13534670738,
-         0.23461271108448487, 0.9393008469370125, 0.015507225434782584),
+        ("hpn7", "hpn_dual_plane", 8, 0.2137724827613353, 38321.11548774918,
+         0.28038269508174923, 1.0, 0.0),
+        ("hpn7", "hpn_dual_plane", 16, 0.21896769123959595, 74823.82404111169,
+         0.2737303595412863, 0.9762740866067952, 0.0051952084782608265),
+        ("hpn7", "hpn_dual_plane", 32, 0.2216836954787264, 147814.2085697256,
+         0.2703766946933265, 0.9643130600998561, 0.007911212717391286),
+        ("dcn_plus", "ecmp", 8, 0.2137724827613353, 38321.11548774918,
+         0.28038269508174923, 1.0, 0.0),
+        ("dcn_plus", "ecmp", 16, 0.22403169971785683, 73132.50767919824,
+         0.2675429634575169, 0.9542064048550187, 0.01025921695652171),
+        ("dcn_plus", "ecmp", 32, 0.2292797081961177, 142917.13932212186,
+         0.2614191431178508, 0.9323654694225356, 0.015507225434782584),
     ]
     assert len(d["points"]) == len(expected)
     for point, (fabric, routing, gpus, t, tps, mfu, lin, dp) in zip(d["points"], expected,

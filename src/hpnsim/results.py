@@ -221,10 +221,17 @@ class JobResult:
         return to_frame(self.rows())
 
 
+#: what ``CollectiveRun.to_dict`` keeps of each rail's result (per size)
+_GROUP_KEYS = ("size", "time", "algbw", "busbw", "algo", "protocol", "hash_collisions")
+
+
 @dataclass
 class CollectiveRun:
     """One collective of a scenario: its :class:`~hpnsim.collectives.CollectiveResult` at
-    every size of its sweep, each measured alone on the fabric.
+    every size of its sweep, each measured alone on the fabric (or with the collectives it
+    runs ``together`` with). A ``per_rail`` collective has one :class:`CollectiveRun` per
+    rail in ``groups`` (all run together) and, in ``results``, the slowest rail's result at
+    each size.
 
     Examples
     --------
@@ -239,6 +246,7 @@ class CollectiveRun:
     name: str
     gpus: list
     results: list
+    groups: list = field(default_factory=list)
 
     @property
     def op(self) -> str:
@@ -257,9 +265,14 @@ class CollectiveRun:
                 for r in self.results]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "op": self.op, "n_gpus": len(self.gpus),
-                "avg_busbw": self.avg_busbw / 1e9, "placement": list(self.gpus),
-                "per_size": [r.to_dict() for r in self.results]}
+        out = {"name": self.name, "op": self.op, "n_gpus": len(self.gpus),
+               "avg_busbw": self.avg_busbw / 1e9, "placement": list(self.gpus),
+               "per_size": [r.to_dict() for r in self.results]}
+        if self.groups:
+            out["groups"] = [{"name": g.name, "placement": list(g.gpus),
+                              "per_size": [{k: r.to_dict()[k] for k in _GROUP_KEYS}
+                                           for r in g.results]} for g in self.groups]
+        return out
 
     def to_frame(self):
         return to_frame(self.rows())

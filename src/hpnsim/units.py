@@ -163,6 +163,55 @@ def parse_size_range(value: str, field: str = "sizes") -> list[float]:
     return sizes
 
 
+_RANGE_RE = re.compile(r"^(\d+)(?:\s*-\s*(\d+))?$")
+
+
+def parse_index_ranges(value, field: str = "gpus") -> list[int]:
+    """Indices from a comma list of indices and inclusive ranges (``"0-127,1024-1151"``),
+    in the order written; a list may mix integers and such strings. Repeats, descending
+    ranges and negative numbers are input errors naming ``field``.
+
+    Examples
+    --------
+    >>> parse_index_ranges("0-3,8,10-11")
+    [0, 1, 2, 3, 8, 10, 11]
+    >>> parse_index_ranges([16, "0-1"])
+    [16, 0, 1]
+    >>> parse_index_ranges("4-2")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: gpus: a range ends at or after its start, got '4-2'
+    """
+    parts = value if isinstance(value, list | tuple) else [value]
+    out: list[int] = []
+    for part in parts:
+        if isinstance(part, bool):
+            raise InputError(field, f"must be GPU indices or ranges such as 0-127, got {part!r}")
+        if isinstance(part, int):
+            if part < 0:
+                raise InputError(field, f"GPU indices are 0 or more, got {part}")
+            out.append(part)
+            continue
+        for item in str(part).split(","):
+            match = _RANGE_RE.match(item.strip())
+            if not match:
+                raise InputError(field, f"use indices and ranges such as 0-127,1024-1151, "
+                                        f"got {item.strip()!r}")
+            low, high = int(match[1]), int(match[2] if match[2] is not None else match[1])
+            if high < low:
+                raise InputError(field, f"a range ends at or after its start, got "
+                                        f"{item.strip()!r}")
+            out.extend(range(low, high + 1))
+    if not out:
+        raise InputError(field, f"lists no GPU, got {value!r}")
+    seen: set[int] = set()
+    for g in out:
+        if g in seen:
+            raise InputError(field, f"GPU {g} appears twice, got {value!r}")
+        seen.add(g)
+    return out
+
+
 def format_bytes(value: float) -> str:
     """Human-readable binary size.
 

@@ -25,15 +25,19 @@ from hpnsim.cli.common import (
 )
 from hpnsim.collectives.ops import COLLECTIVE_ALGORITHMS, OPS, PROTOCOLS
 from hpnsim.collectives.options import CollectiveOptions as Defaults
+from hpnsim.routing.names import ROUTING_POLICIES
 
 
-def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce", gpus: int = 0,
-                        sizes: str = "1M:1G", algo: str = Defaults.algo,
+def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
+                        gpus: int | str = 0, sizes: str = "1M:1G", algo: str = Defaults.algo,
                         protocol: str = Defaults.protocol, routing: str = Defaults.routing,
                         channels: int = 0, qps: int = 1, root: int = Defaults.root,
-                        seed: int = Defaults.seed, calibration: str | None = None):
-    """The scenario ``hpnsim collective`` runs: one collective (``gpus`` 0: every GPU) on the
-    fabric ``fabric`` with builder ``options``; errors named by option (``sizes``, ``gpus``).
+                        seed: int = Defaults.seed, calibration: str | None = None,
+                        per_rail: bool = False, gpu: str | None = None):
+    """The scenario ``hpnsim collective`` runs: one collective (``gpus``: a count, 0 for every
+    GPU, or indices and ranges such as ``"0-127,1024-1151"``, read as the scenario's
+    ``collectives[].gpus``) on the fabric ``fabric`` with builder ``options``; errors named by
+    option (``sizes``, ``gpus``).
 
     Parameters
     ----------
@@ -55,14 +59,22 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce", gp
     >>> s = collective_scenario("fat_tree", {"k": "4"}, gpus=8, sizes="1M:4M")
     >>> s.collectives[0].sizes, s.fabric.options()
     ([1048576.0, 2097152.0, 4194304.0], {'k': '4'})
+    >>> collective_scenario("fat_tree", {"k": "4"}, gpus="0-1,8-9").collectives[0].gpus
+    [0, 1, 8, 9]
     """
     from hpnsim.cli.common import option_of, scenario_from_flags
     from hpnsim.errors import InputError
 
     if "template" in options:
         raise InputError("template", "name the fabric template with --fabric")
+    if isinstance(gpus, str) and gpus.strip() in ("", "0"):
+        gpus = 0
     spec = {"op": op, "gpus": gpus or None, "sizes": sizes, "algo": algo,
             "protocol": protocol, "channels": channels, "qps": qps, "root": root}
+    if per_rail:
+        spec["per_rail"] = True
+    if gpu is not None:
+        spec["gpu"] = gpu
     data = {"fabric": {**options, "template": fabric}, "routing": routing, "seed": seed,
             "collectives": [spec]}
     if calibration is not None:
@@ -107,15 +119,15 @@ def register(app: typer.Typer) -> None:
         fabric: str = typer.Option("hpn7", "--fabric", help="Fabric template (hpn7, dcn_plus, "
                                    "fat_tree, rail_optimized, rail_only); other --options "
                                    "pass through to its builder, e.g. --segments 2."),
-        gpus: int = typer.Option(0, "--gpus", help="Group size: the first N GPUs (host-major); "
-                                 "0 = every GPU of the fabric."),
+        gpus: str = typer.Option("0", "--gpus", help="Group: a count N (the first N GPUs, "
+                                 "host-major; 0 = every GPU of the fabric) or GPU indices and "
+                                 "ranges in rank order, e.g. 0-127,1024-1151."),
         op: str = typer.Option("allreduce", "--op", help=f"{', '.join(OPS)}."),
         algo: str = typer.Option(Defaults.algo, "--algo",
                                  help=f"{', '.join(COLLECTIVE_ALGORITHMS)} or {Defaults.algo}."),
         protocol: str = typer.Option(Defaults.protocol, "--protocol",
                                      help=f"{', '.join(PROTOCOLS)} or {Defaults.protocol}."),
-        routing: str = typer.Option(Defaults.routing, "--routing", help="ecmp, hpn_dual_plane, "
-                                    "precise, spray."),
+        routing: str = typer.Option(Defaults.routing, "--routing", help=f"{', '.join(ROUTING_POLICIES)}."),
         sizes: str = typer.Option("1M:1G", "--sizes", help="MIN:MAX[:FACTOR] or a comma list "
                                   "(bare prefixes are binary, as in nccl-tests)."),
         channels: int = typer.Option(0, "--channels", help="Parallel rings/trees (0 = one per "
@@ -126,6 +138,14 @@ def register(app: typer.Typer) -> None:
                                  "hashing."),
         calibration: str = typer.Option(None, "--calibration", help="Calibration file from "
                                         "`hpnsim calibrate` (NCCL efficiencies, latency)."),
+        per_rail: bool = typer.Option(False, "--per-rail", help="One collective per rail "
+                                      "(the selected GPUs with the same local index on every "
+                                      "host), all run together (the HPN paper's "
+                                      "Multi-AllReduce): busbw of the slowest, and each "
+                                      "rail's."),
+        gpu: str = typer.Option(None, "--gpu", help="GPU model (a100, h100, h200, h800, "
+                                "b200): NCCL's parameters for it (NVLS on Hopper) and its "
+                                "NVLink bandwidth; default: NCCL's generic parameters."),
         json_out: bool = typer.Option(False, "--json", help="Print a JSON list, one object "
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
         csv: str = csv_option(),
@@ -141,13 +161,15 @@ def register(app: typer.Typer) -> None:
         scenario = collective_scenario(fabric, parse_extra_options(list(ctx.args)), op=op,
                                        gpus=gpus, sizes=sizes, algo=algo, protocol=protocol,
                                        routing=routing, channels=channels, qps=qps,
-                                       root=root, seed=seed, calibration=calibration)
+                                       root=root, seed=seed, calibration=calibration,
+                                       per_rail=per_rail, gpu=gpu)
         with errors_as_flags(option_of), _status() as status:
             result = run(scenario, progress=status.update if status else None)
-        results = result.collectives[0].results
-        tables.write(result.collectives[0].rows())
+        run_ = result.collectives[0]
+        results = run_.results
+        tables.write(run_.rows())
         if json_out:
-            emit_json([r.to_dict() for r in results])
+            emit_json([r.to_dict() for r in results] if not per_rail else run_.to_dict())
             return
         typer.echo(f"# hpnsim collective: {results[0].op} on {len(result.collectives[0].gpus)} "
                    f"GPUs of {fabric} ({result.fabric['gpus']} GPUs), routing {routing}, "
@@ -155,3 +177,7 @@ def register(app: typer.Typer) -> None:
         from hpnsim.report.text import collective_table
 
         typer.echo(collective_table(results, root))
+        if per_rail:
+            from hpnsim.report.text import rail_table
+
+            typer.echo(rail_table(run_))

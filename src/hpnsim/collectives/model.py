@@ -11,7 +11,19 @@ bandwidth)``, with NCCL's latency tables (:func:`~hpnsim.collectives.cost.hop_la
 ``auto`` (:func:`choose_algorithm`) takes the algorithm and protocol with the smallest
 predicted time on the actual group, the way NCCL's tuner does with its own model
 (``tuning.cc``: time = latency + bytes / bandwidth per algorithm and protocol, NVLS and
-NVLS+tree with Simple only). Every efficiency and latency comes from one
+NVLS+tree with Simple only).
+
+Which algorithms ``auto`` may weigh follows NCCL 2.18.3 (the version of the HPN paper's
+experiments; ``src/graph/tuning.cc`` ``ncclTopoTuneModel`` and ``src/enqueue.cc``
+``getAlgoInfo`` at tag v2.18.3-1): all-gather, reduce-scatter, broadcast and reduce run
+ring only (NVLS all-gather came with 2.19); NVLS (``NCCL_ALGO_NVLS``) runs inside one host
+only (disabled across nodes without CollNet); NVLS+tree (``NCCL_ALGO_NVLS_TREE``) runs across
+hosts only (disabled when ``nNodes == 1``), all-reduce only; both need NVLink SHARP
+(``nccl.nvls``: every Hopper part and B200) and Simple. hpnsim adds its own pipelined
+hierarchical form (``hier``). The times compared are this module's closed forms, which the
+simulator reproduces, with the latencies of :mod:`~hpnsim.collectives.nccl` (later NCCL
+tables; 2.18.3's NVLS latencies were 23 us base and, for NVLS+tree, 2(nNodes-1)·19 us,
+which moves the size where NVLS+tree takes over, not the large-buffer choice). Every efficiency and latency comes from one
 :class:`~hpnsim.collectives.nccl.NcclParams`, the same the simulation runs with: link
 efficiencies scale ``bw_intra`` / ``bw_inter`` (:meth:`~hpnsim.collectives.shape.GroupShape.from_fabric`), protocol
 efficiencies divide the bytes.
@@ -109,9 +121,10 @@ def model_time(op: str, algo: str, protocol: str, shape: GroupShape, size: float
 
 def auto_candidates(op: str, shape: GroupShape) -> tuple[str, ...]:
     """Algorithms ``auto`` weighs for ``op`` on ``shape``: ring and tree as NCCL, plus hier
-    when it differs from a ring (several hosts, several GPUs each, rails lined up), NVLS on
-    one host and NVLS+tree (all-reduce) across hosts when ``shape.nvls`` (NCCL disables
-    NVLS all-gather/reduce-scatter across hosts without CollNet).
+    when it differs from a ring (several hosts, several GPUs each, rails lined up), and, as
+    NCCL 2.18.3 enables them when ``shape.nvls``: NVLS all-reduce on one host, NVLS+tree
+    all-reduce across hosts (all-gather and reduce-scatter: ring, never NVLS; see the
+    module docstring).
 
     Parameters
     ----------
@@ -127,15 +140,21 @@ def auto_candidates(op: str, shape: GroupShape) -> tuple[str, ...]:
     --------
     >>> auto_candidates("allreduce", GroupShape(4, 8, 200e9, 50e9))
     ('tree', 'ring', 'hier')
+    >>> auto_candidates("allreduce", GroupShape(4, 8, 200e9, 50e9, nvls=True))
+    ('tree', 'ring', 'hier', 'nvlstree')
+    >>> auto_candidates("allreduce", GroupShape(1, 8, 200e9, 50e9, nvls=True))
+    ('tree', 'ring', 'nvls')
     >>> auto_candidates("allgather", GroupShape(1, 8, 200e9, 50e9, nvls=True))
-    ('ring', 'nvls')
+    ('ring',)
     >>> auto_candidates("alltoall", GroupShape(4, 8, 200e9, 50e9))
     ('direct',)
     """
     op = normalize_op(op)
     multi = shape.uniform and shape.hosts > 1 and shape.gpus_per_host > 1
-    allowed = {"hier": multi, "nvls": shape.nvls and shape.hosts == 1 and shape.gpus_per_host > 1,
-               "nvlstree": shape.nvls and multi}
+    nvls_op = shape.nvls and op == "allreduce"     # NCCL 2.18.3: NVLS all-reduce only
+    allowed = {"hier": multi,
+               "nvls": nvls_op and shape.hosts == 1 and shape.gpus_per_host > 1,
+               "nvlstree": nvls_op and multi}
     found = tuple(a for a in AUTO_CANDIDATES if a in SUPPORTED[op] and allowed.get(a, True))
     return found or (SUPPORTED[op][0],)
 

@@ -39,8 +39,11 @@ ROCE_HEADER_BYTES = 14 + 4 + 8 + 12 + 20 + 8 + 12 + 4
 #: over the link's wire rate per direction (NVLink3/4: 25 GB/s, NVLink5: 50 GB/s)
 NVLINK_EFFICIENCY = {"a100": 20.0 / 25.0, "h100": 20.6 / 25.0, "h800": 20.6 / 25.0,
                      "h200": 20.6 / 25.0, "b200": 40.1 / 50.0}
-#: GPUs with NVLink SHARP (NVLS), as workloads.gpus marks them (GPUSpec.nvls)
-NVLS_GPUS = ("h100", "h200", "b200")
+#: GPUs with NVLink SHARP (NVLS), as workloads.gpus marks them (GPUSpec.nvls): every Hopper
+#: part on NVSwitch (H100, H800, H200) and B200; NCCL enables NVLS where the device reports
+#: CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, on an NVSwitch system of compute capability 9.0+
+#: (NCCL 2.18.3 transport/nvls.cc ncclNvlsInit, graph/search.cc)
+NVLS_GPUS = ("h100", "h800", "h200", "b200")
 #: NVLS efficiency per GPU generation (tuning.cc ``nvlsEfficiency``: Hopper .85, Blackwell .74)
 NVLS_EFFICIENCY = {"h100": 0.85, "h200": 0.85, "h800": 0.85, "b200": 0.74}
 
@@ -82,7 +85,7 @@ class NcclParams:
         counts 128b/130b encoding): 24 bytes of TLP header and framing per 256-byte maximum
         payload (PCIe 4/5 base spec), 256/280 = 0.914.
     nvls_efficiency : NVSwitch multicast/reduction over NVLink (tuning.cc Hopper 0.85).
-    nvls : the GPUs support NVLS (H100, H200, B200); ``auto`` weighs it then.
+    nvls : the GPUs support NVLS (H100, H800, H200, B200); ``auto`` weighs it then.
     latency_scale : multiplies every tuning.cc latency (1: NCCL's tables).
     ll128_channel_cap : most bytes/s one LL128 ring channel carries (tuning.cc Hopper 36.7
         GB/s); ll_max_bandwidth : most an LL ring carries in all (tuning.cc llMaxBws Hopper
@@ -160,8 +163,8 @@ class NcclParams:
         --------
         >>> NcclParams.for_gpu("h100").nvls, NcclParams.for_gpu("a100").nvls
         (True, False)
-        >>> NcclParams.for_gpu("h800").nvls        # NVLS needs NVLink SHARP, not on H800
-        False
+        >>> NcclParams.for_gpu("h800").nvls        # Hopper's NVSwitch has NVLink SHARP
+        True
         """
         name = str(gpu).strip().lower()
         if name not in NVLINK_EFFICIENCY:

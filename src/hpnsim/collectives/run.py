@@ -137,7 +137,7 @@ ROW_FIELDS = ("op", "algo", "protocol", "routing", "n_gpus", "size", "time", "al
               "n_groups")
 
 
-def _concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
+def concurrent_link_flows(compiled, fabric, state=None) -> tuple[float, int]:
     """(most flows on one network link, hash collisions) over waves of stages that start
     together (same dependencies); network links are NIC ports and switch-to-switch links
     (under ``state``, down links are no alternatives)."""
@@ -221,7 +221,7 @@ def run_collective(fabric, op: str, gpus, size: float,
     top = np.argsort(-ratio, kind="stable")[:10]
     top_links = [(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
                  if link_bytes[k] > 0]
-    max_flows, collisions = _concurrent_link_flows(compiled, fabric, state)
+    max_flows, collisions = concurrent_link_flows(compiled, fabric, state)
     from hpnsim.routing.diagnostics import port_imbalance
 
     return CollectiveResult(

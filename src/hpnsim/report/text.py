@@ -84,6 +84,29 @@ def collective_table(results, root: int) -> str:
     return "\n".join(lines)
 
 
+def rail_table(run) -> str:
+    """Per-rail bus bandwidth of a ``per_rail`` collective (a
+    :class:`~hpnsim.results.CollectiveRun` with ``groups``), one row per size: the slowest
+    rail (what the table above shows) and every rail's busbw in GB/s.
+
+    >>> from types import SimpleNamespace as S
+    >>> rails = [S(name="c/rail0", results=[S(size=1024.0, busbw=2e9)]),
+    ...          S(name="c/rail1", results=[S(size=1024.0, busbw=1e9)])]
+    >>> print(rail_table(S(groups=rails)))
+    # per rail busbw (GB/s), all rails run together
+    #        size  slowest    rail0    rail1
+             1024     1.00     2.00     1.00
+    """
+    names = [g.name.rsplit("/", 1)[-1] for g in run.groups]
+    lines = ["# per rail busbw (GB/s), all rails run together",
+             f"#{'size':>12} {'slowest':>8} " + " ".join(f"{n:>8}" for n in names)]
+    for k, first in enumerate(run.groups[0].results):
+        bws = [g.results[k].busbw / 1e9 for g in run.groups]
+        lines.append(f" {int(first.size):>12d} {min(bws):>8.2f} "
+                     + " ".join(f"{b:>8.2f}" for b in bws))
+    return "\n".join(lines)
+
+
 def article_text(spec, inputs, table: dict, three_d, gpus: int) -> str:
     """The reference article's per-epoch table (``hpnsim traffic --article``).
 

@@ -20,7 +20,7 @@ pydantic_core._pydantic_core.ValidationError: 1 validation error for CollectiveS
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -75,11 +75,18 @@ _SIZES_SCHEMA = {"anyOf": [{"type": "string"}, {"type": "number"},
                            {"type": "array", "items": {"type": ["string", "number"]}}]}
 
 
+#: what a file may give for ``gpus`` (validated into a count or a list of indices)
+_GPUS_SCHEMA = {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"},
+                          {"type": "array", "items": {"type": ["integer", "string"]}}]}
+
+
 class CollectiveSpec(BaseModel):
     """One collective of a scenario, swept over ``sizes`` (what ``hpnsim collective`` runs).
 
     ``gpus`` is a count (the first N GPUs of the fabric, host-major) or an explicit list of
-    GPU indices in rank order; without it, every GPU of the fabric. ``sizes`` is one size
+    GPU indices in rank order, as a list or as indices and inclusive ranges in a string
+    (``"0-127,1024-1151"``, :func:`~hpnsim.units.parse_index_ranges`); without it, every GPU
+    of the fabric. ``sizes`` is one size
     (``4GiB``, bytes as a number), a sweep ``MIN:MAX[:FACTOR]`` (``1M:4G``: powers of two),
     a comma list or a YAML list; bare prefixes are binary, as in nccl-tests.
     """
@@ -89,8 +96,9 @@ class CollectiveSpec(BaseModel):
     name: str = ""
     op: str = Field("allreduce", description="allreduce, allgather, reducescatter, alltoall, "
                                              "broadcast, reduce, sendrecv or send")
-    gpus: int | list[int] | None = Field(
-        None, description="the first N GPUs, or GPU indices in rank order (default: all)")
+    gpus: Annotated[int | list[int] | None, WithJsonSchema(_GPUS_SCHEMA)] = Field(
+        None, description="the first N GPUs, or GPU indices in rank order: a list or "
+                          "indices and ranges such as '0-127,1024-1151' (default: all)")
     sizes: Annotated[list[float], WithJsonSchema(_SIZES_SCHEMA)] = Field(
         default=DEFAULT_SIZES, validate_default=True,
                                description="one size, MIN:MAX[:FACTOR], a comma list or a list")
@@ -101,6 +109,16 @@ class CollectiveSpec(BaseModel):
     qps: Annotated[int, Field(ge=1, strict=True)] = Field(1, description="connections per peer")
     root: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="root rank of broadcast and reduce")
+    gpu: Literal["a100", "h100", "h200", "h800", "b200"] | None = Field(
+        None, description="the GPU model: NCCL's parameters for it (NVLS on Hopper and "
+                          "B200) and, unless fabric.nvlink is set, its NVLink bandwidth "
+                          "(default: the jobs' GPU, else NCCL's generic parameters)")
+    per_rail: bool = Field(
+        False, description="one collective per rail of the GPUs (same local index on every "
+                           "host), all run together (the HPN paper's Multi-AllReduce)")
+    together: str = Field(
+        "", description="a label: collectives with the same label run in one simulation, "
+                        "size by size (they must list the same sizes)")
 
     @field_validator("op", mode="before")
     @classmethod
@@ -131,13 +149,20 @@ class CollectiveSpec(BaseModel):
     @field_validator("gpus", mode="before")
     @classmethod
     def _gpus(cls, value: Any) -> Any:
+        from hpnsim.units import parse_index_ranges
+
         if value is None:
             return None
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())          # "16" (the command line's --gpus 16): a count
         if isinstance(value, int) and not isinstance(value, bool):
             if value < 2:
                 raise ValueError(f"must be 2 or more (a collective needs two GPUs), "
                                  f"got {value}")
             return value
+        if isinstance(value, str) or (isinstance(value, list) and any(
+                isinstance(g, str) for g in value)):
+            value = _as_message(parse_index_ranges, value)
         if not isinstance(value, list) or any(isinstance(g, bool) or not isinstance(g, int)
                                               for g in value):
             raise ValueError(f"must be a GPU count or a list of GPU indices, got {value!r}")
@@ -185,8 +210,18 @@ class CollectiveSpec(BaseModel):
         """
         from dataclasses import replace
 
-        return replace(base, algo=self.algo, protocol=self.protocol,
-                       channels=self.channels or None, qps=self.qps, root=self.root)
+        return replace(base, **self.overrides())
+
+    def overrides(self) -> dict:
+        """The fields of :class:`~hpnsim.collectives.options.CollectiveOptions` this
+        collective sets (its algorithm, protocol, channels, QPs and root); routing, seed and
+        NCCL parameters are the scenario's.
+
+        >>> CollectiveSpec(algo="ring", qps=2).overrides()["qps"]
+        2
+        """
+        return {"algo": self.algo, "protocol": self.protocol,
+                "channels": self.channels or None, "qps": self.qps, "root": self.root}
 
 
 def scenario_options(scenario, nccl=None):
@@ -202,7 +237,8 @@ def scenario_options(scenario, nccl=None):
 
 def name_collectives(collectives: list[CollectiveSpec], jobs: list) -> None:
     """Give unnamed collectives ``collective<i>``; refuse a name another collective or a job
-    already has (raises ValueError naming ``collectives[i].name``)."""
+    already has (raises ValueError naming ``collectives[i].name``); then check the groups
+    run together (:func:`check_together`)."""
     seen = {job.name for job in jobs}
     for i, spec in enumerate(collectives):
         if not spec.name:
@@ -211,6 +247,36 @@ def name_collectives(collectives: list[CollectiveSpec], jobs: list) -> None:
             raise ValueError(f"collectives[{i}].name: {spec.name!r} is used by another job "
                              f"or collective")
         seen.add(spec.name)
+    check_together(collectives)
+
+
+def check_together(collectives: list[CollectiveSpec]) -> None:
+    """Collectives with the same ``together`` label run size by size in one simulation: they
+    must list the same sizes and the same ``gpu``, and a per-rail collective (already several collectives run
+    together) takes no label. Raises ValueError naming ``collectives[i].<key>``.
+
+    >>> a = CollectiveSpec(together="x", sizes="1M")
+    >>> check_together([a, CollectiveSpec(together="x", sizes="2M")])
+    Traceback (most recent call last):
+    ...
+    ValueError: collectives[1].sizes: must be the sizes of collectives[0] (together 'x'), [1048576.0], got [2097152.0]
+    """
+    first: dict[str, int] = {}
+    for i, spec in enumerate(collectives):
+        if not spec.together:
+            continue
+        if spec.per_rail:
+            raise ValueError(f"collectives[{i}].together: a per_rail collective already runs "
+                             f"its rails together; remove together or per_rail")
+        j = first.setdefault(spec.together, i)
+        if collectives[j].gpu != spec.gpu:
+            raise ValueError(f"collectives[{i}].gpu: must be the gpu of collectives[{j}] "
+                             f"(together {spec.together!r}), {collectives[j].gpu}, got "
+                             f"{spec.gpu}")
+        if collectives[j].sizes != spec.sizes:
+            raise ValueError(f"collectives[{i}].sizes: must be the sizes of collectives[{j}] "
+                             f"(together {spec.together!r}), {collectives[j].sizes}, got "
+                             f"{spec.sizes}")
 
 
 def larger_fabric_hint(template: str, options: dict, n: int) -> str:

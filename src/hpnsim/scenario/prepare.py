@@ -85,7 +85,8 @@ def as_scenario(scenario) -> Scenario:
 def build_scenario_fabric(scenario: Scenario, lines: Mapping | None = None):
     """Build the scenario's fabric; builder errors are named ``fabric.<parameter>``.
 
-    When ``fabric.nvlink`` is not given and every job uses the same GPU type, the hosts get
+    When ``fabric.nvlink`` is not given and every job and collective that names a GPU uses
+    the same GPU type, the hosts get
     that GPU's NVLink bandwidth (an H100 job runs on 900 GB/s NVLink, an H800 one on 400).
     The fabric's ``meta`` carries the scenario's ``units`` table (for the bill of materials).
     """
@@ -94,11 +95,12 @@ def build_scenario_fabric(scenario: Scenario, lines: Mapping | None = None):
     lines = lines or {}
     spec = scenario.fabric
     options = spec.options()
-    kinds = {job.gpu for job in scenario.jobs}
+    kinds = {job.gpu for job in scenario.jobs} | {c.gpu for c in scenario.collectives if c.gpu}
     if "nvlink" not in options and spec.resolved_template != "lingjun" and kinds:
         if len(kinds) > 1:
-            raise located(InputError("fabric.nvlink", f"jobs use different GPUs ({', '.join(sorted(kinds))}); "
-                                     "set fabric.nvlink"), lines, ("fabric",))
+            raise located(InputError("fabric.nvlink", "jobs or collectives use different GPUs "
+                                     f"({', '.join(sorted(kinds))}); set fabric.nvlink"),
+                          lines, ("fabric",))
         options["nvlink"] = f"{get_gpu(kinds.pop()).nvlink_bandwidth / 1e9:g}GB/s"
     try:
         from hpnsim.fabrics import build_fabric

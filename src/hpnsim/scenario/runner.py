@@ -24,7 +24,7 @@ Examples
 ...               "jobs": [{"model": "llama3-8b", "tp": 8, "dp": 2, "global_batch": 8}]})
 >>> job = result.job("job0")
 >>> job.gpus[:3], len(job.gpus), round(job.iteration_time, 3)
-([0, 1, 2], 16, 0.945)
+([0, 1, 2], 16, 0.84)
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ class JobsTogether:
     def collectives(self) -> list[CollectiveRun]:
         """Every collective of the scenario at every size, each alone on the fabric."""
         p = self.prepared
-        return _collective_runs(p.scenario, p.fabric, p.nccl, self._say)
+        return _collective_runs(p.scenario, p.fabric, p.nccl, self._say, p.lines)
 
     def fabric_report(self) -> dict:
         """The fabric report (``hpnsim fabric --json``)."""
@@ -279,21 +279,79 @@ def run_collectives(scenario, fabric, say=None) -> list[CollectiveRun]:
     return _collective_runs(scenario, fabric, scenario.nccl_params(), say or _quiet)
 
 
-def _collective_runs(scenario, fabric, nccl, say) -> list[CollectiveRun]:
+def _collective_runs(scenario, fabric, nccl, say, lines=None) -> list[CollectiveRun]:
+    """Every collective of ``scenario`` at every size, each alone on ``fabric``, but those
+    sharing a ``together`` label, which run size by size in one simulation, and ``per_rail``
+    ones, whose rails run together (:func:`~hpnsim.collectives.concurrent.run_together`).
+    ``nccl``: the scenario's calibration, if any; ``lines``: its YAML line map."""
     from hpnsim.collectives import run_collective
     from hpnsim.units import format_bytes
 
-    out = []
-    for spec in scenario.collectives:
-        options = spec.options(scenario_options(scenario, nccl))
+    done: dict[int, CollectiveRun] = {}
+    for i, spec in enumerate(scenario.collectives):
+        if i in done:
+            continue
+        if spec.per_rail or spec.together:
+            done.update(_run_together(scenario, fabric, i, nccl, say, lines or {}))
+            continue
+        options = spec.options(scenario_options(scenario, collective_nccl(scenario, spec, nccl)))
         gpus = spec.group(fabric.n_gpus)
         results = []
         for k, size in enumerate(spec.sizes):
             say(f"{spec.name}: {spec.op} on {len(gpus):,} GPUs, size {k + 1}/"
                 f"{len(spec.sizes)} ({format_bytes(size)})")
             results.append(run_collective(fabric, spec.op, gpus, size, options))
-        out.append(CollectiveRun(name=spec.name, gpus=gpus, results=results))
-    return out
+        done[i] = CollectiveRun(name=spec.name, gpus=gpus, results=results)
+    return [done[i] for i in range(len(scenario.collectives))]
+
+
+def collective_nccl(scenario, spec, calibrated=None):
+    """NCCL parameters of a scenario collective: the calibration if any, else those of its
+    ``gpu``, else of the jobs' GPU (one kind), else None (NCCL's generic parameters)."""
+    from hpnsim.collectives.nccl import NcclParams
+
+    if calibrated is not None:
+        return calibrated
+    kinds = {job.gpu for job in scenario.jobs}
+    gpu = spec.gpu or (kinds.pop() if len(kinds) == 1 else None)
+    return NcclParams.for_gpu(gpu) if gpu else None
+
+
+def _run_together(scenario, fabric, i: int, nccl, say, lines) -> dict[int, CollectiveRun]:
+    """Collective ``i`` and those with its ``together`` label (or its rails, ``per_rail``),
+    size by size in one simulation each: ``{index: CollectiveRun}``."""
+    from hpnsim.collectives.concurrent import Together, rail_groups, run_together, slowest
+
+    specs = scenario.collectives
+    lead = specs[i]
+    if lead.per_rail:
+        try:
+            groups = [g.tolist() for g in rail_groups(lead.group(fabric.n_gpus),
+                                                      fabric.gpus_per_host)]
+        except InputError as exc:
+            raise located(InputError("", exc.message), lines,
+                          ("collectives", i, "gpus")) from None
+        members = [(i, g) for g in groups]
+    else:
+        members = [(j, s.group(fabric.n_gpus)) for j, s in enumerate(specs)
+                   if s.together == lead.together]
+    base = scenario_options(scenario, collective_nccl(scenario, lead, nccl))
+    per_member: list[list] = [[] for _ in members]
+    for k, size in enumerate(lead.sizes):
+        say(f"{lead.name}: {len(members)} collectives together, size {k + 1}/"
+            f"{len(lead.sizes)}")
+        batch = [Together(specs[j].op, g, size, specs[j].overrides()) for j, g in members]
+        for out, r in zip(per_member, run_together(fabric, batch, base), strict=True):
+            out.append(r)
+    if lead.per_rail:
+        rails = [CollectiveRun(name=f"{lead.name}/rail{int(g[0]) % fabric.gpus_per_host}",
+                               gpus=g, results=res)
+                 for (_, g), res in zip(members, per_member, strict=True)]
+        worst = [slowest([res[k] for res in per_member]) for k in range(len(lead.sizes))]
+        return {i: CollectiveRun(name=lead.name, gpus=lead.group(fabric.n_gpus),
+                                 results=worst, groups=rails)}
+    return {j: CollectiveRun(name=specs[j].name, gpus=g, results=res)
+            for (j, g), res in zip(members, per_member, strict=True)}
 
 
 def _echo(scenario) -> dict:

@@ -76,7 +76,9 @@ def compile_program(program: Program, graph: TaskGraph, fabric,
         The iteration starts at ``release`` and after the tasks ``after``.
     **keywords
         Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
-        ``options`` (``routing="hpn_dual_plane"``, ``seed=1``, ``nccl=...``).
+        ``options`` (``routing="hpn_dual_plane"``, ``seed=1``, ``nccl=...``). Without ``nccl``, the collectives
+        run with the defaults of the job's GPU (:func:`program_nccl`), so an H800 or H100 job
+        gets NVLS.
 
     Returns
     -------
@@ -98,6 +100,7 @@ def compile_program(program: Program, graph: TaskGraph, fabric,
         raise InputError("fabric", f"has {fabric.n_gpus} GPUs; the job needs "
                                    f"tp*pp*dp = {layout.n_gpus}")
     placement = place(layout, fabric.gpus_per_host, gpus=gpus)
+    options = replace(options, nccl=program_nccl(program, options.nccl))
     first_task = len(graph)
     origin = -1
     if release > 0 or len(after):
@@ -110,6 +113,25 @@ def compile_program(program: Program, graph: TaskGraph, fabric,
                                       for group, algo in per_group.items()}).run()
     it.end_task = len(graph)
     return it
+
+
+def program_nccl(program: Program, nccl=None):
+    """The NCCL parameters a program's collectives run with: ``nccl`` when given (a
+    calibration), else :meth:`NcclParams.for_gpu` of the job's GPU (``program.job["gpu"]``),
+    else NCCL's generic defaults (a program without a GPU, e.g. from an AICB file).
+
+    >>> from hpnsim.training.program import Layout
+    >>> program_nccl(Program(Layout(tp=8), [[]], job={"gpu": "h800"})).nvls
+    True
+    >>> program_nccl(Program(Layout(tp=8), [[]])).nvls
+    False
+    """
+    from hpnsim.collectives.nccl import NVLINK_EFFICIENCY, NcclParams, resolve_nccl
+
+    if nccl is not None:
+        return resolve_nccl(nccl)
+    gpu = str((program.job or {}).get("gpu", "")).lower()
+    return NcclParams.for_gpu(gpu) if gpu in NVLINK_EFFICIENCY else NcclParams()
 
 
 class _Compiler:

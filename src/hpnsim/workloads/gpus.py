@@ -42,8 +42,10 @@ class GPUSpec:
         Achievable fraction of ``peak_flops`` during compute kernels, in (0, 1].
     nvls : bool
         NVLink SHARP (NVSwitch multicast and in-switch reduction) available to NCCL's NVLS
-        algorithms: Hopper H100/H200 and Blackwell B200 on NVSwitch systems (NCCL 2.17+);
-        not A100 (NVSwitch 2 has no SHARP) nor H800 (export part, NVLink cut to 8 links).
+        algorithms: every Hopper part (H100, H800, H200) and Blackwell B200 on NVSwitch
+        (third-generation NVSwitch or later) systems, NCCL 2.17+; not A100 (NVSwitch 2 has no
+        SHARP). The H800 keeps the NVSwitch and its SHARP engines (its NVLink is cut to 8
+        links, 400 GB/s); the HPN paper ran NCCL 2.18.3 with NVLS all-reduce on H800 hosts.
 
     Examples
     --------
@@ -78,7 +80,7 @@ GPUS: dict[str, GPUSpec] = {
     # H200: the H100 die with 141 GB of HBM3e at 4.8 TB/s (NVIDIA H200 datasheet).
     "h200": GPUSpec("h200", 989.4e12, 141e9, 4.8e12, 900e9, 0.45, nvls=True),
     # H800: the H100 compute die with NVLink cut to 400 GB/s (the HPN 7.0 host).
-    "h800": GPUSpec("h800", 989.4e12, 80e9, 3.35e12, 400e9, 0.45),
+    "h800": GPUSpec("h800", 989.4e12, 80e9, 3.35e12, 400e9, 0.45, nvls=True),
     "b200": GPUSpec("b200", 2250e12, 180e9, 8.0e12, 1800e9, 0.40, nvls=True),
 }
 

@@ -1,0 +1,232 @@
+"""The HPN paper's collective experiments with the paper's setup (issue 18, part 1).
+
+Setup (Qian et al., "Alibaba HPN", SIGCOMM'24, section 9 and Appendix A, as
+shared/reference/congestion.md records it): hosts of 8 H800 GPUs (NVLink 400 GB/s
+bidirectional) with 8 backend NICs of 2 x 200 Gb/s, NCCL 2.18.3.
+
+- 448 GPUs (56 hosts, packed in host order: inside one HPN segment, across four DCN+ ToR
+  pairs), 1 MiB to 4 GiB: all-reduce (the paper: "we employ NVLS in AllReduce"), all-gather
+  (cannot use NVLS, bounded by NVSwitch) and Multi-AllReduce (one all-reduce per rail, the
+  eight at once, all data over the inter-host network: ``rail_groups`` + ``run_together``).
+  HPN 7.0 under its dual-plane routing against DCN+ (3-tier Clos, dual ToR, 16 hosts per ToR
+  pair, 400G ToR-Agg links) under ECMP.
+- Appendix A: 4 GB all-reduce over 32, 64, 128, 256 GPUs split evenly across two segments,
+  HPN with dual plane (``hpn7``, ``hpn_dual_plane`` routing) against HPN with a single plane
+  (``hpn7(dual_plane=False)``: every ToR on every Agg of the pod). On a single plane an Agg has
+  two equal-cost ToRs toward a destination NIC (both ports share one IP), so its hash picks
+  the ToR and hence the port: ``ecmp`` routing (the bond hash at the NIC, the ToR and Agg
+  hashes) is what such a fabric does; ``hpn_dual_plane`` routing on the single plane is shown
+  too (ports balanced, Aggs mapped per destination), to separate topology from hashing.
+
+Parameters from their sources, none tuned to the paper's figures: NCCL's H800 parameters
+(``NcclParams.for_gpu("h800")``: NVLink payload 20.6 of 25 GB/s per link, NVLS efficiency
+0.85, RoCE framing at MTU 4096, one QP per connection). Algorithms as NCCL 2.18.3 chooses
+them (:func:`nccl_2_18_algorithm`: hpnsim's ``auto`` candidates less its own ``hier``, which
+NCCL does not have: all-gather ring only; all-reduce ring, tree, NVLS on one host, NVLS+tree
+across hosts; the smallest closed-form time). Several connection-hash seeds per case.
+
+Writes ``hpn_paper.json`` (``sweep``: one row per fabric, case, size and seed;
+``appendix_a``: one entry per group size) and ``hpn_paper.csv`` (the sweep rows) into
+``--out`` (default ``experiments/out/``), and prints the Markdown tables of
+docs/experiments.md. About two minutes on 2 shared cores; ``--quick``: 4 GiB and 64 MiB, one
+seed.
+
+Usage: python experiments/hpn_paper.py [--out DIR] [--seeds 3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hpnsim.collectives.concurrent import Together, rail_groups, run_together, slowest
+from hpnsim.collectives.model import GroupShape, auto_candidates, model_time
+from hpnsim.collectives.nccl import PROTOCOLS, NcclParams
+from hpnsim.fabrics import dcn_plus, hpn7
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hpn_vs_clos_collectives import two_segment_gpus  # noqa: E402
+
+GIB = 2**30
+SIZES = tuple(float(2**k) for k in range(20, 33, 2))      # 1 MiB .. 4 GiB, factor 4
+GPUS_448 = 448
+APPENDIX_GPUS = (32, 64, 128, 256)
+APPENDIX_SIZE = 4e9                                          # the paper's "4 GB"
+#: fabric -> (builder, routing); the paper's two systems
+SYSTEMS = {"HPN": (lambda: hpn7(segments=2), "hpn_dual_plane"),
+           "DCN+": (lambda: dcn_plus(pods=1), "ecmp")}
+#: Appendix A variants -> (builder, routing)
+PLANES = {"dual plane": (lambda: hpn7(segments=2), "hpn_dual_plane"),
+          "single plane, ECMP": (lambda: hpn7(segments=2, dual_plane=False), "ecmp"),
+          "single plane, HPN routing": (lambda: hpn7(segments=2, dual_plane=False),
+                                        "hpn_dual_plane")}
+NCCL = NcclParams.for_gpu("h800")
+
+
+def nccl_2_18_algorithm(fabric, op: str, gpus, size: float, nccl=NCCL) -> tuple[str, str]:
+    """(algorithm, protocol) NCCL 2.18.3 would weigh on this group, with the smallest
+    closed-form time: hpnsim's ``auto`` candidates (which follow 2.18.3's rules) without
+    hpnsim's own pipelined ``hier``.
+
+    >>> f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0, tor_uplinks=2,
+    ...          aggs_per_plane=2)
+    >>> nccl_2_18_algorithm(f, "allreduce", range(32), 4 * GIB)
+    ('nvlstree', 'simple')
+    >>> nccl_2_18_algorithm(f, "allgather", range(32), 4 * GIB)
+    ('ring', 'simple')
+    """
+    shape = GroupShape.from_fabric(fabric, np.asarray(list(gpus)), nccl=nccl)
+    candidates = [a for a in auto_candidates(op, shape) if a != "hier"]
+    best = min((model_time(op, a, p, shape, size, nccl=nccl), i, a, p)
+               for i, a in enumerate(candidates) for p in PROTOCOLS)
+    return best[2], best[3]
+
+
+def run_case(fabric, routing: str, case: str, size: float, seed: int) -> dict:
+    """One case at one size: busbw of the slowest collective (GB/s) and what it ran."""
+    gpus = np.arange(GPUS_448)
+    op = "allgather" if case == "all-gather" else "allreduce"
+    groups = rail_groups(gpus, fabric.gpus_per_host) if case == "Multi-AllReduce" else [gpus]
+    algo, protocol = nccl_2_18_algorithm(fabric, op, groups[0], size)
+    results = run_together(fabric, [Together(op, g.tolist(), size,
+                                             {"algo": algo, "protocol": protocol})
+                                    for g in groups], routing=routing, seed=seed, nccl=NCCL)
+    worst = slowest(results)
+    return {"algo": algo, "protocol": protocol, "busbw_GBps": worst.busbw / 1e9,
+            "time_ms": worst.time * 1e3, "bottleneck": _kind(worst.bottleneck),
+            "collectives": len(groups)}
+
+
+def _kind(link: str) -> str:
+    """A link's kind from its name: nvlink (GPU-NVSwitch), nic (NIC-ToR), tor-agg, agg-tor."""
+    a, _, b = link.partition("->")
+    if "nvswitch" in link:
+        return "nvlink"
+    if "nic" in a or "nic" in b:
+        return "nic-tor" if "nic" in a else "tor-nic"
+    return f"{a.rsplit('/', 1)[-1].split('-')[0]}->{b.rsplit('/', 1)[-1].split('-')[0]}"
+
+
+def sweep(sizes, seeds: int, progress=print) -> list[dict]:
+    rows = []
+    for system, (build, routing) in SYSTEMS.items():
+        fabric = build()
+        for case in ("all-reduce", "all-gather", "Multi-AllReduce"):
+            for size in sizes:
+                for seed in range(seeds):
+                    start = time.perf_counter()
+                    row = {"system": system, "routing": routing, "case": case, "size": size,
+                           "seed": seed, **run_case(fabric, routing, case, size, seed)}
+                    row["wall_s"] = round(time.perf_counter() - start, 3)
+                    rows.append(row)
+                    progress(f"{system:5s} {case:16s} {size / GIB:8.4f} GiB seed {seed}: "
+                             f"{row['algo']}/{row['protocol']} busbw "
+                             f"{row['busbw_GBps']:6.1f} GB/s ({row['bottleneck']})")
+    return rows
+
+
+def appendix_a(seeds: int, progress=print) -> list[dict]:
+    """Dual vs single plane, 4 GB all-reduce across two segments, per group size: busbw
+    seed means and ranges per variant; gain = dual / single-plane ECMP - 1. Also with the
+    ring forced (``ring`` keys), NCCL's choice for a 4 GB buffer before NVLS."""
+    built = {name: (build(), routing) for name, (build, routing) in PLANES.items()}
+    out = []
+    for n in APPENDIX_GPUS:
+        entry = {"n_gpus": n, "size": APPENDIX_SIZE}
+        for name, (fabric, routing) in built.items():
+            gpus = two_segment_gpus(fabric, n)
+            for forced in (None, "ring"):
+                algo, protocol = (nccl_2_18_algorithm(fabric, "allreduce", gpus, APPENDIX_SIZE)
+                                  if forced is None else ("ring", "simple"))
+                bw = []
+                for seed in range(seeds):
+                    (r,) = run_together(fabric, [Together("allreduce", gpus.tolist(),
+                                                          APPENDIX_SIZE,
+                                                          {"algo": algo,
+                                                           "protocol": protocol})],
+                                        routing=routing, seed=seed, nccl=NCCL)
+                    bw.append(r.busbw / 1e9)
+                key = name if forced is None else f"{name}, ring"
+                entry[key] = {"algo": algo, "busbw_GBps": float(np.mean(bw)),
+                              "range": [float(min(bw)), float(max(bw))],
+                              "bottleneck": _kind(r.bottleneck)}
+                progress(f"appendix A {n:4d} GPUs {key:32s} {algo:9s} "
+                         f"{np.mean(bw):6.1f} GB/s [{min(bw):.1f}, {max(bw):.1f}]")
+        dual, single = entry["dual plane"], entry["single plane, ECMP"]
+        entry["gain"] = dual["busbw_GBps"] / single["busbw_GBps"] - 1
+        entry["gain ring"] = (entry["dual plane, ring"]["busbw_GBps"]
+                              / entry["single plane, ECMP, ring"]["busbw_GBps"] - 1)
+        entry["published"] = [0.50, 0.64]
+        out.append(entry)
+    return out
+
+
+def _size_label(size: float) -> str:
+    return f"{size / GIB:g} GiB" if size >= GIB else f"{size / 2**20:g} MiB"
+
+
+def markdown(rows: list[dict], table_a: list[dict]) -> str:
+    """The tables docs/experiments.md carries (seed means; algorithm as chosen)."""
+    out = ["| case | size | HPN busbw | HPN algo | DCN+ busbw (min–max) | DCN+ algo | "
+           "HPN / DCN+ − 1 | bottleneck HPN / DCN+ |", "|---|---|---|---|---|---|---|---|"]
+    keys = dict.fromkeys((r["case"], r["size"]) for r in rows)
+    for case, size in keys:
+        sel = {s: [r for r in rows if (r["system"], r["case"], r["size"]) == (s, case, size)]
+               for s in SYSTEMS}
+        bw = {s: np.array([r["busbw_GBps"] for r in v]) for s, v in sel.items()}
+        h, d = sel["HPN"][0], sel["DCN+"][0]
+        spread = (f"{bw['DCN+'].mean():.1f} ({bw['DCN+'].min():.1f}–{bw['DCN+'].max():.1f})"
+                  if np.ptp(bw["DCN+"]) > 0.05 else f"{bw['DCN+'].mean():.1f}")
+        out.append(f"| {case} | {_size_label(size)} | {bw['HPN'].mean():.1f} | "
+                   f"{h['algo']}/{h['protocol']} | {spread} | {d['algo']}/{d['protocol']} | "
+                   f"{bw['HPN'].mean() / bw['DCN+'].mean() - 1:+.1%} | "
+                   f"{h['bottleneck']} / {d['bottleneck']} |")
+    out += ["", "| GPUs (2 segments) | dual plane | single plane, ECMP (min–max) | "
+                "single plane, HPN routing | gain (dual / single ECMP − 1) | gain, ring forced "
+                "| published |", "|---|---|---|---|---|---|---|"]
+    for e in table_a:
+        d, s, h = e["dual plane"], e["single plane, ECMP"], e["single plane, HPN routing"]
+        out.append(f"| {e['n_gpus']} | {d['busbw_GBps']:.1f} ({d['algo']}) | "
+                   f"{s['busbw_GBps']:.1f} ({s['range'][0]:.1f}–{s['range'][1]:.1f}) | "
+                   f"{h['busbw_GBps']:.1f} | {e['gain']:+.1%} | {e['gain ring']:+.1%} | "
+                   f"+50% to +64% |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="experiments/out", help="output directory")
+    parser.add_argument("--seeds", type=int, default=3, help="connection-hash seeds per case")
+    parser.add_argument("--quick", action="store_true", help="64 MiB and 4 GiB, one seed")
+    args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error("--seeds: must be >= 1")
+    seeds = 1 if args.quick else args.seeds
+    sizes = (float(2**26), float(2**32)) if args.quick else SIZES
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    rows = sweep(sizes, seeds)
+    table_a = appendix_a(seeds)
+    seconds = time.perf_counter() - start
+    (out / "hpn_paper.json").write_text(json.dumps(
+        {"setup": {"gpu": "h800", "nccl": NCCL.to_dict(), "seeds": seeds,
+                   "seconds": round(seconds, 1)},
+         "sweep": rows, "appendix_a": table_a}, indent=1))
+    with open(out / "hpn_paper.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"\n{len(rows)} sweep runs and {len(APPENDIX_GPUS)} Appendix A cases in "
+          f"{seconds:.0f} s\n")
+    print(markdown(rows, table_a))
+
+
+if __name__ == "__main__":
+    main()
