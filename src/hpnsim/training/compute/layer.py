@@ -125,7 +125,10 @@ def _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp):
     tp, cp = positive_int("tp", tp), positive_int("cp", cp)
     tokens = micro_batch * _shard("seq_len", seq, cp)
     sp = tp > 1 if sequence_parallel is None else bool(sequence_parallel)
-    local = _shard("tokens", tokens, tp) if sp else tokens
+    if sp and tokens % tp:
+        raise InputError("sequence_parallel", f"{tokens} tokens per GPU are not divisible by "
+                                              f"tp={tp}")
+    local = tokens // tp if sp else tokens
     return micro_batch, seq, tokens, local
 
 
@@ -178,11 +181,12 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     gpu.tensor_peak(dtype)
     if not 0 <= layer < model.layers:
         raise InputError("layer", f"must be in 0..{model.layers - 1}, got {layer!r}")
+    tp = positive_int("tp", tp)
+    heads = _shard("heads", model.heads, tp)
+    kv = _kv_heads_per_gpu(model.kv_heads, tp)
     b, seq, tokens, local = _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp)
     ep = positive_int("ep", ep)
     h, d = model.hidden, model.head_dim
-    heads = _shard("heads", model.heads, tp)
-    kv = _kv_heads_per_gpu(model.kv_heads, tp)
     build = _Builder(gpu, dtype, table)
     norm = mem.norm_bytes  # RMSNorm and LayerNorm move the same bytes
 
