@@ -10,10 +10,17 @@ measured kernel and these columns (``tools/measure_kernels.py`` writes them)::
 - ``op``: ``gemm`` (shape ``MxNxK``, ``[M,K] @ [K,N]``); ``attention_fwd_causal``,
   ``attention_fwd_full``, ``attention_bwd_causal``, ``attention_bwd_full`` (shape
   ``BxHxSxD``: batch, query heads, sequence length, head dim; TFLOP/s counted as
-  :func:`~hpnsim.training.compute.attention.attention_flops` counts them); ``memory:<name>``
+  :func:`~hpnsim.training.compute.attention.attention_flops` counts them); ``memory:<kernel>``
   (shape: bytes moved, as the ``*_bytes`` functions of
-  :mod:`~hpnsim.training.compute.memory_ops` count them);
+  :mod:`~hpnsim.training.compute.memory_ops` count them, so the GB/s is *effective*: an unfused
+  kernel that moves more bytes shows a lower figure). Kernel names the layer model looks up:
+  ``rmsnorm``, ``layernorm``, ``rotary``, ``dropout``, ``residual``, ``swiglu``, ``gelu``,
+  ``softmax_topk``, ``permute``, ``embedding``, ``cross_entropy``, ``cast_transpose``, each
+  with a ``_bwd`` variant for its backward, and ``adam``, ``grad_accumulation``;
 - ``tflops`` for GEMM and attention rows, ``gbps`` (10^9 bytes/s) for memory rows.
+
+Further columns (the measuring script adds ``kernel``, the backend it timed) are kept out of
+the model and ignored.
 
 Interpolation. Each op has a *sweep* axis (GEMM: M; attention: S; memory: bytes). A query uses
 the rows whose other axes are nearest to its own in log2 distance (exact when measured), and

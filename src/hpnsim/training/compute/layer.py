@@ -67,7 +67,7 @@ class _Builder:
         if dtype == "fp8":
             # the output gradient is cast (and transposed) once for both backward GEMMs
             back.append(self._memory_op(f"{name}_grad_cast", mem.cast_transpose_bytes(
-                groups * m * n), "input_grad", "cast_transpose"))
+                groups * m * n), "input_grad", "cast_transpose_bwd"))
             if fp8_input_cast:
                 self.forward.append(self._memory_op(f"{name}_input_cast",
                                                     mem.cast_transpose_bytes(groups * m * k),
@@ -77,15 +77,15 @@ class _Builder:
         back.append(self._gemm_op(name, "weight_grad", n, k, m, groups, dtype))
         self.backward.append(back)
 
-    def memory(self, name, fn, tokens, width):
-        self.forward.append(self._memory_op(name, fn(tokens, width, _ACT_BYTES, "forward"),
-                                            "forward"))
-        self.backward.append([self._memory_op(name, fn(tokens, width, _ACT_BYTES, "backward"),
-                                              "input_grad")])
+    def memory(self, name, fn, tokens, width, kernel):
+        self.raw_memory(name, fn(tokens, width, _ACT_BYTES, "forward"),
+                        fn(tokens, width, _ACT_BYTES, "backward"), kernel)
 
-    def raw_memory(self, name, forward_bytes, backward_bytes):
-        self.forward.append(self._memory_op(name, forward_bytes, "forward"))
-        self.backward.append([self._memory_op(name, backward_bytes, "input_grad")])
+    def raw_memory(self, name, forward_bytes, backward_bytes, kernel):
+        # ``kernel`` is the kernel's name in a kernel table, ``kernel_bwd`` its backward
+        self.forward.append(self._memory_op(name, forward_bytes, "forward", kernel))
+        self.backward.append([self._memory_op(name, backward_bytes, "input_grad",
+                                              f"{kernel}_bwd")])
 
     def attention(self, batch, heads, kv_heads, seq, head_dim, cp):
         for phase, direction in (("forward", "forward"), ("input_grad", "backward")):
@@ -107,9 +107,8 @@ class _Builder:
         shape = (m, n, k) if groups == 1 else (m, n, k, groups)
         return Op(name, "gemm", phase, shape, dtype, t.flops, t.bytes, t.seconds)
 
-    def _memory_op(self, name, nbytes, phase, kernel=None):
-        # ``kernel`` names the measured kernel in a table when it differs from the op's name
-        t = mem.memory_op_time(kernel or name, nbytes, self.gpu, table=self.table)
+    def _memory_op(self, name, nbytes, phase, kernel):
+        t = mem.memory_op_time(kernel, nbytes, self.gpu, table=self.table)
         return Op(name, "memory", phase, (int(nbytes),), "bf16", 0.0, t.bytes, t.seconds)
 
 
@@ -190,23 +189,23 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     build = _Builder(gpu, dtype, table)
     norm = mem.norm_bytes  # RMSNorm and LayerNorm move the same bytes
 
-    build.memory("input_norm", norm, local, h)
+    build.memory("input_norm", norm, local, h, model.norm)
     build.gemm("qkv", tokens, (heads + 2 * kv) * d, h)
     if not model.learned_positions:
-        build.memory("rotary", mem.rotary_bytes, tokens, (heads + kv) * d)
+        build.memory("rotary", mem.rotary_bytes, tokens, (heads + kv) * d, "rotary")
     build.attention(b, heads, kv, seq, d, cp)
     build.gemm("o_proj", tokens, h, heads * d, fp8_input_cast=True)
     if hidden_dropout:
-        build.memory("attention_dropout", mem.dropout_bytes, local, h)
-    build.memory("attention_residual", mem.residual_bytes, local, h)
-    build.memory("mlp_norm", norm, local, h)
+        build.memory("attention_dropout", mem.dropout_bytes, local, h, "dropout")
+    build.memory("attention_residual", mem.residual_bytes, local, h, "residual")
+    build.memory("mlp_norm", norm, local, h, model.norm)
     if model.is_moe_layer(layer):
         _moe(build, model, tokens, local, tp, ep)
     else:
         _mlp(build, model, "", tokens, _shard("ffn", model.ffn, tp))
     if hidden_dropout:
-        build.memory("mlp_dropout", mem.dropout_bytes, local, h)
-    build.memory("mlp_residual", mem.residual_bytes, local, h)
+        build.memory("mlp_dropout", mem.dropout_bytes, local, h, "dropout")
+    build.memory("mlp_residual", mem.residual_bytes, local, h, "residual")
     return build.result()
 
 
@@ -222,8 +221,9 @@ def _mlp(build: _Builder, model: ModelSpec, prefix: str, tokens: int, width: int
          groups: int = 1) -> None:
     gated = model.gated_mlp
     build.gemm(f"{prefix}fc1", tokens, (2 if gated else 1) * width, model.hidden, groups=groups)
-    build.memory(f"{prefix}{'swiglu' if gated else 'gelu'}",
-                 mem.swiglu_bytes if gated else mem.gelu_bytes, tokens * groups, width)
+    act = "swiglu" if gated else "gelu"
+    build.memory(f"{prefix}{act}", mem.swiglu_bytes if gated else mem.gelu_bytes,
+                 tokens * groups, width, act)
     build.gemm(f"{prefix}fc2", tokens, model.hidden, width, groups=groups, fp8_input_cast=True)
 
 
@@ -232,14 +232,14 @@ def _moe(build: _Builder, model: ModelSpec, tokens: int, local: int, tp: int, ep
     local_experts = _shard("experts", experts, ep)
     build.gemm("router", local, experts, h, dtype="bf16")
     scores = float(local * experts * 4)   # FP32 logits in, probabilities out
-    build.raw_memory("router_softmax_topk", 2 * scores, 2 * scores)
+    build.raw_memory("router_softmax_topk", 2 * scores, 2 * scores, "softmax_topk")
     routed = tokens * k   # token copies this GPU's experts process (balanced routing)
     copies = float(routed * h * _ACT_BYTES)
-    build.raw_memory("permute", 2 * copies, 2 * copies)
+    build.raw_memory("permute", 2 * copies, 2 * copies, "permute")
     per_expert = math.ceil(routed * ep / experts)
     _mlp(build, model, "expert_", per_expert, _shard("expert_ffn", model.expert_ffn, tp),
          groups=local_experts)
-    build.raw_memory("unpermute", 2 * copies, 2 * copies)
+    build.raw_memory("unpermute", 2 * copies, 2 * copies, "permute")
     if model.shared_experts:
         _mlp(build, model, "shared_", tokens,
              _shard("expert_ffn", model.shared_experts * model.expert_ffn, tp))
@@ -266,11 +266,11 @@ def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
     h, vocab = model.hidden, math.ceil(model.vocab / tp)
     build = _Builder(gpu, str(dtype).lower(), table)
     rows = float(tokens * h)
-    build.raw_memory("embedding", rows * 2 * _ACT_BYTES, rows * (_ACT_BYTES + 8))
-    build.memory("final_norm", mem.norm_bytes, local, h)
+    build.raw_memory("embedding", rows * 2 * _ACT_BYTES, rows * (_ACT_BYTES + 8), "embedding")
+    build.memory("final_norm", mem.norm_bytes, local, h, model.norm)
     build.gemm("output_head", tokens, vocab, h)
     logits = float(tokens * vocab * _ACT_BYTES)
-    build.raw_memory("cross_entropy", logits, 2 * logits)
+    build.raw_memory("cross_entropy", logits, 2 * logits, "cross_entropy")
     return build.result()
 
 
@@ -291,14 +291,16 @@ def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
     """
     parameters = positive_int("parameters", parameters)
     micro_batches = positive_int("micro_batches", micro_batches)
-    ops = [("adam", mem.adam_step_bytes(parameters))]
+    ops = [("adam", mem.adam_step_bytes(parameters), "adam")]
     if not fused_grad_accumulation:
-        ops.append(("grad_accumulation", micro_batches * mem.grad_accumulation_bytes(parameters)))
+        ops.append(("grad_accumulation", micro_batches * mem.grad_accumulation_bytes(parameters),
+                    "grad_accumulation"))
     if fp8_parameters:
-        ops.append(("fp8_weight_cast", mem.cast_transpose_bytes(fp8_parameters)))
+        ops.append(("fp8_weight_cast", mem.cast_transpose_bytes(fp8_parameters),
+                    "cast_transpose"))
     out = []
-    for name, nbytes in ops:
-        t = mem.memory_op_time(name, nbytes, gpu, table=table)
+    for name, nbytes, kernel in ops:
+        t = mem.memory_op_time(kernel, nbytes, gpu, table=table)
         out.append(Op(name, "memory", "weight_grad", (int(nbytes),), "fp32", 0.0, nbytes,
                       t.seconds))
     return OpList(tuple(out))
