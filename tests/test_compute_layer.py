@@ -113,3 +113,12 @@ def test_bad_sharding_is_refused_by_name(kwargs, field):
 def test_fp8_layer_on_a100_is_refused():
     with pytest.raises(InputError, match="fp8"):
         layer_ops(get("llama3-8b"), get_gpu("a100"), dtype="fp8")
+
+
+def test_a_lower_clock_slows_gemms_and_attention_but_not_memory_ops():
+    m = get("llama3-8b")
+    base = layer_ops(m, H100, seq_len=4096)
+    capped = layer_ops(m, H100, seq_len=4096, clock_hz=H100.sustained_clock_hz / 2)
+    assert capped.seconds(kind="memory") == base.seconds(kind="memory")
+    assert capped.seconds(kind="attention") == pytest.approx(2 * base.seconds(kind="attention"))
+    assert capped.seconds(kind="gemm") > 1.9 * base.seconds(kind="gemm")

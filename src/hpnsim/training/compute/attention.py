@@ -28,7 +28,12 @@ import numpy as np
 
 from hpnsim.errors import InputError
 from hpnsim.training.compute.memory_ops import HBM_EFFICIENCY
-from hpnsim.training.compute.precision import element_bytes, positive_int, require_compute_fields
+from hpnsim.training.compute.precision import (
+    element_bytes,
+    positive_int,
+    positive_number,
+    require_compute_fields,
+)
 from hpnsim.workloads.gpus import GPUSpec
 
 _DIRECTIONS = ("forward", "backward")
@@ -164,12 +169,14 @@ def attention_efficiency(gpu: GPUSpec, seq_kv: int, head_dim: int, *, causal: bo
 def attention_time(gpu: GPUSpec, batch: int, heads: int, seq_q: int, head_dim: int, *,
                    kv_heads: int | None = None, seq_kv: int | None = None, causal: bool = True,
                    direction: str = "forward", dtype: str = "bf16",
-                   table=None) -> AttentionTiming:
+                   clock_hz: float | None = None, table=None) -> AttentionTiming:
     """Time of one fused attention call on ``gpu``.
 
     Memory side: Q, O (and dO, dQ) of the query heads, K, V (and dK, dV) of the ``kv_heads``
-    once each. FP8 attention is refused: Transformer Engine's FP8 recipe keeps attention in
-    BF16 unless asked, and no FP8 attention curve for head dim <= 128 is modelled.
+    once each. ``clock_hz`` (default ``gpu.sustained_clock_hz``, the conditions of the
+    measurements) scales the compute side. FP8 attention is refused: Transformer Engine's FP8
+    recipe keeps attention in BF16 unless asked, and no FP8 attention curve for head dim <= 128
+    is modelled.
 
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> t = attention_time(get_gpu("h100"), 1, 64, 8192, 128, kv_heads=8)
@@ -195,7 +202,8 @@ def attention_time(gpu: GPUSpec, batch: int, heads: int, seq_q: int, head_dim: i
     per_token_q, per_token_kv = heads * head_dim, kv_heads * head_dim
     tensors = 2.0 * (seq_q * per_token_q + seq_kv_ * per_token_kv)   # Q, O; K, V
     traffic = batch * tensors * element_bytes(dtype) * (2.0 if direction == "backward" else 1.0)
-    compute_s = flops / (gpu.tensor_peak(dtype) * eff)
+    clock = gpu.sustained_clock_hz if clock_hz is None else positive_number("clock_hz", clock_hz)
+    compute_s = flops / (gpu.tensor_peak(dtype) * eff * clock / gpu.sustained_clock_hz)
     memory_s = traffic / (gpu.memory_bandwidth * HBM_EFFICIENCY)
     return AttentionTiming(flops, traffic, eff, max(compute_s, memory_s))
 

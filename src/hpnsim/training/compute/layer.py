@@ -56,8 +56,8 @@ _DTYPES = ("bf16", "fp16", "fp8")
 class _Builder:
     """Accumulates forward and backward ops (backward in reverse order of the forward)."""
 
-    def __init__(self, gpu: GPUSpec, dtype: str, table):
-        self.gpu, self.dtype, self.table = gpu, dtype, table
+    def __init__(self, gpu: GPUSpec, dtype: str, table, clock_hz=None):
+        self.gpu, self.dtype, self.table, self.clock_hz = gpu, dtype, table, clock_hz
         self.forward: list[Op] = []
         self.backward: list[list[Op]] = []   # per forward op, prepended at the end
 
@@ -90,7 +90,8 @@ class _Builder:
     def attention(self, batch, heads, kv_heads, seq, head_dim, cp):
         for phase, direction in (("forward", "forward"), ("input_grad", "backward")):
             t = attention_time(self.gpu, batch, heads, seq, head_dim, kv_heads=kv_heads,
-                               causal=True, direction=direction, table=self.table)
+                               causal=True, direction=direction, clock_hz=self.clock_hz,
+                               table=self.table)
             op = Op("attention", "attention", phase, (batch, heads, seq, head_dim), "bf16",
                     t.flops / cp, t.bytes / cp, t.seconds / cp)
             if phase == "forward":
@@ -103,7 +104,8 @@ class _Builder:
                                                   for op in ops))
 
     def _gemm_op(self, name, phase, m, n, k, groups, dtype):
-        t = gemm_time(m, n, k, dtype, self.gpu, batch=groups, table=self.table)
+        t = gemm_time(m, n, k, dtype, self.gpu, batch=groups, clock_hz=self.clock_hz,
+                      table=self.table)
         shape = (m, n, k) if groups == 1 else (m, n, k, groups)
         return Op(name, "gemm", phase, shape, dtype, t.flops, t.bytes, t.seconds)
 
@@ -134,7 +136,7 @@ def _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp):
 def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: int = 1,
               seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
               cp: int = 1, ep: int = 1, dtype: str = "bf16", hidden_dropout: bool = False,
-              table=None) -> OpList:
+              clock_hz: float | None = None, table=None) -> OpList:
     """The timed operations of transformer layer ``layer`` for one micro-batch on one GPU.
 
     Parameters
@@ -157,6 +159,9 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
         GEMM dtype of the linear layers: ``"bf16"``, ``"fp16"`` or ``"fp8"``.
     hidden_dropout : bool
         Count the two hidden-state dropouts (off in Llama-style training).
+    clock_hz : float, optional
+        SM clock under load for the GEMMs and attention (a power cap, a measured clock);
+        defaults to the GPU's ``sustained_clock_hz``.
     table : KernelTable, optional
         Measured kernels overriding the model's efficiencies on this GPU.
 
@@ -186,7 +191,7 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     b, seq, tokens, local = _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp)
     ep = positive_int("ep", ep)
     h, d = model.hidden, model.head_dim
-    build = _Builder(gpu, dtype, table)
+    build = _Builder(gpu, dtype, table, clock_hz)
     norm = mem.norm_bytes  # RMSNorm and LayerNorm move the same bytes
 
     build.memory("input_norm", norm, local, h, model.norm)
@@ -247,7 +252,8 @@ def _moe(build: _Builder, model: ModelSpec, tokens: int, local: int, tp: int, ep
 
 def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
              seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
-             cp: int = 1, dtype: str = "bf16", table=None) -> OpList:
+             cp: int = 1, dtype: str = "bf16", clock_hz: float | None = None,
+             table=None) -> OpList:
     """Embedding lookup, final norm, output-head GEMMs and the cross-entropy loss.
 
     The vocabulary is split over TP (``ceil(vocab/tp)`` rows per GPU; Megatron's padding to a
@@ -264,7 +270,7 @@ def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
     model._need_transformer()
     _, _, tokens, local = _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp)
     h, vocab = model.hidden, math.ceil(model.vocab / tp)
-    build = _Builder(gpu, str(dtype).lower(), table)
+    build = _Builder(gpu, str(dtype).lower(), table, clock_hz)
     rows = float(tokens * h)
     build.raw_memory("embedding", rows * 2 * _ACT_BYTES, rows * (_ACT_BYTES + 8), "embedding")
     build.memory("final_norm", mem.norm_bytes, local, h, model.norm)
