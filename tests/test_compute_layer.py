@@ -99,6 +99,7 @@ def test_head_gemms_and_step_ops():
     step = step_ops(H100, parameters=10**9)
     assert [op.name for op in step.ops] == ["adam"]
     assert step.ops[0].bytes == 30e9
+    assert step.totals()["optimizer"]["memory"] == step.seconds() and step.backward_seconds == 0
 
 
 @pytest.mark.parametrize("kwargs,field", [(dict(tp=3), "heads"), (dict(cp=3), "seq_len"),

@@ -307,6 +307,6 @@ def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
     out = []
     for name, nbytes, kernel in ops:
         t = mem.memory_op_time(kernel, nbytes, gpu, table=table)
-        out.append(Op(name, "memory", "weight_grad", (int(nbytes),), "fp32", 0.0, nbytes,
+        out.append(Op(name, "memory", "optimizer", (int(nbytes),), "fp32", 0.0, nbytes,
                       t.seconds))
     return OpList(tuple(out))

@@ -1,10 +1,10 @@
 """Timed operations and lists of them, with totals per class and direction.
 
 An :class:`Op` is one kernel of a training step: its name, class (``gemm``, ``attention`` or
-``memory``), phase (``forward``, ``input_grad`` or ``weight_grad``), shape, dtype, FLOPs,
-HBM bytes and modelled seconds. An :class:`OpList` is what a layer (or the head, or the
-optimizer step) runs; its totals split forward and backward (input- plus weight-gradient) time
-by class.
+``memory``), phase (``forward``, ``input_grad``, ``weight_grad``, or ``optimizer`` for the
+once-per-iteration work after the backward), shape, dtype, FLOPs, HBM bytes and modelled
+seconds. An :class:`OpList` is what a layer (or the head, or the optimizer step) runs; its
+totals split forward, backward (input- plus weight-gradient) and optimizer time by class.
 
 >>> ops = OpList((Op("fc1", "gemm", "forward", (8, 4, 2), "bf16", 128.0, 96.0, 1e-6),
 ...               Op("fc1", "gemm", "weight_grad", (4, 2, 8), "bf16", 128.0, 96.0, 2e-6)))
@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from hpnsim.errors import InputError
 
 KINDS = ("gemm", "attention", "memory")
-PHASES = ("forward", "input_grad", "weight_grad")
+PHASES = ("forward", "input_grad", "weight_grad", "optimizer")
 _BACKWARD = ("input_grad", "weight_grad")
 
 
@@ -34,7 +34,7 @@ class Op:
     kind : str
         ``"gemm"``, ``"attention"`` or ``"memory"``.
     phase : str
-        ``"forward"``, ``"input_grad"`` or ``"weight_grad"``.
+        ``"forward"``, ``"input_grad"``, ``"weight_grad"`` or ``"optimizer"``.
     shape : tuple of int
         GEMM: ``(M, N, K)`` or ``(M, N, K, groups)``; attention: ``(batch, heads, seq, head_dim)``;
         memory: ``(bytes,)``.
@@ -108,13 +108,14 @@ class OpList:
         return self.seconds(phase="backward")
 
     def totals(self) -> dict[str, dict[str, float]]:
-        """Seconds per direction (``forward``, ``backward``) and class, plus ``all``.
+        """Seconds per direction (``forward``, ``backward``, ``optimizer``) and class, plus
+        ``all``.
 
         >>> OpList(()).totals()["forward"]
         {'gemm': 0, 'attention': 0, 'memory': 0, 'all': 0}
         """
         out = {}
-        for direction in ("forward", "backward"):
+        for direction in ("forward", "backward", "optimizer"):
             row = {kind: self.seconds(kind=kind, phase=direction) for kind in KINDS}
             row["all"] = sum(row.values())
             out[direction] = row
