@@ -7,6 +7,7 @@ hpnsim itself need not be importable):
 
     python tools/measure_kernels.py --out h100_kernels.csv            # about 5 minutes
     python tools/measure_kernels.py --plan                            # list the plan, no GPU
+    python tools/measure_kernels.py --dry-run --out /tmp/k.csv        # tiny shapes on the CPU
 
 What it measures (format: hpnsim.training.compute.kernel_tables):
 
@@ -49,6 +50,13 @@ TOKENS = (4096, 16384, 1024, 8192, 2048)   # measurement passes, most useful fir
 ATTN_SEQS = (1024, 2048, 4096, 8192, 16384)
 ATTN_TOKENS = 16384
 SHARES = {"gemm": 0.62, "attention": 0.25, "memory": 0.13}
+#: where tensors live: "cuda", or "cpu" for --dry-run (tiny shapes, wall-clock timing)
+DEVICE = "cuda"
+#: (tokens, width) of the memory-bound measurements; >= 128 MB so L2 does not serve them
+MEMORY_SIZES = ((8192, 8192), (16384, 8192), (32768, 8192))
+ADAM_PARAMETERS = 256 * 2**20
+DRY_GEMMS = [(64, 128, 64), (128, 64, 128), (64, 64, 256)]
+DRY_ATTENTION = [(1, 2, 128, 64, True), (1, 2, 128, 64, False)]
 
 
 # ----- plan (no torch) -------------------------------------------------------------------
@@ -135,7 +143,7 @@ def catalog_gpu(device_name: str) -> str:
 
 
 def provenance(torch) -> dict:
-    device = torch.cuda.get_device_name(0)
+    device = torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu (dry run)"
     try:
         driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
                                  "--format=csv,noheader", "-i", "0"], capture_output=True,
@@ -164,15 +172,23 @@ class Timer:
         self.torch, self.target_s = torch, target_s
 
     def __call__(self, fn) -> float:
-        torch = self.torch
         fn()
-        torch.cuda.synchronize()
+        self._sync()
         probe = self._loop(fn, 1)
         n = max(3, min(200, math.ceil(self.target_s / max(probe, 1e-7))))
         return self._loop(fn, n)
 
+    def _sync(self):
+        if DEVICE == "cuda":
+            self.torch.cuda.synchronize()
+
     def _loop(self, fn, n: int) -> float:
         torch = self.torch
+        if DEVICE != "cuda":
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            return (time.perf_counter() - start) / n
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(n):
@@ -188,9 +204,9 @@ def _pad16(x: int) -> int:
 
 def measure_gemms(torch, timer, plan, fp8: bool, deadline: float, rows: list, skipped: list):
     most = max(max(m * k, n * k, m * n) for m, n, k in plan)
-    pool = torch.randn(most, device="cuda", dtype=torch.bfloat16)
+    pool = torch.randn(most, device=DEVICE, dtype=torch.bfloat16)
     pool8 = pool.to(torch.float8_e4m3fn) if fp8 else None
-    one = torch.ones((), device="cuda", dtype=torch.float32)
+    one = torch.ones((), device=DEVICE, dtype=torch.float32)
     for m, n, k in plan:
         for dtype in (("bf16", "fp8") if fp8 else ("bf16",)):
             if time.monotonic() > deadline:
@@ -211,19 +227,19 @@ def measure_gemms(torch, timer, plan, fp8: bool, deadline: float, rows: list, sk
                 shape = (m8, n8, k8)
             flops = 2.0 * shape[0] * shape[1] * shape[2]
             rows.append({"op": "gemm", "shape": "x".join(map(str, shape)), "dtype": dtype,
-                         "tflops": f"{flops / seconds / 1e12:.2f}", "gbps": "",
+                         "tflops": f"{flops / seconds / 1e12:.6g}", "gbps": "",
                          "kernel": "torch._scaled_mm" if dtype == "fp8" else "torch.mm"})
     del pool, pool8
 
 
-def measure_attention(torch, timer, deadline: float, rows: list, skipped: list):
+def measure_attention(torch, timer, plan, deadline: float, rows: list, skipped: list):
     import torch.nn.functional as F
-    backend, kernel = _sdpa_backend()
-    for batch, heads, seq, d, causal in attention_plan():
+    backend, kernel = _sdpa_backend() if DEVICE == "cuda" else (_null_context, "sdpa(cpu)")
+    for batch, heads, seq, d, causal in plan:
         if time.monotonic() > deadline:
             skipped.append(f"attention {batch}x{heads}x{seq}x{d} causal={causal}")
             continue
-        q, k, v = (torch.randn(batch, heads, seq, d, device="cuda", dtype=torch.bfloat16,
+        q, k, v = (torch.randn(batch, heads, seq, d, device=DEVICE, dtype=torch.bfloat16,
                                requires_grad=True) for _ in range(3))
         with backend():
             out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -237,9 +253,14 @@ def measure_attention(torch, timer, deadline: float, rows: list, skipped: list):
         for direction, seconds, factor in (("fwd", fwd, 1.0), ("bwd", bwd, 2.5)):
             rows.append({"op": f"attention_{direction}_{mask}",
                          "shape": f"{batch}x{heads}x{seq}x{d}", "dtype": "bf16",
-                         "tflops": f"{factor * flops / seconds / 1e12:.2f}", "gbps": "",
+                         "tflops": f"{factor * flops / seconds / 1e12:.6g}", "gbps": "",
                          "kernel": kernel})
         del q, k, v, out, grad
+
+
+def _null_context():
+    import contextlib
+    return contextlib.nullcontext()
 
 
 def _sdpa_backend():
@@ -247,8 +268,7 @@ def _sdpa_backend():
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel
     except ImportError:
-        import contextlib
-        return contextlib.nullcontext, "sdpa(default)"
+        return _null_context, "sdpa(default)"
     fused = [SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION,
              SDPBackend.EFFICIENT_ATTENTION]
     return (lambda: sdpa_kernel(fused)), "sdpa(flash|cudnn|efficient)"
@@ -257,9 +277,9 @@ def _sdpa_backend():
 def measure_memory(torch, timer, fp8: bool, deadline: float, rows: list, skipped: list):
     import torch.nn.functional as F
     cases = []
-    for tokens, width in ((8192, 8192), (16384, 8192), (32768, 8192)):
-        x = torch.randn(tokens, width, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-        w = torch.ones(width, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    for tokens, width in MEMORY_SIZES:
+        x = torch.randn(tokens, width, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+        w = torch.ones(width, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
         n = float(tokens * width)
         rms = getattr(F, "rms_norm", None)
         if rms is not None:
@@ -276,7 +296,7 @@ def measure_memory(torch, timer, fp8: bool, deadline: float, rows: list, skipped
                   ("layernorm_bwd", 6 * n, lambda y=ln, dy=dln, x=x: torch.autograd.grad(
                       y, (x,), dy, retain_graph=True), "F.layer_norm autograd"),
                   ("residual", 6 * n, lambda x=x: x.detach() + x.detach(), "add")]
-        g, u = (torch.randn(tokens, width, device="cuda", dtype=torch.bfloat16,
+        g, u = (torch.randn(tokens, width, device=DEVICE, dtype=torch.bfloat16,
                             requires_grad=True) for _ in range(2))
         s = F.silu(g) * u
         ds = torch.randn_like(s)
@@ -288,18 +308,36 @@ def measure_memory(torch, timer, fp8: bool, deadline: float, rows: list, skipped
             cases.append(("cast_transpose", 4 * n, lambda xd=xd: (
                 xd.to(torch.float8_e4m3fn), xd.t().contiguous().to(torch.float8_e4m3fn)),
                 "eager cast + transpose-cast"))
-    params = 256 * 2**20
-    p = torch.randn(params, device="cuda", dtype=torch.float32, requires_grad=True)
+    params = ADAM_PARAMETERS
+    p = torch.randn(params, device=DEVICE, dtype=torch.float32, requires_grad=True)
     p.grad = torch.randn_like(p)
-    opt = torch.optim.AdamW([p], lr=1e-4, fused=True)
-    cases.append(("adam", 30.0 * params, opt.step, "AdamW(fused=True), FP32 params"))
+    try:
+        opt, label = torch.optim.AdamW([p], lr=1e-4, fused=True), "AdamW(fused=True)"
+    except (RuntimeError, TypeError):
+        opt, label = torch.optim.AdamW([p], lr=1e-4, foreach=True), "AdamW(foreach=True)"
+    cases.append(("adam", 30.0 * params, opt.step, f"{label}, FP32 params"))
     for name, nbytes, fn, kernel in cases:
         if time.monotonic() > deadline:
             skipped.append(f"memory {name} {int(nbytes)}")
             continue
         seconds = timer(fn)
         rows.append({"op": f"memory:{name}", "shape": str(int(nbytes)), "dtype": "bf16",
-                     "tflops": "", "gbps": f"{nbytes / seconds / 1e9:.1f}", "kernel": kernel})
+                     "tflops": "", "gbps": f"{nbytes / seconds / 1e9:.6g}", "kernel": kernel})
+
+
+def _has_fp8(torch) -> bool:
+    """FP8 GEMMs run here: Ada/Hopper or later on CUDA; on the CPU, if _scaled_mm accepts them."""
+    if not hasattr(torch, "float8_e4m3fn"):
+        return False
+    if DEVICE == "cuda":
+        return torch.cuda.get_device_capability(0) >= (8, 9)
+    try:
+        a = torch.zeros(16, 16, dtype=torch.float8_e4m3fn)
+        one = torch.ones((), dtype=torch.float32)
+        torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    except (RuntimeError, NotImplementedError, TypeError):
+        return False
+    return True
 
 
 def main(argv=None) -> int:
@@ -308,8 +346,10 @@ def main(argv=None) -> int:
     parser.add_argument("--budget-s", type=float, default=300.0,
                         help="wall-clock budget for the measurements (default 300 s)")
     parser.add_argument("--plan", action="store_true", help="print the plan and exit")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="exercise every measurement on the CPU with tiny shapes")
     args = parser.parse_args(argv)
-    plan = gemm_plan(read_catalog())
+    plan, attention = gemm_plan(read_catalog()), attention_plan()
     if args.plan:
         flops = sum(2.0 * m * n * k for m, n, k in plan)
         print(f"{len(plan)} GEMM shapes ({flops / 1e15:.1f} PFLOP per dtype), "
@@ -318,19 +358,27 @@ def main(argv=None) -> int:
             print("x".join(map(str, shape)))
         return 0
     import torch
-    if not torch.cuda.is_available():
-        print("error: no CUDA device", file=sys.stderr)
+    if args.dry_run:
+        global DEVICE, MEMORY_SIZES, ADAM_PARAMETERS
+        DEVICE, MEMORY_SIZES, ADAM_PARAMETERS = "cpu", ((256, 256),), 4096
+        plan, attention = DRY_GEMMS, DRY_ATTENTION
+    elif not torch.cuda.is_available():
+        print("error: no CUDA device (use --dry-run to exercise the script on the CPU)",
+              file=sys.stderr)
         return 2
     start = time.monotonic()
     meta = provenance(torch)
-    fp8 = torch.cuda.get_device_capability(0) >= (8, 9) and hasattr(torch, "float8_e4m3fn")
+    fp8 = _has_fp8(torch)
     timer, rows, skipped, samples = Timer(torch), [], [], {}
     budget = {k: v * args.budget_s for k, v in SHARES.items()}
     measure_gemms(torch, timer, plan, fp8, start + budget["gemm"], rows, skipped)
-    samples["after_gemms"] = smi_sample()
-    torch.cuda.empty_cache()
-    measure_attention(torch, timer, start + budget["gemm"] + budget["attention"], rows, skipped)
-    torch.cuda.empty_cache()
+    if DEVICE == "cuda":
+        samples["after_gemms"] = smi_sample()
+        torch.cuda.empty_cache()
+    measure_attention(torch, timer, attention, start + budget["gemm"] + budget["attention"],
+                      rows, skipped)
+    if DEVICE == "cuda":
+        torch.cuda.empty_cache()
     measure_memory(torch, timer, fp8, start + args.budget_s, rows, skipped)
     out = Path(args.out)
     with out.open("w", newline="") as f:
