@@ -99,3 +99,19 @@ def test_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(InputError) as err:
         KernelTable.read_csv(tmp_path / "none.csv")
     assert err.value.field == "kernel-table"
+
+
+def test_layer_ops_use_the_table_by_kernel_name(table):
+    from hpnsim.training.compute import layer_ops
+    from hpnsim.workloads.models import get
+    m = get("llama3-8b")
+    plain = {(op.name, op.phase): op for op in layer_ops(m, H100, seq_len=1024).ops}
+    measured = {(op.name, op.phase): op
+                for op in layer_ops(m, H100, seq_len=1024, table=table).ops}
+    norm = measured[("input_norm", "forward")]
+    # 2 * 1024 * 4096 * 2 bytes = 16.8 MB, beyond the measured 4 MB: clamped to 3000 GB/s
+    assert norm.bytes == 2 * 1024 * 4096 * 2
+    assert norm.seconds == pytest.approx(norm.bytes / 3000e9)
+    # the backward kernel (rmsnorm_bwd) and other kernels have no rows: the model's time
+    assert measured[("input_norm", "input_grad")].seconds == plain[("input_norm", "input_grad")].seconds
+    assert measured[("swiglu", "forward")].seconds == plain[("swiglu", "forward")].seconds

@@ -39,8 +39,8 @@ SMs, i.e. 16 waves (3% lost); K = 8192 is 128 blocks + 1 prologue step (0.8% los
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import cache
+from dataclasses import dataclass, replace
+from functools import cache, lru_cache
 
 from hpnsim.errors import InputError
 from hpnsim.training.compute.memory_ops import HBM_EFFICIENCY
@@ -176,22 +176,30 @@ def gemm_time(m: int, n: int, k: int, dtype: str, gpu: GPUSpec, *, batch: int = 
     m, n, k = positive_int("m", m), positive_int("n", n), positive_int("k", k)
     batch = positive_int("batch", batch)
     require_compute_fields(gpu)
-    peak = gpu.tensor_peak(dtype)
+    gpu.tensor_peak(dtype)
     dtype = str(dtype).strip().lower()
-    a_bytes = element_bytes(dtype)
-    c_bytes = element_bytes(out_dtype, "out_dtype")
+    element_bytes(out_dtype, "out_dtype")
     clock = gpu.sustained_clock_hz if clock_hz is None else positive_number("clock_hz", clock_hz)
-    flops = 2.0 * m * n * k * batch
-    traffic = float(batch * ((m * k + k * n) * a_bytes + m * n * c_bytes))
-    memory_s = traffic / (gpu.memory_bandwidth * HBM_EFFICIENCY)
-    rate_per_sm = peak / gpu.sm_count * (clock / gpu.sustained_clock_hz) * issue_efficiency(gpu, dtype)
-    tile, waves, work = _best_tile(m, n, k, batch, gpu.architecture, gpu.sm_count, a_bytes)
-    compute_s = work / rate_per_sm
-    seconds, bound = max((compute_s, "compute"), (memory_s, "memory"))
+    timing = _modelled(m, n, k, batch, dtype, out_dtype, clock, gpu)
     if table is not None:
         ratio = table.gemm_ratio(gpu, dtype, (m, n, k), _model_rate(gpu, dtype))
         if ratio is not None:
-            seconds, bound = seconds / ratio, "table"
+            timing = replace(timing, seconds=timing.seconds / ratio, bound="table")
+    return timing
+
+
+@lru_cache(maxsize=1 << 16)
+def _modelled(m, n, k, batch, dtype, out_dtype, clock, gpu) -> GemmTiming:
+    # validated inputs only; cached because a model has few distinct GEMM shapes per layer
+    a_bytes, c_bytes = element_bytes(dtype), element_bytes(out_dtype)
+    flops = 2.0 * m * n * k * batch
+    traffic = float(batch * ((m * k + k * n) * a_bytes + m * n * c_bytes))
+    memory_s = traffic / (gpu.memory_bandwidth * HBM_EFFICIENCY)
+    rate_per_sm = (gpu.tensor_peak(dtype) / gpu.sm_count * (clock / gpu.sustained_clock_hz)
+                   * issue_efficiency(gpu, dtype))
+    tile, waves, work = _best_tile(m, n, k, batch, gpu.architecture, gpu.sm_count, a_bytes)
+    compute_s = work / rate_per_sm
+    seconds, bound = max((compute_s, "compute"), (memory_s, "memory"))
     return GemmTiming(m, n, k, batch, dtype, flops, traffic, tile, waves, compute_s, memory_s,
                       seconds, bound)
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +96,8 @@ class KernelTable:
 
     rows: tuple[KernelRow, ...]
     source: str = ""
+    # memo of derived arrays per (gpu, op, dtype); not part of the value
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     @classmethod
     def read_csv(cls, path: str | Path) -> KernelTable:
@@ -118,9 +120,13 @@ class KernelTable:
         rows = tuple(_parse_row(row, f"{source} line {i + 2}") for i, row in enumerate(reader))
         return cls(rows, source)
 
-    def select(self, gpu: str, op: str, dtype: str) -> tuple[KernelRow, ...]:
-        """Rows of one GPU, op and dtype."""
-        return tuple(r for r in self.rows if r.gpu == gpu and r.op == op and r.dtype == dtype)
+    def select(self, gpu: str, op: str, dtype: str | None) -> tuple[KernelRow, ...]:
+        """Rows of one GPU, op and dtype (``dtype=None``: any dtype)."""
+        key = ("rows", gpu, op, dtype)
+        if key not in self._memo:
+            self._memo[key] = tuple(r for r in self.rows if r.gpu == gpu and r.op == op
+                                    and (dtype is None or r.dtype == dtype))
+        return self._memo[key]
 
     # ----- what the models ask --------------------------------------------------------
     def gemm_ratio(self, gpu: GPUSpec, dtype: str, shape: tuple[int, int, int],
@@ -132,8 +138,10 @@ class KernelTable:
         rows = self.select(gpu.name, "gemm", dtype)
         if not rows:
             return None
-        ratios = [r.value * 1e12 / model_rate(r.shape) for r in rows]
-        return interpolate([r.shape for r in rows], ratios, shape, sweep_axis=0)
+        key = ("ratios", gpu, dtype)
+        if key not in self._memo:
+            self._memo[key] = [r.value * 1e12 / model_rate(r.shape) for r in rows]
+        return interpolate([r.shape for r in rows], self._memo[key], shape, sweep_axis=0)
 
     def attention_efficiency(self, gpu: GPUSpec, direction: str, causal: bool, dtype: str,
                              shape: tuple[int, int, int, int]) -> float | None:
@@ -149,7 +157,7 @@ class KernelTable:
 
     def memory_bandwidth(self, gpu: GPUSpec, name: str, nbytes: float) -> float | None:
         """Measured bandwidth (bytes/s) of memory op ``name`` moving ``nbytes``, or None."""
-        rows = [r for r in self.rows if r.gpu == gpu.name and r.op == f"memory:{name}"]
+        rows = self.select(gpu.name, f"memory:{name}", None)
         if not rows:
             return None
         return interpolate([r.shape for r in rows], [r.value * 1e9 for r in rows],
