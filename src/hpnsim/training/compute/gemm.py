@@ -14,9 +14,11 @@
   has 64 rows, the wgmma instruction's M). A block-step runs at the SM's share of the dtype's
   dense peak, times the clock ratio, times an issue efficiency ``eta``.
 
-  The kernel picks the tile shape with the shortest time among the architecture's
-  :data:`TILES` (an ideal heuristic; cuBLAS's may pick worse). No split-K or stream-K: shapes
-  with few output tiles and long K are slower here than under cuBLAS's stream-K kernels.
+  The kernel uses the architecture's largest :data:`TILES` whenever their grid fills one wave,
+  and otherwise whichever tile is fastest (cuBLAS picks smaller tiles to create parallelism
+  for small problems); all tiles share one ``eta``, which is optimistic for the small ones. No
+  split-K or stream-K: shapes with few output tiles and long K are slower here than under
+  cuBLAS's stream-K kernels.
 
 ``eta`` is calibrated, once per GPU and dtype, on a published per-kernel measurement: the
 maximum achievable matmul FLOPS (MAMF) of the part, at the shape where it was measured
