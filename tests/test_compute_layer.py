@@ -123,3 +123,21 @@ def test_a_lower_clock_slows_gemms_and_attention_but_not_memory_ops():
     assert capped.seconds(kind="memory") == base.seconds(kind="memory")
     assert capped.seconds(kind="attention") == pytest.approx(2 * base.seconds(kind="attention"))
     assert capped.seconds(kind="gemm") > 1.9 * base.seconds(kind="gemm")
+
+
+def test_stage_ops_sum_their_layers_embedding_and_head():
+    from hpnsim.training.compute import embedding_ops, stage_ops
+    m, kw = get("deepseek-moe-16b"), dict(seq_len=4096, tp=2)
+    stage = stage_ops(m, H100, layers=range(0, 3), first=True, last=True, **kw)
+    parts = [embedding_ops(m, H100, **kw), layer_ops(m, H100, layer=0, **kw),
+             layer_ops(m, H100, layer=1, **kw), layer_ops(m, H100, layer=2, **kw),
+             head_ops(m, H100, **kw)]
+    assert stage.forward_seconds == pytest.approx(sum(p.forward_seconds for p in parts))
+    assert stage.backward_seconds == pytest.approx(sum(p.backward_seconds for p in parts))
+    assert len(stage) == sum(len(p) for p in parts)
+    names = [op.name for op in stage.ops]
+    # forward: embedding first, head last; backward: head first, embedding last
+    assert names[0] == "embedding" and names[-1] == "embedding"
+    assert "layer1.expert_fc1" in names and "layer0.fc1" in names   # layer 0 is dense
+    forward = stage.select(phase="forward")
+    assert forward[-1].name == "cross_entropy"

@@ -3,9 +3,10 @@
 An iteration's compute is the sum of its operations, each timed from its shape on its GPU:
 GEMMs by a roofline with tile, wave and K-block quantization (:mod:`.gemm`), fused attention
 by FLOPs under its mask at a measured fraction of peak (:mod:`.attention`), memory-bound ops at
-HBM bandwidth (:mod:`.memory_ops`); :func:`layer_ops`, :func:`head_ops` and :func:`step_ops`
-list a transformer layer's, the head's and the optimizer step's operations on one GPU with their
-times (:mod:`.layer`, :mod:`.ops`); measured kernel tables override the efficiencies where
+HBM bandwidth (:mod:`.memory_ops`); :func:`layer_ops` lists a transformer layer's operations on
+one GPU with their times (:mod:`.layer`, :mod:`.ops`), :func:`stage_ops` a pipeline stage's
+(with :func:`embedding_ops` and :func:`head_ops`), :func:`step_ops` the optimizer step's
+(:mod:`.stage`); measured kernel tables override the efficiencies where
 present (:mod:`.kernel_tables`). Efficiencies come from per-kernel measurements, never from
 end-to-end training throughput. See docs/compute.md.
 
@@ -22,11 +23,12 @@ from hpnsim.training.compute.attention import (
 )
 from hpnsim.training.compute.gemm import GemmTiming, gemm_time, issue_efficiency, wave_count
 from hpnsim.training.compute.kernel_tables import KernelRow, KernelTable
-from hpnsim.training.compute.layer import head_ops, layer_ops, step_ops
+from hpnsim.training.compute.layer import layer_ops
 from hpnsim.training.compute.memory_ops import HBM_EFFICIENCY, MemoryOpTiming, memory_op_time
 from hpnsim.training.compute.ops import Op, OpList
+from hpnsim.training.compute.stage import embedding_ops, head_ops, stage_ops, step_ops
 
 __all__ = ["HBM_EFFICIENCY", "AttentionTiming", "GemmTiming", "KernelRow", "KernelTable",
            "MemoryOpTiming", "Op", "OpList", "attention_efficiency", "attention_flops",
-           "attention_time", "gemm_time", "head_ops", "issue_efficiency", "layer_ops",
-           "memory_op_time", "step_ops", "wave_count"]
+           "attention_time", "embedding_ops", "gemm_time", "head_ops", "issue_efficiency",
+           "layer_ops", "memory_op_time", "stage_ops", "step_ops", "wave_count"]

@@ -21,11 +21,10 @@ micro-batch and a sharding, what a Megatron-LM / Transformer Engine layer runs o
   (the QKV and FC1 inputs are cast inside the norm kernels, as Transformer Engine's
   LayerNormLinear does; the O and FC2 inputs and every output gradient get a cast-transpose);
   attention and the output head stay BF16; weight casts happen once per iteration
-  (:func:`step_ops`).
+  (:func:`~hpnsim.training.compute.stage.step_ops`).
 
-:func:`head_ops` adds the embedding lookup, final norm, output-head GEMMs and the loss;
-:func:`step_ops` the per-iteration optimizer step, unfused gradient accumulation and FP8
-weight casts.
+The embedding, the output head, the optimizer step and whole pipeline stages are in
+:mod:`~hpnsim.training.compute.stage`.
 
 >>> from hpnsim.workloads.gpus import get_gpu
 >>> from hpnsim.workloads.models import get
@@ -248,65 +247,3 @@ def _moe(build: _Builder, model: ModelSpec, tokens: int, local: int, tp: int, ep
     if model.shared_experts:
         _mlp(build, model, "shared_", tokens,
              _shard("expert_ffn", model.shared_experts * model.expert_ffn, tp))
-
-
-def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
-             seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
-             cp: int = 1, dtype: str = "bf16", clock_hz: float | None = None,
-             table=None) -> OpList:
-    """Embedding lookup, final norm, output-head GEMMs and the cross-entropy loss.
-
-    The vocabulary is split over TP (``ceil(vocab/tp)`` rows per GPU; Megatron's padding to a
-    multiple of 128 is left out). The head GEMM runs in ``dtype`` (BF16 by default: FP8 recipes
-    keep the output layer in BF16). The embedding backward scatter-adds into FP32 gradients.
-
-    >>> from hpnsim.workloads.gpus import get_gpu
-    >>> from hpnsim.workloads.models import get
-    >>> m = get("llama3-8b")
-    >>> ops = head_ops(m, get_gpu("h100"), seq_len=8192)
-    >>> ops.flops(kind="gemm") == 3 * 2 * 8192 * m.vocab * m.hidden
-    True
-    """
-    model._need_transformer()
-    _, _, tokens, local = _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp)
-    h, vocab = model.hidden, math.ceil(model.vocab / tp)
-    build = _Builder(gpu, str(dtype).lower(), table, clock_hz)
-    rows = float(tokens * h)
-    build.raw_memory("embedding", rows * 2 * _ACT_BYTES, rows * (_ACT_BYTES + 8), "embedding")
-    build.memory("final_norm", mem.norm_bytes, local, h, model.norm)
-    build.gemm("output_head", tokens, vocab, h)
-    logits = float(tokens * vocab * _ACT_BYTES)
-    build.raw_memory("cross_entropy", logits, 2 * logits, "cross_entropy")
-    return build.result()
-
-
-def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
-             fused_grad_accumulation: bool = True, fp8_parameters: int = 0,
-             table=None) -> OpList:
-    """Per-iteration memory-bound work of one GPU: the Adam step over ``parameters`` (the
-    GPU's optimizer shard), the FP32 gradient accumulation when not fused into the
-    weight-gradient GEMMs (Megatron's ``gradient_accumulation_fusion``, on by default), and
-    the FP8 weight casts (once per iteration: Transformer Engine caches them across
-    micro-batches).
-
-    >>> from hpnsim.workloads.gpus import get_gpu
-    >>> ops = step_ops(get_gpu("h100"), parameters=10**9, micro_batches=4,
-    ...                fused_grad_accumulation=False)
-    >>> [op.name for op in ops.ops], round(ops.seconds() * 1e3, 2)
-    (['adam', 'grad_accumulation'], 23.22)
-    """
-    parameters = positive_int("parameters", parameters)
-    micro_batches = positive_int("micro_batches", micro_batches)
-    ops = [("adam", mem.adam_step_bytes(parameters), "adam")]
-    if not fused_grad_accumulation:
-        ops.append(("grad_accumulation", micro_batches * mem.grad_accumulation_bytes(parameters),
-                    "grad_accumulation"))
-    if fp8_parameters:
-        ops.append(("fp8_weight_cast", mem.cast_transpose_bytes(fp8_parameters),
-                    "cast_transpose"))
-    out = []
-    for name, nbytes, kernel in ops:
-        t = mem.memory_op_time(kernel, nbytes, gpu, table=table)
-        out.append(Op(name, "memory", "optimizer", (int(nbytes),), "fp32", 0.0, nbytes,
-                      t.seconds))
-    return OpList(tuple(out))
