@@ -1,0 +1,66 @@
+"""Fused attention: FLOPs under causal and full masks by enumeration, efficiency lookups."""
+
+import numpy as np
+import pytest
+
+from hpnsim.errors import InputError
+from hpnsim.training.compute import attention_efficiency, attention_flops, attention_time
+from hpnsim.training.compute.attention import kept_pairs
+from hpnsim.workloads.gpus import get_gpu
+
+H100 = get_gpu("h100")
+
+
+def test_full_and_causal_flops_by_hand():
+    b, heads, s, d = 2, 4, 1024, 128
+    assert attention_flops(b, heads, s, d, causal=False) == 4 * b * heads * s * s * d
+    assert attention_flops(b, heads, s, d, causal=True) == 4 * b * heads * d * (s * (s + 1) / 2)
+    assert attention_flops(b, heads, s, d, causal=True, direction="backward") == \
+        2.5 * 4 * b * heads * d * (s * (s + 1) / 2)
+
+
+@pytest.mark.parametrize("sq,skv", [(1, 1), (4, 4), (3, 8), (8, 8), (5, 13)])
+def test_causal_pairs_match_an_enumerated_bottom_right_mask(sq, skv):
+    i = np.arange(sq)[:, None] + (skv - sq)     # query i sits at key position skv - sq + i
+    j = np.arange(skv)[None, :]
+    assert kept_pairs(sq, skv, True) == (j <= i).sum()
+    assert kept_pairs(sq, skv, False) == sq * skv
+
+
+def test_different_v_head_dim():
+    assert attention_flops(1, 1, 16, 64, head_dim_v=128, causal=False) == 2 * (64 + 128) * 256
+
+
+def test_efficiency_is_the_published_point_and_log_interpolates_between():
+    assert attention_efficiency(H100, 8192, 128, causal=False) == pytest.approx(646 / 989.4)
+    mid = int(round(2 ** 12.5))   # halfway between 4k and 8k in log2
+    expected = (638 + (646 - 638) * (np.log2(mid) - 12)) / 989.4
+    assert attention_efficiency(H100, mid, 128, causal=False) == pytest.approx(expected)
+    assert attention_efficiency(H100, 10**6, 128, causal=False) == pytest.approx(648 / 989.4)
+
+
+def test_derived_curves_follow_their_stated_rules():
+    # causal backward = full backward x (causal forward / full forward) at that length
+    got = attention_efficiency(H100, 4096, 128, causal=True, direction="backward")
+    assert got == pytest.approx(542 / 989.4 * 579 / 638)
+    # A100: FlashAttention-2's 73% forward plateau
+    assert attention_efficiency(get_gpu("a100"), 16384, 128, causal=False) == pytest.approx(0.73)
+
+
+def test_attention_time_is_flops_over_efficiency_when_compute_bound():
+    t = attention_time(H100, 1, 32, 8192, 128, kv_heads=8, causal=True)
+    eff = attention_efficiency(H100, 8192, 128, causal=True)
+    assert t.seconds == pytest.approx(t.flops / (989.4e12 * eff))
+    assert t.bytes == 2 * (8192 * 32 * 128 + 8192 * 8 * 128) * 2
+
+
+def test_bad_input_is_refused_by_name():
+    with pytest.raises(InputError) as err:
+        attention_flops(1, 0, 128, 64)
+    assert err.value.field == "heads"
+    with pytest.raises(InputError) as err:
+        attention_time(H100, 1, 8, 1024, 128, dtype="fp8")
+    assert err.value.field == "dtype"
+    with pytest.raises(InputError) as err:
+        attention_flops(1, 1, 128, 64, direction="sideways")
+    assert err.value.field == "direction"
