@@ -1,0 +1,151 @@
+"""`simulate_flows`: the packet engine on flat arrays, and `simulate_paths` on a Fabric.
+
+>>> r = simulate_flows([1e9, 1e9], [1e-6, 1e-6], [[0, 1]], [4096], switch_of=[-1, 0],
+...                    params=PacketParams(header_bytes=0))
+>>> round(r.finish[0] * 1e6, 3)          # 2 x (4096 B / 1 GB/s + 1 us)
+10.192
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpnsim.errors import InputError
+from hpnsim.packet import core
+from hpnsim.packet.kinds import Cfg, LinkCount, LinkStat
+from hpnsim.packet.params import PacketParams, params_dict
+from hpnsim.packet.result import PacketResult
+from hpnsim.packet.stats import percentiles
+
+__all__ = ["simulate_flows", "config_vector"]
+
+
+def config_vector(p: PacketParams, sample_dt: float, t_end: float) -> np.ndarray:
+    """The kernel's float configuration (:class:`~hpnsim.packet.kinds.Cfg`) from params."""
+    c = np.zeros(len(Cfg))
+    values = {Cfg.MTU: p.mtu_bytes, Cfg.HEADER: p.header_bytes, Cfg.CC: p.cc, Cfg.G: p.g,
+              Cfg.ALPHA_DT: p.alpha_interval_s, Cfg.DECREASE_DT: p.rate_decrease_interval_s,
+              Cfg.RP_TIMER: p.rp_timer_s, Cfg.BYTE_COUNTER: p.byte_counter_bytes,
+              Cfg.FAST_STEPS: p.fast_recovery_steps, Cfg.R_AI: p.rate_ai_bps,
+              Cfg.R_HAI: p.rate_hai_bps, Cfg.R_MIN: p.min_rate_bps,
+              Cfg.CNP_DT: p.cnp_interval_s, Cfg.ECN: p.ecn, Cfg.KMIN: p.kmin_bytes,
+              Cfg.KMAX: p.kmax_bytes, Cfg.PMAX: p.pmax, Cfg.PFC: p.pfc,
+              Cfg.PFC_ALPHA: p.pfc_alpha, Cfg.PFC_XOFF: p.pfc_xoff_bytes,
+              Cfg.PFC_RESUME: p.pfc_resume_bytes, Cfg.EGRESS_ALPHA: p.egress_alpha,
+              Cfg.SAMPLE_DT: sample_dt, Cfg.T_END: t_end}
+    for k, v in values.items():
+        c[k] = float(v)
+    return c
+
+
+def _csr(paths):
+    if hasattr(paths, "ptr"):
+        if np.any(np.asarray(paths.weight) != 1.0):
+            raise InputError("paths", "the packet engine needs one path per flow (no spraying)")
+        return np.asarray(paths.ptr, dtype=np.int64), np.asarray(paths.links, dtype=np.int64)
+    lengths = [len(p) for p in paths]
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    links = np.concatenate([np.asarray(p, dtype=np.int64) for p in paths]) if paths else \
+        np.zeros(0, dtype=np.int64)
+    return ptr, links.astype(np.int64)
+
+
+def _deps_csr(deps, n: int):
+    succ_lists = [[] for _ in range(n)]
+    n_pred = np.zeros(n, dtype=np.int64)
+    for f, preds in enumerate(deps or [[] for _ in range(n)]):
+        for g in preds:
+            succ_lists[int(g)].append(f)
+            n_pred[f] += 1
+    ptr = np.concatenate([[0], np.cumsum([len(s) for s in succ_lists])]).astype(np.int64)
+    succ = np.array([g for s in succ_lists for g in s], dtype=np.int64)
+    return ptr, succ, n_pred
+
+
+def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketParams | None = None,
+                   *, switch_of=None, priority=None, qp=None, deps=None, watch=(),
+                   watch_flows=(), sample_interval: float = 1e-6, max_samples: int = 100_000,
+                   t_end: float = np.inf, pct=(50.0, 90.0, 99.0), pool_size: int = 1 << 14
+                   ) -> PacketResult:
+    """Packet-level run of flows over links given as arrays.
+
+    Parameters
+    ----------
+    capacity, delay : per link, bytes/s and seconds of propagation.
+    paths : link ids per flow (a :class:`~hpnsim.routing.paths.Paths` or lists); the first
+        link is the flow's NIC port: its QP's rate limiter feeds that link.
+    sizes, starts : bytes and start time per flow (scalars broadcast).
+    params : :class:`PacketParams` (default: the ``connectx`` set).
+    switch_of : per link, the switch whose shared buffer holds the link's egress queue, or -1
+        for a NIC/GPU (unbounded, no ECN, no PFC). Default: -1 for links that start a path,
+        else each link its own one-port switch.
+    priority : PFC priority per flow (default ``params.data_priority``); strict priority at
+        every egress, higher first.
+    qp : QP id per flow (flows of one QP share its DCQCN state; default: one QP per flow).
+    deps : per flow, flows that must finish before it starts (after its start time).
+    watch, watch_flows : links whose occupancy and flows whose received bytes are sampled
+        every ``sample_interval`` (at most ``max_samples`` samples).
+    t_end : stop at this time (unfinished flows keep ``finish = inf``).
+    """
+    p = (params or PacketParams()).validate()
+    capacity = np.ascontiguousarray(capacity, dtype=np.float64)
+    delay = np.ascontiguousarray(np.broadcast_to(np.asarray(delay, dtype=np.float64),
+                                                 capacity.shape))
+    n_links = capacity.size
+    ptr, links = _csr(paths)
+    n = ptr.size - 1
+    if np.any(ptr[1:] <= ptr[:-1]):
+        raise InputError("paths", "every flow needs at least one link")
+    if links.size and (links.min() < 0 or links.max() >= n_links):
+        raise InputError("paths", f"link ids must be in 0..{n_links - 1}")
+    if np.any(capacity <= 0):
+        raise InputError("capacity", "the packet engine needs every link's capacity > 0")
+    size = np.ascontiguousarray(np.broadcast_to(np.asarray(sizes, dtype=np.float64), (n,)))
+    start = np.zeros(n) if starts is None else np.ascontiguousarray(
+        np.broadcast_to(np.asarray(starts, dtype=np.float64), (n,)))
+    prio = np.full(n, p.data_priority, dtype=np.int64) if priority is None else \
+        np.ascontiguousarray(np.broadcast_to(np.asarray(priority, dtype=np.int64), (n,)))
+    qp = np.arange(n, dtype=np.int64) if qp is None else np.asarray(qp, dtype=np.int64)
+    first = links[ptr[:-1]]
+    if switch_of is None:
+        switch_of = np.arange(n_links, dtype=np.int64)
+        switch_of[first] = -1
+    link_buf = np.ascontiguousarray(switch_of, dtype=np.int64)
+    n_buf = int(link_buf.max(initial=-1)) + 1
+    wire = p.mtu_bytes + p.header_bytes
+    headroom = p.headroom_bdp * 2 * delay * capacity + 2 * wire
+    buf_shared = np.full(n_buf, float(p.buffer_bytes))
+    if p.pfc and n_buf:                      # reserve each ingress's headroom once per switch
+        flow_of = np.repeat(np.arange(n), np.diff(ptr))
+        inner = np.flatnonzero(flow_of[1:] == flow_of[:-1])
+        pairs = np.unique(np.stack([links[inner], link_buf[links[inner + 1]]], 1), axis=0)
+        pairs = pairs[pairs[:, 1] >= 0]
+        np.subtract.at(buf_shared, pairs[:, 1], headroom[pairs[:, 0]])
+        if np.any(buf_shared <= 0):
+            raise InputError("buffer_bytes", "smaller than the PFC headroom its ports reserve")
+    n_qps = int(qp.max(initial=-1)) + 1
+    qp_line = np.zeros(n_qps)
+    qp_line[qp[::-1]] = capacity[first[::-1]]           # first flow of each QP sets it
+    qp_flows = np.bincount(qp, minlength=n_qps).astype(np.int64)
+    hop_cost = delay + p.control_bytes / capacity
+    feedback = np.add.reduceat(hop_cost[links], ptr[:-1]) if n else np.zeros(0)
+    succ_ptr, succ, n_pred = _deps_csr(deps, n)
+    watch = np.asarray(watch, dtype=np.int64).reshape(-1)
+    watch_flows = np.asarray(watch_flows, dtype=np.int64).reshape(-1)
+    cfg = config_vector(p, sample_interval, t_end)
+    out = core.run(capacity, delay, link_buf, headroom, buf_shared, ptr, links, size, start,
+                   prio, qp, feedback, succ_ptr, succ, n_pred, qp_line, qp_flows, watch,
+                   watch_flows, int(max_samples), True, cfg, int(p.seed), int(pool_size))
+    finish, recv, cnps, ls, lc, hist, samples, flow_samples, counts = out
+    end = float(counts[1])
+    return PacketResult(
+        finish=finish, received=recv, cnps=cnps, packets=lc[:, LinkCount.PACKETS],
+        marks=lc[:, LinkCount.MARKS], drops=lc[:, LinkCount.DROPS], pauses=lc[:, LinkCount.XOFF],
+        paused_time=ls[:, LinkStat.PAUSED_TIME], first_xoff=ls[:, LinkStat.FIRST_XOFF],
+        first_paused=ls[:, LinkStat.FIRST_PAUSED], headroom_max=ls[:, LinkStat.HEADROOM_MAX],
+        tx_bytes=ls[:, LinkStat.TX_BYTES], q_max=ls[:, LinkStat.Q_MAX],
+        q_mean=ls[:, LinkStat.Q_AREA] / end if end > 0 else np.zeros(n_links),
+        q_pct=percentiles(hist, pct), pct=tuple(pct),
+        sample_times=np.arange(samples.shape[0]) * sample_interval, samples=samples,
+        flow_samples=flow_samples, events=int(counts[0]), end_time=end,
+        params={k: v["value"] for k, v in params_dict(p).items()})

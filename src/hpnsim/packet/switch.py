@@ -1,0 +1,121 @@
+"""The switch: one shared buffer per switch, egress FIFOs per priority, ECN, PFC.
+
+A link's egress queue sits in the buffer of the switch at its near end (``link_buf``; -1
+for a NIC or a GPU: no limit, no marking). A packet that arrives over link ``i`` and waits
+for link ``o`` is counted against ingress ``(i, prio)`` and egress ``(o, prio)``.
+
+*Lossless* (PFC on): a packet goes into the shared pool while its ingress holds under the
+PFC threshold (dynamic: ``pfc_alpha * free shared bytes``, or a static ``pfc_xoff_bytes``),
+otherwise into that ingress's headroom; with neither it is dropped (counted: a correct
+headroom never drops). When an ingress holds headroom or reaches the threshold, XOFF goes
+back over link ``i`` and stops its sender after ``delay[i]``; once the headroom is empty
+and the ingress is ``pfc_resume`` under the threshold (or empty), XON does the same.
+
+*Lossy* (PFC off): a packet is admitted while its egress queue is under
+``egress_alpha * free shared bytes`` (Choudhury & Hahne's dynamic threshold), else dropped.
+
+ECN: RED on the egress queue at enqueue: mark with probability 0 below Kmin, rising
+linearly to Pmax at Kmax, 1 above.
+
+>>> import numpy as np
+>>> from hpnsim.packet.kinds import Cfg
+>>> cfg = np.zeros(len(Cfg)); cfg[Cfg.KMIN], cfg[Cfg.KMAX], cfg[Cfg.PMAX] = 5e3, 200e3, 0.01
+>>> [mark_probability(q, cfg) for q in (4e3, 102.5e3, 300e3)]
+[0.0, 0.005, 1.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hpnsim.packet import heap
+from hpnsim.packet.kinds import N_PRIO, Cfg, Event, LinkCount, LinkStat
+
+FIRST_XOFF, HEADROOM_MAX = int(LinkStat.FIRST_XOFF), int(LinkStat.HEADROOM_MAX)
+XOFF = int(LinkCount.XOFF)
+
+
+@njit(cache=True)
+def mark_probability(q, cfg):
+    """RED marking probability at egress occupancy ``q`` bytes."""
+    if q <= cfg[Cfg.KMIN]:
+        return 0.0
+    if q > cfg[Cfg.KMAX]:
+        return 1.0
+    return cfg[Cfg.PMAX] * (q - cfg[Cfg.KMIN]) / (cfg[Cfg.KMAX] - cfg[Cfg.KMIN])
+
+
+@njit(cache=True)
+def uniform(rng):
+    """Next uniform in [0, 1) from a splitmix64 state ``rng[0]`` (uint64)."""
+    rng[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = rng[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def pfc_threshold(b, buf_used, buf_shared, cfg):
+    """Ingress bytes at which XOFF goes out, for switch ``b`` now."""
+    if cfg[Cfg.PFC_XOFF] > 0:
+        return cfg[Cfg.PFC_XOFF]
+    return cfg[Cfg.PFC_ALPHA] * max(buf_shared[b] - buf_used[b], 0.0)
+
+
+@njit(cache=True)
+def admit(b, k_in, k_out, size, buf_used, buf_shared, ing, hdrm, headroom_in, qbytes, cfg):
+    """Admission of ``size`` bytes to switch ``b``: 0 shared pool, 1 headroom, -1 drop."""
+    if cfg[Cfg.PFC] > 0:
+        thr = pfc_threshold(b, buf_used, buf_shared, cfg)
+        if hdrm[k_in] <= 0 and ing[k_in] + size <= thr and buf_used[b] + size <= buf_shared[b]:
+            ing[k_in] += size
+            buf_used[b] += size
+            return 0
+        if hdrm[k_in] + size <= headroom_in:
+            hdrm[k_in] += size
+            return 1
+        return -1
+    free = buf_shared[b] - buf_used[b]
+    if size > free or qbytes[k_out] + size > cfg[Cfg.EGRESS_ALPHA] * free:
+        return -1
+    ing[k_in] += size
+    buf_used[b] += size
+    return 0
+
+
+@njit(cache=True)
+def free_bytes(b, k_in, size, in_headroom, buf_used, ing, hdrm):
+    """A packet of ``size`` bytes left switch ``b``: give its buffer back."""
+    if in_headroom:
+        hdrm[k_in] -= size
+    else:
+        ing[k_in] -= size
+        buf_used[b] -= size
+
+
+@njit(cache=True)
+def pfc_check(b, k_in, now, buf_used, buf_shared, ing, hdrm, xoff, delay, ls, lc, h, cfg):
+    """Send XOFF or XON toward the sender of ingress ``k_in`` (= link * N_PRIO + prio)
+    when its state calls for it; the frame arrives after the link's delay."""
+    if cfg[Cfg.PFC] <= 0:
+        return
+    link = k_in // N_PRIO
+    if xoff[k_in] == 0:
+        if hdrm[k_in] > 0 or ing[k_in] >= pfc_threshold(b, buf_used, buf_shared, cfg):
+            xoff[k_in] = 1
+            lc[link, XOFF] += 1
+            if ls[link, FIRST_XOFF] == np.inf:
+                ls[link, FIRST_XOFF] = now
+            heap.push(h, now + delay[link], k_in, Event.PAUSE_ON)
+        if hdrm[k_in] > ls[link, HEADROOM_MAX]:
+            ls[link, HEADROOM_MAX] = hdrm[k_in]
+    else:
+        if hdrm[k_in] > ls[link, HEADROOM_MAX]:
+            ls[link, HEADROOM_MAX] = hdrm[k_in]
+        thr = pfc_threshold(b, buf_used, buf_shared, cfg)
+        if hdrm[k_in] <= 0 and (ing[k_in] <= 0 or ing[k_in] + cfg[Cfg.PFC_RESUME] <= thr):
+            xoff[k_in] = 0
+            heap.push(h, now + delay[link], k_in, Event.PAUSE_OFF)
