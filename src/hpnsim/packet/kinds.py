@@ -36,12 +36,11 @@ class Pkt(IntEnum):
     FLOW = 0   # flow id
     HOP = 1    # index of the link it is on, within its flow's path
     SIZE = 2   # wire bytes (payload + headers)
-    FLAGS = 3  # bit 0: ECN congestion experienced; bit 1: held in PFC headroom
+    FLAGS = 3  # bit 0: ECN congestion experienced
     NEXT = 4   # next packet in the same FIFO (queue, in-flight list or free list), -1 ends
 
 
 ECN_CE = 1
-IN_HEADROOM = 2
 
 
 class Qp(IntEnum):

@@ -20,17 +20,7 @@ import numpy as np
 from numba import njit
 
 from hpnsim.packet import dcqcn, heap, pool, stats, switch
-from hpnsim.packet.kinds import (
-    ECN_CE,
-    IN_HEADROOM,
-    N_PRIO,
-    Cfg,
-    Event,
-    LinkCount,
-    LinkStat,
-    Pkt,
-    Qp,
-)
+from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, LinkCount, LinkStat, Pkt, Qp
 
 FLOW, HOP, SIZE, FLAGS = int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(Pkt.FLAGS)
 RC, NEXT_TX = int(Qp.RC), int(Qp.NEXT_TX)
@@ -83,7 +73,7 @@ def _dequeue(link, pr, now, pk, topo, lst, fl, sw, ls, lc, hist, h, cfg):
         ingress = topo[6][topo[5][f] + pk[p, HOP] - 1]
         k_in = ingress * N_PRIO + pr
         buf_used, ing, hdrm, xoff = sw
-        switch.free_bytes(b, k_in, size, (pk[p, FLAGS] & IN_HEADROOM) != 0, buf_used, ing, hdrm)
+        switch.free_bytes(b, k_in, size, buf_used, ing, hdrm)
         switch.pfc_check(b, k_in, now, buf_used, topo[4], ing, hdrm, xoff, topo[1], ls, lc, h,
                          cfg)
     return p
@@ -161,8 +151,6 @@ def enqueue(link, p, ingress, now, pk, topo, lst, fl, sw, ls, lc, hist, h, cfg, 
         if where < 0:
             lc[link, DROPS] += 1
             return False
-        if where == 1:
-            pk[p, FLAGS] |= IN_HEADROOM
         switch.pfc_check(b, k_in, now, buf_used, topo[4], ing, hdrm, xoff, topo[1], ls, lc, h,
                          cfg)
         lc[link, PACKETS] += 1
@@ -172,6 +160,6 @@ def enqueue(link, p, ingress, now, pk, topo, lst, fl, sw, ls, lc, hist, h, cfg, 
                 pk[p, FLAGS] |= ECN_CE
                 lc[link, MARKS] += 1
     qbytes[k] += size
-    stats.change(ls, hist, qtot, link, now, size)
+    stats.change(ls, hist, qtot, link, now, size, lst[0][link] >= 0 or lst[4][k] != 0)
     pool.fifo_push(pk, qends, k, p)
     return True

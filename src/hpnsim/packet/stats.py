@@ -52,11 +52,12 @@ def charge(ls, hist, qtot, link, now):
 
 
 @njit(cache=True)
-def change(ls, hist, qtot, link, now, delta):
-    """Occupancy of ``link`` changes by ``delta`` bytes at ``now``."""
+def change(ls, hist, qtot, link, now, delta, waits=True):
+    """Occupancy of ``link`` changes by ``delta`` bytes at ``now``; ``waits=False``: the
+    packet leaves in this same instant (an idle link), so it cannot raise the maximum."""
     charge(ls, hist, qtot, link, now)
     qtot[link] += delta
-    if qtot[link] > ls[link, Q_MAX]:
+    if waits and qtot[link] > ls[link, Q_MAX]:
         ls[link, Q_MAX] = qtot[link]
 
 

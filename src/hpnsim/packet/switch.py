@@ -7,7 +7,7 @@ for link ``o`` is counted against ingress ``(i, prio)`` and egress ``(o, prio)``
 *Lossless* (PFC on): a packet goes into the shared pool while its ingress holds under the
 PFC threshold (dynamic: ``pfc_alpha * free shared bytes``, or a static ``pfc_xoff_bytes``),
 otherwise into that ingress's headroom; with neither it is dropped (counted: a correct
-headroom never drops). When an ingress holds headroom or reaches the threshold, XOFF goes
+headroom never drops). A departure from an ingress empties its headroom bytes first. When an ingress holds headroom or reaches the threshold, XOFF goes
 back over link ``i`` and stops its sender after ``delay[i]``; once the headroom is empty
 and the ingress is ``pfc_resume`` under the threshold (or empty), XON does the same.
 
@@ -87,13 +87,13 @@ def admit(b, k_in, k_out, size, buf_used, buf_shared, ing, hdrm, headroom_in, qb
 
 
 @njit(cache=True)
-def free_bytes(b, k_in, size, in_headroom, buf_used, ing, hdrm):
-    """A packet of ``size`` bytes left switch ``b``: give its buffer back."""
-    if in_headroom:
-        hdrm[k_in] -= size
-    else:
-        ing[k_in] -= size
-        buf_used[b] -= size
+def free_bytes(b, k_in, size, buf_used, ing, hdrm):
+    """A packet of ``size`` bytes from ingress ``k_in`` left switch ``b``: its ingress's
+    headroom empties first, then its shared bytes (as ns-3's switch MMU does)."""
+    from_hdrm = min(hdrm[k_in], size)
+    hdrm[k_in] -= from_hdrm
+    ing[k_in] -= size - from_hdrm
+    buf_used[b] -= size - from_hdrm
 
 
 @njit(cache=True)
