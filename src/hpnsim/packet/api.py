@@ -65,7 +65,8 @@ def _deps_csr(deps, n: int):
 def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketParams | None = None,
                    *, switch_of=None, priority=None, qp=None, deps=None, watch=(),
                    watch_flows=(), sample_interval: float = 1e-6, max_samples: int = 100_000,
-                   t_end: float = np.inf, pct=(50.0, 90.0, 99.0), pool_size: int = 1 << 14
+                   t_end: float = np.inf, pct=(50.0, 90.0, 99.0), histograms: bool = True,
+                   pool_size: int = 1 << 14
                    ) -> PacketResult:
     """Packet-level run of flows over links given as arrays.
 
@@ -135,7 +136,8 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     cfg = config_vector(p, sample_interval, t_end)
     out = core.run(capacity, delay, link_buf, headroom, buf_shared, ptr, links, size, start,
                    prio, qp, feedback, succ_ptr, succ, n_pred, qp_line, qp_flows, watch,
-                   watch_flows, int(max_samples), True, cfg, int(p.seed), int(pool_size))
+                   watch_flows, int(max_samples), bool(histograms), cfg, int(p.seed),
+                   int(pool_size))
     finish, recv, cnps, ls, lc, hist, samples, flow_samples, counts = out
     end = float(counts[1])
     return PacketResult(

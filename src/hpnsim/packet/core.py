@@ -106,8 +106,10 @@ def run(capacity, delay, link_buf, headroom, buf_shared, path_ptr, path_links, s
     # --- loop ----------------------------------------------------------------------------
     n_done, events, now = 0, 0, 0.0
     while h[3][0] > 0 and n_done < n_flows:
-        h = heap.reserve(h, 16)
-        pk, pt = pool.reserve(pk, pt, free, 4)
+        if h[3][0] + 16 > h[0].shape[0]:
+            h = heap.reserve(h, 16)
+        if free[1] < 4:
+            pk, pt = pool.reserve(pk, pt, free, 4)
         t, ident, kind = heap.pop(h)
         if t > cfg[Cfg.T_END]:
             break
