@@ -145,3 +145,36 @@ def test_runs_are_deterministic_for_a_seed():
     c = _incast(3, 12.5e9, 1e-6, p.replace(seed=7), 2e6)
     assert np.array_equal(a.finish, b.finish) and a.marks[3] == b.marks[3]
     assert a.marks[3] != c.marks[3] or not np.array_equal(a.finish, c.finish)
+
+
+def test_pfc_head_of_line_blocking_slows_a_victim_that_max_min_leaves_alone():
+    # A -> S1 -X-> S2 -> R shares R with B and C (a 3:1 incast at S2); the victim V crosses
+    # X too but goes to R2, which is idle. Max-min: A, B, C get C/3 at R, so X has 2C/3
+    # left and V gets it. With PFC (no CC), S2 pauses X whenever A's bytes pile up, and at
+    # S1 the X queue is one FIFO that A and V fill equally (their NICs are paused alike),
+    # so V leaves S1 only as fast as A does: about C/3, half its max-min share.
+    import scipy.sparse as sp
+
+    from hpnsim.engine import maxmin_rates
+
+    cap, d = 25e9, 1e-6
+    # links: 0 A->S1, 1 V->S1, 2 X S1->S2, 3 B->S2, 4 C->S2, 5 S2->R, 6 S2->R2
+    paths = [[0, 2, 5], [1, 2, 6], [3, 5], [4, 5]]
+    switch_of = [-1, -1, 0, -1, -1, 1, 1]
+    p = PacketParams(cc=False, ecn=False, buffer_bytes=2e6)
+    t_end, dt = 2e-3, 10e-6
+    r = simulate_flows(np.full(7, cap), d, paths, 1e9, params=p, switch_of=switch_of,
+                       watch_flows=[0, 1, 2, 3], sample_interval=dt, t_end=t_end)
+    steady = r.sample_times >= 0.5e-3
+    got = r.flow_samples[steady]
+    rate = (got[-1] - got[0]) / (r.sample_times[steady][-1] - r.sample_times[steady][0])
+    rows = np.repeat(np.arange(4), [len(q) for q in paths])
+    usage = sp.csr_matrix((np.ones(rows.size), (rows, np.concatenate(paths))), shape=(4, 7))
+    fair = maxmin_rates(np.full(7, cap), usage)
+    np.testing.assert_allclose(fair / cap, [1 / 3, 2 / 3, 1 / 3, 1 / 3])
+    goodput = cap * p.mtu_bytes / (p.mtu_bytes + p.header_bytes)   # R's link, in payload
+    assert rate[1] < 0.5 * fair[1]                       # the victim lost half its share
+    assert rate[1] == pytest.approx(rate[0], rel=0.05)   # ... and moves in step with A
+    assert rate[0] + rate[2] + rate[3] == pytest.approx(goodput, rel=0.03)  # R stays full
+    assert r.pauses[2] > 0 and r.paused_time[2] > 0.2 * t_end   # X was paused, often
+    assert r.drops.sum() == 0
