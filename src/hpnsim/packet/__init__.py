@@ -5,9 +5,10 @@ run as packets through NIC rate limiters (DCQCN), switch queues over a shared bu
 PFC) and store-and-forward links. See docs/packet.md.
 """
 
+from hpnsim.packet.adapter import simulate_paths
 from hpnsim.packet.api import simulate_flows
 from hpnsim.packet.params import PacketParams, load_params, params_dict, preset
 from hpnsim.packet.result import PacketResult
 
-__all__ = ["simulate_flows", "PacketParams", "PacketResult", "load_params", "params_dict",
+__all__ = ["simulate_flows", "simulate_paths", "PacketParams", "PacketResult", "load_params", "params_dict",
            "preset"]
