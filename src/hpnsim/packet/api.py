@@ -2,7 +2,7 @@
 
 >>> r = simulate_flows([1e9, 1e9], [1e-6, 1e-6], [[0, 1]], [4096], switch_of=[-1, 0],
 ...                    params=PacketParams(header_bytes=0))
->>> round(r.finish[0] * 1e6, 3)          # 2 x (4096 B / 1 GB/s + 1 us)
+>>> round(float(r.finish[0]) * 1e6, 3)       # 2 x (4096 B / 1 GB/s + 1 us)
 10.192
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from hpnsim.errors import InputError
-from hpnsim.packet import core
-from hpnsim.packet.kinds import Cfg, LinkCount, LinkStat
+from hpnsim.packet import core, heap, pool
+from hpnsim.packet.kinds import N_PRIO, Cfg, Ff, Fi, Lf, Lk, Pf, Pq, Qp
 from hpnsim.packet.params import PacketParams, params_dict
 from hpnsim.packet.result import PacketResult
-from hpnsim.packet.stats import percentiles
+from hpnsim.packet.stats import N_BINS, percentiles
 
 __all__ = ["simulate_flows", "config_vector"]
 
@@ -124,30 +124,55 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         np.subtract.at(buf_shared, pairs[:, 1], headroom[pairs[:, 0]])
         if np.any(buf_shared <= 0):
             raise InputError("buffer_bytes", "smaller than the PFC headroom its ports reserve")
-    n_qps = int(qp.max(initial=-1)) + 1
-    qp_line = np.zeros(n_qps)
-    qp_line[qp[::-1]] = capacity[first[::-1]]           # first flow of each QP sets it
-    qp_flows = np.bincount(qp, minlength=n_qps).astype(np.int64)
     hop_cost = delay + p.control_bytes / capacity
     feedback = np.add.reduceat(hop_cost[links], ptr[:-1]) if n else np.zeros(0)
     succ_ptr, succ, n_pred = _deps_csr(deps, n)
     watch = np.asarray(watch, dtype=np.int64).reshape(-1)
     watch_flows = np.asarray(watch_flows, dtype=np.int64).reshape(-1)
+    n_samples = int(max_samples) if watch.size + watch_flows.size else 0
+    # --- initial state (columns: hpnsim.packet.kinds) --------------------------------------
+    lk = np.full((n_links, len(Lk)), -1, dtype=np.int64)
+    lk[:, [Lk.RR_LEN, Lk.N_PAUSED, Lk.PACKETS, Lk.MARKS, Lk.DROPS, Lk.XOFF]] = 0
+    lk[:, Lk.BUF] = link_buf
+    lf = np.zeros((n_links, len(Lf)))
+    lf[:, Lf.CAP], lf[:, Lf.DELAY], lf[:, Lf.HEADROOM] = capacity, delay, headroom
+    lf[:, [Lf.WAKE_AT, Lf.FIRST_XOFF, Lf.FIRST_PAUSED]] = np.inf
+    pq = np.zeros((n_links * N_PRIO, len(Pq)), dtype=np.int64)
+    pq[:, [Pq.HEAD, Pq.TAIL]] = -1
+    pf = np.zeros((n_links * N_PRIO, len(Pf)))
+    fi = np.zeros((n, len(Fi)), dtype=np.int64)
+    fi[:, Fi.PRIO], fi[:, Fi.QP], fi[:, Fi.RR_NEXT] = prio, qp, -1
+    fi[:, Fi.PATH0], fi[:, Fi.PATH1], fi[:, Fi.PENDING] = ptr[:-1], ptr[1:], n_pred
+    fi[:, Fi.SUCC0], fi[:, Fi.SUCC1] = succ_ptr[:-1], succ_ptr[1:]
+    ff = np.zeros((n, len(Ff)))
+    ff[:, Ff.SIZE], ff[:, Ff.FINISH], ff[:, Ff.FEEDBACK] = size, np.inf, feedback
+    n_qps = int(qp.max(initial=-1)) + 1
+    qf = np.zeros((n_qps, len(Qp)))
+    qp_line = np.zeros(n_qps)
+    qp_line[qp[::-1]] = capacity[first[::-1]]           # the first flow of a QP sets it
+    qf[:, Qp.RC] = qf[:, Qp.RT] = qf[:, Qp.LINE] = qp_line
+    qf[:, Qp.ALPHA] = 1.0                               # DCQCN paper: alpha starts at 1
+    qf[:, [Qp.LAST_CNP, Qp.LAST_CUT]] = -np.inf
+    qf[:, Qp.LEFT] = np.bincount(qp, minlength=n_qps)
+    sw = np.stack([np.zeros(n_buf), buf_shared], axis=1)
+    hist = np.zeros((n_links if histograms else 0, N_BINS))
+    samples = np.zeros((n_samples, watch.size))
+    flow_samples = np.zeros((n_samples, watch_flows.size))
+    ht, hk, ms = heap.new_heap(4 * n_links + 2 * n + 4 * n_qps + 64)
+    pk, pt = pool.new_pool(int(pool_size), ms)
+    rng = np.array([(int(p.seed) * 0x2545F4914F6CDD1D + 1) % 2**64], dtype=np.uint64)
     cfg = config_vector(p, sample_interval, t_end)
-    out = core.run(capacity, delay, link_buf, headroom, buf_shared, ptr, links, size, start,
-                   prio, qp, feedback, succ_ptr, succ, n_pred, qp_line, qp_flows, watch,
-                   watch_flows, int(max_samples), bool(histograms), cfg, int(p.seed),
-                   int(pool_size))
-    finish, recv, cnps, ls, lc, hist, samples, flow_samples, counts = out
-    end = float(counts[1])
+    counts = core.run(lk, lf, pq, pf, fi, ff, qf, sw, links, succ, start, watch, watch_flows,
+                      samples, flow_samples, hist, cfg, rng, pk, pt, ht, hk, ms)
+    end, taken = float(counts[1]), int(counts[2])
     return PacketResult(
-        finish=finish, received=recv, cnps=cnps, packets=lc[:, LinkCount.PACKETS],
-        marks=lc[:, LinkCount.MARKS], drops=lc[:, LinkCount.DROPS], pauses=lc[:, LinkCount.XOFF],
-        paused_time=ls[:, LinkStat.PAUSED_TIME], first_xoff=ls[:, LinkStat.FIRST_XOFF],
-        first_paused=ls[:, LinkStat.FIRST_PAUSED], headroom_max=ls[:, LinkStat.HEADROOM_MAX],
-        tx_bytes=ls[:, LinkStat.TX_BYTES], q_max=ls[:, LinkStat.Q_MAX],
-        q_mean=ls[:, LinkStat.Q_AREA] / end if end > 0 else np.zeros(n_links),
-        q_pct=percentiles(hist, pct), pct=tuple(pct),
-        sample_times=np.arange(samples.shape[0]) * sample_interval, samples=samples,
-        flow_samples=flow_samples, events=int(counts[0]), end_time=end,
+        finish=ff[:, Ff.FINISH], received=ff[:, Ff.RECV], cnps=fi[:, Fi.CNPS],
+        packets=lk[:, Lk.PACKETS], marks=lk[:, Lk.MARKS], drops=lk[:, Lk.DROPS],
+        pauses=lk[:, Lk.XOFF], paused_time=lf[:, Lf.PAUSED_TIME],
+        first_xoff=lf[:, Lf.FIRST_XOFF], first_paused=lf[:, Lf.FIRST_PAUSED],
+        headroom_max=lf[:, Lf.HEADROOM_MAX], tx_bytes=lf[:, Lf.TX_BYTES],
+        q_max=lf[:, Lf.Q_MAX], q_mean=lf[:, Lf.Q_AREA] / end if end > 0 else np.zeros(n_links),
+        q_pct=percentiles(hist, pct) if histograms else np.zeros((n_links, 0)), pct=tuple(pct),
+        sample_times=np.arange(taken) * sample_interval, samples=samples[:taken],
+        flow_samples=flow_samples[:taken], events=int(counts[0]), end_time=end,
         params={k: v["value"] for k, v in params_dict(p).items()})

@@ -15,12 +15,12 @@ SimAI's ns-3 "mlx" variant, alpha is updated on its own timer):
 
 >>> import numpy as np
 >>> from hpnsim.packet.kinds import Cfg, Qp
->>> qf, qi = np.zeros((1, len(Qp))), np.zeros((1, 4), dtype=np.int64)
+>>> qf = np.zeros((1, len(Qp)))
 >>> qf[0, Qp.RC] = qf[0, Qp.RT] = qf[0, Qp.LINE] = 100.0; qf[0, Qp.ALPHA] = 1.0
 >>> cfg = np.zeros(len(Cfg)); cfg[Cfg.FAST_STEPS] = 5; cfg[Cfg.G] = 1 / 256
->>> cut(qf, qi, 0, 0.0, cfg), float(qf[0, Qp.RC])      # alpha = 1 halves the rate
+>>> cut(qf, 0, 0.0, cfg), float(qf[0, Qp.RC])      # alpha = 1 halves the rate
 (True, 50.0)
->>> increase(qf, qi, 0, cfg); float(qf[0, Qp.RC])      # fast recovery: half way back to Rt
+>>> increase(qf, 0, cfg); float(qf[0, Qp.RC])      # fast recovery: half way back to Rt
 75.0
 """
 
@@ -29,34 +29,34 @@ from __future__ import annotations
 from numba import njit
 
 from hpnsim.packet import heap
-from hpnsim.packet.kinds import Cfg, Event, Qp, QpInt
+from hpnsim.packet.kinds import Cfg, Event, Qp
 
 RC, RT, ALPHA, LAST_CUT, BYTES, INC_DUE, LINE = (int(Qp.RC), int(Qp.RT), int(Qp.ALPHA),
                                                  int(Qp.LAST_CUT), int(Qp.BYTES),
                                                  int(Qp.INC_DUE), int(Qp.LINE))
-T_STAGE, BC_STAGE, CNP_SEEN, CC_ON = (int(QpInt.TIMER_STAGE), int(QpInt.BYTE_STAGE),
-                                      int(QpInt.CNP_SEEN), int(QpInt.CC_ON))
+T_STAGE, BC_STAGE, CNP_SEEN, CC_ON = (int(Qp.T_STAGE), int(Qp.BC_STAGE), int(Qp.CNP_SEEN),
+                                      int(Qp.CC_ON))
 
 
 @njit(cache=True)
-def cut(qf, qi, q, now, cfg):
+def cut(qf, q, now, cfg):
     """Rate decrease on a CNP (unless one happened within the decrease interval)."""
-    if qf[q, LAST_CUT] >= 0 and now - qf[q, LAST_CUT] < cfg[Cfg.DECREASE_DT]:
+    if now - qf[q, LAST_CUT] < cfg[Cfg.DECREASE_DT]:
         return False
     qf[q, RT] = qf[q, RC]
     qf[q, RC] = max(cfg[Cfg.R_MIN], qf[q, RC] * (1.0 - qf[q, ALPHA] / 2.0))
     qf[q, LAST_CUT] = now
     qf[q, BYTES] = 0.0
-    qi[q, T_STAGE] = 0
-    qi[q, BC_STAGE] = 0
+    qf[q, T_STAGE] = 0.0
+    qf[q, BC_STAGE] = 0.0
     return True
 
 
 @njit(cache=True)
-def increase(qf, qi, q, cfg):
+def increase(qf, q, cfg):
     """One increase event: fast recovery, additive or hyper increase, then Rc halfway to Rt."""
     f_steps = cfg[Cfg.FAST_STEPS]
-    t, bc = qi[q, T_STAGE], qi[q, BC_STAGE]
+    t, bc = qf[q, T_STAGE], qf[q, BC_STAGE]
     if max(t, bc) < f_steps:
         pass
     elif min(t, bc) > f_steps:
@@ -67,48 +67,48 @@ def increase(qf, qi, q, cfg):
 
 
 @njit(cache=True)
-def on_cnp(qf, qi, q, now, cfg, h):
+def on_cnp(qf, q, now, cfg, ht, hk, ms):
     """A CNP reached QP ``q``: cut the rate; start the alpha and increase timers if idle."""
-    qi[q, CNP_SEEN] = 1
-    if qi[q, CC_ON] == 0:
-        qi[q, CC_ON] = 1
-        heap.push(h, now + cfg[Cfg.ALPHA_DT], q, Event.ALPHA_TIMER)
-    if cut(qf, qi, q, now, cfg):
+    qf[q, CNP_SEEN] = 1.0
+    if qf[q, CC_ON] == 0:
+        qf[q, CC_ON] = 1.0
+        heap.push(ht, hk, ms, now + cfg[Cfg.ALPHA_DT], q, Event.ALPHA_TIMER)
+    if cut(qf, q, now, cfg):
         qf[q, INC_DUE] = now + cfg[Cfg.RP_TIMER]
-        heap.push(h, qf[q, INC_DUE], q, Event.INC_TIMER)
+        heap.push(ht, hk, ms, qf[q, INC_DUE], q, Event.INC_TIMER)
 
 
 @njit(cache=True)
-def on_alpha_timer(qf, qi, q, now, cfg, h, keep):
+def on_alpha_timer(qf, q, now, cfg, ht, hk, ms, keep):
     """Alpha period ends: move alpha toward 1 if a CNP came, else decay; rearm if ``keep``."""
     g = cfg[Cfg.G]
-    qf[q, ALPHA] = (1.0 - g) * qf[q, ALPHA] + g * qi[q, CNP_SEEN]
-    qi[q, CNP_SEEN] = 0
+    qf[q, ALPHA] = (1.0 - g) * qf[q, ALPHA] + g * qf[q, CNP_SEEN]
+    qf[q, CNP_SEEN] = 0.0
     if keep:
-        heap.push(h, now + cfg[Cfg.ALPHA_DT], q, Event.ALPHA_TIMER)
+        heap.push(ht, hk, ms, now + cfg[Cfg.ALPHA_DT], q, Event.ALPHA_TIMER)
     else:
-        qi[q, CC_ON] = 0
+        qf[q, CC_ON] = 0.0
 
 
 @njit(cache=True)
-def on_inc_timer(qf, qi, q, now, cfg, h, keep):
+def on_inc_timer(qf, q, now, cfg, ht, hk, ms, keep):
     """The rate-increase timer fires (ignored if a cut has rearmed it since)."""
     if now != qf[q, INC_DUE]:
         return
-    qi[q, T_STAGE] += 1
-    increase(qf, qi, q, cfg)
+    qf[q, T_STAGE] += 1.0
+    increase(qf, q, cfg)
     if keep:
         qf[q, INC_DUE] = now + cfg[Cfg.RP_TIMER]
-        heap.push(h, qf[q, INC_DUE], q, Event.INC_TIMER)
+        heap.push(ht, hk, ms, qf[q, INC_DUE], q, Event.INC_TIMER)
 
 
 @njit(cache=True)
-def on_sent(qf, qi, q, nbytes, cfg):
+def on_sent(qf, q, nbytes, cfg):
     """Count bytes sent toward the byte counter (only while DCQCN is active on the QP)."""
-    if qi[q, CC_ON] == 0:
+    if qf[q, CC_ON] == 0:
         return
     qf[q, BYTES] += nbytes
     if qf[q, BYTES] >= cfg[Cfg.BYTE_COUNTER]:
         qf[q, BYTES] -= cfg[Cfg.BYTE_COUNTER]
-        qi[q, BC_STAGE] += 1
-        increase(qf, qi, q, cfg)
+        qf[q, BC_STAGE] += 1.0
+        increase(qf, q, cfg)

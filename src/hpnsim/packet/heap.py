@@ -2,12 +2,13 @@
 
 It holds O(links + QPs) events, not O(packets): a link has at most one pending TX_DONE,
 one ARRIVE (for the head of its in-flight FIFO) and one LINK_WAKE. Ties in time pop in
-insertion order, so a run is deterministic. An event is a (time, key) with
-``key = id * 16 + kind`` (:class:`~hpnsim.packet.kinds.Event`).
+insertion order, so a run is deterministic. An event is a time ``ht[i]`` and
+``hk[i] = (id * 16 + kind, insertion number)`` (kind: :class:`~hpnsim.packet.kinds.Event`);
+``ms[HEAP_N]`` is the size and ``ms[HEAP_SEQ]`` the next insertion number.
 
->>> h = new_heap(4)
->>> push(h, 2.0, 7, 1); push(h, 1.0, 3, 0); push(h, 1.0, 5, 2)
->>> [pop(h) for _ in range(3)]
+>>> ht, hk, ms = new_heap(4)
+>>> push(ht, hk, ms, 2.0, 7, 1); push(ht, hk, ms, 1.0, 3, 0); push(ht, hk, ms, 1.0, 5, 2)
+>>> [pop(ht, hk, ms) for _ in range(3)]
 [(1.0, 3, 0), (1.0, 5, 2), (2.0, 7, 1)]
 """
 
@@ -16,79 +17,74 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hpnsim.packet.kinds import Ms
+
 KIND_BITS = 16
+N, SEQ = int(Ms.HEAP_N), int(Ms.HEAP_SEQ)
+
+
+def new_heap(capacity: int):
+    """``(ht, hk, ms)``: empty heap arrays and the scalars array they share."""
+    return np.empty(capacity), np.empty((capacity, 2), dtype=np.int64), \
+        np.zeros(len(Ms), dtype=np.int64)
 
 
 @njit(cache=True)
-def new_heap(capacity):
-    """``(times, keys, order, counters)``; counters = [size, next insertion number]."""
-    return (np.empty(capacity), np.empty(capacity, dtype=np.int64),
-            np.empty(capacity, dtype=np.int64), np.zeros(2, dtype=np.int64))
+def _before(ht, hk, i, j):
+    return ht[i] < ht[j] or (ht[i] == ht[j] and hk[i, 1] < hk[j, 1])
 
 
 @njit(cache=True)
-def _less(ht, ho, i, j):
-    return ht[i] < ht[j] or (ht[i] == ht[j] and ho[i] < ho[j])
-
-
-@njit(cache=True)
-def _swap(ht, hk, ho, i, j):
+def _swap(ht, hk, i, j):
     ht[i], ht[j] = ht[j], ht[i]
-    hk[i], hk[j] = hk[j], hk[i]
-    ho[i], ho[j] = ho[j], ho[i]
+    a, b = hk[i, 0], hk[i, 1]
+    hk[i, 0], hk[i, 1] = hk[j, 0], hk[j, 1]
+    hk[j, 0], hk[j, 1] = a, b
 
 
 @njit(cache=True)
-def push(h, time, ident, kind):
-    """Add event ``kind`` for ``ident`` at ``time`` (capacity: see :func:`reserve`)."""
-    ht, hk, ho, hn = h
-    i = hn[0]
-    hn[0] += 1
+def push(ht, hk, ms, time, ident, kind):
+    """Add event ``kind`` for ``ident`` at ``time`` (room: see :func:`grow`)."""
+    i = ms[N]
+    ms[N] += 1
     ht[i] = time
-    hk[i] = ident * KIND_BITS + kind
-    ho[i] = hn[1]
-    hn[1] += 1
+    hk[i, 0] = ident * KIND_BITS + kind
+    hk[i, 1] = ms[SEQ]
+    ms[SEQ] += 1
     while i > 0:
         parent = (i - 1) >> 1
-        if not _less(ht, ho, i, parent):
+        if not _before(ht, hk, i, parent):
             break
-        _swap(ht, hk, ho, i, parent)
+        _swap(ht, hk, i, parent)
         i = parent
 
 
 @njit(cache=True)
-def pop(h):
+def pop(ht, hk, ms):
     """Remove the earliest event: ``(time, id, kind)``."""
-    ht, hk, ho, hn = h
-    t, key = ht[0], hk[0]
-    n = hn[0] - 1
-    hn[0] = n
-    ht[0], hk[0], ho[0] = ht[n], hk[n], ho[n]
+    t, key = ht[0], hk[0, 0]
+    n = ms[N] - 1
+    ms[N] = n
+    ht[0], hk[0, 0], hk[0, 1] = ht[n], hk[n, 0], hk[n, 1]
     i = 0
     while True:
-        left = 2 * i + 1
-        if left >= n:
+        child = 2 * i + 1
+        if child >= n:
             break
-        child = left
-        if left + 1 < n and _less(ht, ho, left + 1, left):
-            child = left + 1
-        if not _less(ht, ho, child, i):
+        if child + 1 < n and _before(ht, hk, child + 1, child):
+            child += 1
+        if not _before(ht, hk, child, i):
             break
-        _swap(ht, hk, ho, i, child)
+        _swap(ht, hk, i, child)
         i = child
     return t, key // KIND_BITS, key % KIND_BITS
 
 
 @njit(cache=True)
-def reserve(h, room):
-    """The heap itself, or a copy with twice the capacity when fewer than ``room`` slots are
-    free (call before a step that pushes at most ``room`` events)."""
-    ht, hk, ho, hn = h
-    if hn[0] + room <= ht.shape[0]:
-        return h
-    cap = 2 * ht.shape[0] + room
-    nt, nk, no = np.empty(cap), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64)
-    nt[:hn[0]] = ht[:hn[0]]
-    nk[:hn[0]] = hk[:hn[0]]
-    no[:hn[0]] = ho[:hn[0]]
-    return nt, nk, no, hn
+def grow(ht, hk, ms):
+    """Copies of the heap arrays with twice the capacity."""
+    cap = 2 * ht.shape[0]
+    nt, nk = np.empty(cap), np.empty((cap, 2), dtype=np.int64)
+    nt[:ms[N]] = ht[:ms[N]]
+    nk[:ms[N]] = hk[:ms[N]]
+    return nt, nk

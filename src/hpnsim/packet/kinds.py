@@ -44,7 +44,8 @@ ECN_CE = 1
 
 
 class Qp(IntEnum):
-    """Columns of the float QP state ``qf[n_qps, 9]`` (DCQCN reaction and notification point)."""
+    """Columns of the float QP state ``qf[n_qps, 14]`` (DCQCN reaction and notification
+    point; counters are stored as floats so one array holds a QP)."""
 
     RC = 0          # current rate, bytes/s
     RT = 1          # target rate, bytes/s
@@ -55,15 +56,99 @@ class Qp(IntEnum):
     BYTES = 6       # bytes sent since the byte counter last fired
     INC_DUE = 7     # when the pending rate-increase timer event is due
     LINE = 8        # line rate of the QP's NIC port, bytes/s
+    T_STAGE = 9     # rate-increase timer expiries since the last cut (DCQCN's T)
+    BC_STAGE = 10   # byte-counter expiries since the last cut (DCQCN's BC)
+    CNP_SEEN = 11   # 1 if a CNP arrived during the current alpha period
+    CC_ON = 12      # 1 while its timers run (from the first CNP on)
+    LEFT = 13       # its flows not finished yet
 
 
-class QpInt(IntEnum):
-    """Columns of the integer QP state ``qi[n_qps, 4]``."""
+class Lk(IntEnum):
+    """Columns of the integer link state ``lk[n_links, 12]``."""
 
-    TIMER_STAGE = 0  # rate-increase timer expiries since the last cut (DCQCN's T)
-    BYTE_STAGE = 1   # byte-counter expiries since the last cut (DCQCN's BC)
-    CNP_SEEN = 2     # a CNP arrived during the current alpha period
-    CC_ON = 3        # its timers run (from the first CNP on)
+    BUSY = 0        # packet being serialized, -1 if idle
+    PIPE_HEAD = 1   # in-flight FIFO (head, tail)
+    PIPE_TAIL = 2
+    RR_HEAD = 3     # round-robin list of the flows this NIC port sends (head, tail, length)
+    RR_TAIL = 4
+    RR_LEN = 5
+    BUF = 6         # switch whose buffer holds its egress queue, -1 for a NIC/GPU
+    N_PAUSED = 7    # priorities paused now
+    PACKETS = 8     # packets admitted to its egress queue at a switch
+    MARKS = 9       # of them, ECN-marked
+    DROPS = 10      # packets dropped at its egress (buffer full)
+    XOFF = 11       # pause frames its far end sent toward its sender
+
+
+class Lf(IntEnum):
+    """Columns of the float link state and statistics ``lf[n_links, 14]``."""
+
+    CAP = 0             # bytes/s
+    DELAY = 1           # propagation, s
+    HEADROOM = 2        # PFC headroom its traffic may hold at the far end, bytes
+    WAKE_AT = 3         # pending LINK_WAKE time (inf: none)
+    QTOT = 4            # egress occupancy now, bytes
+    Q_MAX = 5           # largest egress occupancy, bytes
+    Q_AREA = 6          # integral of occupancy over time, byte-seconds
+    Q_LAST = 7          # time of the last occupancy change
+    PAUSED_TIME = 8     # time its sender spent paused (any priority), s
+    FIRST_XOFF = 9      # when the far end first sent XOFF toward it (inf: never)
+    FIRST_PAUSED = 10   # when its sender first stopped on a pause (inf: never)
+    HEADROOM_MAX = 11   # most PFC headroom its traffic held at the far end, bytes
+    TX_BYTES = 12       # bytes it carried
+    PAUSE_SINCE = 13    # when its current pause began
+
+
+class Pq(IntEnum):
+    """Columns of the integer state per (link, priority) ``pq[n_links * N_PRIO, 4]``."""
+
+    HEAD = 0     # egress FIFO (head, tail)
+    TAIL = 1
+    PAUSED = 2   # 1 while a pause holds this priority on this link
+    XOFF = 3     # 1 while the far end has XOFF out for this ingress priority
+
+
+class Pf(IntEnum):
+    """Columns of the float state per (link, priority) ``pf[n_links * N_PRIO, 3]``."""
+
+    BYTES = 0   # egress queue bytes
+    ING = 1     # shared-buffer bytes that came in over this link (at its far-end switch)
+    HDRM = 2    # headroom bytes that came in over this link
+
+
+class Fi(IntEnum):
+    """Columns of the integer flow state ``fi[n_flows, 10]``."""
+
+    PRIO = 0
+    QP = 1
+    RR_NEXT = 2    # next flow in its NIC port's round-robin list
+    PATH0 = 3      # its links are path_links[PATH0:PATH1]
+    PATH1 = 4
+    PENDING = 5    # predecessors not finished
+    RELEASED = 6   # its start time has passed
+    CNPS = 7       # CNPs its receiver sent
+    SUCC0 = 8      # its successors are succ[SUCC0:SUCC1]
+    SUCC1 = 9
+
+
+class Ff(IntEnum):
+    """Columns of the float flow state ``ff[n_flows, 5]``."""
+
+    SIZE = 0       # bytes
+    SENT = 1       # payload bytes handed to the NIC port
+    RECV = 2       # payload bytes delivered
+    FINISH = 3     # when the last byte was delivered (inf until then)
+    FEEDBACK = 4   # CNP trip back to the sender, s
+
+
+class Ms(IntEnum):
+    """Entries of the integer scalars ``ms``: heap and pool bookkeeping, finished flows."""
+
+    HEAP_N = 0
+    HEAP_SEQ = 1
+    FREE_HEAD = 2
+    FREE_N = 3
+    N_DONE = 4
 
 
 class Cfg(IntEnum):
@@ -93,27 +178,3 @@ class Cfg(IntEnum):
     EGRESS_ALPHA = 21
     SAMPLE_DT = 22
     T_END = 23
-
-
-class LinkStat(IntEnum):
-    """Columns of the per-link float statistics ``ls[n_links, 9]``."""
-
-    Q_MAX = 0           # largest egress occupancy, bytes
-    Q_AREA = 1          # integral of occupancy over time, byte-seconds
-    Q_LAST = 2          # time of the last occupancy change
-    PAUSED_TIME = 3     # time its sender spent paused (any priority), s
-    FIRST_XOFF = 4      # when the far end first sent XOFF toward it (inf: never)
-    FIRST_PAUSED = 5    # when its sender first stopped on a pause (inf: never)
-    HEADROOM_MAX = 6    # most PFC headroom its traffic held at the far end, bytes
-    TX_BYTES = 7        # bytes it carried
-    PAUSE_SINCE = 8     # when its current pause began (scratch)
-
-
-class LinkCount(IntEnum):
-    """Columns of the per-link integer counters ``lc[n_links, 5]``."""
-
-    PACKETS = 0   # packets admitted to its egress queue at a switch
-    MARKS = 1     # of them, ECN-marked
-    DROPS = 2     # packets dropped at its egress (buffer full)
-    XOFF = 3      # pause frames its far end sent toward its sender
-    PAUSED_PRIO = 4  # priorities paused now (scratch)

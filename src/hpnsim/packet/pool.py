@@ -3,14 +3,15 @@
 A packet is a row of ``pk`` (columns :class:`~hpnsim.packet.kinds.Pkt`) plus its arrival
 time ``pt`` while it is in flight. Every packet is in exactly one FIFO at a time (an egress
 queue, a link's in-flight list, or the free list), linked by its ``NEXT`` column, so a FIFO
-is just ``(head, tail)`` and moving a packet costs O(1) and allocates nothing.
+is a (head, tail) pair of columns in some state row and moving a packet costs O(1) and
+allocates nothing. ``ms[FREE_HEAD]``, ``ms[FREE_N]``: the free list.
 
->>> pk, pt, free = new_pool(4)
->>> a = alloc(pk, free, 0, 1500); b = alloc(pk, free, 1, 9000)
->>> ends = np.full(2, -1, dtype=np.int64)
->>> fifo_push(pk, ends, 0, a); fifo_push(pk, ends, 0, b)
->>> fifo_pop(pk, ends, 0) == a, fifo_pop(pk, ends, 0) == b, ends.tolist()
-(True, True, [-1, -1])
+>>> pk, pt = new_pool(4, ms := np.zeros(8, dtype=np.int64))
+>>> a = alloc(pk, ms, 0, 1500); b = alloc(pk, ms, 1, 9000)
+>>> ends = np.full((1, 2), -1, dtype=np.int64)           # one FIFO: head, tail in row 0
+>>> fifo_push(pk, ends, 0, 0, a); fifo_push(pk, ends, 0, 0, b)
+>>> fifo_pop(pk, ends, 0, 0) == a, fifo_pop(pk, ends, 0, 0) == b, ends.tolist()
+(True, True, [[-1, -1]])
 """
 
 from __future__ import annotations
@@ -18,30 +19,28 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hpnsim.packet.kinds import Pkt
+from hpnsim.packet.kinds import Ms, Pkt
 
 FLOW, HOP, SIZE, FLAGS, NEXT = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(Pkt.FLAGS),
                                 int(Pkt.NEXT))
+FREE_HEAD, FREE_N = int(Ms.FREE_HEAD), int(Ms.FREE_N)
 
 
-N_FIELDS = len(Pkt)
-
-
-@njit(cache=True)
-def new_pool(capacity):
-    """``(pk, pt, free)``: records, arrival times, and the free list ``[head, count]``."""
-    pk = np.zeros((capacity, N_FIELDS), dtype=np.int64)
+def new_pool(capacity: int, ms: np.ndarray):
+    """``(pk, pt)``: records all on the free list (kept in ``ms``), and arrival times."""
+    pk = np.zeros((capacity, len(Pkt)), dtype=np.int64)
     pk[:, NEXT] = np.arange(1, capacity + 1)
-    pk[capacity - 1, NEXT] = -1
-    return pk, np.zeros(capacity), np.array([0, capacity], dtype=np.int64)
+    pk[-1, NEXT] = -1
+    ms[FREE_HEAD], ms[FREE_N] = 0, capacity
+    return pk, np.zeros(capacity)
 
 
 @njit(cache=True)
-def alloc(pk, free, flow, size):
-    """Take a record from the free list (there must be one: :func:`reserve`)."""
-    p = free[0]
-    free[0] = pk[p, NEXT]
-    free[1] -= 1
+def alloc(pk, ms, flow, size):
+    """Take a record from the free list (there must be one: :func:`grow`)."""
+    p = ms[FREE_HEAD]
+    ms[FREE_HEAD] = pk[p, NEXT]
+    ms[FREE_N] -= 1
     pk[p, FLOW] = flow
     pk[p, HOP] = 0
     pk[p, SIZE] = size
@@ -51,50 +50,47 @@ def alloc(pk, free, flow, size):
 
 
 @njit(cache=True)
-def release(pk, free, p):
+def release(pk, ms, p):
     """Return record ``p`` to the free list."""
-    pk[p, NEXT] = free[0]
-    free[0] = p
-    free[1] += 1
+    pk[p, NEXT] = ms[FREE_HEAD]
+    ms[FREE_HEAD] = p
+    ms[FREE_N] += 1
 
 
 @njit(cache=True)
-def reserve(pk, pt, free, room):
-    """The pool, or a copy twice as large when fewer than ``room`` records are free."""
-    if free[1] >= room:
-        return pk, pt
+def grow(pk, pt, ms):
+    """Copies of the pool twice as large, the new records on the free list."""
     n = pk.shape[0]
-    grown = n + max(n, room)
-    npk = np.zeros((grown, pk.shape[1]), dtype=np.int64)
+    npk = np.zeros((2 * n, pk.shape[1]), dtype=np.int64)
     npk[:n] = pk
-    npt = np.zeros(grown)
+    npt = np.zeros(2 * n)
     npt[:n] = pt
-    for p in range(n, grown - 1):
+    for p in range(n, 2 * n - 1):
         npk[p, NEXT] = p + 1
-    npk[grown - 1, NEXT] = free[0]
-    free[0] = n
-    free[1] += grown - n
+    npk[2 * n - 1, NEXT] = ms[FREE_HEAD]
+    ms[FREE_HEAD] = n
+    ms[FREE_N] += n
     return npk, npt
 
 
 @njit(cache=True)
-def fifo_push(pk, ends, q, p):
-    """Append packet ``p`` to FIFO ``q``; ``ends[2q]``, ``ends[2q+1]`` are its head, tail."""
+def fifo_push(pk, ends, row, col, p):
+    """Append packet ``p`` to the FIFO whose head and tail are ``ends[row, col:col+2]``."""
     pk[p, NEXT] = -1
-    tail = ends[2 * q + 1]
+    tail = ends[row, col + 1]
     if tail < 0:
-        ends[2 * q] = p
+        ends[row, col] = p
     else:
         pk[tail, NEXT] = p
-    ends[2 * q + 1] = p
+    ends[row, col + 1] = p
 
 
 @njit(cache=True)
-def fifo_pop(pk, ends, q):
-    """Remove and return the head of FIFO ``q`` (it must not be empty)."""
-    p = ends[2 * q]
+def fifo_pop(pk, ends, row, col):
+    """Remove and return the head of that FIFO (it must not be empty)."""
+    p = ends[row, col]
     nxt = pk[p, NEXT]
-    ends[2 * q] = nxt
+    ends[row, col] = nxt
     if nxt < 0:
-        ends[2 * q + 1] = -1
+        ends[row, col + 1] = -1
     return p

@@ -16,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hpnsim.packet.kinds import LinkStat
+from hpnsim.packet.kinds import Lf
 
 BINS_PER_OCTAVE = 8
 BASE_BYTES = 64.0
 N_BINS = 1 + BINS_PER_OCTAVE * 34          # up to 64 B * 2**34 = 1 TiB
-Q_MAX, Q_AREA, Q_LAST = int(LinkStat.Q_MAX), int(LinkStat.Q_AREA), int(LinkStat.Q_LAST)
+QTOT, Q_MAX, Q_AREA, Q_LAST = int(Lf.QTOT), int(Lf.Q_MAX), int(Lf.Q_AREA), int(Lf.Q_LAST)
 
 
 @njit(cache=True)
@@ -40,25 +40,25 @@ def bin_edges() -> np.ndarray:
 
 
 @njit(cache=True)
-def charge(ls, hist, qtot, link, now):
+def charge(lf, hist, link, now):
     """Charge the time since the link's last occupancy change to its current occupancy."""
-    dt = now - ls[link, Q_LAST]
+    dt = now - lf[link, Q_LAST]
     if dt > 0:
-        q = qtot[link]
-        ls[link, Q_AREA] += q * dt
+        q = lf[link, QTOT]
+        lf[link, Q_AREA] += q * dt
         if hist.shape[0] > 0:
             hist[link, queue_bin(q)] += dt
-        ls[link, Q_LAST] = now
+        lf[link, Q_LAST] = now
 
 
 @njit(cache=True)
-def change(ls, hist, qtot, link, now, delta, waits=True):
+def change(lf, hist, link, now, delta, waits):
     """Occupancy of ``link`` changes by ``delta`` bytes at ``now``; ``waits=False``: the
     packet leaves in this same instant (an idle link), so it cannot raise the maximum."""
-    charge(ls, hist, qtot, link, now)
-    qtot[link] += delta
-    if waits and qtot[link] > ls[link, Q_MAX]:
-        ls[link, Q_MAX] = qtot[link]
+    charge(lf, hist, link, now)
+    lf[link, QTOT] += delta
+    if waits and lf[link, QTOT] > lf[link, Q_MAX]:
+        lf[link, Q_MAX] = lf[link, QTOT]
 
 
 def percentiles(hist: np.ndarray, qs) -> np.ndarray:

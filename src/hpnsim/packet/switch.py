@@ -30,10 +30,13 @@ import numpy as np
 from numba import njit
 
 from hpnsim.packet import heap
-from hpnsim.packet.kinds import N_PRIO, Cfg, Event, LinkCount, LinkStat
+from hpnsim.packet.kinds import N_PRIO, Cfg, Event, Lf, Lk, Pf, Pq
 
-FIRST_XOFF, HEADROOM_MAX = int(LinkStat.FIRST_XOFF), int(LinkStat.HEADROOM_MAX)
-XOFF = int(LinkCount.XOFF)
+FIRST_XOFF, HEADROOM_MAX, DELAY = int(Lf.FIRST_XOFF), int(Lf.HEADROOM_MAX), int(Lf.DELAY)
+XOFF_SENT = int(Lk.XOFF)
+ING, HDRM, BYTES = int(Pf.ING), int(Pf.HDRM), int(Pf.BYTES)
+XOFF_ON = int(Pq.XOFF)
+USED, SHARED = 0, 1          # columns of sw[n_switches, 2]: shared bytes in use, pool size
 
 
 @njit(cache=True)
@@ -58,64 +61,62 @@ def uniform(rng):
 
 
 @njit(cache=True)
-def pfc_threshold(b, buf_used, buf_shared, cfg):
+def pfc_threshold(b, sw, cfg):
     """Ingress bytes at which XOFF goes out, for switch ``b`` now."""
     if cfg[Cfg.PFC_XOFF] > 0:
         return cfg[Cfg.PFC_XOFF]
-    return cfg[Cfg.PFC_ALPHA] * max(buf_shared[b] - buf_used[b], 0.0)
+    return cfg[Cfg.PFC_ALPHA] * max(sw[b, SHARED] - sw[b, USED], 0.0)
 
 
 @njit(cache=True)
-def admit(b, k_in, k_out, size, buf_used, buf_shared, ing, hdrm, headroom_in, qbytes, cfg):
+def admit(b, k_in, k_out, size, sw, pf, headroom_in, cfg):
     """Admission of ``size`` bytes to switch ``b``: 0 shared pool, 1 headroom, -1 drop."""
     if cfg[Cfg.PFC] > 0:
-        thr = pfc_threshold(b, buf_used, buf_shared, cfg)
-        if hdrm[k_in] <= 0 and ing[k_in] + size <= thr and buf_used[b] + size <= buf_shared[b]:
-            ing[k_in] += size
-            buf_used[b] += size
+        if pf[k_in, HDRM] <= 0 and pf[k_in, ING] + size <= pfc_threshold(b, sw, cfg) and \
+                sw[b, USED] + size <= sw[b, SHARED]:
+            pf[k_in, ING] += size
+            sw[b, USED] += size
             return 0
-        if hdrm[k_in] + size <= headroom_in:
-            hdrm[k_in] += size
+        if pf[k_in, HDRM] + size <= headroom_in:
+            pf[k_in, HDRM] += size
             return 1
         return -1
-    free = buf_shared[b] - buf_used[b]
-    if size > free or qbytes[k_out] + size > cfg[Cfg.EGRESS_ALPHA] * free:
+    free = sw[b, SHARED] - sw[b, USED]
+    if size > free or pf[k_out, BYTES] + size > cfg[Cfg.EGRESS_ALPHA] * free:
         return -1
-    ing[k_in] += size
-    buf_used[b] += size
+    pf[k_in, ING] += size
+    sw[b, USED] += size
     return 0
 
 
 @njit(cache=True)
-def free_bytes(b, k_in, size, buf_used, ing, hdrm):
+def free_bytes(b, k_in, size, sw, pf):
     """A packet of ``size`` bytes from ingress ``k_in`` left switch ``b``: its ingress's
     headroom empties first, then its shared bytes (as ns-3's switch MMU does)."""
-    from_hdrm = min(hdrm[k_in], size)
-    hdrm[k_in] -= from_hdrm
-    ing[k_in] -= size - from_hdrm
-    buf_used[b] -= size - from_hdrm
+    from_hdrm = min(pf[k_in, HDRM], size)
+    pf[k_in, HDRM] -= from_hdrm
+    pf[k_in, ING] -= size - from_hdrm
+    sw[b, USED] -= size - from_hdrm
 
 
 @njit(cache=True)
-def pfc_check(b, k_in, now, buf_used, buf_shared, ing, hdrm, xoff, delay, ls, lc, h, cfg):
+def pfc_check(b, k_in, now, sw, pf, pq, lf, lk, ht, hk, ms, cfg):
     """Send XOFF or XON toward the sender of ingress ``k_in`` (= link * N_PRIO + prio)
     when its state calls for it; the frame arrives after the link's delay."""
     if cfg[Cfg.PFC] <= 0:
         return
     link = k_in // N_PRIO
-    if xoff[k_in] == 0:
-        if hdrm[k_in] > 0 or ing[k_in] >= pfc_threshold(b, buf_used, buf_shared, cfg):
-            xoff[k_in] = 1
-            lc[link, XOFF] += 1
-            if ls[link, FIRST_XOFF] == np.inf:
-                ls[link, FIRST_XOFF] = now
-            heap.push(h, now + delay[link], k_in, Event.PAUSE_ON)
-        if hdrm[k_in] > ls[link, HEADROOM_MAX]:
-            ls[link, HEADROOM_MAX] = hdrm[k_in]
-    else:
-        if hdrm[k_in] > ls[link, HEADROOM_MAX]:
-            ls[link, HEADROOM_MAX] = hdrm[k_in]
-        thr = pfc_threshold(b, buf_used, buf_shared, cfg)
-        if hdrm[k_in] <= 0 and (ing[k_in] <= 0 or ing[k_in] + cfg[Cfg.PFC_RESUME] <= thr):
-            xoff[k_in] = 0
-            heap.push(h, now + delay[link], k_in, Event.PAUSE_OFF)
+    hdrm = pf[k_in, HDRM]
+    if hdrm > lf[link, HEADROOM_MAX]:
+        lf[link, HEADROOM_MAX] = hdrm
+    if pq[k_in, XOFF_ON] == 0:
+        if hdrm > 0 or pf[k_in, ING] >= pfc_threshold(b, sw, cfg):
+            pq[k_in, XOFF_ON] = 1
+            lk[link, XOFF_SENT] += 1
+            if lf[link, FIRST_XOFF] == np.inf:
+                lf[link, FIRST_XOFF] = now
+            heap.push(ht, hk, ms, now + lf[link, DELAY], k_in, Event.PAUSE_ON)
+    elif hdrm <= 0 and (pf[k_in, ING] <= 0 or
+                        pf[k_in, ING] + cfg[Cfg.PFC_RESUME] <= pfc_threshold(b, sw, cfg)):
+        pq[k_in, XOFF_ON] = 0
+        heap.push(ht, hk, ms, now + lf[link, DELAY], k_in, Event.PAUSE_OFF)
