@@ -20,7 +20,7 @@ def test_one_packet_store_and_forward_over_three_hops():
     r = simulate_flows(cap, delay, [[0, 1, 2]], [1000], params=p, switch_of=[-1, 0, 1])
     expected = sum(wire / c + d for c, d in zip(cap, delay, strict=True))
     assert r.finish[0] == pytest.approx(expected, rel=1e-12)
-    assert r.events == 1 + 3 * 2                       # start, then TX_DONE + ARRIVE per hop
+    assert r.events == 2 + 3 * 2      # start, NIC port wake, then TX_DONE + ARRIVE per hop
 
 
 def test_packet_train_pipelines_behind_the_slowest_hop():

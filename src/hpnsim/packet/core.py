@@ -50,18 +50,18 @@ HEAP_N, FREE_N, N_DONE = int(Ms.HEAP_N), int(Ms.FREE_N), int(Ms.N_DONE)
 
 
 @njit(cache=True)
-def _activate(f, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk, ms, hist, cfg):
-    """Flow ``f`` may send: join its NIC port's round-robin list."""
+def _activate(f, now, lk, lf, fi, path_links, ht, hk, ms):
+    """Flow ``f`` may send: join its NIC port's round-robin list and wake the port now."""
     first = path_links[fi[f, PATH0]]
     lk[first, RR_LEN] += 1
     link.rr_push(first, f, lk, fi)
-    link.start_next(first, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk, ms,
-                    hist, cfg)
+    if now < lf[first, WAKE_AT]:
+        lf[first, WAKE_AT] = now
+        heap.push(ht, hk, ms, now, first, Event.LINK_WAKE)
 
 
 @njit(cache=True)
-def _finished(f, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, ht, hk, ms, hist,
-              cfg):
+def _finished(f, now, lk, lf, fi, ff, qf, path_links, succ, ht, hk, ms):
     """Flow ``f`` delivered its last byte: release the successors it was holding."""
     ff[f, FINISH] = now
     ms[N_DONE] += 1
@@ -70,8 +70,7 @@ def _finished(f, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, ht, 
         g = succ[e]
         fi[g, PENDING] -= 1
         if fi[g, PENDING] == 0 and fi[g, RELEASED]:
-            _activate(g, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk, ms,
-                      hist, cfg)
+            _activate(g, now, lk, lf, fi, path_links, ht, hk, ms)
 
 
 @njit(cache=True)
@@ -101,10 +100,10 @@ def run(lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, start, watch, watch_fl
             break
         now = t
         events += 1
+        kick = -1                                    # the link that may start a packet
         if kind == Event.TX_DONE:
             link.tx_done(ident, now, pk, pt, lk, lf, ht, hk, ms)
-            link.start_next(ident, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk,
-                            ms, hist, cfg)
+            kick = ident
         elif kind == Event.ARRIVE:
             p = link.arrive(ident, pk, pt, lk, ht, hk, ms)
             f = pk[p, FLOW]
@@ -114,32 +113,28 @@ def run(lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, start, watch, watch_fl
                 pk[p, HOP] = hop
                 if link.enqueue(nxt, p, ident, now, pk, lk, lf, pq, pf, fi, sw, ht, hk, ms,
                                 hist, cfg, rng):
-                    link.start_next(nxt, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links,
-                                    ht, hk, ms, hist, cfg)
+                    kick = nxt
                 else:
                     pool.release(pk, ms, p)
-                continue
-            ff[f, RECV] += pk[p, SIZE] - header                 # delivered
-            q = fi[f, QP]
-            if (pk[p, FLAGS] & ECN_CE) and cfg[Cfg.CC] > 0 and \
-                    now - qf[q, LAST_CNP] >= cfg[Cfg.CNP_DT]:   # notification point
-                qf[q, LAST_CNP] = now
-                fi[f, CNPS] += 1
-                heap.push(ht, hk, ms, now + ff[f, FEEDBACK], q, Event.CNP_ARRIVE)
-            pool.release(pk, ms, p)
-            if ff[f, RECV] >= ff[f, FSIZE]:
-                _finished(f, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, ht, hk,
-                          ms, hist, cfg)
+            else:                                               # delivered
+                ff[f, RECV] += pk[p, SIZE] - header
+                q = fi[f, QP]
+                if (pk[p, FLAGS] & ECN_CE) and cfg[Cfg.CC] > 0 and \
+                        now - qf[q, LAST_CNP] >= cfg[Cfg.CNP_DT]:   # notification point
+                    qf[q, LAST_CNP] = now
+                    fi[f, CNPS] += 1
+                    heap.push(ht, hk, ms, now + ff[f, FEEDBACK], q, Event.CNP_ARRIVE)
+                pool.release(pk, ms, p)
+                if ff[f, RECV] >= ff[f, FSIZE]:
+                    _finished(f, now, lk, lf, fi, ff, qf, path_links, succ, ht, hk, ms)
         elif kind == Event.LINK_WAKE:
             if lf[ident, WAKE_AT] == now:
                 lf[ident, WAKE_AT] = np.inf
-                link.start_next(ident, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht,
-                                hk, ms, hist, cfg)
+                kick = ident
         elif kind == Event.FLOW_START:
             fi[ident, RELEASED] = 1                  # a zero-byte flow sends one header
             if fi[ident, PENDING] == 0:
-                _activate(ident, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk,
-                          ms, hist, cfg)
+                _activate(ident, now, lk, lf, fi, path_links, ht, hk, ms)
         elif kind == Event.CNP_ARRIVE:
             dcqcn.on_cnp(qf, ident, now, cfg, ht, hk, ms)
         elif kind == Event.ALPHA_TIMER:
@@ -161,8 +156,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, start, watch, watch_fl
                 lk[lk_id, N_PAUSED] -= 1
                 if lk[lk_id, N_PAUSED] == 0:
                     lf[lk_id, PAUSED_TIME] += now - lf[lk_id, PAUSE_SINCE]
-                link.start_next(lk_id, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht,
-                                hk, ms, hist, cfg)
+                kick = lk_id
         elif kind == Event.SAMPLE:
             for i in range(watch.shape[0]):
                 samples[n_samples, i] = lf[watch[i], QTOT]
@@ -171,6 +165,9 @@ def run(lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, start, watch, watch_fl
             n_samples += 1
             if n_samples < max_samples:
                 heap.push(ht, hk, ms, n_samples * cfg[Cfg.SAMPLE_DT], 0, Event.SAMPLE)
+        if kick >= 0:
+            link.start_next(kick, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk,
+                            ms, hist, cfg)
     for lk_id in range(n_links):                     # close the books at the end time
         charge(lf, hist, lk_id, now)
         if lk[lk_id, N_PAUSED] > 0:

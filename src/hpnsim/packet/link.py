@@ -34,14 +34,14 @@ FSIZE, SENT = int(Ff.SIZE), int(Ff.SENT)
 RC, NEXT_TX = int(Qp.RC), int(Qp.NEXT_TX)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def transmit(link, p, now, pk, lk, lf, ht, hk, ms):
     """Start serializing packet ``p`` on ``link``."""
     lk[link, BUSY] = p
     heap.push(ht, hk, ms, now + pk[p, SIZE] / lf[link, CAP], link, Event.TX_DONE)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tx_done(link, now, pk, pt, lk, lf, ht, hk, ms):
     """The serializer finished: the packet enters the in-flight FIFO."""
     p = lk[link, BUSY]
@@ -53,7 +53,7 @@ def tx_done(link, now, pk, pt, lk, lf, ht, hk, ms):
     pool.fifo_push(pk, lk, link, PIPE, p)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def arrive(link, pk, pt, lk, ht, hk, ms):
     """The head of the in-flight FIFO reached the far end: pop it, arm the next arrival."""
     p = pool.fifo_pop(pk, lk, link, PIPE)
@@ -63,7 +63,7 @@ def arrive(link, pk, pt, lk, ht, hk, ms):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, hist, cfg):
     """Take the head of egress queue ``k`` (= link * N_PRIO + prio), free its buffer."""
     p = pool.fifo_pop(pk, pq, k, QHEAD)
@@ -80,7 +80,7 @@ def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, h
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rr_push(link, f, lk, fi):
     """Append flow ``f`` to the round-robin list of NIC port ``link``."""
     fi[f, RR_NEXT] = -1
@@ -92,7 +92,7 @@ def rr_push(link, f, lk, fi):
     lk[link, RR_TAIL] = f
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk, ms, hist,
                cfg):
     """If ``link`` is idle, start its next packet: queued traffic first, then its QPs."""
@@ -136,7 +136,7 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk
         heap.push(ht, hk, ms, soonest, link, Event.LINK_WAKE)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def enqueue(link, p, ingress, now, pk, lk, lf, pq, pf, fi, sw, ht, hk, ms, hist, cfg, rng):
     """Packet ``p`` arrived over ``ingress`` and waits for ``link``: admit it to the
     switch buffer (or drop it), maybe mark it, and queue it. Returns False if dropped."""

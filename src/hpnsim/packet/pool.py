@@ -35,7 +35,7 @@ def new_pool(capacity: int, ms: np.ndarray):
     return pk, np.zeros(capacity)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def alloc(pk, ms, flow, size):
     """Take a record from the free list (there must be one: :func:`grow`)."""
     p = ms[FREE_HEAD]
@@ -49,7 +49,7 @@ def alloc(pk, ms, flow, size):
     return p
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def release(pk, ms, p):
     """Return record ``p`` to the free list."""
     pk[p, NEXT] = ms[FREE_HEAD]
@@ -57,7 +57,7 @@ def release(pk, ms, p):
     ms[FREE_N] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def grow(pk, pt, ms):
     """Copies of the pool twice as large, the new records on the free list."""
     n = pk.shape[0]
@@ -73,7 +73,7 @@ def grow(pk, pt, ms):
     return npk, npt
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fifo_push(pk, ends, row, col, p):
     """Append packet ``p`` to the FIFO whose head and tail are ``ends[row, col:col+2]``."""
     pk[p, NEXT] = -1
@@ -85,7 +85,7 @@ def fifo_push(pk, ends, row, col, p):
     ends[row, col + 1] = p
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fifo_pop(pk, ends, row, col):
     """Remove and return the head of that FIFO (it must not be empty)."""
     p = ends[row, col]
