@@ -76,3 +76,30 @@ def simulate_paths(fabric, paths, sizes, starts=None, params: PacketParams | Non
     """
     return simulate_flows(fabric.link_capacity, fabric.link_latency, network_legs(fabric, paths),
                           sizes, starts, params, switch_of=fabric_switches(fabric), **options)
+
+
+def fabric_rings(fabric, gpus, channels: int, *, policy: str | None = None,
+                 pxn: bool = True, seed: int = 0) -> list[list[np.ndarray]]:
+    """NCCL's rings over ``gpus`` (one per channel, :func:`hpnsim.collectives.ring.ring_order`:
+    channel c leaves each host from rail c) routed on ``fabric``; ``rings[c][r]`` is the
+    packet path from rank r to rank r+1 (:func:`network_legs`), for :func:`simulate_ring`.
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
+    ...          aggs_per_plane=2)
+    >>> rings = fabric_rings(f, range(16), 2)
+    >>> len(rings), len(rings[0]), [len(p) for p in rings[1]][6:9]   # NVLink, NVLink, network
+    (2, 16, [2, 2, 2])
+    """
+    from hpnsim.collectives.ring import ring_order
+    from hpnsim.routing import native_policy, route
+
+    gpus = np.asarray(list(gpus), dtype=np.int64)
+    per_host = int(fabric.n_gpus // max(1, len(np.unique(fabric.node_host[fabric.gpu_node]))))
+    rings = []
+    for c in range(channels):
+        order, _ = ring_order(gpus, per_host, c, pxn)
+        paths = route(fabric, order, np.roll(order, -1), policy or native_policy(fabric),
+                      conn=np.full(order.size, c), seed=seed, pxn=pxn)
+        rings.append(network_legs(fabric, paths))
+    return rings

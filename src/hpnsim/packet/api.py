@@ -12,7 +12,7 @@ import numpy as np
 
 from hpnsim.errors import InputError
 from hpnsim.packet import core, heap, pool
-from hpnsim.packet.kinds import N_PRIO, Cfg, Ff, Fi, Lf, Lk, Pf, Pq, Qp
+from hpnsim.packet.kinds import N_PRIO, Cfg, Ff, Fi, Lf, Lk, Pf, Pq, Qp, QpI
 from hpnsim.packet.params import PacketParams, params_dict
 from hpnsim.packet.result import PacketResult
 from hpnsim.packet.stats import N_BINS, percentiles
@@ -108,6 +108,12 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         np.ascontiguousarray(np.broadcast_to(np.asarray(priority, dtype=np.int64), (n,)))
     qp = np.arange(n, dtype=np.int64) if qp is None else np.asarray(qp, dtype=np.int64)
     first = links[ptr[:-1]]
+    if qp.shape != (n,) or (n and qp.min() < 0):
+        raise InputError("qp", "needs one QP id >= 0 per flow")
+    port_of_qp = np.full(int(qp.max(initial=-1)) + 1, -1)
+    port_of_qp[qp] = first
+    if np.any(port_of_qp[qp] != first):
+        raise InputError("qp", "the flows of a QP must leave on the same link (its NIC port)")
     if switch_of is None:
         switch_of = np.arange(n_links, dtype=np.int64)
         switch_of[first] = -1
@@ -141,7 +147,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     pq[:, [Pq.HEAD, Pq.TAIL]] = -1
     pf = np.zeros((n_links * N_PRIO, len(Pf)))
     fi = np.zeros((n, len(Fi)), dtype=np.int64)
-    fi[:, Fi.PRIO], fi[:, Fi.QP], fi[:, Fi.RR_NEXT] = prio, qp, -1
+    fi[:, Fi.PRIO], fi[:, Fi.QP], fi[:, Fi.NEXT] = prio, qp, -1
     fi[:, Fi.PATH0], fi[:, Fi.PATH1], fi[:, Fi.PENDING] = ptr[:-1], ptr[1:], n_pred
     fi[:, Fi.SUCC0], fi[:, Fi.SUCC1] = succ_ptr[:-1], succ_ptr[1:]
     ff = np.zeros((n, len(Ff)))
@@ -154,6 +160,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     qf[:, Qp.ALPHA] = 1.0                               # DCQCN paper: alpha starts at 1
     qf[:, [Qp.LAST_CNP, Qp.LAST_CUT]] = -np.inf
     qf[:, Qp.LEFT] = np.bincount(qp, minlength=n_qps)
+    qi = np.full((n_qps, len(QpI)), -1, dtype=np.int64)
     sw = np.stack([np.zeros(n_buf), buf_shared], axis=1)
     hist = np.zeros((n_links if histograms else 0, N_BINS))
     samples = np.zeros((n_samples, watch.size))
@@ -162,7 +169,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     pk, pt = pool.new_pool(int(pool_size), ms)
     rng = np.array([(int(p.seed) * 0x2545F4914F6CDD1D + 1) % 2**64], dtype=np.uint64)
     cfg = config_vector(p, sample_interval, t_end)
-    counts = core.run(lk, lf, pq, pf, fi, ff, qf, sw, links, succ, start, watch, watch_flows,
+    counts = core.run(lk, lf, pq, pf, fi, ff, qf, qi, sw, links, succ, start, watch, watch_flows,
                       samples, flow_samples, hist, cfg, rng, pk, pt, ht, hk, ms)
     end, taken = float(counts[1]), int(counts[2])
     return PacketResult(

@@ -39,7 +39,7 @@ FLOW, HOP, SIZE, FLAGS = int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(Pkt.FLA
 PAUSED_TIME, FIRST_PAUSED, PAUSE_SINCE, WAKE_AT, QTOT = (
     int(Lf.PAUSED_TIME), int(Lf.FIRST_PAUSED), int(Lf.PAUSE_SINCE), int(Lf.WAKE_AT),
     int(Lf.QTOT))
-N_PAUSED, RR_LEN = int(Lk.N_PAUSED), int(Lk.RR_LEN)
+N_PAUSED = int(Lk.N_PAUSED)
 PAUSED = int(Pq.PAUSED)
 PRIO, QP, PATH0, PATH1, PENDING, RELEASED, CNPS, SUCC0, SUCC1 = (
     int(Fi.PRIO), int(Fi.QP), int(Fi.PATH0), int(Fi.PATH1), int(Fi.PENDING), int(Fi.RELEASED),
@@ -50,18 +50,17 @@ HEAP_N, FREE_N, N_DONE = int(Ms.HEAP_N), int(Ms.FREE_N), int(Ms.N_DONE)
 
 
 @njit(cache=True)
-def _activate(f, now, lk, lf, fi, path_links, ht, hk, ms):
-    """Flow ``f`` may send: join its NIC port's round-robin list and wake the port now."""
+def _activate(f, now, lk, lf, fi, qi, path_links, ht, hk, ms):
+    """Flow ``f`` may send: queue it at its QP and wake its NIC port now."""
     first = path_links[fi[f, PATH0]]
-    lk[first, RR_LEN] += 1
-    link.rr_push(first, f, lk, fi)
+    link.add_flow(first, f, lk, fi, qi)
     if now < lf[first, WAKE_AT]:
         lf[first, WAKE_AT] = now
         heap.push(ht, hk, ms, now, first, Event.LINK_WAKE)
 
 
 @njit(cache=True)
-def _finished(f, now, lk, lf, fi, ff, qf, path_links, succ, ht, hk, ms):
+def _finished(f, now, lk, lf, fi, ff, qf, qi, path_links, succ, ht, hk, ms):
     """Flow ``f`` delivered its last byte: release the successors it was holding."""
     ff[f, FINISH] = now
     ms[N_DONE] += 1
@@ -70,11 +69,11 @@ def _finished(f, now, lk, lf, fi, ff, qf, path_links, succ, ht, hk, ms):
         g = succ[e]
         fi[g, PENDING] -= 1
         if fi[g, PENDING] == 0 and fi[g, RELEASED]:
-            _activate(g, now, lk, lf, fi, path_links, ht, hk, ms)
+            _activate(g, now, lk, lf, fi, qi, path_links, ht, hk, ms)
 
 
 @njit(cache=True)
-def run(lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, start, watch, watch_flows,
+def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, start, watch, watch_flows,
         samples, flow_samples, hist, cfg, rng, pk, pt, ht, hk, ms):
     """Simulate from the initial state (built by :func:`hpnsim.packet.api.simulate_flows`)
     until every flow has finished, no event is left, or ``cfg[T_END]``.
@@ -126,7 +125,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, start, watch, watch_fl
                     heap.push(ht, hk, ms, now + ff[f, FEEDBACK], q, Event.CNP_ARRIVE)
                 pool.release(pk, ms, p)
                 if ff[f, RECV] >= ff[f, FSIZE]:
-                    _finished(f, now, lk, lf, fi, ff, qf, path_links, succ, ht, hk, ms)
+                    _finished(f, now, lk, lf, fi, ff, qf, qi, path_links, succ, ht, hk, ms)
         elif kind == Event.LINK_WAKE:
             if lf[ident, WAKE_AT] == now:
                 lf[ident, WAKE_AT] = np.inf
@@ -134,7 +133,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, start, watch, watch_fl
         elif kind == Event.FLOW_START:
             fi[ident, RELEASED] = 1                  # a zero-byte flow sends one header
             if fi[ident, PENDING] == 0:
-                _activate(ident, now, lk, lf, fi, path_links, ht, hk, ms)
+                _activate(ident, now, lk, lf, fi, qi, path_links, ht, hk, ms)
         elif kind == Event.CNP_ARRIVE:
             dcqcn.on_cnp(qf, ident, now, cfg, ht, hk, ms)
         elif kind == Event.ALPHA_TIMER:
@@ -166,8 +165,8 @@ def run(lk, lf, pq, pf, fi, ff, qf, sw, path_links, succ, start, watch, watch_fl
             if n_samples < max_samples:
                 heap.push(ht, hk, ms, n_samples * cfg[Cfg.SAMPLE_DT], 0, Event.SAMPLE)
         if kick >= 0:
-            link.start_next(kick, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk,
-                            ms, hist, cfg)
+            link.start_next(kick, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht,
+                            hk, ms, hist, cfg)
     for lk_id in range(n_links):                     # close the books at the end time
         charge(lf, hist, lk_id, now)
         if lk[lk_id, N_PAUSED] > 0:

@@ -63,13 +63,23 @@ class Qp(IntEnum):
     LEFT = 13       # its flows not finished yet
 
 
+class QpI(IntEnum):
+    """Columns of the integer QP state ``qi[n_qps, 3]``: a QP sends its flows one after
+    another (as a QP executes its work requests in order); its NIC port takes turns over the
+    QPs that have a flow to send."""
+
+    HEAD = 0       # queue of its active flows (head, tail)
+    TAIL = 1
+    RR_NEXT = 2    # next QP in its NIC port's round-robin list
+
+
 class Lk(IntEnum):
     """Columns of the integer link state ``lk[n_links, 12]``."""
 
     BUSY = 0        # packet being serialized, -1 if idle
     PIPE_HEAD = 1   # in-flight FIFO (head, tail)
     PIPE_TAIL = 2
-    RR_HEAD = 3     # round-robin list of the flows this NIC port sends (head, tail, length)
+    RR_HEAD = 3     # round-robin list of the QPs this NIC port serves (head, tail, length)
     RR_TAIL = 4
     RR_LEN = 5
     BUF = 6         # switch whose buffer holds its egress queue, -1 for a NIC/GPU
@@ -121,7 +131,7 @@ class Fi(IntEnum):
 
     PRIO = 0
     QP = 1
-    RR_NEXT = 2    # next flow in its NIC port's round-robin list
+    NEXT = 2       # next flow in its QP's queue
     PATH0 = 3      # its links are path_links[PATH0:PATH1]
     PATH1 = 4
     PENDING = 5    # predecessors not finished

@@ -6,10 +6,11 @@ packet joins the link's in-flight FIFO and arrives ``delay`` later. Propagation 
 for every packet, so arrivals leave that FIFO in order and the link needs one pending
 ARRIVE event, for its head. When the serializer frees, the link takes the head of its
 highest non-paused priority queue; if every queue is empty and it is a NIC port, its QPs
-take turns (round-robin over active flows), each only when its DCQCN rate limiter allows.
+take turns (round-robin over QPs with a flow to send; a QP sends its flows in order), each
+only when its DCQCN rate limiter allows.
 
 State: ``lk``, ``lf`` per link, ``pq``, ``pf`` per (link, priority), ``fi``, ``ff`` per
-flow, ``qf`` per QP (columns in :mod:`hpnsim.packet.kinds`), ``sw`` per switch.
+flow, ``qf``, ``qi`` per QP (columns in :mod:`hpnsim.packet.kinds`), ``sw`` per switch.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from hpnsim.packet import dcqcn, heap, pool, stats, switch
-from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Pf, Pkt, Pq, Qp
+from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Pf, Pkt, Pq, Qp, QpI
 
 FLOW, HOP, SIZE, FLAGS, NEXT = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(Pkt.FLAGS),
                                 int(Pkt.NEXT))
@@ -29,7 +30,8 @@ CAP, DELAY, HEADROOM, WAKE_AT, TX_BYTES = (int(Lf.CAP), int(Lf.DELAY), int(Lf.HE
                                            int(Lf.WAKE_AT), int(Lf.TX_BYTES))
 QHEAD, PAUSED = int(Pq.HEAD), int(Pq.PAUSED)
 QBYTES = int(Pf.BYTES)
-PRIO, QP, RR_NEXT, PATH0 = int(Fi.PRIO), int(Fi.QP), int(Fi.RR_NEXT), int(Fi.PATH0)
+PRIO, QP, FNEXT, PATH0 = int(Fi.PRIO), int(Fi.QP), int(Fi.NEXT), int(Fi.PATH0)
+QHEAD_F, QTAIL_F, RR_NEXT = int(QpI.HEAD), int(QpI.TAIL), int(QpI.RR_NEXT)
 FSIZE, SENT = int(Ff.SIZE), int(Ff.SENT)
 RC, NEXT_TX = int(Qp.RC), int(Qp.NEXT_TX)
 
@@ -81,20 +83,35 @@ def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, h
 
 
 @njit(cache=True, inline="always")
-def rr_push(link, f, lk, fi):
-    """Append flow ``f`` to the round-robin list of NIC port ``link``."""
-    fi[f, RR_NEXT] = -1
+def _rr_push(link, q, lk, qi):
+    """Append QP ``q`` to the round-robin list of NIC port ``link``."""
+    qi[q, RR_NEXT] = -1
     tail = lk[link, RR_TAIL]
     if tail < 0:
-        lk[link, RR_HEAD] = f
+        lk[link, RR_HEAD] = q
     else:
-        fi[tail, RR_NEXT] = f
-    lk[link, RR_TAIL] = f
+        qi[tail, RR_NEXT] = q
+    lk[link, RR_TAIL] = q
 
 
 @njit(cache=True, inline="always")
-def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk, ms, hist,
-               cfg):
+def add_flow(link, f, lk, fi, qi):
+    """Flow ``f`` may send on NIC port ``link``: queue it behind its QP's earlier flows."""
+    q = fi[f, QP]
+    fi[f, FNEXT] = -1
+    tail = qi[q, QTAIL_F]
+    qi[q, QTAIL_F] = f
+    if tail >= 0:
+        fi[tail, FNEXT] = f
+        return
+    qi[q, QHEAD_F] = f                   # the QP had nothing to send: it joins the port
+    lk[link, RR_LEN] += 1
+    _rr_push(link, q, lk, qi)
+
+
+@njit(cache=True, inline="always")
+def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht, hk, ms,
+               hist, cfg):
     """If ``link`` is idle, start its next packet: queued traffic first, then its QPs."""
     if lk[link, BUSY] >= 0:
         return
@@ -108,11 +125,11 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk
             return
     soonest = np.inf
     for _ in range(lk[link, RR_LEN]):
-        f = lk[link, RR_HEAD]                      # pop the head of the round-robin list
-        lk[link, RR_HEAD] = fi[f, RR_NEXT]
-        if fi[f, RR_NEXT] < 0:
+        q = lk[link, RR_HEAD]                      # pop the head of the round-robin list
+        lk[link, RR_HEAD] = qi[q, RR_NEXT]
+        if qi[q, RR_NEXT] < 0:
             lk[link, RR_TAIL] = -1
-        q = fi[f, QP]
+        f = qi[q, QHEAD_F]
         paused = pq[base + fi[f, PRIO], PAUSED] != 0
         if not paused and qf[q, NEXT_TX] <= now:
             payload = min(cfg[Cfg.MTU], ff[f, FSIZE] - ff[f, SENT])
@@ -122,15 +139,19 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, sw, path_links, ht, hk
             qf[q, NEXT_TX] = now + wire / qf[q, RC]
             if cfg[Cfg.CC] > 0:
                 dcqcn.on_sent(qf, q, wire, cfg)
-            if ff[f, SENT] < ff[f, FSIZE]:
-                rr_push(link, f, lk, fi)
+            if ff[f, SENT] >= ff[f, FSIZE]:        # the flow is all sent: next in the QP
+                qi[q, QHEAD_F] = fi[f, FNEXT]
+                if fi[f, FNEXT] < 0:
+                    qi[q, QTAIL_F] = -1
+            if qi[q, QHEAD_F] >= 0:
+                _rr_push(link, q, lk, qi)
             else:
                 lk[link, RR_LEN] -= 1
             transmit(link, p, now, pk, lk, lf, ht, hk, ms)
             return
         if not paused:
             soonest = min(soonest, qf[q, NEXT_TX])
-        rr_push(link, f, lk, fi)
+        _rr_push(link, q, lk, qi)
     if soonest < lf[link, WAKE_AT]:
         lf[link, WAKE_AT] = soonest
         heap.push(ht, hk, ms, soonest, link, Event.LINK_WAKE)
