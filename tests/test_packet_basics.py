@@ -59,10 +59,13 @@ def test_incast_2_to_1_queue_grows_at_the_excess_rate_until_ecn_acts():
     assert slope == pytest.approx(cap, rel=0.01)
     # sample-by-sample: within two packets of C (t - t0) (one in service, one arriving)
     assert np.all(np.abs(q[window] - cap * (t[window] - t0)) <= 2 * wire)
-    # DCQCN then holds it: marks and CNPs happened, no pause was needed, nothing dropped
-    assert r.marks[2] > 0 and r.cnps.sum() > 0
-    assert r.pauses.sum() == 0 and r.drops.sum() == 0
-    assert r.q_max[2] < 0.2 * p.buffer_bytes
+    # then marks and CNPs act, and PFC caps what they do not: the queue stays under the
+    # XOFF level of two equal ingresses, q_x = 2aS / (1 + 2a), plus both headrooms
+    assert r.marks[2] > 0 and r.cnps.sum() > 0 and r.drops.sum() == 0
+    headroom = p.headroom_bdp * 2 * d * cap + 2 * wire
+    shared = p.buffer_bytes - 2 * headroom
+    q_x = 2 * p.pfc_alpha * shared / (1 + 2 * p.pfc_alpha)
+    assert r.q_max[2] <= q_x + 2 * headroom
 
 
 def test_incast_2_to_1_without_cc_stops_at_the_pfc_threshold():

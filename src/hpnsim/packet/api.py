@@ -32,7 +32,8 @@ def config_vector(p: PacketParams, sample_dt: float, t_end: float) -> np.ndarray
               Cfg.KMAX: p.kmax_bytes, Cfg.PMAX: p.pmax, Cfg.PFC: p.pfc,
               Cfg.PFC_ALPHA: p.pfc_alpha, Cfg.PFC_XOFF: p.pfc_xoff_bytes,
               Cfg.PFC_RESUME: p.pfc_resume_bytes, Cfg.EGRESS_ALPHA: p.egress_alpha,
-              Cfg.SAMPLE_DT: sample_dt, Cfg.T_END: t_end}
+              Cfg.SAMPLE_DT: sample_dt, Cfg.T_END: t_end,
+              Cfg.CLAMP: p.clamp_target_rate}
     for k, v in values.items():
         c[k] = float(v)
     return c

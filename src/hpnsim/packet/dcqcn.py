@@ -5,7 +5,9 @@ byte-counter stage ``BC`` (Zhu et al., SIGCOMM'15, Fig. 7; as in ConnectX firmwa
 SimAI's ns-3 "mlx" variant, alpha is updated on its own timer):
 
 * CNP arrives: ``Rt <- Rc``, ``Rc <- max(Rmin, Rc (1 - alpha/2))``, ``T = BC = 0``, the
-  increase timer restarts (at most one cut per ``rate_decrease_interval``);
+  increase timer restarts (at most one cut per ``rate_decrease_interval``); without
+  ``clamp_target_rate`` (ConnectX default) ``Rt <- Rc`` only if the timer raised the rate
+  since the last cut, so a burst of CNPs does not drag the target down with the rate;
 * alpha timer (every ``alpha_interval``): ``alpha <- (1-g) alpha + g`` if a CNP came in the
   period, else ``alpha <- (1-g) alpha``;
 * increase event (the timer every ``rp_timer`` bumps ``T``; every ``byte_counter`` bytes sent
@@ -17,7 +19,7 @@ SimAI's ns-3 "mlx" variant, alpha is updated on its own timer):
 >>> from hpnsim.packet.kinds import Cfg, Qp
 >>> qf = np.zeros((1, len(Qp)))
 >>> qf[0, Qp.RC] = qf[0, Qp.RT] = qf[0, Qp.LINE] = 100.0; qf[0, Qp.ALPHA] = 1.0
->>> cfg = np.zeros(len(Cfg)); cfg[Cfg.FAST_STEPS] = 5; cfg[Cfg.G] = 1 / 256
+>>> cfg = np.zeros(len(Cfg)); cfg[Cfg.FAST_STEPS] = 5; cfg[Cfg.CLAMP] = 1
 >>> cut(qf, 0, 0.0, cfg), float(qf[0, Qp.RC])      # alpha = 1 halves the rate
 (True, 50.0)
 >>> increase(qf, 0, cfg); float(qf[0, Qp.RC])      # fast recovery: half way back to Rt
@@ -43,7 +45,8 @@ def cut(qf, q, now, cfg):
     """Rate decrease on a CNP (unless one happened within the decrease interval)."""
     if now - qf[q, LAST_CUT] < cfg[Cfg.DECREASE_DT]:
         return False
-    qf[q, RT] = qf[q, RC]
+    if cfg[Cfg.CLAMP] > 0 or qf[q, T_STAGE] > 0:
+        qf[q, RT] = qf[q, RC]
     qf[q, RC] = max(cfg[Cfg.R_MIN], qf[q, RC] * (1.0 - qf[q, ALPHA] / 2.0))
     qf[q, LAST_CUT] = now
     qf[q, BYTES] = 0.0

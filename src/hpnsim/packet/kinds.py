@@ -188,3 +188,4 @@ class Cfg(IntEnum):
     EGRESS_ALPHA = 21
     SAMPLE_DT = 22
     T_END = 23
+    CLAMP = 24

@@ -62,6 +62,9 @@ class PacketParams:
     rate_ai_bps: float = _f(5e6 / 8, f"{_CX}: AI 5 Mb/s")
     rate_hai_bps: float = _f(50e6 / 8, f"{_CX}: HAI 50 Mb/s")
     min_rate_bps: float = _f(1e6 / 8, f"{_CX}: minimum rate 1 Mb/s")
+    clamp_target_rate: bool = _f(False, f"{_CX}: clamp_tgt_rate 0 with "
+                                        "clamp_tgt_rate_after_time_inc 1: a cut sets Rt = Rc only "
+                                        "after a timer increase (ns-3 'mlx' DCQCN, SimAI)")
     # --- DCQCN notification point (receiver NIC) ---------------------------------------
     cnp_interval_s: float = _f(4e-6, f"{_CX}: minimum time between CNPs 4 us")
     # --- switch: ECN (RED on egress occupancy) -----------------------------------------
@@ -124,6 +127,7 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "g": (1 / 256, f"{_PAPER}: g = 1/256"),
         "alpha_interval_s": (55e-6, f"{_PAPER}: alpha update timer 55 us"),
         "rate_decrease_interval_s": (0.0, f"{_PAPER}: every CNP cuts the rate"),
+        "clamp_target_rate": (True, f"{_PAPER}: every cut sets Rt = Rc"),
         "rp_timer_s": (55e-6, f"{_PAPER}: rate increase timer 55 us"),
         "byte_counter_bytes": (10e6, f"{_PAPER}: byte counter 10 MB"),
         "fast_recovery_steps": (5, f"{_PAPER}: F = 5"),
