@@ -59,9 +59,9 @@ class PacketParams:
     rp_timer_s: float = _f(300e-6, f"{_CX}: rate increase timer 300 us")
     byte_counter_bytes: float = _f(32767.0, f"{_CX}: byte reset 32,767 B")
     fast_recovery_steps: int = _f(5, "DCQCN paper F = 5 (Zhu et al. SIGCOMM'15)")
-    rate_ai_bps: float = _f(5e6 / 8, f"{_CX}: AI 5 Mb/s")
-    rate_hai_bps: float = _f(50e6 / 8, f"{_CX}: HAI 50 Mb/s")
-    min_rate_bps: float = _f(1e6 / 8, f"{_CX}: minimum rate 1 Mb/s")
+    rate_ai_bytes_s: float = _f(5e6 / 8, f"{_CX}: AI 5 Mb/s")
+    rate_hai_bytes_s: float = _f(50e6 / 8, f"{_CX}: HAI 50 Mb/s")
+    min_rate_bytes_s: float = _f(1e6 / 8, f"{_CX}: minimum rate 1 Mb/s")
     clamp_target_rate: bool = _f(False, f"{_CX}: clamp_tgt_rate 0 with "
                                         "clamp_tgt_rate_after_time_inc 1: a cut sets Rt = Rc only "
                                         "after a timer increase (ns-3 'mlx' DCQCN, SimAI)")
@@ -131,8 +131,8 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "rp_timer_s": (55e-6, f"{_PAPER}: rate increase timer 55 us"),
         "byte_counter_bytes": (10e6, f"{_PAPER}: byte counter 10 MB"),
         "fast_recovery_steps": (5, f"{_PAPER}: F = 5"),
-        "rate_ai_bps": (40e6 / 8, f"{_PAPER}: R_AI 40 Mb/s"),
-        "rate_hai_bps": (40e6 / 8, "R_HAI = R_AI: the CoNEXT'16 fluid model has no hyper "
+        "rate_ai_bytes_s": (40e6 / 8, f"{_PAPER}: R_AI 40 Mb/s"),
+        "rate_hai_bytes_s": (40e6 / 8, "R_HAI = R_AI: the CoNEXT'16 fluid model has no hyper "
                                    "increase stage"),
         "cnp_interval_s": (50e-6, f"{_PAPER}: CNP interval 50 us"),
         "kmin_bytes": (5e3, f"{_PAPER}: Kmin 5 KB"),
@@ -145,9 +145,9 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "rp_timer_s": (900e-6, f"{_SIMAI}: RP timer 900 us"),
         "g": (1 / 256, f"{_SIMAI}: g = 1/256"),
         "fast_recovery_steps": (1, f"{_SIMAI}: fast recovery 1"),
-        "rate_ai_bps": (50e6 / 8, f"{_SIMAI}: AI 50 Mb/s"),
-        "rate_hai_bps": (100e6 / 8, f"{_SIMAI}: HAI 100 Mb/s"),
-        "min_rate_bps": (100e6 / 8, f"{_SIMAI}: min rate 100 Mb/s"),
+        "rate_ai_bytes_s": (50e6 / 8, f"{_SIMAI}: AI 50 Mb/s"),
+        "rate_hai_bytes_s": (100e6 / 8, f"{_SIMAI}: HAI 100 Mb/s"),
+        "min_rate_bytes_s": (100e6 / 8, f"{_SIMAI}: min rate 100 Mb/s"),
     },
 }
 
