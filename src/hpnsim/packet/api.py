@@ -21,7 +21,11 @@ __all__ = ["simulate_flows", "config_vector"]
 
 
 def config_vector(p: PacketParams, sample_dt: float, t_end: float) -> np.ndarray:
-    """The kernel's float configuration (:class:`~hpnsim.packet.kinds.Cfg`) from params."""
+    """The kernel's float configuration (:class:`~hpnsim.packet.kinds.Cfg`) from params.
+
+    >>> float(config_vector(PacketParams(), 1e-6, 1.0)[Cfg.KMIN])
+    800000.0
+    """
     c = np.zeros(len(Cfg))
     values = {Cfg.MTU: p.mtu_bytes, Cfg.HEADER: p.header_bytes, Cfg.CC: p.cc, Cfg.G: p.g,
               Cfg.ALPHA_DT: p.alpha_interval_s, Cfg.DECREASE_DT: p.rate_decrease_interval_s,
@@ -88,6 +92,27 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     watch, watch_flows : links whose occupancy and flows whose received bytes are sampled
         every ``sample_interval`` (at most ``max_samples`` samples).
     t_end : stop at this time (unfinished flows keep ``finish = inf``).
+    pct, histograms : queue percentiles to report (from per-link time histograms; off saves
+        memory and time on large fabrics).
+    pool_size : initial packet records (the pool doubles when it runs out).
+
+    Returns
+    -------
+    :class:`~hpnsim.packet.result.PacketResult`
+
+    Examples
+    --------
+    Two 1 MB flows into one 100 Gb/s port, no congestion control: together they take
+    the port's time for 2 MB plus headers (256 packets of 4096 B, 62 B each), plus one
+    packet's serialization and the two links' delays. The port receives at 2C and sends at
+    C, so when the senders stop (after 256 packets each) about half of it waits: 257 packets.
+
+    >>> p = PacketParams(cc=False)
+    >>> r = simulate_flows([12.5e9] * 3, 1e-6, [[0, 2], [1, 2]], 2**20, params=p,
+    ...                    switch_of=[-1, -1, 0])
+    >>> expected = (2 * 256 + 1) * (4096 + 62) / 12.5e9 + 2e-6
+    >>> bool(abs(r.makespan - expected) < 1e-12), int(r.drops.sum()), float(r.q_max[2] / 4158)
+    (True, 0, 257.0)
     """
     p = (params or PacketParams()).validate()
     capacity = np.ascontiguousarray(capacity, dtype=np.float64)

@@ -61,7 +61,13 @@ class PacketResult:
         return float(self.finish.max()) if self.finish.size else 0.0
 
     def summary(self) -> dict:
-        """Totals for printing: events, makespan, marks, CNPs, pauses, drops, worst queue."""
+        """Totals for printing: events, makespan, marks, CNPs, pauses, drops, worst queue.
+
+        >>> from hpnsim.packet import simulate_flows
+        >>> r = simulate_flows([1e9, 1e9], 1e-6, [[0, 1]], 4096, switch_of=[-1, 0])
+        >>> r.summary()["events"], r.summary()["drops"]
+        (6, 0)
+        """
         return {"events": self.events, "end_time": self.end_time, "makespan": self.makespan,
                 "ecn_marks": int(self.marks.sum()), "cnps": int(self.cnps.sum()),
                 "pfc_pauses": int(self.pauses.sum()), "drops": int(self.drops.sum()),
