@@ -12,7 +12,7 @@ import numpy as np
 
 from hpnsim.errors import InputError
 from hpnsim.packet import core, heap, pool
-from hpnsim.packet.kinds import N_PRIO, Cfg, Ff, Fi, Lf, Lk, Pf, Pq, Qp, QpI
+from hpnsim.packet.kinds import N_PRIO, Cfg, Ff, Fi, Lf, Lk, Ms, Pf, Pq, Qp, QpI
 from hpnsim.packet.params import PacketParams, params_dict
 from hpnsim.packet.result import PacketResult
 from hpnsim.packet.stats import N_BINS, percentiles
@@ -195,9 +195,20 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     pk, pt = pool.new_pool(int(pool_size), ms)
     rng = np.array([(int(p.seed) * 0x2545F4914F6CDD1D + 1) % 2**64], dtype=np.uint64)
     cfg = config_vector(p, sample_interval, t_end)
-    counts = core.run(lk, lf, pq, pf, fi, ff, qf, qi, sw, links, succ, start, watch, watch_flows,
-                      samples, flow_samples, hist, cfg, rng, pk, pt, ht, hk, ms)
-    end, taken = float(counts[1]), int(counts[2])
+    core.start(fi, start, ht, hk, ms, n_samples > 0)
+    now = 0.0
+    while True:
+        status, now = core.run(lk, lf, pq, pf, fi, ff, qf, qi, sw, links, succ, watch,
+                               watch_flows, samples, flow_samples, hist, cfg, rng, pk, pt, ht,
+                               hk, ms, now)
+        if status == core.DONE:
+            break
+        if ms[Ms.HEAP_N] + 16 > ht.shape[0]:
+            ht, hk = heap.grow(ht, hk)
+        if ms[Ms.FREE_N] < 4:
+            pk, pt = pool.grow(pk, pt, ms)
+    core.close(lk, lf, hist, now)
+    end, taken = float(now), int(ms[Ms.SAMPLES])
     return PacketResult(
         finish=ff[:, Ff.FINISH], received=ff[:, Ff.RECV], cnps=fi[:, Fi.CNPS],
         packets=lk[:, Lk.PACKETS], marks=lk[:, Lk.MARKS], drops=lk[:, Lk.DROPS],
@@ -207,5 +218,5 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         q_max=lf[:, Lf.Q_MAX], q_mean=lf[:, Lf.Q_AREA] / end if end > 0 else np.zeros(n_links),
         q_pct=percentiles(hist, pct) if histograms else np.zeros((n_links, 0)), pct=tuple(pct),
         sample_times=np.arange(taken) * sample_interval, samples=samples[:taken],
-        flow_samples=flow_samples[:taken], events=int(counts[0]), end_time=end,
+        flow_samples=flow_samples[:taken], events=int(ms[Ms.EVENTS]), end_time=end,
         params={k: v["value"] for k, v in params_dict(p).items()})

@@ -46,10 +46,12 @@ PRIO, QP, PATH0, PATH1, PENDING, RELEASED, CNPS, SUCC0, SUCC1 = (
     int(Fi.CNPS), int(Fi.SUCC0), int(Fi.SUCC1))
 FSIZE, RECV, FINISH, FEEDBACK = int(Ff.SIZE), int(Ff.RECV), int(Ff.FINISH), int(Ff.FEEDBACK)
 LAST_CNP, LEFT = int(Qp.LAST_CNP), int(Qp.LEFT)
-HEAP_N, FREE_N, N_DONE = int(Ms.HEAP_N), int(Ms.FREE_N), int(Ms.N_DONE)
+HEAP_N, FREE_N, N_DONE, EVENTS, SAMPLES = (int(Ms.HEAP_N), int(Ms.FREE_N), int(Ms.N_DONE),
+                                          int(Ms.EVENTS), int(Ms.SAMPLES))
+DONE, ROOM = 0, 1          # statuses of run()
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _activate(f, now, lk, lf, fi, qi, path_links, ht, hk, ms):
     """Flow ``f`` may send: queue it at its QP and wake its NIC port now."""
     first = path_links[fi[f, PATH0]]
@@ -59,7 +61,7 @@ def _activate(f, now, lk, lf, fi, qi, path_links, ht, hk, ms):
         heap.push(ht, hk, ms, now, first, Event.LINK_WAKE)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _finished(f, now, lk, lf, fi, ff, qf, qi, path_links, succ, ht, hk, ms):
     """Flow ``f`` delivered its last byte: release the successors it was holding."""
     ff[f, FINISH] = now
@@ -72,33 +74,37 @@ def _finished(f, now, lk, lf, fi, ff, qf, qi, path_links, succ, ht, hk, ms):
             _activate(g, now, lk, lf, fi, qi, path_links, ht, hk, ms)
 
 
-@njit(cache=True)
-def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, start, watch, watch_flows,
-        samples, flow_samples, hist, cfg, rng, pk, pt, ht, hk, ms):
-    """Simulate from the initial state (built by :func:`hpnsim.packet.api.simulate_flows`)
-    until every flow has finished, no event is left, or ``cfg[T_END]``.
-
-    Returns ``[events processed, end time, samples taken]``; results are left in the state
-    arrays.
-    """
-    n_links, n_flows = lk.shape[0], fi.shape[0]
-    header = cfg[Cfg.HEADER]
-    for f in range(n_flows):
-        heap.push(ht, hk, ms, start[f], f, Event.FLOW_START)
-    max_samples = samples.shape[0]
-    if watch.shape[0] + watch_flows.shape[0] > 0 and max_samples > 0:
+@njit(cache=True, _nrt=False)
+def start(fi, start_times, ht, hk, ms, sampling):
+    """Push every flow's FLOW_START (and the first SAMPLE if ``sampling``)."""
+    for f in range(fi.shape[0]):
+        heap.push(ht, hk, ms, start_times[f], f, Event.FLOW_START)
+    if sampling:
         heap.push(ht, hk, ms, 0.0, 0, Event.SAMPLE)
-    events, now, n_samples = 0, 0.0, 0
+
+
+@njit(cache=True, _nrt=False)
+def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows,
+        samples, flow_samples, hist, cfg, rng, pk, pt, ht, hk, ms, now):
+    """Process events from the state (built by :func:`hpnsim.packet.api.simulate_flows`,
+    seeded by :func:`start`) until every flow has finished, no event is left or
+    ``cfg[T_END]`` (status DONE), or the heap or the pool needs room (status ROOM: grow
+    them and call again). Returns ``(status, now)``.
+
+    Compiled without numba's reference counting (``_nrt=False``): it allocates nothing,
+    so every array stays owned by the caller and no call pays for atomic increments.
+    """
+    n_flows = fi.shape[0]
+    header = cfg[Cfg.HEADER]
+    max_samples = samples.shape[0]
     while ms[HEAP_N] > 0 and ms[N_DONE] < n_flows:
-        if ms[HEAP_N] + 16 > ht.shape[0]:
-            ht, hk = heap.grow(ht, hk, ms)
-        if ms[FREE_N] < 4:
-            pk, pt = pool.grow(pk, pt, ms)
+        if ms[HEAP_N] + 16 > ht.shape[0] or ms[FREE_N] < 4:
+            return ROOM, now
         t, ident, kind = heap.pop(ht, hk, ms)
         if t > cfg[Cfg.T_END]:
             break
         now = t
-        events += 1
+        ms[EVENTS] += 1
         kick = -1                                    # the link that may start a packet
         if kind == Event.TX_DONE:
             link.tx_done(ident, now, pk, pt, lk, lf, ht, hk, ms)
@@ -157,18 +163,24 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, start, watch, watc
                     lf[lk_id, PAUSED_TIME] += now - lf[lk_id, PAUSE_SINCE]
                 kick = lk_id
         elif kind == Event.SAMPLE:
+            k = ms[SAMPLES]
             for i in range(watch.shape[0]):
-                samples[n_samples, i] = lf[watch[i], QTOT]
+                samples[k, i] = lf[watch[i], QTOT]
             for i in range(watch_flows.shape[0]):
-                flow_samples[n_samples, i] = ff[watch_flows[i], RECV]
-            n_samples += 1
-            if n_samples < max_samples:
-                heap.push(ht, hk, ms, n_samples * cfg[Cfg.SAMPLE_DT], 0, Event.SAMPLE)
+                flow_samples[k, i] = ff[watch_flows[i], RECV]
+            ms[SAMPLES] = k + 1
+            if k + 1 < max_samples:
+                heap.push(ht, hk, ms, (k + 1) * cfg[Cfg.SAMPLE_DT], 0, Event.SAMPLE)
         if kick >= 0:
             link.start_next(kick, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht,
                             hk, ms, hist, cfg)
-    for lk_id in range(n_links):                     # close the books at the end time
+    return DONE, now
+
+
+@njit(cache=True, _nrt=False)
+def close(lk, lf, hist, now):
+    """Close the books at the end time: charge queues and pauses still open to ``now``."""
+    for lk_id in range(lk.shape[0]):
         charge(lf, hist, lk_id, now)
         if lk[lk_id, N_PAUSED] > 0:
             lf[lk_id, PAUSED_TIME] += now - lf[lk_id, PAUSE_SINCE]
-    return np.array([float(events), now, float(n_samples)])

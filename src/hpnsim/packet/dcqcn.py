@@ -40,7 +40,7 @@ T_STAGE, BC_STAGE, CNP_SEEN, CC_ON = (int(Qp.T_STAGE), int(Qp.BC_STAGE), int(Qp.
                                       int(Qp.CC_ON))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def cut(qf, q, now, cfg):
     """Rate decrease on a CNP (unless one happened within the decrease interval)."""
     if now - qf[q, LAST_CUT] < cfg[Cfg.DECREASE_DT]:
@@ -55,7 +55,7 @@ def cut(qf, q, now, cfg):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def increase(qf, q, cfg):
     """One increase event: fast recovery, additive or hyper increase, then Rc halfway to Rt."""
     f_steps = cfg[Cfg.FAST_STEPS]
@@ -69,7 +69,7 @@ def increase(qf, q, cfg):
     qf[q, RC] = min(qf[q, LINE], (qf[q, RT] + qf[q, RC]) / 2.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def on_cnp(qf, q, now, cfg, ht, hk, ms):
     """A CNP reached QP ``q``: cut the rate; start the alpha and increase timers if idle."""
     qf[q, CNP_SEEN] = 1.0
@@ -81,7 +81,7 @@ def on_cnp(qf, q, now, cfg, ht, hk, ms):
         heap.push(ht, hk, ms, qf[q, INC_DUE], q, Event.INC_TIMER)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def on_alpha_timer(qf, q, now, cfg, ht, hk, ms, keep):
     """Alpha period ends: move alpha toward 1 if a CNP came, else decay; rearm if ``keep``."""
     g = cfg[Cfg.G]
@@ -93,7 +93,7 @@ def on_alpha_timer(qf, q, now, cfg, ht, hk, ms, keep):
         qf[q, CC_ON] = 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def on_inc_timer(qf, q, now, cfg, ht, hk, ms, keep):
     """The rate-increase timer fires (ignored if a cut has rearmed it since)."""
     if now != qf[q, INC_DUE]:
@@ -105,7 +105,7 @@ def on_inc_timer(qf, q, now, cfg, ht, hk, ms, keep):
         heap.push(ht, hk, ms, qf[q, INC_DUE], q, Event.INC_TIMER)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def on_sent(qf, q, nbytes, cfg):
     """Count bytes sent toward the byte counter (only while DCQCN is active on the QP)."""
     if qf[q, CC_ON] == 0:

@@ -29,12 +29,12 @@ def new_heap(capacity: int):
         np.zeros(len(Ms), dtype=np.int64)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _before(ht, hk, i, j):
     return ht[i] < ht[j] or (ht[i] == ht[j] and hk[i, 1] < hk[j, 1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _swap(ht, hk, i, j):
     ht[i], ht[j] = ht[j], ht[i]
     a, b = hk[i, 0], hk[i, 1]
@@ -42,7 +42,7 @@ def _swap(ht, hk, i, j):
     hk[j, 0], hk[j, 1] = a, b
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def push(ht, hk, ms, time, ident, kind):
     """Add event ``kind`` for ``ident`` at ``time`` (room: see :func:`grow`)."""
     i = ms[N]
@@ -59,7 +59,7 @@ def push(ht, hk, ms, time, ident, kind):
         i = parent
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def pop(ht, hk, ms):
     """Remove the earliest event: ``(time, id, kind)``."""
     t, key = ht[0], hk[0, 0]
@@ -80,11 +80,6 @@ def pop(ht, hk, ms):
     return t, key // KIND_BITS, key % KIND_BITS
 
 
-@njit(cache=True, inline="always")
-def grow(ht, hk, ms):
-    """Copies of the heap arrays with twice the capacity."""
-    cap = 2 * ht.shape[0]
-    nt, nk = np.empty(cap), np.empty((cap, 2), dtype=np.int64)
-    nt[:ms[N]] = ht[:ms[N]]
-    nk[:ms[N]] = hk[:ms[N]]
-    return nt, nk
+def grow(ht, hk):
+    """Copies of the heap arrays with twice the capacity (outside the kernel)."""
+    return np.concatenate([ht, np.empty_like(ht)]), np.concatenate([hk, np.empty_like(hk)])

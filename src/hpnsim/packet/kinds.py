@@ -159,6 +159,8 @@ class Ms(IntEnum):
     FREE_HEAD = 2
     FREE_N = 3
     N_DONE = 4
+    EVENTS = 5      # events processed
+    SAMPLES = 6     # samples taken
 
 
 class Cfg(IntEnum):

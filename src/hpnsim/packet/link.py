@@ -36,14 +36,14 @@ FSIZE, SENT = int(Ff.SIZE), int(Ff.SENT)
 RC, NEXT_TX = int(Qp.RC), int(Qp.NEXT_TX)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def transmit(link, p, now, pk, lk, lf, ht, hk, ms):
     """Start serializing packet ``p`` on ``link``."""
     lk[link, BUSY] = p
     heap.push(ht, hk, ms, now + pk[p, SIZE] / lf[link, CAP], link, Event.TX_DONE)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def tx_done(link, now, pk, pt, lk, lf, ht, hk, ms):
     """The serializer finished: the packet enters the in-flight FIFO."""
     p = lk[link, BUSY]
@@ -55,7 +55,7 @@ def tx_done(link, now, pk, pt, lk, lf, ht, hk, ms):
     pool.fifo_push(pk, lk, link, PIPE, p)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def arrive(link, pk, pt, lk, ht, hk, ms):
     """The head of the in-flight FIFO reached the far end: pop it, arm the next arrival."""
     p = pool.fifo_pop(pk, lk, link, PIPE)
@@ -65,7 +65,7 @@ def arrive(link, pk, pt, lk, ht, hk, ms):
     return p
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, hist, cfg):
     """Take the head of egress queue ``k`` (= link * N_PRIO + prio), free its buffer."""
     p = pool.fifo_pop(pk, pq, k, QHEAD)
@@ -82,7 +82,7 @@ def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, h
     return p
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def _rr_push(link, q, lk, qi):
     """Append QP ``q`` to the round-robin list of NIC port ``link``."""
     qi[q, RR_NEXT] = -1
@@ -94,7 +94,7 @@ def _rr_push(link, q, lk, qi):
     lk[link, RR_TAIL] = q
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def add_flow(link, f, lk, fi, qi):
     """Flow ``f`` may send on NIC port ``link``: queue it behind its QP's earlier flows."""
     q = fi[f, QP]
@@ -109,7 +109,7 @@ def add_flow(link, f, lk, fi, qi):
     _rr_push(link, q, lk, qi)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht, hk, ms,
                hist, cfg):
     """If ``link`` is idle, start its next packet: queued traffic first, then its QPs."""
@@ -157,7 +157,7 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
         heap.push(ht, hk, ms, soonest, link, Event.LINK_WAKE)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def enqueue(link, p, ingress, now, pk, lk, lf, pq, pf, fi, sw, ht, hk, ms, hist, cfg, rng):
     """Packet ``p`` arrived over ``ingress`` and waits for ``link``: admit it to the
     switch buffer (or drop it), maybe mark it, and queue it. Returns False if dropped."""

@@ -35,7 +35,7 @@ def new_pool(capacity: int, ms: np.ndarray):
     return pk, np.zeros(capacity)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def alloc(pk, ms, flow, size):
     """Take a record from the free list (there must be one: :func:`grow`)."""
     p = ms[FREE_HEAD]
@@ -49,7 +49,7 @@ def alloc(pk, ms, flow, size):
     return p
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def release(pk, ms, p):
     """Return record ``p`` to the free list."""
     pk[p, NEXT] = ms[FREE_HEAD]
@@ -57,23 +57,19 @@ def release(pk, ms, p):
     ms[FREE_N] += 1
 
 
-@njit(cache=True, inline="always")
 def grow(pk, pt, ms):
-    """Copies of the pool twice as large, the new records on the free list."""
+    """Copies of the pool twice as large, the new records on the free list (outside the
+    kernel)."""
     n = pk.shape[0]
-    npk = np.zeros((2 * n, pk.shape[1]), dtype=np.int64)
-    npk[:n] = pk
-    npt = np.zeros(2 * n)
-    npt[:n] = pt
-    for p in range(n, 2 * n - 1):
-        npk[p, NEXT] = p + 1
-    npk[2 * n - 1, NEXT] = ms[FREE_HEAD]
+    new = np.zeros_like(pk)
+    new[:, NEXT] = np.arange(n + 1, 2 * n + 1)
+    new[-1, NEXT] = ms[FREE_HEAD]
     ms[FREE_HEAD] = n
     ms[FREE_N] += n
-    return npk, npt
+    return np.concatenate([pk, new]), np.concatenate([pt, np.zeros_like(pt)])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def fifo_push(pk, ends, row, col, p):
     """Append packet ``p`` to the FIFO whose head and tail are ``ends[row, col:col+2]``."""
     pk[p, NEXT] = -1
@@ -85,7 +81,7 @@ def fifo_push(pk, ends, row, col, p):
     ends[row, col + 1] = p
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def fifo_pop(pk, ends, row, col):
     """Remove and return the head of that FIFO (it must not be empty)."""
     p = ends[row, col]

@@ -24,7 +24,7 @@ N_BINS = 1 + BINS_PER_OCTAVE * 34          # up to 64 B * 2**34 = 1 TiB
 QTOT, Q_MAX, Q_AREA, Q_LAST = int(Lf.QTOT), int(Lf.Q_MAX), int(Lf.Q_AREA), int(Lf.Q_LAST)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def queue_bin(q):
     """Histogram bin of occupancy ``q`` bytes."""
     if q <= 0.0:
@@ -39,7 +39,7 @@ def bin_edges() -> np.ndarray:
     return np.concatenate([[0.0], BASE_BYTES * 2.0 ** (k / BINS_PER_OCTAVE)])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def charge(lf, hist, link, now):
     """Charge the time since the link's last occupancy change to its current occupancy."""
     dt = now - lf[link, Q_LAST]
@@ -51,7 +51,7 @@ def charge(lf, hist, link, now):
         lf[link, Q_LAST] = now
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def change(lf, hist, link, now, delta, waits):
     """Occupancy of ``link`` changes by ``delta`` bytes at ``now``; ``waits=False``: the
     packet leaves in this same instant (an idle link), so it cannot raise the maximum."""

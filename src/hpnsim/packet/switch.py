@@ -39,7 +39,7 @@ XOFF_ON = int(Pq.XOFF)
 USED, SHARED = 0, 1          # columns of sw[n_switches, 2]: shared bytes in use, pool size
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def mark_probability(q, cfg):
     """RED marking probability at egress occupancy ``q`` bytes."""
     if q <= cfg[Cfg.KMIN]:
@@ -49,7 +49,7 @@ def mark_probability(q, cfg):
     return cfg[Cfg.PMAX] * (q - cfg[Cfg.KMIN]) / (cfg[Cfg.KMAX] - cfg[Cfg.KMIN])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def uniform(rng):
     """Next uniform in [0, 1) from a splitmix64 state ``rng[0]`` (uint64)."""
     rng[0] += np.uint64(0x9E3779B97F4A7C15)
@@ -60,7 +60,7 @@ def uniform(rng):
     return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def pfc_threshold(b, sw, cfg):
     """Ingress bytes at which XOFF goes out, for switch ``b`` now."""
     if cfg[Cfg.PFC_XOFF] > 0:
@@ -68,7 +68,7 @@ def pfc_threshold(b, sw, cfg):
     return cfg[Cfg.PFC_ALPHA] * max(sw[b, SHARED] - sw[b, USED], 0.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def admit(b, k_in, k_out, size, sw, pf, headroom_in, cfg):
     """Admission of ``size`` bytes to switch ``b``: 0 shared pool, 1 headroom, -1 drop."""
     if cfg[Cfg.PFC] > 0:
@@ -89,7 +89,7 @@ def admit(b, k_in, k_out, size, sw, pf, headroom_in, cfg):
     return 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def free_bytes(b, k_in, size, sw, pf):
     """A packet of ``size`` bytes from ingress ``k_in`` left switch ``b``: its ingress's
     headroom empties first, then its shared bytes (as ns-3's switch MMU does)."""
@@ -99,7 +99,7 @@ def free_bytes(b, k_in, size, sw, pf):
     sw[b, USED] -= size - from_hdrm
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", _nrt=False)
 def pfc_check(b, k_in, now, sw, pf, pq, lf, lk, ht, hk, ms, cfg):
     """Send XOFF or XON toward the sender of ingress ``k_in`` (= link * N_PRIO + prio)
     when its state calls for it; the frame arrives after the link's delay."""
