@@ -181,3 +181,24 @@ def test_pfc_head_of_line_blocking_slows_a_victim_that_max_min_leaves_alone():
     assert rate[0] + rate[2] + rate[3] == pytest.approx(goodput, rel=0.03)  # R stays full
     assert r.pauses[2] > 0 and r.paused_time[2] > 0.2 * t_end   # X was paused, often
     assert r.drops.sum() == 0
+
+
+def test_dependencies_fan_out_and_the_pool_and_heap_grow_without_changing_results():
+    # flow 0 (4 KiB over link 0) releases 300 flows that each start on their own NIC link
+    # 1..300 into switch link 301: they start exactly when flow 0's last byte lands
+    n = 300
+    cap, d = 12.5e9, 1e-6
+    p = PacketParams(cc=False, header_bytes=0)
+    paths = [[0]] + [[1 + i, n + 1] for i in range(n)]
+    deps = [[]] + [[0]] * n
+    switch_of = [-1] * (n + 1) + [0]
+    kw = dict(params=p, switch_of=switch_of, deps=deps)
+    small = simulate_flows(np.full(n + 2, cap), d, paths, 4096, pool_size=2, **kw)
+    large = simulate_flows(np.full(n + 2, cap), d, paths, 4096, pool_size=1 << 12, **kw)
+    assert np.array_equal(small.finish, large.finish) and small.events == large.events
+    t0 = 4096 / cap + d                                  # flow 0 delivered
+    assert small.finish[0] == pytest.approx(t0, rel=1e-12)
+    # the 300 packets meet at link n+1 and leave one per 4096/C: the last at t0 + 2 hops
+    # of serialization and delay plus 299 packets queued behind the first
+    assert small.makespan == pytest.approx(t0 + 2 * (4096 / cap + d) + (n - 1) * 4096 / cap,
+                                           rel=1e-12)

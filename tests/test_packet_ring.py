@@ -63,3 +63,20 @@ def test_windowed_ring_on_an_hpn_segment_matches_the_full_run():
     piece_wire = size / 2 / 16 * (1 + d.header_bytes / d.mtu_bytes)
     port = f.link_capacity[f.gpu_access_link[0, 0]]
     assert np.diff(full.step_end).min() >= piece_wire / port * (1 - 1e-9)
+
+
+def test_uncongested_hpn_ring_steps_take_one_piece_at_the_nic_port_rate():
+    # 8 channels, one per rail: each channel's ring leaves each host from its own NIC port,
+    # so no two rings share a network link and a step is one piece at the port's rate
+    from hpnsim.fabrics import hpn7
+
+    f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2, aggs_per_plane=2)
+    rings = fabric_rings(f, range(16), 8)
+    size = 8 * 16 * 2**20 / 4                            # 256 KiB pieces
+    run = simulate_ring(f.link_capacity, f.link_latency, rings, size, window=False,
+                        switch_of=fabric_switches(f), histograms=False)
+    d = PacketParams()
+    piece_wire = size / 8 / 16 * (1 + d.header_bytes / d.mtu_bytes)
+    port = f.link_capacity[f.gpu_access_link[0, 0]]
+    np.testing.assert_allclose(np.diff(run.step_end), piece_wire / port, rtol=1e-6)
+    assert run.result.marks.sum() == 0 and run.result.pauses.sum() == 0

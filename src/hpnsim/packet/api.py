@@ -191,7 +191,9 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     hist = np.zeros((n_links if histograms else 0, N_BINS))
     samples = np.zeros((n_samples, watch.size))
     flow_samples = np.zeros((n_samples, watch_flows.size))
-    ht, hk, ms = heap.new_heap(4 * n_links + 2 * n + 4 * n_qps + 64)
+    reserve = 16 + int(np.diff(succ_ptr).max(initial=0))   # a finish wakes every successor
+    ht, hk, ms = heap.new_heap(4 * n_links + 2 * n + 4 * n_qps + 2 * reserve)
+    ms[Ms.RESERVE] = reserve
     pk, pt = pool.new_pool(int(pool_size), ms)
     rng = np.array([(int(p.seed) * 0x2545F4914F6CDD1D + 1) % 2**64], dtype=np.uint64)
     cfg = config_vector(p, sample_interval, t_end)
@@ -203,7 +205,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
                                hk, ms, now)
         if status == core.DONE:
             break
-        if ms[Ms.HEAP_N] + 16 > ht.shape[0]:
+        while ms[Ms.HEAP_N] + reserve > ht.shape[0]:
             ht, hk = heap.grow(ht, hk)
         if ms[Ms.FREE_N] < 4:
             pk, pt = pool.grow(pk, pt, ms)

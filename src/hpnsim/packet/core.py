@@ -46,8 +46,9 @@ PRIO, QP, PATH0, PATH1, PENDING, RELEASED, CNPS, SUCC0, SUCC1 = (
     int(Fi.CNPS), int(Fi.SUCC0), int(Fi.SUCC1))
 FSIZE, RECV, FINISH, FEEDBACK = int(Ff.SIZE), int(Ff.RECV), int(Ff.FINISH), int(Ff.FEEDBACK)
 LAST_CNP, LEFT = int(Qp.LAST_CNP), int(Qp.LEFT)
-HEAP_N, FREE_N, N_DONE, EVENTS, SAMPLES = (int(Ms.HEAP_N), int(Ms.FREE_N), int(Ms.N_DONE),
-                                          int(Ms.EVENTS), int(Ms.SAMPLES))
+HEAP_N, FREE_N, N_DONE, EVENTS, SAMPLES, RESERVE = (
+    int(Ms.HEAP_N), int(Ms.FREE_N), int(Ms.N_DONE), int(Ms.EVENTS), int(Ms.SAMPLES),
+    int(Ms.RESERVE))
 DONE, ROOM = 0, 1          # statuses of run()
 
 
@@ -98,7 +99,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
     header = cfg[Cfg.HEADER]
     max_samples = samples.shape[0]
     while ms[HEAP_N] > 0 and ms[N_DONE] < n_flows:
-        if ms[HEAP_N] + 16 > ht.shape[0] or ms[FREE_N] < 4:
+        if ms[HEAP_N] + ms[RESERVE] > ht.shape[0] or ms[FREE_N] < 4:
             return ROOM, now
         t, ident, kind = heap.pop(ht, hk, ms)
         if t > cfg[Cfg.T_END]:

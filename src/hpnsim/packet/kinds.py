@@ -161,6 +161,7 @@ class Ms(IntEnum):
     N_DONE = 4
     EVENTS = 5      # events processed
     SAMPLES = 6     # samples taken
+    RESERVE = 7     # free heap slots one event may need (16 + most successors of a flow)
 
 
 class Cfg(IntEnum):
