@@ -202,3 +202,20 @@ def test_dependencies_fan_out_and_the_pool_and_heap_grow_without_changing_result
     # of serialization and delay plus 299 packets queued behind the first
     assert small.makespan == pytest.approx(t0 + 2 * (4096 / cap + d) + (n - 1) * 4096 / cap,
                                            rel=1e-12)
+
+
+def test_queue_mean_and_percentiles_agree_with_a_finely_sampled_series():
+    # the PFC-held 2:1 incast: the time-weighted mean and the histogram percentiles (9% bins)
+    # against the queue sampled every 50 ns (many samples per packet time of 83 ns)
+    cap, d = 50e9, 0.5e-6
+    p = PacketParams(cc=False, ecn=False, buffer_bytes=4e6)
+    dt = 50e-9
+    r = _incast(2, cap, d, p, 4e6, watch=[2], sample_interval=dt, max_samples=10**6,
+                pct=(50.0, 99.0))
+    q = r.samples[:, 0]
+    assert r.sample_times[-1] >= r.end_time - dt
+    assert r.q_mean[2] == pytest.approx(q.mean(), rel=0.01)
+    sampled = np.percentile(q, [50, 99])
+    ratio = r.q_pct[2] / sampled
+    assert np.all((ratio >= 1 - 1e-9) & (ratio <= 2 ** (1 / 8) + 1e-9))   # upper bin edge
+    assert r.q_max[2] == pytest.approx(q.max(), abs=p.mtu_bytes + p.header_bytes)
