@@ -219,3 +219,18 @@ def test_queue_mean_and_percentiles_agree_with_a_finely_sampled_series():
     ratio = r.q_pct[2] / sampled
     assert np.all((ratio >= 1 - 1e-9) & (ratio <= 2 ** (1 / 8) + 1e-9))   # upper bin edge
     assert r.q_max[2] == pytest.approx(q.max(), abs=p.mtu_bytes + p.header_bytes)
+
+
+@pytest.mark.parametrize("bad", [dict(sizes=-1.0), dict(starts=np.nan), dict(priority=8),
+                                 dict(qp=[0, 0]), dict(deps=[[5], []]),
+                                 dict(switch_of=[-1, 0]), dict(paths=[[0, 9], [1, 2]])])
+def test_bad_input_names_the_field(bad):
+    from hpnsim.errors import InputError
+
+    args = dict(paths=[[0, 2], [1, 2]], sizes=1e3, starts=0.0)
+    args.update({k: v for k, v in bad.items() if k in args})
+    options = {k: v for k, v in bad.items() if k not in args}
+    field = next(iter(bad))
+    with pytest.raises(InputError, match=field):
+        simulate_flows(np.full(3, 1e9), 1e-6, args["paths"], args["sizes"], args["starts"],
+                       **options)

@@ -133,6 +133,16 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     prio = np.full(n, p.data_priority, dtype=np.int64) if priority is None else \
         np.ascontiguousarray(np.broadcast_to(np.asarray(priority, dtype=np.int64), (n,)))
     qp = np.arange(n, dtype=np.int64) if qp is None else np.asarray(qp, dtype=np.int64)
+    if not (np.all(np.isfinite(size)) and np.all(size >= 0)):
+        raise InputError("sizes", "must be finite and >= 0")
+    if not (np.all(np.isfinite(start)) and np.all(start >= 0)):
+        raise InputError("starts", "must be finite and >= 0")
+    if np.any((prio < 0) | (prio >= N_PRIO)):
+        raise InputError("priority", f"must be 0..{N_PRIO - 1}")
+    if switch_of is not None and np.shape(switch_of) != (n_links,):
+        raise InputError("switch_of", f"needs one entry per link ({n_links})")
+    if deps is not None and (len(deps) != n or any(not 0 <= int(g) < n for x in deps for g in x)):
+        raise InputError("deps", f"needs one list per flow of flow ids in 0..{n - 1}")
     first = links[ptr[:-1]]
     if qp.shape != (n,) or (n and qp.min() < 0):
         raise InputError("qp", "needs one QP id >= 0 per flow")
