@@ -180,6 +180,7 @@ def test_pfc_head_of_line_blocking_slows_a_victim_that_max_min_leaves_alone():
     assert rate[1] == pytest.approx(rate[0], rel=0.05)   # ... and moves in step with A
     assert rate[0] + rate[2] + rate[3] == pytest.approx(goodput, rel=0.03)  # R stays full
     assert r.pauses[2] > 0 and r.paused_time[2] > 0.2 * t_end   # X was paused, often
+    assert r.pauses[0] > 0 and r.pauses[1] > 0        # ... and S1 passed it on to A and V
     assert r.drops.sum() == 0
 
 
