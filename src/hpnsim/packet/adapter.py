@@ -95,7 +95,7 @@ def fabric_rings(fabric, gpus, channels: int, *, policy: str | None = None,
     from hpnsim.routing import native_policy, route
 
     gpus = np.asarray(list(gpus), dtype=np.int64)
-    per_host = int(fabric.n_gpus // max(1, len(np.unique(fabric.node_host[fabric.gpu_node]))))
+    per_host = int(fabric.gpus_per_host)
     rings = []
     for c in range(channels):
         order, _ = ring_order(gpus, per_host, c, pxn)
