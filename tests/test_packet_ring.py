@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hpnsim.benchmarks.packet import fabric_rings
 from hpnsim.packet import PacketParams
-from hpnsim.packet.adapter import fabric_rings, fabric_switches
+from hpnsim.packet.adapter import fabric_switches
 from hpnsim.packet.ring import ring_flows, simulate_ring
 
 P = PacketParams(cc=False, header_bytes=0)

@@ -61,9 +61,38 @@ def _incast(n: int, size: float, lossless: bool):
                                   switch_of=[-1] * n + [0], histograms=False)
 
 
+def fabric_rings(fabric, gpus, channels: int, *, policy: str | None = None,
+                 pxn: bool = True, seed: int = 0) -> list[list[np.ndarray]]:
+    """NCCL's rings over ``gpus`` (one per channel, :func:`hpnsim.collectives.ring.ring_order`:
+    channel c leaves each host from rail c) routed on ``fabric``; ``rings[c][r]`` is the
+    packet path from rank r to rank r+1 (:func:`hpnsim.packet.adapter.network_legs`), for
+    :func:`hpnsim.packet.ring.simulate_ring`. (It lives here, above routing and collectives
+    in the layering, until the packet engine is wired into the collective runner.)
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
+    ...          aggs_per_plane=2)
+    >>> rings = fabric_rings(f, range(16), 2)
+    >>> len(rings), len(rings[0]), [len(p) for p in rings[1]][6:9]   # NVLink, NVLink, network
+    (2, 16, [2, 2, 2])
+    """
+    from hpnsim.collectives.ring import ring_order
+    from hpnsim.packet.adapter import network_legs
+    from hpnsim.routing import native_policy, route
+
+    gpus = np.asarray(list(gpus), dtype=np.int64)
+    rings = []
+    for c in range(channels):
+        order, _ = ring_order(gpus, int(fabric.gpus_per_host), c, pxn)
+        paths = route(fabric, order, np.roll(order, -1), policy or native_policy(fabric),
+                      conn=np.full(order.size, c), seed=seed, pxn=pxn)
+        rings.append(network_legs(fabric, paths))
+    return rings
+
+
 def _ring(size: float, window: bool):
     from hpnsim.fabrics import hpn7
-    from hpnsim.packet.adapter import fabric_rings, fabric_switches
+    from hpnsim.packet.adapter import fabric_switches
     from hpnsim.packet.ring import simulate_ring
 
     fabric = hpn7(segments=1)

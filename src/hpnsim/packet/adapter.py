@@ -1,19 +1,20 @@
-"""`simulate_paths`: the packet engine on a :class:`~hpnsim.fabrics.fabric.Fabric` and routed
-:class:`~hpnsim.routing.paths.Paths` (what :func:`hpnsim.routing.route` returns).
+"""`simulate_paths`: the packet engine on a fabric and routed paths.
 
-The fabric gives capacities and propagation delays; every link that leaves a ToR, Agg or
-Core switch queues in that switch's shared buffer; links leaving a NIC, GPU or NVSwitch have
-no buffer limit, no ECN and send no pause (NVLink and PCIe are credit-based, not RoCE). A
-flow that crosses the network starts at its NIC port: the GPU->NIC (PCIe) and NIC->GPU legs
-and a PXN NVLink hop before the NIC are cut, since DCQCN paces at the NIC. A flow inside a
-host keeps its NVLink path.
+The packet engine knows only arrays (DESIGN.md), so this adapter reads a fabric by its
+documented array columns and imports nothing from :mod:`hpnsim.fabrics`: ``link_capacity``
+(bytes/s), ``link_latency`` (s), ``link_src``, ``link_dst`` and ``node_tier`` (0 inside a
+host, 1 ToR, 2 Agg, 3 Core). Every link that leaves a switch (tier >= 1) queues in that
+switch's shared buffer; links leaving a NIC, GPU or NVSwitch (tier 0) have no buffer limit,
+no ECN and send no pause (NVLink and PCIe are credit-based, not RoCE). An access link joins
+tier 0 and tier >= 1. A flow that crosses the network starts at its NIC port: its GPU->NIC
+(PCIe) and NIC->GPU legs and a PXN NVLink hop before the NIC are cut, since DCQCN paces at
+the NIC. A flow inside a host keeps its NVLink path.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.fabrics.fabric import SWITCH_KINDS, LinkKind
 from hpnsim.packet.api import simulate_flows
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
@@ -31,15 +32,16 @@ def fabric_switches(fabric) -> np.ndarray:
     >>> int(s[f.gpu_access_link[0, 0]]), int(s[f.gpu_access_link[0, 0] ^ 1]) >= 0
     (-1, True)
     """
-    is_switch = np.isin(fabric.node_kind, [int(k) for k in SWITCH_KINDS])
-    switch_id = np.full(fabric.n_nodes, -1, dtype=np.int64)
+    is_switch = np.asarray(fabric.node_tier) >= 1
+    switch_id = np.full(is_switch.size, -1, dtype=np.int64)
     switch_id[is_switch] = np.arange(int(is_switch.sum()))
-    return switch_id[fabric.link_src]
+    return switch_id[np.asarray(fabric.link_src)]
 
 
 def network_legs(fabric, paths) -> list[np.ndarray]:
-    """Each flow's links from its first ACCESS link (NIC -> ToR) to its last (ToR -> NIC);
-    a flow with no ACCESS link (inside a host) keeps its whole path.
+    """Each flow's links from its first access link (NIC -> ToR) to its last (ToR -> NIC);
+    a flow with no access link (inside a host) keeps its whole path. ``paths`` has CSR
+    ``ptr`` and ``links`` (a :class:`~hpnsim.routing.paths.Paths`).
 
     >>> from hpnsim.fabrics import hpn7
     >>> from hpnsim.routing import route
@@ -49,7 +51,9 @@ def network_legs(fabric, paths) -> list[np.ndarray]:
     >>> [len(x) for x in network_legs(f, p)], p.hop_counts().tolist()
     ([2, 2], [4, 2])
     """
-    access = fabric.link_kind == int(LinkKind.ACCESS)
+    tier = np.asarray(fabric.node_tier)
+    src, dst = tier[np.asarray(fabric.link_src)], tier[np.asarray(fabric.link_dst)]
+    access = (src == 0) != (dst == 0)
     out = []
     for i in range(len(paths.ptr) - 1):
         links = np.asarray(paths.links[paths.ptr[i]:paths.ptr[i + 1]], dtype=np.int64)
@@ -76,30 +80,3 @@ def simulate_paths(fabric, paths, sizes, starts=None, params: PacketParams | Non
     """
     return simulate_flows(fabric.link_capacity, fabric.link_latency, network_legs(fabric, paths),
                           sizes, starts, params, switch_of=fabric_switches(fabric), **options)
-
-
-def fabric_rings(fabric, gpus, channels: int, *, policy: str | None = None,
-                 pxn: bool = True, seed: int = 0) -> list[list[np.ndarray]]:
-    """NCCL's rings over ``gpus`` (one per channel, :func:`hpnsim.collectives.ring.ring_order`:
-    channel c leaves each host from rail c) routed on ``fabric``; ``rings[c][r]`` is the
-    packet path from rank r to rank r+1 (:func:`network_legs`), for :func:`simulate_ring`.
-
-    >>> from hpnsim.fabrics import hpn7
-    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
-    ...          aggs_per_plane=2)
-    >>> rings = fabric_rings(f, range(16), 2)
-    >>> len(rings), len(rings[0]), [len(p) for p in rings[1]][6:9]   # NVLink, NVLink, network
-    (2, 16, [2, 2, 2])
-    """
-    from hpnsim.collectives.ring import ring_order
-    from hpnsim.routing import native_policy, route
-
-    gpus = np.asarray(list(gpus), dtype=np.int64)
-    per_host = int(fabric.gpus_per_host)
-    rings = []
-    for c in range(channels):
-        order, _ = ring_order(gpus, per_host, c, pxn)
-        paths = route(fabric, order, np.roll(order, -1), policy or native_policy(fabric),
-                      conn=np.full(order.size, c), seed=seed, pxn=pxn)
-        rings.append(network_legs(fabric, paths))
-    return rings
