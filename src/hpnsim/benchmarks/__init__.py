@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: benchmark name -> module under hpnsim.benchmarks
-SUITES = ("fabric", "engine", "routing", "collective", "train", "scenario", "faults", "cluster")
+SUITES = ("fabric", "engine", "routing", "collective", "train", "scenario", "faults", "cluster",
+          "packet")
 
 
 @dataclass

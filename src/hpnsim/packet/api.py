@@ -1,0 +1,234 @@
+"""`simulate_flows`: the packet engine on flat arrays, and `simulate_paths` on a Fabric.
+
+>>> r = simulate_flows([1e9, 1e9], [1e-6, 1e-6], [[0, 1]], [4096], switch_of=[-1, 0],
+...                    params=PacketParams(header_bytes=0))
+>>> round(float(r.finish[0]) * 1e6, 3)       # 2 x (4096 B / 1 GB/s + 1 us)
+10.192
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpnsim.errors import InputError
+from hpnsim.packet import core, heap, pool
+from hpnsim.packet.kinds import N_PRIO, Cfg, Ff, Fi, Lf, Lk, Ms, Pf, Pq, Qp, QpI
+from hpnsim.packet.params import PacketParams, params_dict
+from hpnsim.packet.result import PacketResult
+from hpnsim.packet.stats import N_BINS, percentiles
+
+__all__ = ["simulate_flows", "config_vector"]
+
+
+def config_vector(p: PacketParams, sample_dt: float, t_end: float) -> np.ndarray:
+    """The kernel's float configuration (:class:`~hpnsim.packet.kinds.Cfg`) from params.
+
+    >>> float(config_vector(PacketParams(), 1e-6, 1.0)[Cfg.KMIN])
+    800000.0
+    """
+    c = np.zeros(len(Cfg))
+    values = {Cfg.MTU: p.mtu_bytes, Cfg.HEADER: p.header_bytes, Cfg.CC: p.cc, Cfg.G: p.g,
+              Cfg.ALPHA_DT: p.alpha_interval_s, Cfg.DECREASE_DT: p.rate_decrease_interval_s,
+              Cfg.RP_TIMER: p.rp_timer_s, Cfg.BYTE_COUNTER: p.byte_counter_bytes,
+              Cfg.FAST_STEPS: p.fast_recovery_steps, Cfg.R_AI: p.rate_ai_bytes_s,
+              Cfg.R_HAI: p.rate_hai_bytes_s, Cfg.R_MIN: p.min_rate_bytes_s,
+              Cfg.CNP_DT: p.cnp_interval_s, Cfg.ECN: p.ecn, Cfg.KMIN: p.kmin_bytes,
+              Cfg.KMAX: p.kmax_bytes, Cfg.PMAX: p.pmax, Cfg.PFC: p.pfc,
+              Cfg.PFC_ALPHA: p.pfc_alpha, Cfg.PFC_XOFF: p.pfc_xoff_bytes,
+              Cfg.PFC_RESUME: p.pfc_resume_bytes, Cfg.EGRESS_ALPHA: p.egress_alpha,
+              Cfg.SAMPLE_DT: sample_dt, Cfg.T_END: t_end,
+              Cfg.CLAMP: p.clamp_target_rate}
+    for k, v in values.items():
+        c[k] = float(v)
+    return c
+
+
+def _csr(paths):
+    if hasattr(paths, "ptr"):
+        if np.any(np.asarray(paths.weight) != 1.0):
+            raise InputError("paths", "the packet engine needs one path per flow (no spraying)")
+        return np.asarray(paths.ptr, dtype=np.int64), np.asarray(paths.links, dtype=np.int64)
+    lengths = [len(p) for p in paths]
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    links = np.concatenate([np.asarray(p, dtype=np.int64) for p in paths]) if paths else \
+        np.zeros(0, dtype=np.int64)
+    return ptr, links.astype(np.int64)
+
+
+def _deps_csr(deps, n: int):
+    succ_lists = [[] for _ in range(n)]
+    n_pred = np.zeros(n, dtype=np.int64)
+    for f, preds in enumerate(deps or [[] for _ in range(n)]):
+        for g in preds:
+            succ_lists[int(g)].append(f)
+            n_pred[f] += 1
+    ptr = np.concatenate([[0], np.cumsum([len(s) for s in succ_lists])]).astype(np.int64)
+    succ = np.array([g for s in succ_lists for g in s], dtype=np.int64)
+    return ptr, succ, n_pred
+
+
+def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketParams | None = None,
+                   *, switch_of=None, priority=None, qp=None, deps=None, watch=(),
+                   watch_flows=(), sample_interval: float = 1e-6, max_samples: int = 100_000,
+                   t_end: float = np.inf, pct=(50.0, 90.0, 99.0), histograms: bool = True,
+                   pool_size: int = 1 << 14
+                   ) -> PacketResult:
+    """Packet-level run of flows over links given as arrays.
+
+    Parameters
+    ----------
+    capacity, delay : per link, bytes/s and seconds of propagation.
+    paths : link ids per flow (a :class:`~hpnsim.routing.paths.Paths` or lists); the first
+        link is the flow's NIC port: its QP's rate limiter feeds that link.
+    sizes, starts : bytes and start time per flow (scalars broadcast).
+    params : :class:`PacketParams` (default: the ``connectx`` set).
+    switch_of : per link, the switch whose shared buffer holds the link's egress queue, or -1
+        for a NIC/GPU (unbounded, no ECN, no PFC). Default: -1 for links that start a path,
+        else each link its own one-port switch.
+    priority : PFC priority per flow (default ``params.data_priority``); strict priority at
+        every egress, higher first.
+    qp : QP id per flow (flows of one QP share its DCQCN state; default: one QP per flow).
+    deps : per flow, flows that must finish before it starts (after its start time).
+    watch, watch_flows : links whose occupancy and flows whose received bytes are sampled
+        every ``sample_interval`` (at most ``max_samples`` samples).
+    t_end : stop at this time (unfinished flows keep ``finish = inf``).
+    pct, histograms : queue percentiles to report (from per-link time histograms; off saves
+        memory and time on large fabrics).
+    pool_size : initial packet records (the pool doubles when it runs out).
+
+    Returns
+    -------
+    :class:`~hpnsim.packet.result.PacketResult`
+
+    Examples
+    --------
+    Two 1 MB flows into one 100 Gb/s port, no congestion control: together they take
+    the port's time for 2 MB plus headers (256 packets of 4096 B, 62 B each), plus one
+    packet's serialization and the two links' delays. The port receives at 2C and sends at
+    C, so when the senders stop (after 256 packets each) about half of it waits: 257 packets.
+
+    >>> p = PacketParams(cc=False)
+    >>> r = simulate_flows([12.5e9] * 3, 1e-6, [[0, 2], [1, 2]], 2**20, params=p,
+    ...                    switch_of=[-1, -1, 0])
+    >>> expected = (2 * 256 + 1) * (4096 + 62) / 12.5e9 + 2e-6
+    >>> bool(abs(r.makespan - expected) < 1e-12), int(r.drops.sum()), float(r.q_max[2] / 4158)
+    (True, 0, 257.0)
+    """
+    p = (params or PacketParams()).validate()
+    capacity = np.ascontiguousarray(capacity, dtype=np.float64)
+    delay = np.ascontiguousarray(np.broadcast_to(np.asarray(delay, dtype=np.float64),
+                                                 capacity.shape))
+    n_links = capacity.size
+    ptr, links = _csr(paths)
+    n = ptr.size - 1
+    if np.any(ptr[1:] <= ptr[:-1]):
+        raise InputError("paths", "every flow needs at least one link")
+    if links.size and (links.min() < 0 or links.max() >= n_links):
+        raise InputError("paths", f"link ids must be in 0..{n_links - 1}")
+    if np.any(capacity <= 0):
+        raise InputError("capacity", "the packet engine needs every link's capacity > 0")
+    size = np.ascontiguousarray(np.broadcast_to(np.asarray(sizes, dtype=np.float64), (n,)))
+    start = np.zeros(n) if starts is None else np.ascontiguousarray(
+        np.broadcast_to(np.asarray(starts, dtype=np.float64), (n,)))
+    prio = np.full(n, p.data_priority, dtype=np.int64) if priority is None else \
+        np.ascontiguousarray(np.broadcast_to(np.asarray(priority, dtype=np.int64), (n,)))
+    qp = np.arange(n, dtype=np.int64) if qp is None else np.asarray(qp, dtype=np.int64)
+    if not (np.all(np.isfinite(size)) and np.all(size >= 0)):
+        raise InputError("sizes", "must be finite and >= 0")
+    if not (np.all(np.isfinite(start)) and np.all(start >= 0)):
+        raise InputError("starts", "must be finite and >= 0")
+    if np.any((prio < 0) | (prio >= N_PRIO)):
+        raise InputError("priority", f"must be 0..{N_PRIO - 1}")
+    if switch_of is not None and np.shape(switch_of) != (n_links,):
+        raise InputError("switch_of", f"needs one entry per link ({n_links})")
+    if deps is not None and (len(deps) != n or any(not 0 <= int(g) < n for x in deps for g in x)):
+        raise InputError("deps", f"needs one list per flow of flow ids in 0..{n - 1}")
+    first = links[ptr[:-1]]
+    if qp.shape != (n,) or (n and qp.min() < 0):
+        raise InputError("qp", "needs one QP id >= 0 per flow")
+    port_of_qp = np.full(int(qp.max(initial=-1)) + 1, -1)
+    port_of_qp[qp] = first
+    if np.any(port_of_qp[qp] != first):
+        raise InputError("qp", "the flows of a QP must leave on the same link (its NIC port)")
+    if switch_of is None:
+        switch_of = np.arange(n_links, dtype=np.int64)
+        switch_of[first] = -1
+    link_buf = np.ascontiguousarray(switch_of, dtype=np.int64)
+    n_buf = int(link_buf.max(initial=-1)) + 1
+    wire = p.mtu_bytes + p.header_bytes
+    headroom = p.headroom_bdp * 2 * delay * capacity + 2 * wire
+    buf_shared = np.full(n_buf, float(p.buffer_bytes))
+    if p.pfc and n_buf:                      # reserve each ingress's headroom once per switch
+        flow_of = np.repeat(np.arange(n), np.diff(ptr))
+        inner = np.flatnonzero(flow_of[1:] == flow_of[:-1])
+        pairs = np.unique(np.stack([links[inner], link_buf[links[inner + 1]]], 1), axis=0)
+        pairs = pairs[pairs[:, 1] >= 0]
+        np.subtract.at(buf_shared, pairs[:, 1], headroom[pairs[:, 0]])
+        if np.any(buf_shared <= 0):
+            raise InputError("buffer_bytes", "smaller than the PFC headroom its ports reserve")
+    hop_cost = delay + p.control_bytes / capacity
+    feedback = np.add.reduceat(hop_cost[links], ptr[:-1]) if n else np.zeros(0)
+    succ_ptr, succ, n_pred = _deps_csr(deps, n)
+    watch = np.asarray(watch, dtype=np.int64).reshape(-1)
+    watch_flows = np.asarray(watch_flows, dtype=np.int64).reshape(-1)
+    n_samples = int(max_samples) if watch.size + watch_flows.size else 0
+    # --- initial state (columns: hpnsim.packet.kinds) --------------------------------------
+    lk = np.full((n_links, len(Lk)), -1, dtype=np.int64)
+    lk[:, [Lk.RR_LEN, Lk.N_PAUSED, Lk.PACKETS, Lk.MARKS, Lk.DROPS, Lk.XOFF]] = 0
+    lk[:, Lk.BUF] = link_buf
+    lf = np.zeros((n_links, len(Lf)))
+    lf[:, Lf.CAP], lf[:, Lf.DELAY], lf[:, Lf.HEADROOM] = capacity, delay, headroom
+    lf[:, [Lf.WAKE_AT, Lf.FIRST_XOFF, Lf.FIRST_PAUSED]] = np.inf
+    pq = np.zeros((n_links * N_PRIO, len(Pq)), dtype=np.int64)
+    pq[:, [Pq.HEAD, Pq.TAIL]] = -1
+    pf = np.zeros((n_links * N_PRIO, len(Pf)))
+    fi = np.zeros((n, len(Fi)), dtype=np.int64)
+    fi[:, Fi.PRIO], fi[:, Fi.QP], fi[:, Fi.NEXT] = prio, qp, -1
+    fi[:, Fi.PATH0], fi[:, Fi.PATH1], fi[:, Fi.PENDING] = ptr[:-1], ptr[1:], n_pred
+    fi[:, Fi.SUCC0], fi[:, Fi.SUCC1] = succ_ptr[:-1], succ_ptr[1:]
+    ff = np.zeros((n, len(Ff)))
+    ff[:, Ff.SIZE], ff[:, Ff.FINISH], ff[:, Ff.FEEDBACK] = size, np.inf, feedback
+    n_qps = int(qp.max(initial=-1)) + 1
+    qf = np.zeros((n_qps, len(Qp)))
+    qp_line = np.zeros(n_qps)
+    qp_line[qp[::-1]] = capacity[first[::-1]]           # the first flow of a QP sets it
+    qf[:, Qp.RC] = qf[:, Qp.RT] = qf[:, Qp.LINE] = qp_line
+    qf[:, Qp.ALPHA] = 1.0                               # DCQCN paper: alpha starts at 1
+    qf[:, [Qp.LAST_CNP, Qp.LAST_CUT]] = -np.inf
+    qf[:, Qp.LEFT] = np.bincount(qp, minlength=n_qps)
+    qi = np.full((n_qps, len(QpI)), -1, dtype=np.int64)
+    sw = np.stack([np.zeros(n_buf), buf_shared], axis=1)
+    hist = np.zeros((n_links if histograms else 0, N_BINS))
+    samples = np.zeros((n_samples, watch.size))
+    flow_samples = np.zeros((n_samples, watch_flows.size))
+    reserve = 16 + int(np.diff(succ_ptr).max(initial=0))   # a finish wakes every successor
+    ht, hk, ms = heap.new_heap(4 * n_links + 2 * n + 4 * n_qps + 2 * reserve)
+    ms[Ms.RESERVE] = reserve
+    pk, pt = pool.new_pool(int(pool_size), ms)
+    rng = np.array([(int(p.seed) * 0x2545F4914F6CDD1D + 1) % 2**64], dtype=np.uint64)
+    cfg = config_vector(p, sample_interval, t_end)
+    core.start(fi, start, ht, hk, ms, n_samples > 0)
+    now = 0.0
+    while True:
+        status, now = core.run(lk, lf, pq, pf, fi, ff, qf, qi, sw, links, succ, watch,
+                               watch_flows, samples, flow_samples, hist, cfg, rng, pk, pt, ht,
+                               hk, ms, now)
+        if status == core.DONE:
+            break
+        while ms[Ms.HEAP_N] + reserve > ht.shape[0]:
+            ht, hk = heap.grow(ht, hk)
+        if ms[Ms.FREE_N] < 4:
+            pk, pt = pool.grow(pk, pt, ms)
+    core.close(lk, lf, hist, now)
+    end, taken = float(now), int(ms[Ms.SAMPLES])
+    return PacketResult(
+        finish=ff[:, Ff.FINISH], received=ff[:, Ff.RECV], cnps=fi[:, Fi.CNPS],
+        packets=lk[:, Lk.PACKETS], marks=lk[:, Lk.MARKS], drops=lk[:, Lk.DROPS],
+        pauses=lk[:, Lk.XOFF], paused_time=lf[:, Lf.PAUSED_TIME],
+        first_xoff=lf[:, Lf.FIRST_XOFF], first_paused=lf[:, Lf.FIRST_PAUSED],
+        headroom_max=lf[:, Lf.HEADROOM_MAX], tx_bytes=lf[:, Lf.TX_BYTES],
+        q_max=lf[:, Lf.Q_MAX], q_mean=lf[:, Lf.Q_AREA] / end if end > 0 else np.zeros(n_links),
+        q_pct=percentiles(hist, pct) if histograms else np.zeros((n_links, 0)), pct=tuple(pct),
+        sample_times=np.arange(taken) * sample_interval, samples=samples[:taken],
+        flow_samples=flow_samples[:taken], events=int(ms[Ms.EVENTS]), end_time=end,
+        params={k: v["value"] for k, v in params_dict(p).items()})

@@ -1,0 +1,194 @@
+"""Integer constants of the packet engine: event kinds, packet-record fields, state columns.
+
+Everything here is an :class:`~enum.IntEnum` (or a plain int), so numba compiles the names
+to constants: no string tags reach the event loop.
+
+>>> int(Event.TX_DONE), Event(1).name
+(0, 'ARRIVE')
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+#: priority classes (PFC has 8, IEEE 802.1Qbb)
+N_PRIO = 8
+
+
+class Event(IntEnum):
+    """What a pending event does when it fires (id: the link, flow, QP or port it concerns)."""
+
+    TX_DONE = 0      # link id: its serializer finished the packet it was sending
+    ARRIVE = 1       # link id: the head of its in-flight FIFO reaches the far end
+    LINK_WAKE = 2    # link id: a paced flow on this NIC port may send again
+    FLOW_START = 3   # flow id: its start time has come (its predecessors may still hold it)
+    CNP_ARRIVE = 4   # QP id: a congestion notification reaches the sender
+    ALPHA_TIMER = 5  # QP id: DCQCN alpha update period ends
+    INC_TIMER = 6    # QP id: DCQCN rate-increase timer fires
+    PAUSE_ON = 7     # link * N_PRIO + priority: an XOFF frame reaches the link's sender
+    PAUSE_OFF = 8    # link * N_PRIO + priority: an XON frame reaches the link's sender
+    SAMPLE = 9       # 0: record the queues of the watched ports
+
+
+class Pkt(IntEnum):
+    """Columns of the integer packet pool ``pk[n, 5]``."""
+
+    FLOW = 0   # flow id
+    HOP = 1    # index of the link it is on, within its flow's path
+    SIZE = 2   # wire bytes (payload + headers)
+    FLAGS = 3  # bit 0: ECN congestion experienced
+    NEXT = 4   # next packet in the same FIFO (queue, in-flight list or free list), -1 ends
+
+
+ECN_CE = 1
+
+
+class Qp(IntEnum):
+    """Columns of the float QP state ``qf[n_qps, 14]`` (DCQCN reaction and notification
+    point; counters are stored as floats so one array holds a QP)."""
+
+    RC = 0          # current rate, bytes/s
+    RT = 1          # target rate, bytes/s
+    ALPHA = 2       # DCQCN alpha
+    NEXT_TX = 3     # earliest time the rate limiter lets the next packet go
+    LAST_CNP = 4    # when the receiver last sent a CNP for this QP (notification point)
+    LAST_CUT = 5    # when the rate was last cut
+    BYTES = 6       # bytes sent since the byte counter last fired
+    INC_DUE = 7     # when the pending rate-increase timer event is due
+    LINE = 8        # line rate of the QP's NIC port, bytes/s
+    T_STAGE = 9     # rate-increase timer expiries since the last cut (DCQCN's T)
+    BC_STAGE = 10   # byte-counter expiries since the last cut (DCQCN's BC)
+    CNP_SEEN = 11   # 1 if a CNP arrived during the current alpha period
+    CC_ON = 12      # 1 while its timers run (from the first CNP on)
+    LEFT = 13       # its flows not finished yet
+
+
+class QpI(IntEnum):
+    """Columns of the integer QP state ``qi[n_qps, 3]``: a QP sends its flows one after
+    another (as a QP executes its work requests in order); its NIC port takes turns over the
+    QPs that have a flow to send."""
+
+    HEAD = 0       # queue of its active flows (head, tail)
+    TAIL = 1
+    RR_NEXT = 2    # next QP in its NIC port's round-robin list
+
+
+class Lk(IntEnum):
+    """Columns of the integer link state ``lk[n_links, 12]``."""
+
+    BUSY = 0        # packet being serialized, -1 if idle
+    PIPE_HEAD = 1   # in-flight FIFO (head, tail)
+    PIPE_TAIL = 2
+    RR_HEAD = 3     # round-robin list of the QPs this NIC port serves (head, tail, length)
+    RR_TAIL = 4
+    RR_LEN = 5
+    BUF = 6         # switch whose buffer holds its egress queue, -1 for a NIC/GPU
+    N_PAUSED = 7    # priorities paused now
+    PACKETS = 8     # packets admitted to its egress queue at a switch
+    MARKS = 9       # of them, ECN-marked
+    DROPS = 10      # packets dropped at its egress (buffer full)
+    XOFF = 11       # pause frames its far end sent toward its sender
+
+
+class Lf(IntEnum):
+    """Columns of the float link state and statistics ``lf[n_links, 14]``."""
+
+    CAP = 0             # bytes/s
+    DELAY = 1           # propagation, s
+    HEADROOM = 2        # PFC headroom its traffic may hold at the far end, bytes
+    WAKE_AT = 3         # pending LINK_WAKE time (inf: none)
+    QTOT = 4            # egress occupancy now, bytes
+    Q_MAX = 5           # largest egress occupancy, bytes
+    Q_AREA = 6          # integral of occupancy over time, byte-seconds
+    Q_LAST = 7          # time of the last occupancy change
+    PAUSED_TIME = 8     # time its sender spent paused (any priority), s
+    FIRST_XOFF = 9      # when the far end first sent XOFF toward it (inf: never)
+    FIRST_PAUSED = 10   # when its sender first stopped on a pause (inf: never)
+    HEADROOM_MAX = 11   # most PFC headroom its traffic held at the far end, bytes
+    TX_BYTES = 12       # bytes it carried
+    PAUSE_SINCE = 13    # when its current pause began
+
+
+class Pq(IntEnum):
+    """Columns of the integer state per (link, priority) ``pq[n_links * N_PRIO, 4]``."""
+
+    HEAD = 0     # egress FIFO (head, tail)
+    TAIL = 1
+    PAUSED = 2   # 1 while a pause holds this priority on this link
+    XOFF = 3     # 1 while the far end has XOFF out for this ingress priority
+
+
+class Pf(IntEnum):
+    """Columns of the float state per (link, priority) ``pf[n_links * N_PRIO, 3]``."""
+
+    BYTES = 0   # egress queue bytes
+    ING = 1     # shared-buffer bytes that came in over this link (at its far-end switch)
+    HDRM = 2    # headroom bytes that came in over this link
+
+
+class Fi(IntEnum):
+    """Columns of the integer flow state ``fi[n_flows, 10]``."""
+
+    PRIO = 0
+    QP = 1
+    NEXT = 2       # next flow in its QP's queue
+    PATH0 = 3      # its links are path_links[PATH0:PATH1]
+    PATH1 = 4
+    PENDING = 5    # predecessors not finished
+    RELEASED = 6   # its start time has passed
+    CNPS = 7       # CNPs its receiver sent
+    SUCC0 = 8      # its successors are succ[SUCC0:SUCC1]
+    SUCC1 = 9
+
+
+class Ff(IntEnum):
+    """Columns of the float flow state ``ff[n_flows, 5]``."""
+
+    SIZE = 0       # bytes
+    SENT = 1       # payload bytes handed to the NIC port
+    RECV = 2       # payload bytes delivered
+    FINISH = 3     # when the last byte was delivered (inf until then)
+    FEEDBACK = 4   # CNP trip back to the sender, s
+
+
+class Ms(IntEnum):
+    """Entries of the integer scalars ``ms``: heap and pool bookkeeping, finished flows."""
+
+    HEAP_N = 0
+    HEAP_SEQ = 1
+    FREE_HEAD = 2
+    FREE_N = 3
+    N_DONE = 4
+    EVENTS = 5      # events processed
+    SAMPLES = 6     # samples taken
+    RESERVE = 7     # free heap slots one event may need (16 + most successors of a flow)
+
+
+class Cfg(IntEnum):
+    """Entries of the float configuration vector the kernel reads (from PacketParams)."""
+
+    MTU = 0
+    HEADER = 1
+    CC = 2
+    G = 3
+    ALPHA_DT = 4
+    DECREASE_DT = 5
+    RP_TIMER = 6
+    BYTE_COUNTER = 7
+    FAST_STEPS = 8
+    R_AI = 9
+    R_HAI = 10
+    R_MIN = 11
+    CNP_DT = 12
+    ECN = 13
+    KMIN = 14
+    KMAX = 15
+    PMAX = 16
+    PFC = 17
+    PFC_ALPHA = 18
+    PFC_XOFF = 19
+    PFC_RESUME = 20
+    EGRESS_ALPHA = 21
+    SAMPLE_DT = 22
+    T_END = 23
+    CLAMP = 24

@@ -1,0 +1,183 @@
+"""A link's sender: strict-priority egress FIFOs, the NIC's round-robin over its QPs, the
+serializer, and the in-flight FIFO that hands packets to the far end after the delay.
+
+A link is busy while it serializes one packet (``size / capacity``); when it is done the
+packet joins the link's in-flight FIFO and arrives ``delay`` later. Propagation is the same
+for every packet, so arrivals leave that FIFO in order and the link needs one pending
+ARRIVE event, for its head. When the serializer frees, the link takes the head of its
+highest non-paused priority queue; if every queue is empty and it is a NIC port, its QPs
+take turns (round-robin over QPs with a flow to send; a QP sends its flows in order), each
+only when its DCQCN rate limiter allows.
+
+State: ``lk``, ``lf`` per link, ``pq``, ``pf`` per (link, priority), ``fi``, ``ff`` per
+flow, ``qf``, ``qi`` per QP (columns in :mod:`hpnsim.packet.kinds`), ``sw`` per switch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hpnsim.packet import dcqcn, heap, pool, stats, switch
+from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Pf, Pkt, Pq, Qp, QpI
+
+FLOW, HOP, SIZE, FLAGS, NEXT = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(Pkt.FLAGS),
+                                int(Pkt.NEXT))
+BUSY, PIPE, RR_HEAD, RR_TAIL, RR_LEN, BUF = (int(Lk.BUSY), int(Lk.PIPE_HEAD), int(Lk.RR_HEAD),
+                                             int(Lk.RR_TAIL), int(Lk.RR_LEN), int(Lk.BUF))
+PACKETS, MARKS, DROPS = int(Lk.PACKETS), int(Lk.MARKS), int(Lk.DROPS)
+CAP, DELAY, HEADROOM, WAKE_AT, TX_BYTES = (int(Lf.CAP), int(Lf.DELAY), int(Lf.HEADROOM),
+                                           int(Lf.WAKE_AT), int(Lf.TX_BYTES))
+QHEAD, PAUSED = int(Pq.HEAD), int(Pq.PAUSED)
+QBYTES = int(Pf.BYTES)
+PRIO, QP, FNEXT, PATH0 = int(Fi.PRIO), int(Fi.QP), int(Fi.NEXT), int(Fi.PATH0)
+QHEAD_F, QTAIL_F, RR_NEXT = int(QpI.HEAD), int(QpI.TAIL), int(QpI.RR_NEXT)
+FSIZE, SENT = int(Ff.SIZE), int(Ff.SENT)
+RC, NEXT_TX = int(Qp.RC), int(Qp.NEXT_TX)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def transmit(link, p, now, pk, lk, lf, ht, hk, ms):
+    """Start serializing packet ``p`` on ``link``."""
+    lk[link, BUSY] = p
+    heap.push(ht, hk, ms, now + pk[p, SIZE] / lf[link, CAP], link, Event.TX_DONE)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def tx_done(link, now, pk, pt, lk, lf, ht, hk, ms):
+    """The serializer finished: the packet enters the in-flight FIFO."""
+    p = lk[link, BUSY]
+    lk[link, BUSY] = -1
+    lf[link, TX_BYTES] += pk[p, SIZE]
+    pt[p] = now + lf[link, DELAY]
+    if lk[link, PIPE] < 0:
+        heap.push(ht, hk, ms, pt[p], link, Event.ARRIVE)
+    pool.fifo_push(pk, lk, link, PIPE, p)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def arrive(link, pk, pt, lk, ht, hk, ms):
+    """The head of the in-flight FIFO reached the far end: pop it, arm the next arrival."""
+    p = pool.fifo_pop(pk, lk, link, PIPE)
+    nxt = lk[link, PIPE]
+    if nxt >= 0:
+        heap.push(ht, hk, ms, pt[nxt], link, Event.ARRIVE)
+    return p
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, hist, cfg):
+    """Take the head of egress queue ``k`` (= link * N_PRIO + prio), free its buffer."""
+    p = pool.fifo_pop(pk, pq, k, QHEAD)
+    size = pk[p, SIZE]
+    pf[k, QBYTES] -= size
+    stats.change(lf, hist, link, now, -size, False)
+    b = lk[link, BUF]
+    if b >= 0:
+        f = pk[p, FLOW]
+        ingress = path_links[fi[f, PATH0] + pk[p, HOP] - 1]
+        k_in = ingress * N_PRIO + (k - link * N_PRIO)
+        switch.free_bytes(b, k_in, size, sw, pf)
+        switch.pfc_check(b, k_in, now, sw, pf, pq, lf, lk, ht, hk, ms, cfg)
+    return p
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def _rr_push(link, q, lk, qi):
+    """Append QP ``q`` to the round-robin list of NIC port ``link``."""
+    qi[q, RR_NEXT] = -1
+    tail = lk[link, RR_TAIL]
+    if tail < 0:
+        lk[link, RR_HEAD] = q
+    else:
+        qi[tail, RR_NEXT] = q
+    lk[link, RR_TAIL] = q
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def add_flow(link, f, lk, fi, qi):
+    """Flow ``f`` may send on NIC port ``link``: queue it behind its QP's earlier flows."""
+    q = fi[f, QP]
+    fi[f, FNEXT] = -1
+    tail = qi[q, QTAIL_F]
+    qi[q, QTAIL_F] = f
+    if tail >= 0:
+        fi[tail, FNEXT] = f
+        return
+    qi[q, QHEAD_F] = f                   # the QP had nothing to send: it joins the port
+    lk[link, RR_LEN] += 1
+    _rr_push(link, q, lk, qi)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht, hk, ms,
+               hist, cfg):
+    """If ``link`` is idle, start its next packet: queued traffic first, then its QPs."""
+    if lk[link, BUSY] >= 0:
+        return
+    base = link * N_PRIO
+    for pr in range(N_PRIO - 1, -1, -1):
+        k = base + pr
+        if pq[k, QHEAD] >= 0 and pq[k, PAUSED] == 0:
+            p = _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms,
+                         hist, cfg)
+            transmit(link, p, now, pk, lk, lf, ht, hk, ms)
+            return
+    soonest = np.inf
+    for _ in range(lk[link, RR_LEN]):
+        q = lk[link, RR_HEAD]                      # pop the head of the round-robin list
+        lk[link, RR_HEAD] = qi[q, RR_NEXT]
+        if qi[q, RR_NEXT] < 0:
+            lk[link, RR_TAIL] = -1
+        f = qi[q, QHEAD_F]
+        paused = pq[base + fi[f, PRIO], PAUSED] != 0
+        if not paused and qf[q, NEXT_TX] <= now:
+            payload = min(cfg[Cfg.MTU], ff[f, FSIZE] - ff[f, SENT])
+            ff[f, SENT] += payload
+            wire = int(payload + cfg[Cfg.HEADER])
+            p = pool.alloc(pk, ms, f, wire)
+            qf[q, NEXT_TX] = now + wire / qf[q, RC]
+            if cfg[Cfg.CC] > 0:
+                dcqcn.on_sent(qf, q, wire, cfg)
+            if ff[f, SENT] >= ff[f, FSIZE]:        # the flow is all sent: next in the QP
+                qi[q, QHEAD_F] = fi[f, FNEXT]
+                if fi[f, FNEXT] < 0:
+                    qi[q, QTAIL_F] = -1
+            if qi[q, QHEAD_F] >= 0:
+                _rr_push(link, q, lk, qi)
+            else:
+                lk[link, RR_LEN] -= 1
+            transmit(link, p, now, pk, lk, lf, ht, hk, ms)
+            return
+        if not paused:
+            soonest = min(soonest, qf[q, NEXT_TX])
+        _rr_push(link, q, lk, qi)
+    if soonest < lf[link, WAKE_AT]:
+        lf[link, WAKE_AT] = soonest
+        heap.push(ht, hk, ms, soonest, link, Event.LINK_WAKE)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def enqueue(link, p, ingress, now, pk, lk, lf, pq, pf, fi, sw, ht, hk, ms, hist, cfg, rng):
+    """Packet ``p`` arrived over ``ingress`` and waits for ``link``: admit it to the
+    switch buffer (or drop it), maybe mark it, and queue it. Returns False if dropped."""
+    pr = fi[pk[p, FLOW], PRIO]
+    k = link * N_PRIO + pr
+    size = pk[p, SIZE]
+    b = lk[link, BUF]
+    if b >= 0:
+        k_in = ingress * N_PRIO + pr
+        if switch.admit(b, k_in, k, size, sw, pf, lf[ingress, HEADROOM], cfg) < 0:
+            lk[link, DROPS] += 1
+            return False
+        switch.pfc_check(b, k_in, now, sw, pf, pq, lf, lk, ht, hk, ms, cfg)
+        lk[link, PACKETS] += 1
+        if cfg[Cfg.ECN] > 0:
+            prob = switch.mark_probability(pf[k, QBYTES], cfg)
+            if prob > 0 and (prob >= 1 or switch.uniform(rng) < prob):
+                pk[p, FLAGS] |= ECN_CE
+                lk[link, MARKS] += 1
+    pf[k, QBYTES] += size
+    stats.change(lf, hist, link, now, size, lk[link, BUSY] >= 0 or pq[k, PAUSED] != 0)
+    pool.fifo_push(pk, pq, k, QHEAD, p)
+    return True
