@@ -30,6 +30,20 @@ Policies
     Ideal per-packet spraying: a flow is split evenly over the NIC ports and at every switch
     over all equal-cost next hops; ``weight`` holds the fractions.
 
+The contract of a policy
+------------------------
+A policy is a function ``(flows: FlowBatch, options: dict) -> Paths`` registered here
+(:data:`_POLICY_FUNCTIONS`, its accepted options in :data:`_OPTIONS`; its name and one-line
+description in :mod:`hpnsim.routing.names`, which the YAML/CLI edge reads). It receives the
+validated flows (source and destination GPUs and NICs, connection ids, the fabric's
+routing tables and the :class:`~hpnsim.fabrics.state.FabricState` if any) and options this
+dispatcher has already checked by name; it returns one path per flow in input order as
+link ids (CSR :class:`~hpnsim.routing.paths.Paths`, ``weight`` 1.0 unless it splits a flow,
+``port`` the NIC port used or -1 inside a host). It must be deterministic in ``seed``,
+never choose a down link where it has a choice (keeping the all-up path, dead link included,
+where it has none), and give exactly the all-up paths when no link is down. Everything above
+the dispatcher (collectives, training, schedulers) sees only ``route()``.
+
 Hash input: source and destination IPs are ``10.x.y.z`` numbered by NIC node, the UDP
 destination port is RoCE's 4791, and the UDP source port of connection ``conn`` is
 ``49152 + mix(seed, src, dst, conn) % 16384`` unless ``sport`` is given.
