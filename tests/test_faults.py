@@ -205,3 +205,23 @@ def test_scenario_fault_errors_by_yaml_path():
         run({**base, "faults": [{"kind": "tor_crash", "target": "pod0/seg0/tor-r9-p0",
                                  "at": 0, "duration": 1}]})
     assert err.value.field == "faults[0].target"
+
+
+def test_reroute_replans_with_the_options_the_collective_was_compiled_with():
+    # an H800 job's cross-host DP all-reduce runs NVLS+tree (its GPU's NCCL parameters);
+    # re-planned with generic parameters it would be a different schedule ("hier", 18
+    # stages instead of 33) and the rerouter could not map it onto the compiled tasks
+    from hpnsim.fabrics import FabricState, hpn7
+    from hpnsim.faults.reroute import Rerouter
+    from hpnsim.training import TrainJob, build_iteration_graph
+
+    f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    it = build_iteration_graph(TrainJob("llama3-8b", tp=1, dp=16, global_batch=16, gpu="h800"),
+                               f, routing="hpn_dual_plane")
+    records = [r for r in it.routes if r.op != "p2p"]
+    assert {r.options.nccl.nvls for r in records} == {True}
+    rerouter = Rerouter(f, it.graph)
+    assert rerouter.changes(it.routes, it.routing, it.seed, None) == []
+    l0 = int(f.gpu_access_link[0, 0])
+    moved = rerouter.changes(it.routes, it.routing, it.seed, FabricState(f).set_down([l0, l0 ^ 1]))
+    assert moved and all(l0 not in links and (l0 ^ 1) not in links for _, links, _ in moved)

@@ -15,6 +15,8 @@ from hpnsim.cli.common import (
     parquet_option,
     table_console,
 )
+from hpnsim.sched.names import SCHEDULERS
+from hpnsim.workloads.allocator_names import ALLOCATORS
 
 #: the Lingjun mix's arrival horizon when --hours is not given (the published trace: a day)
 DEFAULT_HOURS = 24.0
@@ -52,11 +54,10 @@ def register(app: typer.Typer) -> None:
     def cluster(
         scenario: str = typer.Argument(None, help="Scenario YAML with jobs (and a cluster: "
                                                   "section); not with --lingjun."),
-        scheduler: str = typer.Option(None, "--scheduler", help="none, crux-pa, crux-ps-pa, "
-                                      "crux, sincronia, taccl, cassini or varys (default: the "
-                                      "scenario's, else none)."),
-        allocator: str = typer.Option(None, "--allocator", help="packed, topology_aware, "
-                                      "random or given (default: the scenario's, else packed)."),
+        scheduler: str = typer.Option(None, "--scheduler", help=f"{', '.join(SCHEDULERS)} "
+                                      "(default: the scenario's, else none)."),
+        allocator: str = typer.Option(None, "--allocator", help=f"{', '.join(ALLOCATORS)} "
+                                      "(default: the scenario's, else packed)."),
         exact: bool = typer.Option(None, "--exact/--steady", help="Simulate every iteration "
                                    "(default: steady-state extrapolation between events)."),
         compare: bool = typer.Option(False, "--compare", help="Run every scheduler on the "

@@ -14,6 +14,7 @@ from hpnsim.cli.common import (
     parse_extra_options,
     table_console,
 )
+from hpnsim.routing.names import ROUTING_POLICIES
 
 
 def _fabric_options(ctx: typer.Context) -> dict:
@@ -107,7 +108,7 @@ def register(app: typer.Typer) -> None:
         grad_bytes: int = typer.Option(2, "--grad-bytes", help="Bytes per gradient element."),
         fabric: str = typer.Option("hpn7", "--fabric",
                                    help="Fabric template; extra --name value options go to it."),
-        routing: str = typer.Option("ecmp", "--routing", help="ecmp, hpn_dual_plane, precise, spray."),
+        routing: str = typer.Option("ecmp", "--routing", help=f"{', '.join(ROUTING_POLICIES)}."),
         tp_algo: str = typer.Option("auto", "--tp-algo", help="TP all-reduce algorithm."),
         dp_algo: str = typer.Option("auto", "--dp-algo", help="DP collective algorithm."),
         seed: int = typer.Option(0, "--seed", help="Routing hash seed."),
@@ -241,8 +242,7 @@ def register(app: typer.Typer) -> None:
         gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
         routing: str = typer.Option("native", "--routing",
                                     help="native (each fabric its own: hpn_dual_plane on hpn7, "
-                                         "ecmp elsewhere), ecmp, hpn_dual_plane, precise, "
-                                         "spray."),
+                                         f"ecmp elsewhere), {', '.join(ROUTING_POLICIES)}."),
         plot: str = typer.Option(None, "--plot", help="Write a linearity PNG here."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         csv: str = csv_option(),

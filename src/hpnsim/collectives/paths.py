@@ -116,8 +116,8 @@ def _route_members(fabric, src, dst, via, conn, routing: str, seed: int, options
     connections are spread over its ports together (flows that stay inside a host take no
     turn in the port round-robin).
     """
+    from hpnsim.routing.dispatch import route
     from hpnsim.routing.paths import Paths
-    from hpnsim.routing.route import route
 
     relayed = via >= 0
     start = np.where(relayed, via, src)

@@ -59,7 +59,8 @@ class Rerouter:
         per task a ``Paths`` (a coupled group: all members) or ``(Paths, member)``."""
         groups = np.asarray(record.groups)
         key = (record.op, groups.shape, groups.tobytes(), float(record.size), record.algo,
-               routing, seed, None if state is None else state.fingerprint)
+               id(record.options), routing, seed,
+               None if state is None else state.fingerprint)
         paths = self._memo.get(key)
         if paths is None:
             paths = self._memo[key] = self._plan(record, routing, seed, state)
@@ -76,7 +77,9 @@ class Rerouter:
         for group in record.groups:
             if group.size < 2:
                 continue
-            plan = plan_collective(self.fabric, record.op, group, record.size,
+            # the options the collective was compiled with (its NCCL parameters decide the
+            # algorithm and protocol), on the run's routing and seed
+            plan = plan_collective(self.fabric, record.op, group, record.size, record.options,
                                    algo=record.algo, routing=routing, seed=seed, state=state)
             # wire paths: links weighted by wire bytes per payload byte, as the engine runs them
             for stage, paths in zip(plan.schedule.stages, plan.wire_paths, strict=True):

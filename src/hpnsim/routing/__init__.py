@@ -9,33 +9,24 @@
 (2, [6, 6])
 """
 
-from hpnsim.routing.ballsbins import (
-    expected_distinct_paths,
-    expected_excess_flows,
-    expected_max_load,
-    max_load_distribution,
-    no_collision_probability,
-)
-from hpnsim.routing.diagnostics import RoutingDiagnostics, diagnose
-from hpnsim.routing.ecmp import switch_seeds
-from hpnsim.routing.flows import FlowBatch
-from hpnsim.routing.hashing import (
-    HASH_FUNCTIONS,
-    five_tuple_keys,
-    hash_five_tuples,
-    hash_keys,
-)
-from hpnsim.routing.names import ROUTING_POLICIES
-from hpnsim.routing.paths import Paths
-from hpnsim.routing.route import native_policy, route
+import importlib
 
-__all__ = [
-    "HASH_FUNCTIONS", "ROUTING_POLICIES", "FlowBatch", "Paths", "RoutingDiagnostics", "diagnose",
-    "expected_distinct_paths", "expected_excess_flows",
-    "expected_max_load", "five_tuple_keys", "hash_five_tuples", "hash_keys",
-    "max_load_distribution", "native_policy", "no_collision_probability", "route",
-    "switch_seeds",
-]
+#: public name -> the module that defines it; loaded on first use, so reading the policy
+#: names (``routing.names``) loads no routing code. ``route`` lives in ``dispatch`` (a
+#: submodule called ``route`` would shadow the function once imported).
+_HOMES = {
+    "expected_distinct_paths": "ballsbins", "expected_excess_flows": "ballsbins",
+    "expected_max_load": "ballsbins", "max_load_distribution": "ballsbins",
+    "no_collision_probability": "ballsbins",
+    "RoutingDiagnostics": "diagnostics", "diagnose": "diagnostics",
+    "switch_seeds": "ecmp", "FlowBatch": "flows",
+    "HASH_FUNCTIONS": "hashing", "five_tuple_keys": "hashing", "hash_five_tuples": "hashing",
+    "hash_keys": "hashing",
+    "ROUTING_POLICIES": "names", "Paths": "paths",
+    "native_policy": "dispatch", "route": "dispatch",
+}
+
+__all__ = sorted(_HOMES)
 
 #: old names kept for one release (each said several things: routing policies, allocators
 #: and AICB parallel policies were all ``POLICIES``)
@@ -48,5 +39,13 @@ def __getattr__(name: str):
 
         warnings.warn(f"{__name__}.{name} is now {_RENAMED[name]}; the old name goes in "
                       "the next release", DeprecationWarning, stacklevel=2)
-        return globals()[_RENAMED[name]]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return __getattr__(_RENAMED[name])
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"hpnsim.routing.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES))

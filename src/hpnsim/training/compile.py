@@ -215,7 +215,7 @@ class _Compiler:
                                            options, deps=deps, name=name, cache=self.cache)
         self.it.comm_bytes[_CATEGORY[op.group]] += sent
         self.it.routes.append(RouteRecord(op.op, np.asarray(groups), float(op.size),
-                                          options.algo, start, len(self.graph)))
+                                          options.algo, start, len(self.graph), options))
         return done, first
 
     def send(self, s: int, op: Send, deps) -> int:

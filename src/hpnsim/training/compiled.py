@@ -61,7 +61,8 @@ class StagePass:
 class RouteRecord:
     """How the transfer tasks ``first:end`` of the graph were routed, so a failure can route
     them again: ``op`` (``"p2p"`` for a pipeline message) on each row of ``groups`` with
-    ``size`` and ``algo`` (a p2p record's ``groups`` is ``(src GPUs, dst GPUs)``).
+    ``size`` and ``algo`` (a p2p record's ``groups`` is ``(src GPUs, dst GPUs)``), planned
+    with ``options``.
 
     Examples
     --------
@@ -81,6 +82,9 @@ class RouteRecord:
     algo: str
     first: int
     end: int
+    #: the collective options it was compiled with (None for a pipeline message), so a
+    #: re-plan under failures builds the same schedule (algorithm, protocol, channels, NCCL)
+    options: object = None
 
 
 @dataclass

@@ -5,16 +5,20 @@
 32
 """
 
-from hpnsim.workloads import aicb, article, layout, models, placement, traffic
-from hpnsim.workloads.aicb import Workload, load_aicb, parse_aicb
-from hpnsim.workloads.layout import Layout, check_layout, make_layout
-from hpnsim.workloads.models import ModelSpec
-from hpnsim.workloads.placement import Placement, place
-from hpnsim.workloads.traffic import TrafficReport, iteration_traffic
+import importlib
 
-__all__ = ["Layout", "ModelSpec", "Placement", "TrafficReport", "Workload", "aicb", "article",
-           "check_layout", "iteration_traffic", "layout", "load_aicb", "make_layout", "models",
-           "parse_aicb", "place", "placement", "traffic"]
+#: public name -> the module that defines it (None: the name is a submodule); loaded on
+#: first use, so the data-only modules (``allocator_names``) load nothing else
+_HOMES = {
+    "aicb": None, "article": None, "layout": None, "models": None, "placement": None,
+    "traffic": None,
+    "Workload": "aicb", "load_aicb": "aicb", "parse_aicb": "aicb",
+    "Layout": "layout", "check_layout": "layout", "make_layout": "layout",
+    "ModelSpec": "models", "Placement": "placement", "place": "placement",
+    "TrafficReport": "traffic", "iteration_traffic": "traffic",
+}
+
+__all__ = sorted(_HOMES)
 
 
 #: moved to :mod:`hpnsim.training` (training concepts); reachable here for one release
@@ -22,11 +26,21 @@ _MOVED = {"TrainJob": "hpnsim.training.job", "IterationResult": "hpnsim.training
 
 
 def __getattr__(name: str):
+    if name in _HOMES:
+        home = _HOMES[name]
+        if home is None:
+            return importlib.import_module(f"hpnsim.workloads.{name}")
+        value = getattr(importlib.import_module(f"hpnsim.workloads.{home}"), name)
+        globals()[name] = value
+        return value
     if name in _MOVED:
-        import importlib
         import warnings
 
         warnings.warn(f"hpnsim.workloads.{name} moved to hpnsim.training.{name}; the old name "
                       "goes in the next release", DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(_MOVED[name]), name)
     raise AttributeError(f"module 'hpnsim.workloads' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES))
