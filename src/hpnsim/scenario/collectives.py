@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from hpnsim.collectives.ops import AUTO, COLLECTIVE_ALGORITHMS, OPS, PROTOCOLS
 from hpnsim.errors import InputError
 from hpnsim.scenario.yaml import format_path, located
 
@@ -94,16 +95,15 @@ class CollectiveSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = ""
-    op: str = Field("allreduce", description="allreduce, allgather, reducescatter, alltoall, "
-                                             "broadcast, reduce, sendrecv or send")
+    op: str = Field("allreduce", description=", ".join(OPS))
     gpus: Annotated[int | list[int] | None, WithJsonSchema(_GPUS_SCHEMA)] = Field(
         None, description="the first N GPUs, or GPU indices in rank order: a list or "
                           "indices and ranges such as '0-127,1024-1151' (default: all)")
     sizes: Annotated[list[float], WithJsonSchema(_SIZES_SCHEMA)] = Field(
         default=DEFAULT_SIZES, validate_default=True,
                                description="one size, MIN:MAX[:FACTOR], a comma list or a list")
-    algo: str = Field("auto", description="ring, tree, hd, hier, direct or auto")
-    protocol: str = Field("auto", description="ll, ll128, simple or auto")
+    algo: str = Field(AUTO, description=f"{', '.join(COLLECTIVE_ALGORITHMS)} or {AUTO}")
+    protocol: str = Field(AUTO, description=f"{', '.join(PROTOCOLS)} or {AUTO}")
     channels: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="parallel rings/trees (0: one per rail)")
     qps: Annotated[int, Field(ge=1, strict=True)] = Field(1, description="connections per peer")
