@@ -48,7 +48,9 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--
               "zero": "--zero", "micro_batch": "--micro-batch", "global_batch": "--global-batch",
               "seq_len": "--seq-len", "schedule": "--schedule",
               "sequence_parallel": "--sequence-parallel", "model": "--model",
-              "model_file": "--model-file", "gpu": "--gpu", "mfu": "--mfu",
+              "model_file": "--model-file", "gpu": "--gpu", "dtype": "--dtype",
+              "compute_efficiency": "--compute-efficiency", "mfu": "--mfu",
+              "kernel_table": "--kernel-table",
               "prefetch": "--prefetch", "recompute": "--recompute",
               "bucket_params": "--bucket-params", "grad_bytes": "--grad-bytes",
               "tp_algo": "--tp-algo", "dp_algo": "--dp-algo"}
@@ -91,7 +93,17 @@ def register(app: typer.Typer) -> None:
                                          help="Sequences per iteration (default dp*mb*4*pp)."),
         seq_len: int = typer.Option(None, "--seq-len", help="Sequence length (model default)."),
         gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
-        mfu: float = typer.Option(None, "--mfu", help="Fraction of peak reached by compute."),
+        dtype: str = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: "
+                                                         "bf16, fp16, fp8 (Hopper, Blackwell)."),
+        kernel_table: str = typer.Option(None, "--kernel-table",
+                                         help="Measured kernel CSV (tools/measure_kernels.py) "
+                                              "overriding the compute model on that GPU."),
+        compute_efficiency: float = typer.Option(
+            None, "--compute-efficiency",
+            help="Override the per-operation compute model: every kernel at this fraction of "
+                 "peak (the old constant model)."),
+        mfu: float = typer.Option(None, "--mfu", hidden=True,
+                                  help="Deprecated: --compute-efficiency."),
         schedule: str = typer.Option("", "--schedule", help="1f1b, interleaved or gpipe."),
         vpp: int = typer.Option(1, "--vpp", help="Virtual stages per rank (interleaved)."),
         zero: int = typer.Option(0, "--zero", help="0 (all-reduce), 1/2 (distributed optimizer) "
@@ -160,12 +172,19 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--model", "give --model NAME (or --workload FILE)")
             job = {"model": model, "model_file": model_file, "tp": tp, "pp": pp, "dp": dp,
                    "ep": ep, "zero": zero, "micro_batch": micro_batch,
-                   "global_batch": global_batch, "seq_len": seq_len, "gpu": gpu, "mfu": mfu,
+                   "global_batch": global_batch, "seq_len": seq_len, "gpu": gpu, "dtype": dtype,
+                   "compute_efficiency": compute_efficiency, "kernel_table": kernel_table,
                    "schedule": schedule, "virtual_stages": vpp,
                    "sequence_parallel": sequence_parallel, "recompute": recompute,
                    "fsdp_prefetch": prefetch,
                    "bucket_params": bucket_params, "grad_bytes": grad_bytes,
                    "tp_algo": tp_algo, "dp_algo": dp_algo}
+            if mfu is not None:
+                if compute_efficiency is not None:
+                    raise InputError("--mfu", "give --compute-efficiency only (--mfu is its "
+                                              "old name)")
+                _note("--mfu is deprecated (it never was MFU): use --compute-efficiency")
+                job["compute_efficiency"] = mfu
         from hpnsim.faults.events import parse_fault
 
         fault_list = [parse_fault(text) for text in faults or []]
