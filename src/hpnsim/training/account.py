@@ -119,8 +119,6 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
     for s in range(len(it.passes)):
         parts, rows, ep_calls = _stage(it, s, start, finish, t0, end)
         stages.append({"stage": s, **{key: float(val) for key, val in parts.items()}})
-        if len(by_class) == len(it.passes):
-            stages[-1].update({key: float(by_class[s][key]) for key in OP_CLASSES})
         timeline += rows
         ep_time.append(min(ep_calls, default=0.0))
     mean = {key: float(np.mean([row[key] for row in stages])) for key in PARTS}
@@ -129,7 +127,7 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
             row["start"] -= t0
             row["finish"] -= t0
     end -= t0
-    classes = ({key: float(np.mean([row[key] for row in stages])) for key in OP_CLASSES}
+    classes = ({key: float(np.mean([row[key] for row in by_class])) for key in OP_CLASSES}
                if len(by_class) == len(it.passes) else {})
     peak = program.peak_flops * program.layout.n_gpus
     known = not math.isnan(program.model_flops)
