@@ -153,3 +153,20 @@ def test_cli_reports_compute_by_class_in_json_and_table():
     old = _train("--mfu", "0.45", "--json")
     assert old.exit_code == 0 and "deprecated" in old.stderr
     assert json.loads(old.stdout)["job"]["compute_efficiency"] == 0.45
+
+
+def test_scaling_takes_the_compute_flags():
+    args = ["scaling", "--model", "llama3-8b", "--tp", "8", "--dp", "1", "--fabrics", "hpn7",
+            "--micro-batches", "1", "--json"]
+    bad = CliRunner().invoke(app, [*args, "--gpu", "a100", "--dtype", "fp8"])
+    assert bad.exit_code == 2
+    assert bad.output.strip() == ("error: --dtype: a100 has no fp8 tensor cores; choose from "
+                                  "tf32, bf16, fp16")
+    old = CliRunner().invoke(app, [*args, "--compute-efficiency", "0.45"])
+    new = CliRunner().invoke(app, args)
+    assert old.exit_code == new.exit_code == 0
+    # the constant model at H800's old default: the pin of test_pinned_figures before issue 19
+    assert json.loads(old.stdout)["points"][0]["iteration_time"] == pytest.approx(
+        0.2137724827613353, rel=1e-9)
+    assert json.loads(new.stdout)["points"][0]["iteration_time"] == pytest.approx(
+        0.17987134068384655, rel=1e-9)

@@ -258,6 +258,15 @@ def register(app: typer.Typer) -> None:
         micro_batches: int = typer.Option(None, "--micro-batches",
                                           help="Micro-batches per pipeline (default 4*pp)."),
         gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
+        dtype: str = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: "
+                                                         "bf16, fp16, fp8 (Hopper, Blackwell)."),
+        kernel_table: str = typer.Option(None, "--kernel-table",
+                                         help="Measured kernel CSV overriding the compute "
+                                              "model on that GPU."),
+        compute_efficiency: float = typer.Option(
+            None, "--compute-efficiency",
+            help="Override the per-operation compute model: every kernel at this fraction of "
+                 "peak (the old constant model)."),
         routing: str = typer.Option("native", "--routing",
                                     help="native (each fabric its own: hpn_dual_plane on hpn7, "
                                          "ecmp elsewhere), ecmp, hpn_dual_plane, precise, "
@@ -271,7 +280,7 @@ def register(app: typer.Typer) -> None:
 
         Example: hpnsim scaling --model llama3-8b --tp 8 --dp 1,2,4,8 --fabrics hpn7,dcn_plus
         """
-        from hpnsim.cli.common import check_output_file
+        from hpnsim.cli.common import check_output_file, errors_as_flags
         from hpnsim.errors import InputError
         from hpnsim.training.scaling import scaling_linearity
 
@@ -282,10 +291,15 @@ def register(app: typer.Typer) -> None:
             dp_list = [int(x) for x in dps.split(",") if x.strip()]
         except ValueError:
             raise InputError("dp", f"a comma list of integers, got {dps!r}") from None
-        result = scaling_linearity(model, tp=tp, pp=pp, dps=dp_list,
-                                   fabrics=[f.strip() for f in fabrics.split(",") if f.strip()],
-                                   micro_batches=micro_batches, routing=routing, gpu=gpu,
-                                   fabric_options=_fabric_options(ctx) or None, note=_note)
+        compute_flags = {"dtype": "--dtype", "kernel_table": "--kernel-table",
+                         "compute_efficiency": "--compute-efficiency"}
+        with errors_as_flags(lambda field: compute_flags.get(field, field)):
+            result = scaling_linearity(
+                model, tp=tp, pp=pp, dps=dp_list,
+                fabrics=[f.strip() for f in fabrics.split(",") if f.strip()],
+                micro_batches=micro_batches, routing=routing, gpu=gpu,
+                fabric_options=_fabric_options(ctx) or None, note=_note, dtype=dtype,
+                kernel_table=kernel_table, compute_efficiency=compute_efficiency)
         tables.write(result.rows())
         if plot:
             from hpnsim.report.scaling import plot_linearity
