@@ -85,6 +85,18 @@ def iteration_text(breakdown: dict) -> list[str]:
         "constant model lands closer here only because its 0.50 came from this paper's "
         "end-to-end figure.",
         "",
+        "What the iteration model leaves out, each a reason a real step is slower than "
+        "predicted (or, for fusion, faster): **stragglers** and run-to-run variation (one "
+        "deterministic time per kernel, every GPU alike); **power capping and clocks** (the "
+        "sustained clock defaults to the boost clock; `clock_hz` lowers it by hand); **kernel "
+        "fusion beyond what is named** in docs/compute.md (no norm+residual fusion, no "
+        "torch.compile, no fused MoE dispatch, no FP8 attention); **launch gaps** and CPU "
+        "overhead between kernels, and L2 reuse across kernels; **compute-communication "
+        "contention** (overlapped NCCL kernels slow GEMMs); **MoE load imbalance**; "
+        "**selective recomputation** (only full). Communication overlap (TP userbuffers, "
+        "distributed-optimizer bucketing) and context parallelism are issue 19 items 3-4, "
+        "on another branch.",
+        "",
         "Not compared yet: Llama 3 405B on 8k-16k H100s (Dubey et al. 2024, Table 4: "
         "38-43% BF16 MFU) needs uneven pipeline stages (126 layers over 16 stages, issue 19 "
         "item 5); NeMo/Megatron-Core H100 runs use TP communication overlap and FP8 "
