@@ -4,8 +4,8 @@ Cases: nccl-tests bus bandwidth on one 8-GPU H100 host (ring and NVLS), across h
 400G NIC, two DGX-A100 hosts), one HPN segment (the paper's one-hop rails), the HPN paper's
 Appendix A gain of dual plane over single plane (read from experiments/hpn_paper.py's
 output; the paper's HPN-over-DCN+ comparison carries no figure to compare with), and
-the article's per-epoch traffic table (as ``hpnsim traffic --article`` computes it), and one
-training iteration against a published measured run (experiments/fidelity_iteration.py). hpnsim
+the article's per-epoch traffic table (as ``hpnsim traffic --article`` computes it), and
+training iterations against published measured runs (experiments/fidelity_iteration.py). hpnsim
 runs with NCCL's default parameters for the GPU (:meth:`NcclParams.for_gpu`): nothing here
 is fitted to the published figures.
 
