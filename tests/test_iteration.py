@@ -12,6 +12,9 @@ from hpnsim.training.job import TrainJob
 from hpnsim.training.schedule import pipeline_schedule
 from hpnsim.workloads import models
 
+# compute at a constant fraction of peak (compute_efficiency, the pre-operation model) where a
+# test derives a schedule or communication closed form; the per-operation model has its own
+# tests (test_compute_*.py, test_iteration_compute.py)
 H800_PEAK, H800_MFU, H800_HBM = 989.4e12, 0.45, 3.35e12
 # NCCL Simple-protocol ring latencies (collectives.cost): base, NVLink hop, network hop
 BASE, NVLINK_HOP, NET_HOP = 8.4e-6, 3.4e-6, 14e-6
@@ -38,6 +41,7 @@ def test_pure_dp_on_non_blocking_fabric_is_compute_plus_allreduce():
     fabric = fat_tree(4)
     model = models.get("llama3-8b")
     job = TrainJob(model, tp=1, pp=1, dp=8, micro_batch=1, global_batch=16,
+                   compute_efficiency=H800_MFU,
                    bucket_params=10**12)  # one bucket: the all-reduce follows backward
     r = simulate_iteration(job, fabric, dp_algo="ring")
     tokens_per_gpu = 2 * SEQ8  # two micro-batches
@@ -98,7 +102,8 @@ def _flat_model(layers):
 
 @pytest.mark.parametrize("p,m", [(2, 1), (4, 4), (4, 12), (3, 7)])
 def test_1f1b_bubble_fraction_without_communication(p, m):
-    job = TrainJob(_flat_model(p * 2), pp=p, dp=1, global_batch=m, optimizer_bytes_per_param=0)
+    job = TrainJob(_flat_model(p * 2), pp=p, dp=1, global_batch=m, optimizer_bytes_per_param=0,
+                   compute_efficiency=H800_MFU)
     r = simulate_iteration(job, _ideal_fabric(hosts=p))
     assert r.bubble_fraction == pytest.approx((p - 1) / (m + p - 1), rel=1e-4)
     # a stage is 2 flat layers; forward FLOPs per token per layer: projections
@@ -112,7 +117,7 @@ def test_1f1b_bubble_fraction_without_communication(p, m):
 def test_interleaved_bubble_shrinks_by_virtual_stages():
     p, m, v = 4, 8, 2
     job = TrainJob(_flat_model(p * v), pp=p, dp=1, global_batch=m, virtual_stages=v,
-                   optimizer_bytes_per_param=0)
+                   optimizer_bytes_per_param=0, compute_efficiency=H800_MFU)
     r = simulate_iteration(job, _ideal_fabric(hosts=p))
     assert r.bubble_fraction == pytest.approx((p - 1) / (v * m + p - 1), rel=1e-4)
 

@@ -91,8 +91,9 @@ def test_expert_gradients_reduce_over_the_expert_data_parallel_group():
     z1 = TrainJob(model, dp=16, ep=4, global_batch=16, zero=1)
     dense = model.num_parameters() - model.expert_parameters()
     expert = model.expert_parameters() / 4
+    # Adam: 30 HBM bytes per parameter at 0.9 of H800's 3.35 TB/s (the compute model's step)
     assert z1.optimizer_time(0) == pytest.approx(
-        28.0 * (dense / 16 + expert / 4) / 3.35e12, rel=1e-12)
+        30.0 * (dense / 16 + expert / 4) / (0.9 * 3.35e12), rel=1e-12)
 
 
 def test_ep_validation():

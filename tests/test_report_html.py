@@ -255,3 +255,22 @@ def test_the_page_in_headless_chromium(report, tmp_path):
     assert console == []
     width, height = struct.unpack(">II", shot.read_bytes()[16:24])
     assert (width, height) == (1280, 2000)
+
+
+def test_compute_by_class_table_repeats_the_iterations(report):
+    """Per job: GEMM, attention and memory-bound compute (mean over the simulated
+    iterations), their sum as compute (the job's compute time), the optimizer and the dtype."""
+    from hpnsim.units import format_time
+
+    folder, _, text = report
+    table = next(t for t in _parse(text).tables if t[0][:2] == ["job", "GEMM compute"])
+    rows = [dict(zip(table[0], row, strict=True)) for row in table[1:]]
+    results = json.loads((folder / "results.json").read_text())
+    assert [r["job"] for r in rows] == [j["job"] for j in results["jobs"]]
+    for row, job in zip(rows, results["jobs"], strict=True):
+        its = job["per_iteration"]
+        compute = sum(it["compute_time"] for it in its) / len(its)
+        assert row["compute"] == format_time(compute)
+        gemm = sum(it["compute_by_class"]["gemm"] for it in its) / len(its)
+        assert row["GEMM compute"] == f"{format_time(gemm)} ({100 * gemm / compute:.0f}%)"
+        assert row["dtype"] == "bf16"

@@ -49,7 +49,9 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--
               "zero": "--zero", "micro_batch": "--micro-batch", "global_batch": "--global-batch",
               "seq_len": "--seq-len", "schedule": "--schedule",
               "sequence_parallel": "--sequence-parallel", "model": "--model",
-              "model_file": "--model-file", "gpu": "--gpu", "mfu": "--mfu",
+              "model_file": "--model-file", "gpu": "--gpu", "dtype": "--dtype",
+              "compute_efficiency": "--compute-efficiency", "mfu": "--mfu",
+              "kernel_table": "--kernel-table",
               "prefetch": "--prefetch", "recompute": "--recompute",
               "bucket_params": "--bucket-params", "grad_bytes": "--grad-bytes",
               "tp_algo": "--tp-algo", "dp_algo": "--dp-algo"}
@@ -92,7 +94,17 @@ def register(app: typer.Typer) -> None:
                                          help="Sequences per iteration (default dp*mb*4*pp)."),
         seq_len: int = typer.Option(None, "--seq-len", help="Sequence length (model default)."),
         gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
-        mfu: float = typer.Option(None, "--mfu", help="Fraction of peak reached by compute."),
+        dtype: str = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: "
+                                                         "bf16, fp16, fp8 (Hopper, Blackwell)."),
+        kernel_table: str = typer.Option(None, "--kernel-table",
+                                         help="Measured kernel CSV (tools/measure_kernels.py) "
+                                              "overriding the compute model on that GPU."),
+        compute_efficiency: float = typer.Option(
+            None, "--compute-efficiency",
+            help="Override the per-operation compute model: every kernel at this fraction of "
+                 "peak (the old constant model)."),
+        mfu: float = typer.Option(None, "--mfu", hidden=True,
+                                  help="Deprecated: --compute-efficiency."),
         schedule: str = typer.Option("", "--schedule", help="1f1b, interleaved or gpipe."),
         vpp: int = typer.Option(1, "--vpp", help="Virtual stages per rank (interleaved)."),
         zero: int = typer.Option(0, "--zero", help="0 (all-reduce), 1/2 (distributed optimizer) "
@@ -161,12 +173,19 @@ def register(app: typer.Typer) -> None:
                 raise InputError("--model", "give --model NAME (or --workload FILE)")
             job = {"model": model, "model_file": model_file, "tp": tp, "pp": pp, "dp": dp,
                    "ep": ep, "zero": zero, "micro_batch": micro_batch,
-                   "global_batch": global_batch, "seq_len": seq_len, "gpu": gpu, "mfu": mfu,
+                   "global_batch": global_batch, "seq_len": seq_len, "gpu": gpu, "dtype": dtype,
+                   "compute_efficiency": compute_efficiency, "kernel_table": kernel_table,
                    "schedule": schedule, "virtual_stages": vpp,
                    "sequence_parallel": sequence_parallel, "recompute": recompute,
                    "fsdp_prefetch": prefetch,
                    "bucket_params": bucket_params, "grad_bytes": grad_bytes,
                    "tp_algo": tp_algo, "dp_algo": dp_algo}
+            if mfu is not None:
+                if compute_efficiency is not None:
+                    raise InputError("--mfu", "give --compute-efficiency only (--mfu is its "
+                                              "old name)")
+                _note("--mfu is deprecated (it never was MFU): use --compute-efficiency")
+                job["compute_efficiency"] = mfu
         from hpnsim.faults.events import parse_fault
 
         fault_list = [parse_fault(text) for text in faults or []]
@@ -240,6 +259,15 @@ def register(app: typer.Typer) -> None:
         micro_batches: int = typer.Option(None, "--micro-batches",
                                           help="Micro-batches per pipeline (default 4*pp)."),
         gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
+        dtype: str = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: "
+                                                         "bf16, fp16, fp8 (Hopper, Blackwell)."),
+        kernel_table: str = typer.Option(None, "--kernel-table",
+                                         help="Measured kernel CSV overriding the compute "
+                                              "model on that GPU."),
+        compute_efficiency: float = typer.Option(
+            None, "--compute-efficiency",
+            help="Override the per-operation compute model: every kernel at this fraction of "
+                 "peak (the old constant model)."),
         routing: str = typer.Option("native", "--routing",
                                     help="native (each fabric its own: hpn_dual_plane on hpn7, "
                                          f"ecmp elsewhere), {', '.join(ROUTING_POLICIES)}."),
@@ -252,7 +280,7 @@ def register(app: typer.Typer) -> None:
 
         Example: hpnsim scaling --model llama3-8b --tp 8 --dp 1,2,4,8 --fabrics hpn7,dcn_plus
         """
-        from hpnsim.cli.common import check_output_file
+        from hpnsim.cli.common import check_output_file, errors_as_flags
         from hpnsim.errors import InputError
         from hpnsim.training.scaling import scaling_linearity
 
@@ -263,10 +291,15 @@ def register(app: typer.Typer) -> None:
             dp_list = [int(x) for x in dps.split(",") if x.strip()]
         except ValueError:
             raise InputError("dp", f"a comma list of integers, got {dps!r}") from None
-        result = scaling_linearity(model, tp=tp, pp=pp, dps=dp_list,
-                                   fabrics=[f.strip() for f in fabrics.split(",") if f.strip()],
-                                   micro_batches=micro_batches, routing=routing, gpu=gpu,
-                                   fabric_options=_fabric_options(ctx) or None, note=_note)
+        compute_flags = {"dtype": "--dtype", "kernel_table": "--kernel-table",
+                         "compute_efficiency": "--compute-efficiency"}
+        with errors_as_flags(lambda field: compute_flags.get(field, field)):
+            result = scaling_linearity(
+                model, tp=tp, pp=pp, dps=dp_list,
+                fabrics=[f.strip() for f in fabrics.split(",") if f.strip()],
+                micro_batches=micro_batches, routing=routing, gpu=gpu,
+                fabric_options=_fabric_options(ctx) or None, note=_note, dtype=dtype,
+                kernel_table=kernel_table, compute_efficiency=compute_efficiency)
         tables.write(result.rows())
         if plot:
             from hpnsim.report.scaling import plot_linearity

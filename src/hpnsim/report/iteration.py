@@ -24,8 +24,25 @@ from hpnsim.report.style import (
 )
 from hpnsim.units import format_bytes, format_time
 
-__all__ = ["breakdown_figure", "demo_iteration_section", "iteration_table", "job_sections",
-           "part_means", "print_iteration", "training_table"]
+__all__ = ["CLASS_LABELS", "breakdown_figure", "class_means", "demo_iteration_section",
+           "iteration_table", "job_sections", "part_means", "print_iteration", "training_table"]
+
+#: what a reader calls each operation class of compute (``IterationResult.compute_by_class``)
+CLASS_LABELS = {"gemm": "GEMM", "attention": "attention", "memory": "memory-bound"}
+
+
+def class_means(iterations: list[dict]) -> dict[str, float]:
+    """Mean compute seconds per operation class over ``iterations``
+    (``IterationResult.to_dict``); empty when they carry no split (AICB workloads).
+
+    >>> class_means([{"compute_by_class": {"gemm": 1.0, "attention": 0.2, "memory": 0.1}},
+    ...              {"compute_by_class": {"gemm": 3.0, "attention": 0.2, "memory": 0.1}}])
+    {'gemm': 2.0, 'attention': 0.2, 'memory': 0.1}
+    """
+    if not iterations or not all(it.get("compute_by_class") for it in iterations):
+        return {}
+    return {k: sum(it["compute_by_class"][k] for it in iterations) / len(iterations)
+            for k in CLASS_LABELS}
 
 
 def part_time(iteration: dict, part: str) -> float:
@@ -118,7 +135,8 @@ def training_table(rows: list[dict[str, Any]], title: str):
 
 
 def iteration_table(r):
-    """One :class:`~hpnsim.training.IterationResult`: each part's time, share and bytes."""
+    """One :class:`~hpnsim.training.IterationResult`: each part's time, share and bytes;
+    compute split by operation class beneath it (indented rows, part of compute)."""
     from rich.table import Table as RichTable
 
     job = r.job
@@ -135,7 +153,8 @@ def iteration_table(r):
     table.add_column("bytes sent / iteration", justify="right")
     labels = {"dp": "exposed dp (FSDP gathers + reduce-scatters)" if job.get("zero") == 3
               else "exposed dp", "ep": "exposed ep (MoE all-to-all)"}
-    rows = [("compute", r.compute_time, None),
+    classes = [(f"  {CLASS_LABELS[k]}", v, None) for k, v in r.compute_by_class.items()]
+    rows = [("compute", r.compute_time, None), *classes,
             *((labels.get(k, f"exposed {k}"), v, r.comm_bytes.get(k))
               for k, v in r.exposed_comm.items()),
             ("pipeline bubble", r.bubble, None), ("optimizer", r.optimizer_time, None)]
@@ -191,7 +210,8 @@ def job_sections(run: dict) -> list:
                        "iteration_breakdown",
                        "Stacked: compute, communication not hidden behind compute, pipeline "
                        "bubble, optimizer. The largest part bounds the iteration.")
-    sections = [("jobs", "Iteration results per job", [table, breakdown])]
+    sections = [("jobs", "Iteration results per job", [table, breakdown,
+                                                        *_class_table(jobs)])]
     gantts = []
     for i, j in enumerate(jobs):
         last = j["per_iteration"][-1]
@@ -201,6 +221,30 @@ def job_sections(run: dict) -> list:
     if gantts:
         sections.append(("timeline", "Iteration timeline", gantts))
     return sections
+
+
+def _class_table(jobs: list[dict]) -> list:
+    """Compute per operation class and the optimizer, per job (none without the split)."""
+    rows = []
+    for j in jobs:
+        means = class_means(j["per_iteration"])
+        if not means:
+            continue
+        compute = sum(means.values())
+        optimizer = sum(it["optimizer_time"] for it in j["per_iteration"]) / len(
+            j["per_iteration"])
+        rows.append([j["job"], *(f"{format_time(v)} ({100 * v / compute:.0f}%)" if compute
+                                 else format_time(v) for v in means.values()),
+                     format_time(compute), format_time(optimizer),
+                     str(j["per_iteration"][-1]["job"].get("dtype", ""))])
+    if not rows:
+        return []
+    return [Table(["job", *(f"{v} compute" for v in CLASS_LABELS.values()), "compute",
+                   "optimizer", "dtype"], rows,
+                  "Where the compute goes, per GPU (mean over stages and iterations): GEMMs, "
+                  "fused attention, memory-bound kernels (norms, activations, rotary, "
+                  "residuals, casts, embedding, loss), from the per-operation compute model "
+                  "(docs/compute.md); the shares are of compute.")]
 
 
 def _gantt(index: int, name: str, iteration: dict, held: str) -> Figure:

@@ -5,7 +5,9 @@ A job's keys are the keyword names of :class:`~hpnsim.training.job.TrainJob` whe
 two share a field, so a ``TrainJob`` is built from a ``JobSpec`` by those names
 (:meth:`JobSpec.train_job`). Two YAML keys were renamed to follow it and stay accepted as
 deprecated aliases: ``vpp`` (now ``virtual_stages``) and ``prefetch`` (now
-``fsdp_prefetch``); a run's echo of the scenario still writes the old keys.
+``fsdp_prefetch``); a run's echo of the scenario still writes the old keys. ``mfu`` (the
+fraction of peak every kernel reaches, never MFU) is now ``compute_efficiency``, an override
+of the per-operation compute model; ``mfu`` stays accepted for one release, deprecated.
 
 Examples
 --------
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -42,7 +45,7 @@ Positive = Annotated[int, Field(ge=1, strict=True)]
 
 
 #: old YAML key -> the field it names now (the TrainJob keyword)
-_OLD_KEYS = {"vpp": "virtual_stages", "prefetch": "fsdp_prefetch"}
+_OLD_KEYS = {"vpp": "virtual_stages", "prefetch": "fsdp_prefetch", "mfu": "compute_efficiency"}
 #: keys a workload file fixes (it gives the parallelism and batches)
 _FIXED = {"tp", "pp", "dp", "ep", "micro_batch", "global_batch", "virtual_stages"}
 #: ... as the user may write them, old keys included
@@ -90,7 +93,14 @@ class JobSpec(BaseModel):
     global_batch: Positive | None = None
     seq_len: Positive | None = None
     gpu: Literal["a100", "h100", "h800", "b200"] = "h800"
-    mfu: Annotated[float, Field(gt=0, le=1, strict=True)] | None = None
+    dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
+    compute_efficiency: Annotated[float, Field(gt=0, le=1, strict=True)] | None = Field(
+        None, validation_alias=AliasChoices("compute_efficiency", "mfu"),
+        description="override of the per-operation compute model: every kernel at this "
+                    "fraction of the tensor peak (the old key mfu is accepted, deprecated)")
+    kernel_table: str | None = Field(
+        None, description="measured kernel CSV (the compute model's format) overriding the "
+                          "model's efficiencies on the job's GPU")
     schedule: Literal["", "1f1b", "interleaved", "gpipe"] = ""
     virtual_stages: Positive = Field(
         1, **_renamed("virtual_stages", "virtual pipeline stages per rank (interleaved)"))
@@ -114,6 +124,9 @@ class JobSpec(BaseModel):
     @classmethod
     def _what_it_trains(cls, data: Any, handler) -> JobSpec:
         job = handler(data)
+        if isinstance(data, dict) and "mfu" in data:
+            warnings.warn("jobs[].mfu is deprecated: it is the fraction of peak every kernel "
+                          "reaches, now compute_efficiency", DeprecationWarning, stacklevel=2)
         if (job.model is None) == (job.workload is None):
             raise ValueError("give model (a catalog name) or workload (an AICB file), "
                              "exactly one")

@@ -14,6 +14,12 @@ stage's iteration time splits, with no remainder, into:
   stream for a unit's parameter all-gather;
 - ``optimizer``: the optimizer step.
 
+The compute part splits further by operation class (:data:`~hpnsim.training.cost.OP_CLASSES`:
+GEMM, attention, memory-bound kernels) when the program comes from a
+:class:`~hpnsim.training.job.TrainJob`, whose job description carries each stage's class
+seconds (``compute_by_class``); ``IterationResult.compute_by_class`` averages them over the
+stages as the parts are, so its values add up to ``compute_time``.
+
 Delays (compute, replayed NVLink collectives) count their nominal seconds; collectives
 simulated in the graph count their simulated duration. Job-level figures average the
 stages (they hold equal numbers of GPUs), so they are GPU averages and still sum to the
@@ -27,6 +33,7 @@ import math
 import numpy as np
 
 from hpnsim.training.compile import CompiledIteration
+from hpnsim.training.cost import OP_CLASSES
 from hpnsim.training.iteration import PARTS, IterationResult
 
 
@@ -108,6 +115,7 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
     t0 = float(finish[it.origin]) if it.origin >= 0 else 0.0
     end = float(max(finish[t] for t in it.stage_end))
     stages, timeline, ep_time = [], [], []
+    by_class = program.job.get("compute_by_class") or []
     for s in range(len(it.passes)):
         parts, rows, ep_calls = _stage(it, s, start, finish, t0, end)
         stages.append({"stage": s, **{key: float(val) for key, val in parts.items()}})
@@ -119,12 +127,15 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
             row["start"] -= t0
             row["finish"] -= t0
     end -= t0
+    classes = ({key: float(np.mean([row[key] for row in by_class])) for key in OP_CLASSES}
+               if len(by_class) == len(it.passes) else {})
     peak = program.peak_flops * program.layout.n_gpus
     known = not math.isnan(program.model_flops)
     return IterationResult(
         job=dict(program.job),
         iteration_time=end,
         compute_time=mean["compute"],
+        compute_by_class=classes,
         exposed_comm={key: mean[key] for key in ("tp", "pp", "dp", "ep")},
         bubble=mean["bubble"],
         bubble_fraction=mean["bubble"] / end if end > 0 else 0.0,

@@ -91,15 +91,19 @@ class _StageBuilder:
               if block.forward_ep_ops > 0 else ())
         if block.name == "head":
             h = block.forward_compute
-            fwd, bwd = [Compute(h, "head")], [Compute(h, "head ig"), Compute(h, "head wg")]
-        elif block.forward_compute == 0:  # embedding lookup: no kernels worth a task
-            fwd, bwd = [], []
+            fwd = [Compute(h, "head")]
+            bwd = [Compute(block.mlp_ig, "head ig"), Compute(block.mlp_wg, "head wg")]
+        elif block.name == "embedding":  # lookup and its gradient (none: no task)
+            fwd = [Compute(block.forward_compute, "embedding")] if block.forward_compute else []
+            bwd = ([Compute(block.backward_compute, "embedding wg")]
+                   if block.backward_compute else [])
         else:
             attn = block.forward_attention
             mlp = block.forward_compute - attn
             fwd = [Compute(attn, "attention"), *tp, *ep, Compute(mlp, "mlp"), *ep, *tp]
-            bwd = [*ep, Compute(mlp, "mlp ig"), *ep, *tp, Compute(mlp, "mlp wg"),
-                   Compute(attn, "attention ig"), *tp, Compute(attn, "attention wg")]
+            bwd = [*ep, Compute(block.mlp_ig, "mlp ig"), *ep, *tp,
+                   Compute(block.mlp_wg, "mlp wg"), Compute(block.attention_ig, "attention ig"),
+                   *tp, Compute(block.attention_wg, "attention wg")]
         ops = fwd if kind == "F" else (fwd + bwd if job.recompute else bwd)
         for i, op in enumerate(ops):
             if i == 0 and after:

@@ -23,6 +23,10 @@ class IterationResult:
     iteration_time : float
     compute_time : float
         Compute per GPU (average over stages).
+    compute_by_class : dict
+        ``compute_time`` split by operation class: ``gemm``, ``attention`` (fused attention
+        kernels), ``memory`` (memory-bound kernels: norms, activations, rotary, residual adds,
+        casts, the embedding and loss); empty for a program without the split (AICB files).
     exposed_comm : dict
         Per dimension (``tp``, ``pp``, ``dp``, ``ep``): time GPUs wait on it, GPU average.
     bubble : float
@@ -51,6 +55,7 @@ class IterationResult:
     model_flops: float
     tp_allreduce_time: float
     ep_alltoall_time: float = 0.0
+    compute_by_class: dict = field(default_factory=dict)
     comm_bytes: dict = field(default_factory=dict)
     per_stage: list = field(default_factory=list)
     timeline: list = field(default_factory=list)
@@ -61,6 +66,27 @@ class IterationResult:
         """JSON-ready dict (``timeline=False`` drops the Gantt rows)."""
         out = {k: v for k, v in self.__dict__.items() if k != "timeline" or timeline}
         out["exposed_comm"] = dict(self.exposed_comm)
+        out["compute_by_class"] = dict(self.compute_by_class)
+        out["breakdown"] = self.breakdown()
+        return out
+
+    def breakdown(self) -> dict[str, float]:
+        """Where the iteration's time goes, GPU average, adding up to ``iteration_time``:
+        compute by operation class (``gemm``, ``attention``, ``memory``; ``compute`` when the
+        program has no split), ``optimizer``, exposed communication per dimension
+        (``exposed_tp``, ``exposed_pp``, ``exposed_dp``, ``exposed_ep``) and ``bubble``.
+
+        >>> r = IterationResult({}, 1.0, 0.6, {"tp": 0.1, "pp": 0.0, "dp": 0.05, "ep": 0.0},
+        ...                     0.2, 0.2, 0.05, 0.4, 1.0, 1.0, 0.0,
+        ...                     compute_by_class={"gemm": 0.5, "attention": 0.06, "memory": 0.04})
+        >>> b = r.breakdown(); list(b)[:4], round(sum(b.values()), 12)
+        (['gemm', 'attention', 'memory', 'optimizer'], 1.0)
+        """
+        out = dict(self.compute_by_class) or {"compute": self.compute_time}
+        out["optimizer"] = self.optimizer_time
+        out.update({f"exposed_{dim}": self.exposed_comm.get(dim, 0.0)
+                    for dim in ("tp", "pp", "dp", "ep")})
+        out["bubble"] = self.bubble
         return out
 
     def rows(self) -> list[dict]:

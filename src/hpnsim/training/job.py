@@ -23,69 +23,28 @@ and with uniform routing a ``1/ep`` share of it goes to the GPU itself, so each 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from hpnsim.errors import InputError
+from hpnsim.training.compute import KernelTable
+from hpnsim.training.cost import (
+    BLOCK_SUMS,
+    CONSTANT_OPTIMIZER_BYTES,
+    DTYPES,
+    Block,
+    ConstantEfficiency,
+    OperationModel,
+    StageCost,
+)
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
 from hpnsim.workloads.layout import Layout, check_layout, make_layout
 
 ZERO_STAGES = (0, 1, 2, 3)
-#: HBM bytes the mixed-precision Adam step moves per parameter: fp32 master weight, m and v
-#: read and written (2 x 12), the 16-bit gradient read (2) and the 16-bit weight written (2).
-OPTIMIZER_BYTES_PER_PARAM = 28.0
-
-
-@dataclass(frozen=True)
-class Block:
-    """One block of a virtual stage (a transformer layer, the embedding or the output head),
-    per GPU and per micro-batch: compute seconds, blocking TP all-reduces and EP all-to-alls
-    of each pass, and the parameters it holds (dense ones; routed-expert ones apart when
-    ``ep > 1``, as they synchronize over another group)."""
-
-    name: str
-    forward_compute: float
-    backward_compute: float
-    forward_tp_ops: int
-    backward_tp_ops: int
-    forward_ep_ops: int
-    backward_ep_ops: int
-    dense_params: float
-    expert_params: float
-    forward_attention: float = 0.0  # the attention part of forward_compute (the rest: MLP)
-
-
-@dataclass(frozen=True)
-class StageCost:
-    """Cost of one micro-batch on one virtual stage (per GPU; every GPU of the stage alike).
-
-    ``blocks`` lists the :class:`Block` s in *backward* execution order (output head first,
-    embedding last); gradients of a block are ready when its backward finishes. The
-    ``blocks_*`` tuples are the same, field by field (backward compute, TP all-reduces,
-    dense parameters).
-    """
-
-    forward_compute: float
-    backward_compute: float
-    forward_tp_ops: int
-    backward_tp_ops: int
-    forward_ep_ops: int
-    backward_ep_ops: int
-    params_per_gpu: float
-    expert_params_per_gpu: float
-    blocks: tuple[Block, ...]
-
-    @property
-    def blocks_compute(self) -> tuple[float, ...]:
-        return tuple(b.backward_compute for b in self.blocks)
-
-    @property
-    def blocks_tp_ops(self) -> tuple[int, ...]:
-        return tuple(b.backward_tp_ops for b in self.blocks)
-
-    @property
-    def blocks_params(self) -> tuple[float, ...]:
-        return tuple(b.dense_params for b in self.blocks)
+#: The constant model's optimizer bytes per parameter (kept under its old name).
+OPTIMIZER_BYTES_PER_PARAM = CONSTANT_OPTIMIZER_BYTES
 
 
 @dataclass(frozen=True, init=False)
@@ -105,8 +64,18 @@ class TrainJob:
     seq_len : int, optional
         Defaults to the model's.
     gpu : str or GPUSpec
+    dtype : {"bf16", "fp16", "fp8"}
+        Dtype of the linear layers' GEMMs (FP8: Hopper and Blackwell; attention and the
+        output head stay BF16, as Transformer Engine's FP8 recipe keeps them).
+    kernel_table : KernelTable or path, optional
+        Measured kernels (the compute model's CSV format) overriding the model's efficiency
+        on this GPU.
+    compute_efficiency : float, optional
+        Override of the per-operation model: every block's FLOPs at this fraction of the
+        dtype's tensor peak, backward twice the forward (the constant model hpnsim used
+        before the per-operation one; see :class:`~hpnsim.training.cost.ConstantEfficiency`).
     mfu : float, optional
-        Achievable fraction of peak during compute (default: the GPU's).
+        Deprecated name of ``compute_efficiency`` (it never was MFU).
     schedule : {"", "1f1b", "interleaved", "gpipe"}
         Empty: 1F1B, or interleaved 1F1B when ``virtual_stages > 1``.
     virtual_stages : int
@@ -134,8 +103,10 @@ class TrainJob:
         Bytes per gradient element on the wire (2: BF16; 4: FP32 reduction).
     recompute : bool
         Full activation recomputation (backward re-runs the forward, TP included).
-    optimizer_bytes_per_param : float
-        HBM bytes the optimizer step moves per local parameter (0 leaves the step out).
+    optimizer_bytes_per_param : float, optional
+        HBM bytes the optimizer step moves per local parameter, at the datasheet HBM
+        bandwidth (0 leaves the step out); default: the compute model's (Adam's bytes at the
+        measured HBM efficiency, FP8 weight casts; the constant model: 28 bytes).
     layout : Layout, optional
         The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
         defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
@@ -148,7 +119,11 @@ class TrainJob:
     >>> job.gpus, job.micro_batches, job.layers_per_chunk
     (1024, 128, 10)
     >>> round(job.stage_cost(0).forward_compute * 1e3, 1)       # ms per micro-batch
-    45.5
+    31.0
+    >>> TrainJob("llama3-8b", gpu="a100", dtype="fp8")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: dtype: a100 has no fp8 tensor cores; choose from tf32, bf16, fp16
     >>> from hpnsim.workloads.layout import Layout
     >>> TrainJob("llama3-8b", layout=Layout(tp=8, dp=2, global_batch=8)).micro_batches
     4
@@ -158,12 +133,14 @@ class TrainJob:
     layout: Layout
     seq_len: int
     gpu: GPUSpec
-    mfu: float | None
+    dtype: str
+    compute_efficiency: float | None
+    kernel_table: KernelTable | None
     fsdp_prefetch: bool
     bucket_params: int
     grad_bytes: int
     recompute: bool
-    optimizer_bytes_per_param: float
+    optimizer_bytes_per_param: float | None
     _costs: dict = field(compare=False, repr=False)
 
     def __init__(self, model: models.ModelSpec | str, tp: int = 1, pp: int = 1, dp: int = 1,
@@ -173,8 +150,10 @@ class TrainJob:
                  zero: int = 0, ep: int = 1, fsdp_prefetch: bool = True,
                  sequence_parallel: bool = False, bucket_params: int | None = None,
                  grad_bytes: int = 2, recompute: bool = False,
-                 optimizer_bytes_per_param: float = OPTIMIZER_BYTES_PER_PARAM, *,
-                 layout: Layout | None = None):
+                 optimizer_bytes_per_param: float | None = None, *,
+                 layout: Layout | None = None, dtype: str = "bf16",
+                 compute_efficiency: float | None = None,
+                 kernel_table: KernelTable | str | Path | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -188,8 +167,14 @@ class TrainJob:
             raise InputError("zero", f"one of {', '.join(map(str, ZERO_STAGES))}, got {zero!r}")
         set_ = object.__setattr__
         set_(self, "model", spec)
-        set_(self, "gpu", get_gpu(gpu, mfu=mfu))
-        set_(self, "mfu", mfu)
+        if mfu is not None:
+            warnings.warn("TrainJob(mfu=...) is deprecated: it is the fraction of peak every "
+                          "kernel reaches, now compute_efficiency=...", DeprecationWarning,
+                          stacklevel=2)
+            if compute_efficiency is not None:
+                raise InputError("mfu", "give compute_efficiency only (mfu is its old name)")
+            compute_efficiency = mfu
+        self._set_compute(get_gpu(gpu), dtype, compute_efficiency, kernel_table)
         set_(self, "seq_len", spec.seq_len if seq_len is None else seq_len)
         if layout is None:
             if global_batch is None:
@@ -221,11 +206,57 @@ class TrainJob:
         if bucket_params is None:
             bucket_params = int(max(40e6, 1e6 * layout.dp))
         set_(self, "bucket_params", bucket_params)
-        if not optimizer_bytes_per_param >= 0:
+        if optimizer_bytes_per_param is not None and not optimizer_bytes_per_param >= 0:
             raise InputError("optimizer_bytes_per_param",
                              f"must be >= 0, got {optimizer_bytes_per_param!r}")
         if bucket_params < 1:
             raise InputError("bucket_params", f"must be >= 1, got {bucket_params}")
+
+    def _set_compute(self, gpu: GPUSpec, dtype, efficiency, table) -> None:
+        dtype = str(dtype).strip().lower()
+        if dtype not in DTYPES:
+            raise InputError("dtype", f"one of {', '.join(DTYPES)}, got {dtype!r}")
+        if gpu.tensor_peaks:
+            gpu.tensor_peak(dtype)   # FP8 on A100: refused, naming the dtype
+        elif dtype == "fp8":
+            raise InputError("dtype", f"{gpu.name} has no per-dtype tensor peaks; use bf16")
+        if efficiency is not None:
+            if isinstance(efficiency, bool) or not 0 < float(efficiency) <= 1:
+                raise InputError("compute_efficiency", f"must be in (0, 1], got {efficiency!r}")
+            if table is not None:
+                raise InputError("compute_efficiency", "give either a kernel table or a "
+                                                       "compute efficiency, not both")
+            efficiency = float(efficiency)
+            gpu = replace(gpu, mfu=efficiency)
+        if isinstance(table, (str, Path)):
+            try:
+                table = KernelTable.read_csv(table)
+            except InputError as error:   # named by what the user typed, with its line
+                where = "" if error.field == "kernel-table" else f"{error.field}: "
+                raise InputError("kernel_table", where + error.message) from None
+        elif table is not None and not isinstance(table, KernelTable):
+            raise InputError("kernel_table", f"must be a KernelTable or a CSV path, got "
+                                             f"{type(table).__name__}")
+        set_ = object.__setattr__
+        set_(self, "gpu", gpu)
+        set_(self, "dtype", dtype)
+        set_(self, "compute_efficiency", efficiency)
+        set_(self, "kernel_table", table)
+
+    @property
+    def mfu(self) -> float | None:
+        """Deprecated: :attr:`compute_efficiency`."""
+        return self.compute_efficiency
+
+    @property
+    def compute_model(self) -> OperationModel | ConstantEfficiency:
+        """The strategy timing this job's kernels: the per-operation model, or the constant
+        efficiency (given, or the GPU's ``mfu`` for a spec without the compute fields)."""
+        if self.compute_efficiency is not None:
+            return ConstantEfficiency(self.compute_efficiency, self.dtype)
+        if not (self.gpu.tensor_peaks and self.gpu.sm_count and self.gpu.architecture):
+            return ConstantEfficiency(self.gpu.mfu, self.dtype)
+        return OperationModel(self.dtype, self.kernel_table)
 
     # ----- the layout's sizes, read-only -------------------------------------------------
     tp = property(lambda self: self.layout.tp, doc="Tensor-parallel size.")
@@ -294,47 +325,11 @@ class TrainJob:
         return self._costs[chunk]
 
     def _stage_cost(self, chunk: int) -> StageCost:
-        spec, tp = self.model, self.tp
-        tokens = self.micro_batch * self.seq_len
-        rate = self.gpu.achieved_flops
-        backward_factor = 3.0 if self.recompute else 2.0
-        # Megatron TP: per layer, the attention and MLP outputs are all-reduced in forward and
-        # their inputs' gradients in backward; recomputation replays the forward pair (and
-        # the MoE dispatch/combine all-to-alls).
-        tp_fwd, tp_bwd = (2, 4 if self.recompute else 2) if tp > 1 else (0, 0)
-        ep_fwd, ep_bwd = (2, 4 if self.recompute else 2) if self.ep > 1 else (0, 0)
-        expert_width = spec.mlp_parameters(spec.expert_ffn) if spec.is_moe else 0
         first = chunk * self.layers_per_chunk
-        blocks: list[Block] = []
-        for layer in range(first, first + self.layers_per_chunk):
-            seconds = spec.layer_forward_flops_per_token(layer, self.seq_len) * tokens / tp / rate
-            attention = _attention_flops_per_token(spec, self.seq_len) * tokens / tp / rate
-            params = spec.layer_parameters(layer) / tp
-            moe = spec.is_moe_layer(layer)
-            expert = spec.experts * expert_width / tp if moe and self.ep > 1 else 0.0
-            blocks.append(Block(f"layer{layer}", seconds, backward_factor * seconds,
-                                tp_fwd, tp_bwd, ep_fwd if moe else 0, ep_bwd if moe else 0,
-                                params - expert, expert / self.ep, attention))
-        table = spec.vocab * spec.hidden / tp
-        if chunk == self.chunks - 1:  # final norm and output head (untied) on the last chunk
-            head = spec.head_forward_flops_per_token() * tokens / tp / rate
-            blocks.append(Block("head", head, backward_factor * head, 0, 0, 0, 0,
-                                (0 if spec.tied_embeddings else table) + spec.hidden, 0.0))
-        if chunk == 0:  # embedding lookup: no matmul, its gradient is ready last
-            positions = spec.seq_len * spec.hidden / tp if spec.learned_positions else 0
-            blocks.insert(0, Block("embedding", 0.0, 0.0, 0, 0, 0, 0, table + positions, 0.0))
-        blocks.reverse()  # backward order
-        return StageCost(
-            forward_compute=sum(b.forward_compute for b in blocks),
-            backward_compute=sum(b.backward_compute for b in blocks),
-            forward_tp_ops=sum(b.forward_tp_ops for b in blocks),
-            backward_tp_ops=sum(b.backward_tp_ops for b in blocks),
-            forward_ep_ops=sum(b.forward_ep_ops for b in blocks),
-            backward_ep_ops=sum(b.backward_ep_ops for b in blocks),
-            params_per_gpu=sum(b.dense_params for b in blocks),
-            expert_params_per_gpu=sum(b.expert_params for b in blocks),
-            blocks=tuple(blocks),
-        )
+        layers = range(first, first + self.layers_per_chunk)
+        blocks = self.compute_model.blocks(self, layers, first=chunk == 0,
+                                           last=chunk == self.chunks - 1)
+        return StageCost.of(blocks[::-1])  # backward order
 
     def fsdp_units(self, chunk: int) -> list[Block]:
         """ZeRO-3 / FSDP units of virtual stage ``chunk`` in *forward* order: one per
@@ -355,7 +350,7 @@ class TrainJob:
             if merged and (merged[-1].name == "embedding" or block.name == "head"):
                 a = merged.pop()
                 block = Block(f"{a.name}+{block.name}",
-                              *(getattr(a, f) + getattr(block, f) for f in _BLOCK_SUMS))
+                              *(getattr(a, f) + getattr(block, f) for f in BLOCK_SUMS))
             merged.append(block)
         return merged
 
@@ -389,10 +384,39 @@ class TrainJob:
 
     def optimizer_time(self, stage: int) -> float:
         """Adam step on one GPU of ``stage``: memory-bound; ZeRO shards the dense parameters
-        over ``dp`` and the expert ones over the expert-data-parallel group."""
+        over ``dp`` and the expert ones over the expert-data-parallel group.
+
+        >>> round(TrainJob("llama3-8b").optimizer_time(0) * 1e3, 1)   # 8.03e9 x 30 B / 3.015 TB/s
+        79.9
+        """
         dense, expert = self.stage_params(stage), self.stage_params(stage, expert=True)
         params = dense / self.dp + expert / self.edp if self.zero else dense + expert
-        return params * self.optimizer_bytes_per_param / self.gpu.memory_bandwidth
+        if self.optimizer_bytes_per_param is not None:
+            return params * self.optimizer_bytes_per_param / self.gpu.memory_bandwidth
+        layer_params = sum(b.dense_params + b.expert_params
+                           for k in range(self.virtual_stages)
+                           for b in self.stage_cost(k * self.pp + stage).blocks
+                           if b.name.startswith("layer"))
+        return self.compute_model.optimizer_seconds(self, params, layer_params)
+
+    def compute_by_class(self, stage: int) -> dict[str, float]:
+        """Compute seconds per operation class (``gemm``, ``attention``, ``memory``) of one
+        GPU of pipeline stage ``stage`` over an iteration (every micro-batch through each of
+        its chunks; recomputation included), and ``optimizer``.
+
+        >>> job = TrainJob("llama3-8b", global_batch=2)
+        >>> c = job.compute_by_class(0)
+        >>> cost = job.stage_cost(0)
+        >>> bool(abs(c["gemm"] + c["attention"] + c["memory"]
+        ...          - 2 * (cost.forward_compute + cost.backward_compute)) < 1e-12)
+        True
+        """
+        out = dict.fromkeys(("gemm", "attention", "memory"), 0.0)
+        for k in range(self.virtual_stages):
+            for key, seconds in self.stage_cost(k * self.pp + stage).classes.items():
+                out[key] += self.micro_batches * seconds
+        out["optimizer"] = self.optimizer_time(stage)
+        return out
 
     def buckets(self, chunk: int, expert: bool = False) -> list[tuple[float, int]]:
         """Gradient buckets of virtual stage ``chunk``: ``(parameters, block index)`` each,
@@ -424,27 +448,13 @@ class TrainJob:
             "ep": self.ep, "gpus": self.gpus, "micro_batch": self.micro_batch,
             "global_batch": self.global_batch,
             "micro_batches": self.micro_batches, "seq_len": self.seq_len,
-            "gpu": self.gpu.name, "mfu_compute": self.gpu.mfu, "schedule": self.schedule,
+            "gpu": self.gpu.name, "dtype": self.dtype, "compute_model": self.compute_model.name,
+            "compute_efficiency": self.compute_efficiency,
+            "kernel_table": self.kernel_table.source if self.kernel_table else None,
+            "compute_by_class": [self.compute_by_class(s) for s in range(self.pp)],
+            "schedule": self.schedule,
             "virtual_stages": self.virtual_stages, "zero": self.zero,
             "fsdp_prefetch": self.fsdp_prefetch,
             "bucket_params": self.bucket_params, "grad_bytes": self.grad_bytes,
             "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
         }
-
-
-_BLOCK_SUMS = ("forward_compute", "backward_compute", "forward_tp_ops", "backward_tp_ops",
-               "forward_ep_ops", "backward_ep_ops", "dense_params", "expert_params",
-               "forward_attention")
-
-
-def _attention_flops_per_token(spec: models.ModelSpec, seq_len: int) -> float:
-    """Forward FLOPs per token of a layer's attention: Q, K, V, O projections and the
-    score and value products (the part of ``layer_forward_flops_per_token`` before the MLP).
-
-    >>> m = models.get("gpt3-175b")
-    >>> _attention_flops_per_token(m, 2048) == 8 * 12288**2 + 4 * 2048 * 12288
-    True
-    """
-    q = spec.heads * spec.head_dim
-    kv = spec.kv_heads * spec.head_dim
-    return float(2 * (2 * spec.hidden * q + 2 * spec.hidden * kv) + 4 * seq_len * q)

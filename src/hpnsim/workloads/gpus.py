@@ -1,21 +1,22 @@
 """GPU catalog: the figures an iteration simulation needs from an accelerator.
 
 Peak figures are NVIDIA's published *dense* (no structured sparsity) BF16 tensor-core
-rates for the SXM parts; memory bandwidth is the HBM figure. ``mfu`` is the fraction of
-peak that the compute kernels of a large transformer typically reach *while computing*
-(the simulated iteration's overall MFU is lower: communication and pipeline bubbles
-come on top). Sources for the defaults:
+rates for the SXM parts; memory bandwidth is the HBM figure. ``mfu`` is a constant
+fraction of peak for every kernel: hpnsim's compute model before the per-operation one. An
+iteration no longer uses it (the per-operation model times every kernel from its shape),
+except for a user :class:`GPUSpec` without the compute-model fields, or when a job asks for
+the constant model explicitly (``compute_efficiency``, which replaces it). The catalog values,
+kept for those cases, came from end-to-end runs (which is why they were replaced):
 
 - A100: Megatron-LM reports 52% of peak for GPT-3 175B on 3072 A100s (Narayanan et al.,
-  SC'21); we take 0.50.
+  SC'21); 0.50.
 - H100/H800: Llama 3 (Dubey et al., 2024) reports 38–43% BF16 MFU end to end on 16K
-  H100s; the kernels alone reach more, we take 0.45.
-- B200: early published large-scale runs sit well below Hopper's fraction of peak; we
-  take 0.40 and recommend overriding it with a measured figure.
+  H100s; 0.45.
+- B200: early published large-scale runs sit well below Hopper's fraction of peak; 0.40.
 
-The per-operation compute model (:mod:`hpnsim.training.compute`) does not use ``mfu``; it
-needs the fields added for it, each with its source in :data:`GPU_SOURCES`: the SM count,
-the boost and sustained SM clocks, the dense tensor-core peak per dtype
+The per-operation compute model (:mod:`hpnsim.training.compute`) needs the fields added for
+it, each with its source in :data:`GPU_SOURCES`: the SM count, the boost and sustained SM
+clocks, the dense tensor-core peak per dtype
 (:meth:`GPUSpec.tensor_peak`), the L2 size and the architecture.
 """
 
