@@ -51,9 +51,31 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--
               "model_file": "--model-file", "gpu": "--gpu", "mfu": "--mfu",
               "prefetch": "--prefetch", "recompute": "--recompute",
               "bucket_params": "--bucket-params", "grad_bytes": "--grad-bytes",
-              "tp_algo": "--tp-algo", "dp_algo": "--dp-algo"}
+              "tp_algo": "--tp-algo", "dp_algo": "--dp-algo", "stage_layers": "--stage-layers",
+              "first_stage_layers": "--first-stage-layers",
+              "last_stage_layers": "--last-stage-layers",
+              "account_for_embedding": "--account-for-embedding",
+              "account_for_loss": "--account-for-loss"}
 _PARALLELISM = ("tp", "pp", "dp", "ep", "vpp", "zero", "micro_batch", "global_batch",
-                "seq_len", "schedule", "sequence_parallel")
+                "seq_len", "schedule", "sequence_parallel", "stage_layers",
+                "first_stage_layers", "last_stage_layers", "account_for_embedding",
+                "account_for_loss")
+
+
+def _int_list(text: str | None, flag: str) -> list[int] | None:
+    """``"1,3,3,1"`` as a list of integers (None stays None).
+
+    >>> _int_list("1, 3,3,1", "--stage-layers")
+    [1, 3, 3, 1]
+    """
+    from hpnsim.errors import InputError
+
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise InputError(flag, f"comma-separated integers, e.g. 7,9,9,7; got {text!r}") from None
 
 
 def _refuse_job_flags(ctx: typer.Context) -> None:
@@ -102,6 +124,19 @@ def register(app: typer.Typer) -> None:
         sequence_parallel: bool = typer.Option(False, "--sequence-parallel",
                                                help="Megatron sequence parallelism."),
         recompute: bool = typer.Option(False, "--recompute", help="Full activation recompute."),
+        stage_layers: str = typer.Option(
+            None, "--stage-layers", help="Layers per virtual stage, comma-separated (uneven "
+                                         "pipeline split; Megatron-Core's layout), e.g. 7,9,9,7."),
+        first_stage_layers: int = typer.Option(None, "--first-stage-layers",
+                                               help="Layers of the first pipeline stage."),
+        last_stage_layers: int = typer.Option(None, "--last-stage-layers",
+                                              help="Layers of the last pipeline stage."),
+        account_for_embedding: bool = typer.Option(
+            False, "--account-for-embedding", help="Count the embedding as a layer when "
+                                                   "splitting the pipeline."),
+        account_for_loss: bool = typer.Option(
+            False, "--account-for-loss", help="Count the loss (output head) as a layer when "
+                                              "splitting the pipeline."),
         bucket_params: int = typer.Option(None, "--bucket-params",
                                           help="Parameters per gradient bucket."),
         grad_bytes: int = typer.Option(2, "--grad-bytes", help="Bytes per gradient element."),
@@ -165,7 +200,12 @@ def register(app: typer.Typer) -> None:
                    "sequence_parallel": sequence_parallel, "recompute": recompute,
                    "fsdp_prefetch": prefetch,
                    "bucket_params": bucket_params, "grad_bytes": grad_bytes,
-                   "tp_algo": tp_algo, "dp_algo": dp_algo}
+                   "tp_algo": tp_algo, "dp_algo": dp_algo,
+                   "stage_layers": _int_list(stage_layers, "--stage-layers"),
+                   "first_stage_layers": first_stage_layers,
+                   "last_stage_layers": last_stage_layers,
+                   "account_for_embedding": account_for_embedding or None,
+                   "account_for_loss": account_for_loss or None}
         from hpnsim.faults.events import parse_fault
 
         fault_list = [parse_fault(text) for text in faults or []]

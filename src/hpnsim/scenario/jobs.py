@@ -99,6 +99,13 @@ class JobSpec(BaseModel):
     fsdp_prefetch: bool = Field(
         True, **_renamed("fsdp_prefetch", "ZeRO-3 gathers one unit ahead"))
     bucket_params: Positive | None = None
+    stage_layers: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
+        None, min_length=1, description="transformer layers of each virtual stage "
+                                        "(u = chunk * pp + stage), summing to the model's layers")
+    first_stage_layers: Annotated[int, Field(ge=0, strict=True)] | None = None
+    last_stage_layers: Annotated[int, Field(ge=0, strict=True)] | None = None
+    account_for_embedding: bool = False
+    account_for_loss: bool = False
     grad_bytes: Annotated[Literal[2, 4], BeforeValidator(_not_bool)] = 2
     tp_algo: str = "auto"
     dp_algo: str = "auto"

@@ -122,6 +122,7 @@ class _StageBuilder:
                 recv = self.add(Recv((u - 1) % p, ("F", j, u)))
             elif kind == "B" and u < chunks - 1:
                 recv = self.add(Recv((u + 1) % p, ("B", j, u)))
+            before = len(self.ops)
             if units is not None:
                 self.fsdp_pass(units, n, kind, recv)
             elif kind == "F":
@@ -134,6 +135,12 @@ class _StageBuilder:
                     ends.append(self.last)
                 if j == m - 1:
                     self.anchors[u] = ends
+            if len(self.ops) == before:
+                # a virtual stage without kernels (only the embedding): the pass still waits
+                # for its message, so the wait is accounted as the pipeline's, not the DP's
+                self.add(Compute(0.0, "embedding"))
+                if kind == "B" and j == m - 1 and units is None:
+                    self.anchors[u] = [self.last] * len(job.stage_cost(u).blocks)
             if kind == "F" and u < chunks - 1:
                 self.add(Send((u + 1) % p, self.message, ("F", j, u + 1)))
             elif kind == "B" and u > 0:

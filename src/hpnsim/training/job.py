@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hpnsim.errors import InputError
+from hpnsim.training.stages import layer_ranges, split_layers
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
 from hpnsim.workloads.layout import Layout, check_layout, make_layout
@@ -134,6 +135,16 @@ class TrainJob:
         Bytes per gradient element on the wire (2: BF16; 4: FP32 reduction).
     recompute : bool
         Full activation recomputation (backward re-runs the forward, TP included).
+    stage_layers : sequence of int, optional
+        Transformer layers of each virtual stage ``u = k * pp + s`` (``pp * virtual_stages``
+        counts summing to the model's layers; 0 allowed: an embedding- or head-only stage),
+        as Megatron-Core's ``pipeline_model_parallel_layout``; default an even split.
+    first_stage_layers, last_stage_layers : int, optional
+        Megatron-Core's ``num_layers_in_first_pipeline_stage`` / ``..._last_...``.
+    account_for_embedding, account_for_loss : bool
+        Megatron-Core's ``account_for_embedding_in_pipeline_split`` /
+        ``account_for_loss_in_pipeline_split``: the embedding (loss and head) counts as a layer
+        when splitting (see :func:`hpnsim.training.stages.split_layers`).
     optimizer_bytes_per_param : float
         HBM bytes the optimizer step moves per local parameter (0 leaves the step out).
     layout : Layout, optional
@@ -164,6 +175,7 @@ class TrainJob:
     grad_bytes: int
     recompute: bool
     optimizer_bytes_per_param: float
+    stage_layers: tuple[int, ...]
     _costs: dict = field(compare=False, repr=False)
 
     def __init__(self, model: models.ModelSpec | str, tp: int = 1, pp: int = 1, dp: int = 1,
@@ -173,8 +185,10 @@ class TrainJob:
                  zero: int = 0, ep: int = 1, fsdp_prefetch: bool = True,
                  sequence_parallel: bool = False, bucket_params: int | None = None,
                  grad_bytes: int = 2, recompute: bool = False,
-                 optimizer_bytes_per_param: float = OPTIMIZER_BYTES_PER_PARAM, *,
-                 layout: Layout | None = None):
+                 optimizer_bytes_per_param: float = OPTIMIZER_BYTES_PER_PARAM,
+                 stage_layers=None, first_stage_layers: int | None = None,
+                 last_stage_layers: int | None = None, account_for_embedding: bool = False,
+                 account_for_loss: bool = False, *, layout: Layout | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -191,13 +205,16 @@ class TrainJob:
         set_(self, "gpu", get_gpu(gpu, mfu=mfu))
         set_(self, "mfu", mfu)
         set_(self, "seq_len", spec.seq_len if seq_len is None else seq_len)
+        uneven = (stage_layers is not None or first_stage_layers is not None
+                  or last_stage_layers is not None or account_for_embedding or account_for_loss)
         if layout is None:
             if global_batch is None:
                 global_batch = dp * micro_batch * 4 * pp
             layout = make_layout(spec, tp=tp, pp=pp, dp=dp, ep=ep, vpp=virtual_stages,
                                  zero=zero, sequence_parallel=sequence_parallel,
                                  micro_batch=micro_batch, global_batch=global_batch,
-                                 schedule=schedule, gpus_per_host=None)
+                                 schedule=schedule, gpus_per_host=None,
+                                 even_layers=not uneven)
         else:
             given = {k: v for k, v in (*parallel.items(), ("zero", zero),
                                        ("global_batch", global_batch), ("schedule", schedule),
@@ -211,8 +228,12 @@ class TrainJob:
                 raise InputError("layout", f"must be a Layout, got {type(layout).__name__}")
             if layout.cp != 1:
                 raise InputError("cp", f"context parallelism is not simulated, got {layout.cp}")
-            check_layout(layout, spec, gpus_per_host=None)
+            check_layout(layout, spec, gpus_per_host=None, even_layers=not uneven)
         set_(self, "layout", layout)
+        set_(self, "stage_layers", split_layers(
+            spec.layers, layout.pp, layout.vpp, first=first_stage_layers, last=last_stage_layers,
+            embedding=account_for_embedding, loss=account_for_loss,
+            given=None if stage_layers is None else tuple(stage_layers)))
         set_(self, "fsdp_prefetch", fsdp_prefetch)
         set_(self, "recompute", recompute)
         set_(self, "grad_bytes", grad_bytes)
@@ -258,8 +279,16 @@ class TrainJob:
 
     @property
     def layers_per_chunk(self) -> int:
-        """Transformer layers per virtual stage."""
-        return self.model.layers // self.chunks
+        """Transformer layers per virtual stage (the most any holds, with an uneven split)."""
+        return max(self.stage_layers)
+
+    def chunk_layers(self, chunk: int) -> range:
+        """Indices of the transformer layers of virtual stage ``chunk``.
+
+        >>> TrainJob("llama3-8b", pp=2, stage_layers=(12, 20)).chunk_layers(1)
+        range(12, 32)
+        """
+        return layer_ranges(self.stage_layers)[chunk]
 
     @property
     def tokens_per_iteration(self) -> int:
@@ -304,9 +333,8 @@ class TrainJob:
         tp_fwd, tp_bwd = (2, 4 if self.recompute else 2) if tp > 1 else (0, 0)
         ep_fwd, ep_bwd = (2, 4 if self.recompute else 2) if self.ep > 1 else (0, 0)
         expert_width = spec.mlp_parameters(spec.expert_ffn) if spec.is_moe else 0
-        first = chunk * self.layers_per_chunk
         blocks: list[Block] = []
-        for layer in range(first, first + self.layers_per_chunk):
+        for layer in self.chunk_layers(chunk):
             seconds = spec.layer_forward_flops_per_token(layer, self.seq_len) * tokens / tp / rate
             attention = _attention_flops_per_token(spec, self.seq_len) * tokens / tp / rate
             params = spec.layer_parameters(layer) / tp
@@ -429,6 +457,8 @@ class TrainJob:
             "fsdp_prefetch": self.fsdp_prefetch,
             "bucket_params": self.bucket_params, "grad_bytes": self.grad_bytes,
             "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
+            **({"stage_layers": list(self.stage_layers)}
+               if len(set(self.stage_layers)) > 1 else {}),
         }
 
 

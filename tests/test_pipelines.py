@@ -1,0 +1,120 @@
+"""Pipelines as people build them: uneven layer splits (Megatron-Core's options), their bubbles
+against a hand derivation and an independent list scheduler, and the refusals."""
+
+import pytest
+from typer.testing import CliRunner
+
+from hpnsim.cli.main import app
+from hpnsim.errors import InputError
+from hpnsim.fabrics import hpn7
+from hpnsim.training import simulate_iteration
+from hpnsim.training.job import TrainJob
+from hpnsim.training.schedule import pipeline_schedule
+from hpnsim.training.stages import split_layers
+from hpnsim.workloads import models
+
+
+def _ideal_fabric(hosts):
+    """HPN segment with zero latency and (practically) infinite link capacity: PP messages
+    take no time, so every wait is a bubble."""
+    fabric = hpn7(segments=1, hosts_per_segment=hosts, backup_hosts=0, rails=1,
+                  hop_latency="0s", host_latency="0s")
+    return fabric.with_link_capacity(None, 1e30)
+
+
+def _flat_model(layers):
+    return models.ModelSpec("flat", layers=layers, hidden=1024, heads=8, ffn=4096, vocab=1,
+                            seq_len=1024)
+
+
+def _list_schedule(schedule, f, b):
+    """Iteration time of per-stage pass orders with pass times ``f[s]``, ``b[s]`` and free
+    messages, by list scheduling (a pass starts when its stage is free and its input exists):
+    an implementation independent of the simulator's task graph and engine."""
+    p = len(schedule)
+    done: dict = {}
+    free = [0.0] * p
+    cursor = [0] * p
+    while any(cursor[s] < len(schedule[s]) for s in range(p)):
+        moved = False
+        for s in range(p):
+            while cursor[s] < len(schedule[s]):
+                kind, j, _ = schedule[s][cursor[s]]
+                need = (("F", j, s - 1) if s > 0 else None) if kind == "F" else \
+                    (("B", j, s + 1) if s < p - 1 else ("F", j, s))
+                if need is not None and need not in done:
+                    break
+                start = max(free[s], done[need] if need else 0.0)
+                free[s] = start + (f[s] if kind == "F" else b[s])
+                done[(kind, j, s)] = free[s]
+                cursor[s] += 1
+                moved = True
+        assert moved
+    return max(free)
+
+
+def test_megatron_split_options_follow_megatron_core():
+    # get_num_layers_to_build (Megatron-Core 0.20): 30 layers + embedding + loss = 32 over
+    # 4 stages = 8 each, the first and last building one fewer
+    assert split_layers(30, 4, embedding=True, loss=True) == (7, 8, 8, 7)
+    # first/last stage given: the rest even over the middle; with vpp each stage's count is
+    # split over its chunks, virtual stage u = k * pp + s
+    assert split_layers(32, 4, 2, first=4, last=4) == (2, 6, 6, 2, 2, 6, 6, 2)
+    assert split_layers(28, 2, first=10) == (10, 18)
+    with pytest.raises(InputError, match="left must divide"):
+        split_layers(31, 4, first=4, last=4)
+
+
+def test_uneven_two_stage_pipeline_has_the_bubble_of_the_slowest_stage():
+    # stage 1 holds 3 of 4 layers: it is the slowest and, once fed, never waits
+    # (f0 + b0 <= f1 + b1), so by hand T = f0 + m (f1 + b1) + b0; stage 1 idles f0 + b0
+    m = 6
+    job = TrainJob(_flat_model(4), pp=2, global_batch=m, stage_layers=(1, 3),
+                   optimizer_bytes_per_param=0)
+    (f0, b0), (f1, b1) = [(job.stage_cost(s).forward_compute, job.stage_cost(s).backward_compute)
+                          for s in (0, 1)]
+    assert f1 > 2.9 * f0                                   # 3 layers against 1
+    r = simulate_iteration(job, _ideal_fabric(2))
+    total = f0 + m * (f1 + b1) + b0
+    assert r.iteration_time == pytest.approx(total, rel=1e-9)
+    bubbles = [row["bubble"] for row in r.per_stage]
+    assert bubbles[1] == pytest.approx(f0 + b0, rel=1e-9)
+    assert bubbles[0] == pytest.approx(total - m * (f0 + b0), rel=1e-9)
+    assert r.exposed_comm["pp"] == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("counts,m", [((2, 5, 1), 5), ((4, 1, 3), 4), ((0, 4, 4), 3)])
+def test_uneven_pipeline_matches_a_list_scheduler(counts, m):
+    p = len(counts)
+    job = TrainJob(_flat_model(sum(counts)), pp=p, global_batch=m, stage_layers=counts,
+                   optimizer_bytes_per_param=0)
+    f = [job.stage_cost(s).forward_compute for s in range(p)]
+    b = [job.stage_cost(s).backward_compute for s in range(p)]
+    expected = _list_schedule(pipeline_schedule("1f1b", p, m), f, b)
+    r = simulate_iteration(job, _ideal_fabric(p))
+    assert r.iteration_time == pytest.approx(expected, rel=1e-9)
+    for s, row in enumerate(r.per_stage):
+        assert row["bubble"] == pytest.approx(expected - m * (f[s] + b[s]), rel=1e-6,
+                                              abs=1e-12)
+
+
+def test_embedding_only_first_stage_holds_no_layer():
+    job = TrainJob("llama3-8b", pp=4, stage_layers=(0, 11, 11, 10))
+    first = job.stage_cost(0)
+    assert [blk.name for blk in first.blocks] == ["embedding"]
+    assert first.forward_compute == 0.0
+    assert first.params_per_gpu == 128256 * 4096
+    assert list(job.chunk_layers(3)) == list(range(22, 32))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--stage-layers", "8,8,8,7"], "error: --stage-layers: 8+8+8+7 = 31 layers; the model has 32"),
+    (["--stage-layers", "16,16"], "error: --stage-layers: needs pp*virtual_stages = 4*1 = 4 "
+                                  "counts (one per virtual stage), got 2"),
+    (["--first-stage-layers", "6"], "error: --first-stage-layers: the 26 layers left must "
+                                    "divide evenly over the 3 middle stages"),
+])
+def test_uneven_stage_lists_that_do_not_fit_are_refused(args, message):
+    result = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--pp", "4", *args])
+    assert result.exit_code == 2
+    assert result.output.strip() == message
