@@ -27,10 +27,10 @@ def _flat_model(layers):
                             seq_len=1024)
 
 
-def _list_schedule(schedule, f, b):
-    """Iteration time of per-stage pass orders with pass times ``f[s]``, ``b[s]`` and free
-    messages, by list scheduling (a pass starts when its stage is free and its input exists):
-    an implementation independent of the simulator's task graph and engine."""
+def _list_schedule(schedule, f, b, w=None):
+    """Iteration time of per-stage pass orders with pass times ``f[s]``, ``b[s]`` (``w[s]``:
+    weight-gradient passes) and free messages, by list scheduling (a pass starts when its
+    stage is free and its input exists): independent of the simulator's graph and engine."""
     p = len(schedule)
     done: dict = {}
     free = [0.0] * p
@@ -40,12 +40,16 @@ def _list_schedule(schedule, f, b):
         for s in range(p):
             while cursor[s] < len(schedule[s]):
                 kind, j, _ = schedule[s][cursor[s]]
-                need = (("F", j, s - 1) if s > 0 else None) if kind == "F" else \
-                    (("B", j, s + 1) if s < p - 1 else ("F", j, s))
+                if kind == "W":
+                    need = ("B", j, s)
+                elif kind == "F":
+                    need = ("F", j, s - 1) if s > 0 else None
+                else:
+                    need = ("B", j, s + 1) if s < p - 1 else ("F", j, s)
                 if need is not None and need not in done:
                     break
                 start = max(free[s], done[need] if need else 0.0)
-                free[s] = start + (f[s] if kind == "F" else b[s])
+                free[s] = start + {"F": f, "B": b, "W": w}[kind][s]
                 done[(kind, j, s)] = free[s]
                 cursor[s] += 1
                 moved = True
@@ -118,3 +122,53 @@ def test_uneven_stage_lists_that_do_not_fit_are_refused(args, message):
     result = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--pp", "4", *args])
     assert result.exit_code == 2
     assert result.output.strip() == message
+
+
+@pytest.mark.parametrize("p,m", [(4, 8), (3, 5), (2, 6), (4, 4)])
+def test_zb_h1_bubble_is_a_third_of_1f1b(p, m):
+    # equal stages, m >= p; on the flat model input- and weight-gradient passes each cost a
+    # forward (F = B = W = f), so ZB-H1's bubble is (p - 1)(F + B - W) = (p - 1) f (Qi et al.,
+    # section 3.1), a third of 1F1B's 3 (p - 1) f
+    job = TrainJob(_flat_model(2 * p), pp=p, global_batch=m, schedule="zb-h1",
+                   optimizer_bytes_per_param=0)
+    f = job.stage_cost(0).forward_compute
+    r = simulate_iteration(job, _ideal_fabric(p))
+    head = job.stage_cost(p - 1).forward_compute - f     # the 1-word head: 3e-5 of a pass
+    assert r.iteration_time == pytest.approx((3 * m + p - 1) * f, rel=1e-4)
+    # (the head adds 3e-5 of a pass to the last stage: the other stages wait that too)
+    assert r.bubble_fraction == pytest.approx((p - 1) / (3 * m + p - 1), rel=1e-3)
+    fs = [job.stage_cost(s).forward_compute for s in range(p)]
+    expected = _list_schedule(pipeline_schedule("zb-h1", p, m), fs, fs, fs)
+    assert r.iteration_time == pytest.approx(expected, rel=1e-9)
+    assert head < 1e-4 * f
+
+
+def test_zb_h1_with_few_micro_batches_matches_the_list_scheduler():
+    p, m = 4, 2      # fewer micro-batches than stages: no closed form, the list scheduler
+    job = TrainJob(_flat_model(8), pp=p, global_batch=m, schedule="zb-h1",
+                   stage_layers=(1, 3, 2, 2), optimizer_bytes_per_param=0)
+    fs = [job.stage_cost(s).forward_compute for s in range(p)]
+    r = simulate_iteration(job, _ideal_fabric(p))
+    assert r.iteration_time == pytest.approx(
+        _list_schedule(pipeline_schedule("zb-h1", p, m), fs, fs, fs), rel=1e-9)
+
+
+def test_zb_h1_splits_the_backward_and_keeps_its_work():
+    one = TrainJob("llama3-8b", tp=8, pp=2, global_batch=4)
+    zb = TrainJob("llama3-8b", tp=8, pp=2, global_batch=4, schedule="zb-h1")
+    from hpnsim.training import program_from_job
+    from hpnsim.training.program import Collective, Compute, Pass
+
+    a, b = program_from_job(one), program_from_job(zb)
+    assert sum(op.seconds for op in a.ops(Compute)) == pytest.approx(
+        sum(op.seconds for op in b.ops(Compute)), rel=1e-12)
+    assert len(a.ops(Collective)) == len(b.ops(Collective))
+    kinds = [op.kind for op in b.stages[0] if isinstance(op, Pass)]
+    assert kinds.count("W") == kinds.count("B") == 4
+    w_labels = {op.label for ops in b.stages for op in ops if isinstance(op, Compute)}
+    assert "mlp wg" in w_labels and "head wg" in w_labels
+
+
+def test_zb_h1_with_zero3_is_refused():
+    with pytest.raises(InputError, match="schedule: zb-h1 splits"):
+        TrainJob("llama3-8b", dp=2, zero=3, schedule="zb-h1")

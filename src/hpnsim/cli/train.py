@@ -114,7 +114,8 @@ def register(app: typer.Typer) -> None:
         seq_len: int = typer.Option(None, "--seq-len", help="Sequence length (model default)."),
         gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
         mfu: float = typer.Option(None, "--mfu", help="Fraction of peak reached by compute."),
-        schedule: str = typer.Option("", "--schedule", help="1f1b, interleaved or gpipe."),
+        schedule: str = typer.Option("", "--schedule", help="1f1b, interleaved, gpipe or zb-h1 "
+                                                              "(zero-bubble H1)."),
         vpp: int = typer.Option(1, "--vpp", help="Virtual stages per rank (interleaved)."),
         zero: int = typer.Option(0, "--zero", help="0 (all-reduce), 1/2 (distributed optimizer) "
                                                   "or 3 (ZeRO-3/FSDP: per-layer gathers)."),

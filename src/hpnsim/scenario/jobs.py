@@ -91,7 +91,7 @@ class JobSpec(BaseModel):
     seq_len: Positive | None = None
     gpu: Literal["a100", "h100", "h800", "b200"] = "h800"
     mfu: Annotated[float, Field(gt=0, le=1, strict=True)] | None = None
-    schedule: Literal["", "1f1b", "interleaved", "gpipe"] = ""
+    schedule: Literal["", "1f1b", "interleaved", "gpipe", "zb-h1"] = ""
     virtual_stages: Positive = Field(
         1, **_renamed("virtual_stages", "virtual pipeline stages per rank (interleaved)"))
     sequence_parallel: bool = False

@@ -76,6 +76,7 @@ class _StageBuilder:
         self.anchors: dict[int, list[int]] = {}   # virtual stage -> last op of each block
         self.fsdp_tail: tuple[int, ...] = ()
         self.fsdp_steps = 0
+        self.split = job.schedule == "zb-h1"   # backward as B (input grads) + W (weights)
 
     def add(self, op) -> int:
         self.ops.append(op)
@@ -91,16 +92,26 @@ class _StageBuilder:
               if block.forward_ep_ops > 0 else ())
         if block.name == "head":
             h = block.forward_compute
-            fwd, bwd = [Compute(h, "head")], [Compute(h, "head ig"), Compute(h, "head wg")]
+            fwd, ig, wg = [Compute(h, "head")], [Compute(h, "head ig")], [Compute(h, "head wg")]
+            bwd = ig + wg
         elif block.forward_compute == 0:  # embedding lookup: no kernels worth a task
-            fwd, bwd = [], []
+            fwd, bwd, ig, wg = [], [], [], []
         else:
             attn = block.forward_attention
             mlp = block.forward_compute - attn
             fwd = [Compute(attn, "attention"), *tp, *ep, Compute(mlp, "mlp"), *ep, *tp]
             bwd = [*ep, Compute(mlp, "mlp ig"), *ep, *tp, Compute(mlp, "mlp wg"),
                    Compute(attn, "attention ig"), *tp, Compute(attn, "attention wg")]
-        ops = fwd if kind == "F" else (fwd + bwd if job.recompute else bwd)
+            # zero-bubble split: B keeps what the previous stage waits for (input gradients
+            # and their TP/EP collectives), W the weight-gradient GEMMs
+            ig = [*ep, Compute(mlp, "mlp ig"), *ep, *tp, Compute(attn, "attention ig"), *tp]
+            wg = [Compute(mlp, "mlp wg"), Compute(attn, "attention wg")]
+        if self.split:
+            bwd = ig
+        if kind == "W":
+            ops = wg
+        else:
+            ops = fwd if kind == "F" else (fwd + bwd if job.recompute else bwd)
         for i, op in enumerate(ops):
             if i == 0 and after:
                 op = replace(op, after=after)
@@ -131,15 +142,15 @@ class _StageBuilder:
             else:
                 ends = []
                 for block in job.stage_cost(u).blocks:
-                    self.block(block, "B")
+                    self.block(block, kind)
                     ends.append(self.last)
-                if j == m - 1:
+                if j == m - 1 and kind == ("W" if self.split else "B"):
                     self.anchors[u] = ends
-            if len(self.ops) == before:
+            if len(self.ops) == before and kind != "W":
                 # a virtual stage without kernels (only the embedding): the pass still waits
                 # for its message, so the wait is accounted as the pipeline's, not the DP's
                 self.add(Compute(0.0, "embedding"))
-                if kind == "B" and j == m - 1 and units is None:
+                if j == m - 1 and units is None and kind == ("W" if self.split else "B"):
                     self.anchors[u] = [self.last] * len(job.stage_cost(u).blocks)
             if kind == "F" and u < chunks - 1:
                 self.add(Send((u + 1) % p, self.message, ("F", j, u + 1)))

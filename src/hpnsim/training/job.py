@@ -108,8 +108,9 @@ class TrainJob:
     gpu : str or GPUSpec
     mfu : float, optional
         Achievable fraction of peak during compute (default: the GPU's).
-    schedule : {"", "1f1b", "interleaved", "gpipe"}
-        Empty: 1F1B, or interleaved 1F1B when ``virtual_stages > 1``.
+    schedule : {"", "1f1b", "interleaved", "gpipe", "zb-h1"}
+        Empty: 1F1B, or interleaved 1F1B when ``virtual_stages > 1``. ``zb-h1``: zero-bubble
+        H1, the backward split into input- and weight-gradient passes (not with ZeRO-3).
     virtual_stages : int
         Model chunks per stage (interleaved schedule).
     sequence_parallel : bool
@@ -229,6 +230,9 @@ class TrainJob:
             if layout.cp != 1:
                 raise InputError("cp", f"context parallelism is not simulated, got {layout.cp}")
             check_layout(layout, spec, gpus_per_host=None, even_layers=not uneven)
+        if layout.schedule == "zb-h1" and layout.zero == 3:
+            raise InputError("schedule", "zb-h1 splits each backward in two; ZeRO-3's per-unit "
+                                         "gathers are modelled with 1f1b, gpipe or interleaved")
         set_(self, "layout", layout)
         set_(self, "stage_layers", split_layers(
             spec.layers, layout.pp, layout.vpp, first=first_stage_layers, last=last_stage_layers,

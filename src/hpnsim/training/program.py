@@ -4,7 +4,8 @@ A :class:`Program` holds one op list per pipeline stage. Every GPU of a stage ru
 list (DP replicas and TP ranks are in lockstep), so a stage is the unit of the program:
 
 - :class:`Pass` opens a forward (``F``) or backward (``B``) pass of a micro-batch on a model
-  chunk, or the optimizer step; the ops up to the next ``Pass`` belong to it (accounting and
+  chunk (``W``: its weight-gradient part, where a zero-bubble schedule splits it off), or the
+  optimizer step; the ops up to the next ``Pass`` belong to it (accounting and
   Gantt rows are per pass).
 - :class:`Compute` is kernel time on the stage's compute stream (seconds).
 - :class:`Collective` runs ``op`` on every group of kind ``group`` (``tp``, ``dp``, ``ep``,
@@ -37,7 +38,7 @@ from hpnsim.workloads.layout import Layout
 
 GROUP_KINDS = ("tp", "dp", "ep", "edp")
 COLLECTIVE_OPS = ("allreduce", "allgather", "reducescatter", "alltoall")
-PASS_KINDS = ("F", "B", "optimizer")
+PASS_KINDS = ("F", "B", "W", "optimizer")
 
 
 @dataclass(frozen=True)

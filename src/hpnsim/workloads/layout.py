@@ -18,7 +18,7 @@ from hpnsim.errors import InputError
 from hpnsim.workloads.models import ModelSpec
 from hpnsim.workloads.models import get as get_model
 
-SCHEDULES = ("1f1b", "interleaved", "gpipe")
+SCHEDULES = ("1f1b", "interleaved", "gpipe", "zb-h1")
 
 
 @dataclass(frozen=True)
