@@ -3,7 +3,9 @@
 Per stage, the pipeline schedule's passes in order; per transformer layer and pass:
 
 - forward: attention compute, TP all-reduce; [MoE: dispatch all-to-all], MLP (experts)
-  compute, [MoE: combine all-to-all], TP all-reduce;
+  compute, [MoE: combine all-to-all], TP all-reduce; with sequence parallelism each
+  all-reduce becomes a reduce-scatter where it was and an all-gather before the next GEMM
+  (attention, MLP), the same ring bytes in two launches;
 - backward (MLP first): [combine all-to-all], MLP input-gradient compute, [dispatch
   all-to-all], TP all-reduce, MLP weight-gradient compute; then the same for attention
   without all-to-alls. Full recomputation replays the layer's forward (TP and EP included)
@@ -62,7 +64,8 @@ def program_from_job(job: TrainJob) -> Program:
     return Program(layout=job.layout, stages=stages, job=job.to_dict(),
                    model_flops=job.model_flops, tokens=job.tokens_per_iteration,
                    peak_flops=job.gpu.peak_flops,
-                   tp_allreduce_bytes=job.activation_bytes if job.tp > 1 else 0.0)
+                   tp_allreduce_bytes=(job.activation_bytes if job.tp > 1
+                                       and not job.sequence_parallel else 0.0))
 
 
 class _StageBuilder:
@@ -87,7 +90,18 @@ class _StageBuilder:
     # ----- one block (layer, head or embedding) of one pass ------------------------------
     def block(self, block: Block, kind: str, after: tuple[int, ...] = ()) -> None:
         job = self.job
-        tp = (Collective("allreduce", "tp", job.activation_bytes),) if job.tp > 1 else ()
+        # TP collectives entering and leaving each of attention and MLP (forward; backward
+        # the same pair: an all-gather's gradient is a reduce-scatter and back). Without
+        # sequence parallelism one all-reduce leaves; with it (Megatron) the sequence-sharded
+        # input is all-gathered before the column-parallel GEMM and the row-parallel output
+        # reduce-scattered, the same ring bytes as the all-reduce in two launches.
+        enter: tuple = ()
+        tp: tuple = ()
+        if job.tp > 1 and job.sequence_parallel:
+            enter = (Collective("allgather", "tp", job.activation_bytes),)
+            tp = (Collective("reducescatter", "tp", job.activation_bytes),)
+        elif job.tp > 1:
+            tp = (Collective("allreduce", "tp", job.activation_bytes),)
         ep = ((Collective("alltoall", "ep", job.ep_buffer_bytes),)
               if block.forward_ep_ops > 0 else ())
         if block.name == "head":
@@ -99,12 +113,14 @@ class _StageBuilder:
         else:
             attn = block.forward_attention
             mlp = block.forward_compute - attn
-            fwd = [Compute(attn, "attention"), *tp, *ep, Compute(mlp, "mlp"), *ep, *tp]
-            bwd = [*ep, Compute(mlp, "mlp ig"), *ep, *tp, Compute(mlp, "mlp wg"),
-                   Compute(attn, "attention ig"), *tp, Compute(attn, "attention wg")]
+            fwd = [*enter, Compute(attn, "attention"), *tp, *ep, *enter, Compute(mlp, "mlp"),
+                   *ep, *tp]
+            bwd = [*ep, *enter, Compute(mlp, "mlp ig"), *ep, *tp, Compute(mlp, "mlp wg"),
+                   *enter, Compute(attn, "attention ig"), *tp, Compute(attn, "attention wg")]
             # zero-bubble split: B keeps what the previous stage waits for (input gradients
             # and their TP/EP collectives), W the weight-gradient GEMMs
-            ig = [*ep, Compute(mlp, "mlp ig"), *ep, *tp, Compute(attn, "attention ig"), *tp]
+            ig = [*ep, *enter, Compute(mlp, "mlp ig"), *ep, *tp, *enter,
+                  Compute(attn, "attention ig"), *tp]
             wg = [Compute(mlp, "mlp wg"), Compute(attn, "attention wg")]
         if self.split:
             bwd = ig

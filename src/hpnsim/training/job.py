@@ -115,8 +115,9 @@ class TrainJob:
         Model chunks per stage (interleaved schedule).
     sequence_parallel : bool
         Megatron sequence parallelism: a pipeline message is split over the TP ranks (each
-        sends ``1/tp`` of the hidden state); TP all-reduces become reduce-scatter + all-gather
-        pairs, which move the same bytes and are timed as the all-reduce.
+        sends ``1/tp`` of the hidden state); each TP all-reduce becomes a reduce-scatter
+        (where the all-reduce was) and an all-gather (before the next attention or MLP), two
+        collectives with the all-reduce's ring bytes.
     zero : {0, 1, 2, 3}
         0: gradient all-reduce; 1 and 2 (distributed optimizer): gradient reduce-scatter,
         optimizer on the 1/dp shard, parameter all-gather. 3 (ZeRO-3 / FSDP): parameters
