@@ -41,3 +41,53 @@ def test_sequence_parallel_moves_the_all_reduce_ring_bytes_in_two_launches():
     assert sp.exposed_comm["tp"] == pytest.approx(launches * 2 * half, rel=1e-9)
     assert sp.exposed_comm["tp"] - plain.exposed_comm["tp"] == pytest.approx(
         launches * BASE, rel=1e-6)
+
+
+def _ring(size):
+    """Ring all-gather or reduce-scatter of ``size`` bytes over the 8 NVLink GPUs of an H800
+    host: (n-1)/n of the buffer at NCCL's NVLink payload rate, n-1 hops."""
+    return 7 / 8 * size / (200e9 * 20.6 / 25) + BASE + 7 * NVLINK_HOP
+
+
+def test_overlapped_tp_collectives_hide_min_of_comm_and_gemm_per_chunk():
+    from hpnsim.training.tp_overlap import RS_SPLITS, gemm_shares
+    from hpnsim.workloads import models
+
+    spec = models.ModelSpec("one-layer", layers=1, hidden=4096, heads=32, kv_heads=8,
+                            ffn=14336, vocab=1, seq_len=SEQ8)
+    fabric = hpn7(segments=1, hosts_per_segment=1, backup_hosts=0)
+    kw = dict(tp=8, global_batch=1, sequence_parallel=True, optimizer_bytes_per_param=0)
+    job = TrainJob(spec, tp_comm_overlap=True, **kw)
+    # NCCL's Simple protocol at every size, so every chunk has the ring closed form
+    r = simulate_iteration(job, fabric, tp_algo="ring", protocol="simple")
+    plain = simulate_iteration(TrainJob(spec, **kw), fabric, tp_algo="ring", protocol="simple")
+    layer = next(b for b in job.stage_cost(0).blocks if b.name == "layer0")
+    attn, mlp = layer.forward_attention, layer.forward_compute - layer.forward_attention
+    qkv, proj, fc1, fc2 = gemm_shares(spec, SEQ8)
+    size = SEQ8 * 4096 * 2
+
+    def pipelined(gemm, k):
+        # k chunks of c seconds of collective and g of GEMM: (k-1) min(c, g) hidden
+        c, g = _ring(size / k), gemm / k
+        return k * c - (k - 1) * min(c, g)
+
+    def bulk(gemm):
+        return _ring(size) - min(_ring(size), gemm)
+
+    exposed = (pipelined(attn * qkv, 8) + pipelined(attn * proj, RS_SPLITS)       # forward
+               + pipelined(mlp * fc1, 8) + pipelined(mlp * fc2, RS_SPLITS)
+               + pipelined(mlp * fc2, 8) + bulk(mlp)                              # backward
+               + pipelined(attn * proj, 8) + bulk(attn))
+    assert r.exposed_comm["tp"] == pytest.approx(exposed, rel=1e-9)
+    assert r.compute_time == pytest.approx(plain.compute_time, rel=1e-12)
+    assert r.iteration_time == pytest.approx(r.compute_time + exposed, rel=1e-9)
+    assert r.comm_bytes["tp"] == pytest.approx(plain.comm_bytes["tp"], rel=1e-12)
+    assert r.exposed_comm["dp"] == 0.0
+    assert r.iteration_time < plain.iteration_time
+
+
+def test_tp_comm_overlap_needs_sequence_parallelism():
+    from hpnsim.errors import InputError
+
+    with pytest.raises(InputError, match="tp_comm_overlap: overlaps sequence parallelism"):
+        TrainJob("llama3-8b", tp=8, tp_comm_overlap=True)

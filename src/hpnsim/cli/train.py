@@ -55,11 +55,11 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--
               "first_stage_layers": "--first-stage-layers",
               "last_stage_layers": "--last-stage-layers",
               "account_for_embedding": "--account-for-embedding",
-              "account_for_loss": "--account-for-loss"}
+              "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap"}
 _PARALLELISM = ("tp", "pp", "dp", "ep", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",
                 "first_stage_layers", "last_stage_layers", "account_for_embedding",
-                "account_for_loss")
+                "account_for_loss", "tp_comm_overlap")
 
 
 def _int_list(text: str | None, flag: str) -> list[int] | None:
@@ -124,6 +124,10 @@ def register(app: typer.Typer) -> None:
                                            "compute."),
         sequence_parallel: bool = typer.Option(False, "--sequence-parallel",
                                                help="Megatron sequence parallelism."),
+        tp_comm_overlap: bool = typer.Option(
+            False, "--tp-comm-overlap", help="Overlap sequence parallelism's all-gathers and "
+                                             "reduce-scatters with their GEMMs (Megatron-Core "
+                                             "tp_comm_overlap over TE userbuffers)."),
         recompute: bool = typer.Option(False, "--recompute", help="Full activation recompute."),
         stage_layers: str = typer.Option(
             None, "--stage-layers", help="Layers per virtual stage, comma-separated (uneven "
@@ -206,7 +210,8 @@ def register(app: typer.Typer) -> None:
                    "first_stage_layers": first_stage_layers,
                    "last_stage_layers": last_stage_layers,
                    "account_for_embedding": account_for_embedding or None,
-                   "account_for_loss": account_for_loss or None}
+                   "account_for_loss": account_for_loss or None,
+                   "tp_comm_overlap": tp_comm_overlap or None}
         from hpnsim.faults.events import parse_fault
 
         fault_list = [parse_fault(text) for text in faults or []]

@@ -95,6 +95,7 @@ class JobSpec(BaseModel):
     virtual_stages: Positive = Field(
         1, **_renamed("virtual_stages", "virtual pipeline stages per rank (interleaved)"))
     sequence_parallel: bool = False
+    tp_comm_overlap: bool = False
     recompute: bool = False
     fsdp_prefetch: bool = Field(
         True, **_renamed("fsdp_prefetch", "ZeRO-3 gathers one unit ahead"))

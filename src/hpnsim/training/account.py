@@ -4,7 +4,8 @@ Every GPU of a pipeline stage has the same timeline, so the accounting is per st
 stage's iteration time splits, with no remainder, into:
 
 - ``compute``: its forward/backward kernels;
-- ``tp``: blocking TP collectives on its compute stream;
+- ``tp``: blocking TP collectives on its compute stream, and waits of the stream for TP
+  collectives overlapped with compute (``tp_comm_overlap``);
 - ``ep``: MoE all-to-alls, dispatch and combine (blocking, on the compute stream);
 - ``pp``: waiting for a pipeline message while that message is in flight;
 - ``bubble``: waiting for a neighbouring stage to *compute* (pipeline fill and drain), and
@@ -44,16 +45,17 @@ def _stage(it: CompiledIteration, s: int, start, finish, t0: float, end: float):
             if begin > clock:
                 if n == 0 and sp.kind in ("F", "B"):
                     # waiting for the pipeline message (in flight: pp; its sender still
-                    # computing: bubble), then for the unit's parameters (ZeRO-3: dp)
+                    # computing: bubble), then for the unit's parameters (ZeRO-3: dp) or an
+                    # overlapped TP all-gather (tp): what the element says it waits for
                     recv = sp.recv
                     ready = max(clock, finish[recv]) if recv >= 0 else clock
                     ready = min(ready, begin)
                     in_flight = ready - max(clock, start[recv]) if recv >= 0 else 0.0
                     parts["pp"] += max(in_flight, 0.0)
                     parts["bubble"] += (ready - clock) - max(in_flight, 0.0)
-                    parts["dp"] += begin - ready
+                    parts[el.wait] += begin - ready
                 else:
-                    parts["dp"] += begin - clock
+                    parts[el.wait] += begin - clock
             if el.nominal is not None:
                 for key, seconds in el.nominal.items():
                     parts["optimizer" if sp.kind == "optimizer" and key == "compute"

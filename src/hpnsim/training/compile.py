@@ -281,7 +281,8 @@ class _StageState:
         task = self.graph.add_delay(seconds, deps=p["deps"] or self._origin(),
                                     name=f"s{self.s} {p['name']}")
         self.current().elements.append(Element(task, task, {k: p[k] for k in
-                                                            ("compute", "tp", "ep")}))
+                                                            ("compute", "tp", "ep")},
+                                               wait=p["wait"]))
         for i in p["ops"]:
             self.tasks[i] = [task]
         self.tail = task
@@ -293,8 +294,12 @@ class _StageState:
     def delay(self, index: int, part: str, seconds: float, after, name: str) -> None:
         if self.pending is None or after or self.recv >= 0:
             self.flush()
+            # a wait for an overlapped TP collective is exposed TP time, not DP
+            tp_wait = any(isinstance(self.ops[a], Collective) and self.ops[a].group == "tp"
+                          for a in after)
             self.pending = {"compute": 0.0, "tp": 0.0, "ep": 0.0, "ops": [], "name": name,
-                            "deps": self.start_deps(self.deps(after))}
+                            "deps": self.start_deps(self.deps(after)),
+                            "wait": "tp" if tp_wait else "dp"}
         self.pending[part] += seconds
         self.pending["ops"].append(index)
         if index in self.referenced:
@@ -345,6 +350,13 @@ class _StageState:
             self.tasks[i] = []
             return
         base = self.deps(op.after) or self._origin()
+        if op.group == "tp" and self.c.in_host(groups):
+            # TP overlapped with compute, inside a host: timed once and replayed, as the
+            # blocking ones (the module docstring's approximation), beside the stream
+            seconds = self.c.replay_time(op, groups)
+            self.tasks[i] = [self.graph.add_delay(seconds, deps=base,
+                                                  name=f"s{self.s} tp {op.op}")]
+            return
         name = f"s{self.s} {op.row or op.group} {op.op}"
         if op.follows >= 0 or i in self.followed:  # one chain per group
             behind = self.per_group.get(op.follows) if op.follows >= 0 else None

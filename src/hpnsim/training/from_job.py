@@ -29,6 +29,7 @@ from dataclasses import replace
 from hpnsim.training.job import Block, TrainJob
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.training.schedule import pipeline_schedule
+from hpnsim.training.tp_overlap import RS_SPLITS, Bulk, Pipelined, expand, gemm_shares
 
 
 def program_from_job(job: TrainJob) -> Program:
@@ -80,11 +81,14 @@ class _StageBuilder:
         self.fsdp_tail: tuple[int, ...] = ()
         self.fsdp_steps = 0
         self.split = job.schedule == "zb-h1"   # backward as B (input grads) + W (weights)
+        self.recv_op = -1          # the pass's Recv, until a stream op consumes it
+        self.shares = gemm_shares(job.model, job.seq_len) if job.tp_comm_overlap else None
 
     def add(self, op) -> int:
         self.ops.append(op)
         if isinstance(op, Compute) or (isinstance(op, Collective) and op.blocking):
             self.last = len(self.ops) - 1
+            self.recv_op = -1      # the stream op consumed the pass's message
         return len(self.ops) - 1
 
     # ----- one block (layer, head or embedding) of one pass ------------------------------
@@ -122,6 +126,8 @@ class _StageBuilder:
             ig = [*ep, *enter, Compute(mlp, "mlp ig"), *ep, *tp, *enter,
                   Compute(attn, "attention ig"), *tp]
             wg = [Compute(mlp, "mlp wg"), Compute(attn, "attention wg")]
+            if self.shares is not None:
+                fwd, bwd, ig = self.overlapped(attn, mlp, ep)
         if self.split:
             bwd = ig
         if kind == "W":
@@ -129,9 +135,38 @@ class _StageBuilder:
         else:
             ops = fwd if kind == "F" else (fwd + bwd if job.recompute else bwd)
         for i, op in enumerate(ops):
+            if isinstance(op, Pipelined | Bulk):
+                expand(self, op, after if i == 0 else ())
+                continue
             if i == 0 and after:
                 op = replace(op, after=after)
             self.add(op)
+
+    def overlapped(self, attn: float, mlp: float, ep: tuple) -> tuple[list, list, list]:
+        """Forward, backward and input-gradient ops of a layer with TP communication
+        overlapped with its GEMMs (:mod:`hpnsim.training.tp_overlap`)."""
+        size, k = self.job.activation_bytes, self.job.tp
+        qkv, proj, fc1, fc2 = self.shares
+        ag = Collective("allgather", "tp", size)
+        rs = Collective("reducescatter", "tp", size)
+        core = attn * (1 - qkv - proj)
+        fwd = [Pipelined("allgather", size, attn * qkv, "attention qkv", k, True),
+               Compute(core, "attention core"),
+               Pipelined("reducescatter", size, attn * proj, "attention proj", RS_SPLITS, False)]
+        ig_attn = [Pipelined("allgather", size, attn * proj, "attention proj ig", k, True),
+                   Compute(attn * (1 - proj), "attention ig")]
+        if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
+            fwd += [*ep, ag, Compute(mlp, "mlp"), *ep, rs]
+            ig_mlp = [*ep, ag, Compute(mlp, "mlp ig"), *ep, rs]
+            bwd = [*ig_mlp, Compute(mlp, "mlp wg")]
+        else:
+            fwd += [Pipelined("allgather", size, mlp * fc1, "mlp fc1", k, True),
+                    Pipelined("reducescatter", size, mlp * fc2, "mlp fc2", RS_SPLITS, False)]
+            ig_mlp = [Pipelined("allgather", size, mlp * fc2, "mlp fc2 ig", k, True),
+                      Compute(mlp * fc1, "mlp fc1 ig"), rs]
+            bwd = [*ig_mlp[:2], Bulk(size, mlp, "mlp wg")]
+        bwd += [*ig_attn, Bulk(size, attn, "attention wg")]
+        return fwd, bwd, [*ig_mlp, *ig_attn, rs]
 
     def forward_blocks(self, u: int) -> list[Block]:
         return list(reversed(self.job.stage_cost(u).blocks))
@@ -149,6 +184,7 @@ class _StageBuilder:
                 recv = self.add(Recv((u - 1) % p, ("F", j, u)))
             elif kind == "B" and u < chunks - 1:
                 recv = self.add(Recv((u + 1) % p, ("B", j, u)))
+            self.recv_op = recv
             before = len(self.ops)
             if units is not None:
                 self.fsdp_pass(units, n, kind, recv)

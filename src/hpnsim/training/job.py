@@ -135,6 +135,10 @@ class TrainJob:
         Parameters per gradient bucket; default Megatron-LM's ``max(40e6, 1e6 * dp)``.
     grad_bytes : int
         Bytes per gradient element on the wire (2: BF16; 4: FP32 reduction).
+    tp_comm_overlap : bool
+        Megatron-Core's ``tp_comm_overlap`` (default off; needs ``sequence_parallel``): SP's
+        all-gathers and reduce-scatters pipelined with the GEMMs they feed, TransformerEngine
+        userbuffers' defaults (:mod:`hpnsim.training.tp_overlap`).
     recompute : bool
         Full activation recomputation (backward re-runs the forward, TP included).
     stage_layers : sequence of int, optional
@@ -176,6 +180,7 @@ class TrainJob:
     bucket_params: int
     grad_bytes: int
     recompute: bool
+    tp_comm_overlap: bool
     optimizer_bytes_per_param: float
     stage_layers: tuple[int, ...]
     _costs: dict = field(compare=False, repr=False)
@@ -190,7 +195,8 @@ class TrainJob:
                  optimizer_bytes_per_param: float = OPTIMIZER_BYTES_PER_PARAM,
                  stage_layers=None, first_stage_layers: int | None = None,
                  last_stage_layers: int | None = None, account_for_embedding: bool = False,
-                 account_for_loss: bool = False, *, layout: Layout | None = None):
+                 account_for_loss: bool = False, tp_comm_overlap: bool = False, *,
+                 layout: Layout | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -234,6 +240,10 @@ class TrainJob:
         if layout.schedule == "zb-h1" and layout.zero == 3:
             raise InputError("schedule", "zb-h1 splits each backward in two; ZeRO-3's per-unit "
                                          "gathers are modelled with 1f1b, gpipe or interleaved")
+        if tp_comm_overlap and not (layout.sequence_parallel and layout.tp > 1):
+            raise InputError("tp_comm_overlap", "overlaps sequence parallelism's collectives: "
+                                                "needs sequence_parallel and tp > 1")
+        set_(self, "tp_comm_overlap", bool(tp_comm_overlap))
         set_(self, "layout", layout)
         set_(self, "stage_layers", split_layers(
             spec.layers, layout.pp, layout.vpp, first=first_stage_layers, last=last_stage_layers,
@@ -462,6 +472,7 @@ class TrainJob:
             "fsdp_prefetch": self.fsdp_prefetch,
             "bucket_params": self.bucket_params, "grad_bytes": self.grad_bytes,
             "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
+            **({"tp_comm_overlap": True} if self.tp_comm_overlap else {}),
             **({"stage_layers": list(self.stage_layers)}
                if len(set(self.stage_layers)) > 1 else {}),
         }
