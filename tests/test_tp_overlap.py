@@ -91,3 +91,18 @@ def test_tp_comm_overlap_needs_sequence_parallelism():
 
     with pytest.raises(InputError, match="tp_comm_overlap: overlaps sequence parallelism"):
         TrainJob("llama3-8b", tp=8, tp_comm_overlap=True)
+
+
+def test_without_overlap_grad_reduce_gradients_reduce_in_one_bucket_after_the_backward():
+    from hpnsim.fabrics import fat_tree
+
+    fabric = fat_tree(4)
+    late = TrainJob("llama3-8b", dp=8, global_batch=16, overlap_grad_reduce=False)
+    one = TrainJob("llama3-8b", dp=8, global_batch=16, bucket_params=10**12)
+    early = TrainJob("llama3-8b", dp=8, global_batch=16)
+    r_late, r_one, r_early = (simulate_iteration(j, fabric, dp_algo="ring")
+                              for j in (late, one, early))
+    # one bucket ready when the backward ends (test_iteration has its closed form)
+    assert r_late.iteration_time == pytest.approx(r_one.iteration_time, rel=1e-12)
+    assert r_late.comm_bytes["dp"] == pytest.approx(r_early.comm_bytes["dp"], rel=1e-9)
+    assert r_early.exposed_comm["dp"] < 0.5 * r_late.exposed_comm["dp"]

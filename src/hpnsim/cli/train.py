@@ -55,7 +55,8 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--
               "first_stage_layers": "--first-stage-layers",
               "last_stage_layers": "--last-stage-layers",
               "account_for_embedding": "--account-for-embedding",
-              "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap"}
+              "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap",
+              "overlap_grad_reduce": "--overlap-grad-reduce"}
 _PARALLELISM = ("tp", "pp", "dp", "ep", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",
                 "first_stage_layers", "last_stage_layers", "account_for_embedding",
@@ -142,6 +143,10 @@ def register(app: typer.Typer) -> None:
         account_for_loss: bool = typer.Option(
             False, "--account-for-loss", help="Count the loss (output head) as a layer when "
                                               "splitting the pipeline."),
+        overlap_grad_reduce: bool = typer.Option(
+            True, "--overlap-grad-reduce/--no-overlap-grad-reduce",
+            help="Reduce gradient buckets during the backward (default); off: one bucket per "
+                 "chunk after it (Megatron-Core's default)."),
         bucket_params: int = typer.Option(None, "--bucket-params",
                                           help="Parameters per gradient bucket."),
         grad_bytes: int = typer.Option(2, "--grad-bytes", help="Bytes per gradient element."),
@@ -211,7 +216,8 @@ def register(app: typer.Typer) -> None:
                    "last_stage_layers": last_stage_layers,
                    "account_for_embedding": account_for_embedding or None,
                    "account_for_loss": account_for_loss or None,
-                   "tp_comm_overlap": tp_comm_overlap or None}
+                   "tp_comm_overlap": tp_comm_overlap or None,
+                   "overlap_grad_reduce": None if overlap_grad_reduce else False}
         from hpnsim.faults.events import parse_fault
 
         fault_list = [parse_fault(text) for text in faults or []]

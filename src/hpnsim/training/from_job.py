@@ -231,9 +231,15 @@ class _StageBuilder:
             prev = -1
             for k in reversed(range(job.virtual_stages)):  # chunks finish last-first
                 u = k * p + self.s
-                for params, block in job.buckets(u, expert=expert):
+                buckets = [(params, (self.anchors[u][block],))
+                           for params, block in job.buckets(u, expert=expert)]
+                if not job.overlap_grad_reduce and buckets:
+                    # Megatron without overlap_grad_reduce: one bucket per chunk's buffer,
+                    # reduced once the whole schedule is done (finalize_model_grads)
+                    buckets = [(sum(params for params, _ in buckets), (self.last,))]
+                for params, after in buckets:
                     prev = self.add(Collective(reduce_op, kind, params * job.grad_bytes,
-                                               blocking=False, after=(self.anchors[u][block],),
+                                               blocking=False, after=after,
                                                follows=prev, row="dp"))
                     done.append((params, kind))
             if prev >= 0:

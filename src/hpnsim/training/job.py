@@ -133,6 +133,11 @@ class TrainJob:
         overlaps that compute; ``False`` gathers each unit only when it is needed.
     bucket_params : int, optional
         Parameters per gradient bucket; default Megatron-LM's ``max(40e6, 1e6 * dp)``.
+    overlap_grad_reduce : bool
+        Reduce each gradient bucket as soon as the last micro-batch's backward has filled it,
+        behind the rest of the backward (hpnsim's default). ``False`` is Megatron-Core 0.20's
+        default (``DistributedDataParallelConfig.overlap_grad_reduce``): one bucket per model
+        chunk, reduced after the stage's whole schedule.
     grad_bytes : int
         Bytes per gradient element on the wire (2: BF16; 4: FP32 reduction).
     tp_comm_overlap : bool
@@ -181,6 +186,7 @@ class TrainJob:
     grad_bytes: int
     recompute: bool
     tp_comm_overlap: bool
+    overlap_grad_reduce: bool
     optimizer_bytes_per_param: float
     stage_layers: tuple[int, ...]
     _costs: dict = field(compare=False, repr=False)
@@ -195,8 +201,8 @@ class TrainJob:
                  optimizer_bytes_per_param: float = OPTIMIZER_BYTES_PER_PARAM,
                  stage_layers=None, first_stage_layers: int | None = None,
                  last_stage_layers: int | None = None, account_for_embedding: bool = False,
-                 account_for_loss: bool = False, tp_comm_overlap: bool = False, *,
-                 layout: Layout | None = None):
+                 account_for_loss: bool = False, tp_comm_overlap: bool = False,
+                 overlap_grad_reduce: bool = True, *, layout: Layout | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -244,6 +250,7 @@ class TrainJob:
             raise InputError("tp_comm_overlap", "overlaps sequence parallelism's collectives: "
                                                 "needs sequence_parallel and tp > 1")
         set_(self, "tp_comm_overlap", bool(tp_comm_overlap))
+        set_(self, "overlap_grad_reduce", bool(overlap_grad_reduce))
         set_(self, "layout", layout)
         set_(self, "stage_layers", split_layers(
             spec.layers, layout.pp, layout.vpp, first=first_stage_layers, last=last_stage_layers,
@@ -473,6 +480,7 @@ class TrainJob:
             "bucket_params": self.bucket_params, "grad_bytes": self.grad_bytes,
             "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
             **({"tp_comm_overlap": True} if self.tp_comm_overlap else {}),
+            **({} if self.overlap_grad_reduce else {"overlap_grad_reduce": False}),
             **({"stage_layers": list(self.stage_layers)}
                if len(set(self.stage_layers)) > 1 else {}),
         }
