@@ -44,7 +44,8 @@ def _note(message: str) -> None:
 
 
 #: train options that describe the job; a --workload file fixes every one of them
-_JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--vpp",
+_JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--cp",
+              "vpp": "--vpp",
               "zero": "--zero", "micro_batch": "--micro-batch", "global_batch": "--global-batch",
               "seq_len": "--seq-len", "schedule": "--schedule",
               "sequence_parallel": "--sequence-parallel", "model": "--model",
@@ -57,7 +58,7 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--
               "account_for_embedding": "--account-for-embedding",
               "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap",
               "overlap_grad_reduce": "--overlap-grad-reduce"}
-_PARALLELISM = ("tp", "pp", "dp", "ep", "vpp", "zero", "micro_batch", "global_batch",
+_PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",
                 "first_stage_layers", "last_stage_layers", "account_for_embedding",
                 "account_for_loss", "tp_comm_overlap")
@@ -109,6 +110,8 @@ def register(app: typer.Typer) -> None:
         dp: int = typer.Option(1, "--dp", help="Data-parallel size."),
         ep: int = typer.Option(1, "--ep", help="Expert-parallel size (MoE models; divides dp "
                                               "and the experts)."),
+        cp: int = typer.Option(1, "--cp", help="Context-parallel size (ring attention; "
+                                              "2*cp divides the sequence)."),
         micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per micro-batch."),
         global_batch: int = typer.Option(None, "--global-batch",
                                          help="Sequences per iteration (default dp*mb*4*pp)."),
@@ -204,7 +207,7 @@ def register(app: typer.Typer) -> None:
             if not model:
                 raise InputError("--model", "give --model NAME (or --workload FILE)")
             job = {"model": model, "model_file": model_file, "tp": tp, "pp": pp, "dp": dp,
-                   "ep": ep, "zero": zero, "micro_batch": micro_batch,
+                   "ep": ep, "cp": cp if cp != 1 else None, "zero": zero, "micro_batch": micro_batch,
                    "global_batch": global_batch, "seq_len": seq_len, "gpu": gpu, "mfu": mfu,
                    "schedule": schedule, "virtual_stages": vpp,
                    "sequence_parallel": sequence_parallel, "recompute": recompute,

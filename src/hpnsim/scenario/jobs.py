@@ -44,7 +44,7 @@ Positive = Annotated[int, Field(ge=1, strict=True)]
 #: old YAML key -> the field it names now (the TrainJob keyword)
 _OLD_KEYS = {"vpp": "virtual_stages", "prefetch": "fsdp_prefetch"}
 #: keys a workload file fixes (it gives the parallelism and batches)
-_FIXED = {"tp", "pp", "dp", "ep", "micro_batch", "global_batch", "virtual_stages"}
+_FIXED = {"tp", "pp", "dp", "ep", "cp", "micro_batch", "global_batch", "virtual_stages"}
 #: ... as the user may write them, old keys included
 _FIXED_BY_WORKLOAD = _FIXED | {old for old, new in _OLD_KEYS.items() if new in _FIXED}
 
@@ -85,6 +85,7 @@ class JobSpec(BaseModel):
     pp: Positive = 1
     dp: Positive = 1
     ep: Positive = 1
+    cp: Positive = 1
     zero: Annotated[Literal[0, 1, 2, 3], BeforeValidator(_not_bool)] = 0
     micro_batch: Positive = 1
     global_batch: Positive | None = None
@@ -148,14 +149,15 @@ class JobSpec(BaseModel):
 
     @property
     def gpu_count(self) -> int:
-        """GPUs the job occupies (tp * pp * dp, or the workload's; reads the workload file)."""
+        """GPUs the job occupies (tp * cp * pp * dp, or the workload's; reads the workload
+        file)."""
         return self.gpu_count_with(self.load_workload() if self.workload is not None else None)
 
     def gpu_count_with(self, workload) -> int:
         """GPUs the job occupies, given its parsed workload (None for a model job)."""
         if workload is not None:
             return workload.to_layout().n_gpus
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     def load_workload(self):
         """The parsed workload file (read on every call; ``prepare()`` reads it once and

@@ -7,6 +7,8 @@ stage's iteration time splits, with no remainder, into:
 - ``tp``: blocking TP collectives on its compute stream, and waits of the stream for TP
   collectives overlapped with compute (``tp_comm_overlap``);
 - ``ep``: MoE all-to-alls, dispatch and combine (blocking, on the compute stream);
+- ``cp`` (jobs with context parallelism only): waits of the stream for ring attention's
+  key/value exchange;
 - ``pp``: waiting for a pipeline message while that message is in flight;
 - ``bubble``: waiting for a neighbouring stage to *compute* (pipeline fill and drain), and
   idling at the end until the slowest stage finishes the iteration;
@@ -33,7 +35,7 @@ from hpnsim.training.iteration import PARTS, IterationResult
 
 def _stage(it: CompiledIteration, s: int, start, finish, t0: float, end: float):
     """Parts and Gantt rows of stage ``s``; also the durations of its EP all-to-alls."""
-    parts = dict.fromkeys(PARTS, 0.0)
+    parts = dict.fromkeys(_parts(it), 0.0)
     rows, ep_calls = [], []
     clock = t0
     optimizer_row = None
@@ -85,6 +87,11 @@ def _stage(it: CompiledIteration, s: int, start, finish, t0: float, end: float):
     return parts, rows, ep_calls
 
 
+def _parts(it: CompiledIteration) -> tuple[str, ...]:
+    """:data:`PARTS`, and ``cp`` (exposed ring-attention exchange) when the job has CP."""
+    return (*PARTS, "cp") if it.program.layout.cp > 1 else PARTS
+
+
 def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> IterationResult:
     """Split each stage's time into the parts of :data:`PARTS` from simulated task times.
 
@@ -115,7 +122,7 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
         stages.append({"stage": s, **{key: float(val) for key, val in parts.items()}})
         timeline += rows
         ep_time.append(min(ep_calls, default=0.0))
-    mean = {key: float(np.mean([row[key] for row in stages])) for key in PARTS}
+    mean = {key: float(np.mean([row[key] for row in stages])) for key in _parts(it)}
     if t0:
         for row in timeline:
             row["start"] -= t0
@@ -127,7 +134,7 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
         job=dict(program.job),
         iteration_time=end,
         compute_time=mean["compute"],
-        exposed_comm={key: mean[key] for key in ("tp", "pp", "dp", "ep")},
+        exposed_comm={key: mean[key] for key in ("tp", "pp", "dp", "ep", "cp") if key in mean},
         bubble=mean["bubble"],
         bubble_fraction=mean["bubble"] / end if end > 0 else 0.0,
         optimizer_time=mean["optimizer"],

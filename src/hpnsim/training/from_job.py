@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hpnsim.training.context import Ring, expand_ring
 from hpnsim.training.job import Block, TrainJob
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.training.schedule import pipeline_schedule
@@ -82,7 +83,7 @@ class _StageBuilder:
         self.fsdp_steps = 0
         self.split = job.schedule == "zb-h1"   # backward as B (input grads) + W (weights)
         self.recv_op = -1          # the pass's Recv, until a stream op consumes it
-        self.shares = gemm_shares(job.model, job.seq_len) if job.tp_comm_overlap else None
+        self.shares = gemm_shares(job.model, job.seq_len)
 
     def add(self, op) -> int:
         self.ops.append(op)
@@ -126,8 +127,10 @@ class _StageBuilder:
             ig = [*ep, *enter, Compute(mlp, "mlp ig"), *ep, *tp, *enter,
                   Compute(attn, "attention ig"), *tp]
             wg = [Compute(mlp, "mlp wg"), Compute(attn, "attention wg")]
-            if self.shares is not None:
+            if job.tp_comm_overlap:
                 fwd, bwd, ig = self.overlapped(attn, mlp, ep)
+            if job.cp > 1:
+                fwd, bwd, ig = (self.ring(ops, attn) for ops in (fwd, bwd, ig))
         if self.split:
             bwd = ig
         if kind == "W":
@@ -138,9 +141,34 @@ class _StageBuilder:
             if isinstance(op, Pipelined | Bulk):
                 expand(self, op, after if i == 0 else ())
                 continue
+            if isinstance(op, Ring):
+                expand_ring(self, op, after if i == 0 else ())
+                continue
             if i == 0 and after:
                 op = replace(op, after=after)
             self.add(op)
+
+    def ring(self, ops: list, attn: float) -> list:
+        """``ops`` with the score/value part of attention run as ring attention over the CP
+        group (:mod:`hpnsim.training.context`): keys and values forward, keys, values and
+        their gradients backward."""
+        qkv, proj, _, _ = self.shares
+        core = attn * (1 - qkv - proj)
+        kv, steps = self.job.kv_bytes, self.job.cp
+        forward = Ring(kv, core, "attention core", steps)
+        backward = Ring(2 * kv, core, "attention core ig", steps)
+        replace_by = {
+            "attention": [Compute(attn * qkv, "attention qkv"), forward,
+                          Compute(attn * proj, "attention proj")],
+            "attention core": [forward],
+            "attention ig": [Compute(attn * proj, "attention proj ig"), backward,
+                             Compute(attn * qkv, "attention qkv ig")],
+            "attention rest ig": [backward, Compute(attn * qkv, "attention qkv ig")],
+        }
+        out = []
+        for op in ops:
+            out += replace_by.get(op.label, [op]) if isinstance(op, Compute) else [op]
+        return out
 
     def overlapped(self, attn: float, mlp: float, ep: tuple) -> tuple[list, list, list]:
         """Forward, backward and input-gradient ops of a layer with TP communication
@@ -154,7 +182,7 @@ class _StageBuilder:
                Compute(core, "attention core"),
                Pipelined("reducescatter", size, attn * proj, "attention proj", RS_SPLITS, False)]
         ig_attn = [Pipelined("allgather", size, attn * proj, "attention proj ig", k, True),
-                   Compute(attn * (1 - proj), "attention ig")]
+                   Compute(attn * (1 - proj), "attention rest ig")]
         if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
             fwd += [*ep, ag, Compute(mlp, "mlp"), *ep, rs]
             ig_mlp = [*ep, ag, Compute(mlp, "mlp ig"), *ep, rs]

@@ -140,6 +140,12 @@ class TrainJob:
         chunk, reduced after the stage's whole schedule.
     grad_bytes : int
         Bytes per gradient element on the wire (2: BF16; 4: FP32 reduction).
+    cp : int
+        Context-parallel size (Megatron-Core / TransformerEngine ring attention): each of ``cp``
+        ranks holds ``seq_len / cp`` tokens of every micro-batch (two chunks of
+        ``seq_len / 2cp``, TE's causal load balancing) and passes its keys and values around
+        the CP ring, overlapped with attention (:mod:`hpnsim.training.context`). Gradients
+        reduce over DP x CP. Needs ``seq_len`` divisible by ``2 * cp``; not with ``ep > 1``.
     tp_comm_overlap : bool
         Megatron-Core's ``tp_comm_overlap`` (default off; needs ``sequence_parallel``): SP's
         all-gathers and reduce-scatters pipelined with the GEMMs they feed, TransformerEngine
@@ -202,12 +208,13 @@ class TrainJob:
                  stage_layers=None, first_stage_layers: int | None = None,
                  last_stage_layers: int | None = None, account_for_embedding: bool = False,
                  account_for_loss: bool = False, tp_comm_overlap: bool = False,
-                 overlap_grad_reduce: bool = True, *, layout: Layout | None = None):
+                 overlap_grad_reduce: bool = True, cp: int = 1, *,
+                 layout: Layout | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
                                       "needs a transformer (layers, hidden size)")
-        parallel = dict(tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
+        parallel = dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, micro_batch=micro_batch,
                         virtual_stages=virtual_stages)
         for name, value in (*parallel.items(), ("grad_bytes", grad_bytes)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -224,7 +231,7 @@ class TrainJob:
         if layout is None:
             if global_batch is None:
                 global_batch = dp * micro_batch * 4 * pp
-            layout = make_layout(spec, tp=tp, pp=pp, dp=dp, ep=ep, vpp=virtual_stages,
+            layout = make_layout(spec, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vpp=virtual_stages,
                                  zero=zero, sequence_parallel=sequence_parallel,
                                  micro_batch=micro_batch, global_batch=global_batch,
                                  schedule=schedule, gpus_per_host=None,
@@ -240,12 +247,16 @@ class TrainJob:
                                            f"as arguments, not both (got {', '.join(given)})")
             if not isinstance(layout, Layout):
                 raise InputError("layout", f"must be a Layout, got {type(layout).__name__}")
-            if layout.cp != 1:
-                raise InputError("cp", f"context parallelism is not simulated, got {layout.cp}")
             check_layout(layout, spec, gpus_per_host=None, even_layers=not uneven)
         if layout.schedule == "zb-h1" and layout.zero == 3:
             raise InputError("schedule", "zb-h1 splits each backward in two; ZeRO-3's per-unit "
                                          "gathers are modelled with 1f1b, gpipe or interleaved")
+        if layout.cp > 1 and self.seq_len % (2 * layout.cp):
+            raise InputError("cp", f"must split the sequence ({self.seq_len} tokens) into 2*cp "
+                                   f"equal chunks (causal load balancing), got cp={layout.cp}")
+        if layout.cp > 1 and layout.ep > 1:
+            raise InputError("cp", "context parallelism with expert parallelism is not "
+                                   f"modelled, got cp={layout.cp} with ep={layout.ep}")
         if tp_comm_overlap and not (layout.sequence_parallel and layout.tp > 1):
             raise InputError("tp_comm_overlap", "overlaps sequence parallelism's collectives: "
                                                 "needs sequence_parallel and tp > 1")
@@ -286,8 +297,13 @@ class TrainJob:
     # ----- sizes -----------------------------------------------------------------------
     @property
     def gpus(self) -> int:
-        """GPUs of the job: ``tp * pp * dp``."""
-        return self.tp * self.pp * self.dp
+        """GPUs of the job: ``tp * cp * pp * dp``."""
+        return self.layout.n_gpus
+
+    @property
+    def cp(self) -> int:
+        """Context-parallel size."""
+        return self.layout.cp
 
     @property
     def micro_batches(self) -> int:
@@ -324,8 +340,22 @@ class TrainJob:
 
     @property
     def activation_bytes(self) -> float:
-        """One micro-batch's hidden state ``b x s x h`` (a TP all-reduce buffer)."""
-        return self.model.hidden_state_bytes(self.micro_batch, self.seq_len)
+        """One micro-batch's hidden state on one CP rank, ``b x s/cp x h`` (a TP all-reduce
+        buffer)."""
+        return self.model.hidden_state_bytes(self.micro_batch, self.seq_len) / self.cp
+
+    @property
+    def kv_bytes(self) -> float:
+        """Keys and values of one layer on one GPU, what a ring-attention step passes on:
+        ``2 x b x s/cp x kv_heads/tp x head_dim`` (KV heads replicated when fewer than tp).
+
+        >>> TrainJob("llama3-8b", tp=8, cp=2).kv_bytes / 2**20   # K, V x 4096 tokens x 128 x 2 B
+        2.0
+        """
+        spec = self.model
+        heads = max(spec.kv_heads / self.tp, 1.0)
+        return (2.0 * self.micro_batch * self.seq_len / self.cp * heads * spec.head_dim
+                * spec.dtype_bytes)
 
     # ----- costs -----------------------------------------------------------------------
     def stage_cost(self, chunk: int) -> StageCost:
@@ -346,7 +376,7 @@ class TrainJob:
 
     def _stage_cost(self, chunk: int) -> StageCost:
         spec, tp = self.model, self.tp
-        tokens = self.micro_batch * self.seq_len
+        tokens = self.micro_batch * self.seq_len / self.cp   # each CP rank: s/cp tokens
         rate = self.gpu.achieved_flops
         backward_factor = 3.0 if self.recompute else 2.0
         # Megatron TP: per layer, the attention and MLP outputs are all-reduced in forward and
@@ -441,7 +471,7 @@ class TrainJob:
         """Adam step on one GPU of ``stage``: memory-bound; ZeRO shards the dense parameters
         over ``dp`` and the expert ones over the expert-data-parallel group."""
         dense, expert = self.stage_params(stage), self.stage_params(stage, expert=True)
-        params = dense / self.dp + expert / self.edp if self.zero else dense + expert
+        params = dense / (self.dp * self.cp) + expert / self.edp if self.zero else dense + expert
         return params * self.optimizer_bytes_per_param / self.gpu.memory_bandwidth
 
     def buckets(self, chunk: int, expert: bool = False) -> list[tuple[float, int]]:
@@ -471,7 +501,8 @@ class TrainJob:
         """Job description for JSON output."""
         return {
             "model": self.model.name, "tp": self.tp, "pp": self.pp, "dp": self.dp,
-            "ep": self.ep, "gpus": self.gpus, "micro_batch": self.micro_batch,
+            "ep": self.ep, **({"cp": self.cp} if self.cp > 1 else {}), "gpus": self.gpus,
+            "micro_batch": self.micro_batch,
             "global_batch": self.global_batch,
             "micro_batches": self.micro_batches, "seq_len": self.seq_len,
             "gpu": self.gpu.name, "mfu_compute": self.gpu.mfu, "schedule": self.schedule,
