@@ -172,3 +172,24 @@ def test_zb_h1_splits_the_backward_and_keeps_its_work():
 def test_zb_h1_with_zero3_is_refused():
     with pytest.raises(InputError, match="schedule: zb-h1 splits"):
         TrainJob("llama3-8b", dp=2, zero=3, schedule="zb-h1")
+
+
+def test_selective_recompute_replays_core_attention_only():
+    from hpnsim.training.tp_overlap import gemm_shares
+
+    spec = _flat_model(4)
+    m = 3
+    base = TrainJob(spec, pp=2, global_batch=m, optimizer_bytes_per_param=0)
+    sel = TrainJob(spec, pp=2, global_batch=m, optimizer_bytes_per_param=0,
+                   selective_recompute=True)
+    fabric = _ideal_fabric(2)
+    r0, r1 = simulate_iteration(base, fabric), simulate_iteration(sel, fabric)
+    qkv, proj, _, _ = gemm_shares(spec, 1024)
+    # the score/value products: 4 s q of the layer's attention FLOPs per token
+    attn = next(b for b in base.stage_cost(0).blocks if b.name == "layer0").forward_attention
+    core = attn * (1 - qkv - proj)
+    assert core == pytest.approx(attn * 4 * 1024 * 1024 / (2 * 4 * 1024**2 + 4 * 1024**2))
+    # every stage recomputes it once per layer and micro-batch (2 layers a stage)
+    assert r1.compute_time - r0.compute_time == pytest.approx(m * 2 * core, rel=1e-9)
+    with pytest.raises(InputError, match="selective_recompute"):
+        TrainJob(spec, recompute=True, selective_recompute=True)

@@ -57,7 +57,8 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--c
               "last_stage_layers": "--last-stage-layers",
               "account_for_embedding": "--account-for-embedding",
               "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap",
-              "overlap_grad_reduce": "--overlap-grad-reduce"}
+              "overlap_grad_reduce": "--overlap-grad-reduce",
+              "selective_recompute": "--selective-recompute"}
 _PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",
                 "first_stage_layers", "last_stage_layers", "account_for_embedding",
@@ -133,6 +134,9 @@ def register(app: typer.Typer) -> None:
                                              "reduce-scatters with their GEMMs (Megatron-Core "
                                              "tp_comm_overlap over TE userbuffers)."),
         recompute: bool = typer.Option(False, "--recompute", help="Full activation recompute."),
+        selective_recompute: bool = typer.Option(
+            False, "--selective-recompute", help="Recompute core attention only (Megatron's "
+                                                 "--recompute-activations)."),
         stage_layers: str = typer.Option(
             None, "--stage-layers", help="Layers per virtual stage, comma-separated (uneven "
                                          "pipeline split; Megatron-Core's layout), e.g. 7,9,9,7."),
@@ -220,7 +224,8 @@ def register(app: typer.Typer) -> None:
                    "account_for_embedding": account_for_embedding or None,
                    "account_for_loss": account_for_loss or None,
                    "tp_comm_overlap": tp_comm_overlap or None,
-                   "overlap_grad_reduce": None if overlap_grad_reduce else False}
+                   "overlap_grad_reduce": None if overlap_grad_reduce else False,
+                   "selective_recompute": selective_recompute or None}
         from hpnsim.faults.events import parse_fault
 
         fault_list = [parse_fault(text) for text in faults or []]

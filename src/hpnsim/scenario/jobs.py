@@ -98,6 +98,7 @@ class JobSpec(BaseModel):
     sequence_parallel: bool = False
     tp_comm_overlap: bool = False
     recompute: bool = False
+    selective_recompute: bool = False
     fsdp_prefetch: bool = Field(
         True, **_renamed("fsdp_prefetch", "ZeRO-3 gathers one unit ahead"))
     bucket_params: Positive | None = None

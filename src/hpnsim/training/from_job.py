@@ -129,6 +129,8 @@ class _StageBuilder:
             wg = [Compute(mlp, "mlp wg"), Compute(attn, "attention wg")]
             if job.tp_comm_overlap:
                 fwd, bwd, ig = self.overlapped(attn, mlp, ep)
+            if job.selective_recompute:
+                bwd, ig = (self.recompute_core(ops, attn) for ops in (bwd, ig))
             if job.cp > 1:
                 fwd, bwd, ig = (self.ring(ops, attn) for ops in (fwd, bwd, ig))
         if self.split:
@@ -148,6 +150,19 @@ class _StageBuilder:
                 op = replace(op, after=after)
             self.add(op)
 
+    def recompute_core(self, ops: list, attn: float) -> list:
+        """``ops`` (a backward) with the core attention's forward re-run before the attention
+        input gradients (Megatron's selective recomputation of ``core_attn``)."""
+        qkv, proj, _, _ = self.shares
+        core = attn * (1 - qkv - proj)
+        out: list = []
+        for op in ops:
+            if isinstance(op, Compute | Pipelined) and op.label in (
+                    "attention ig", "attention proj ig"):
+                out.append(Compute(core, "attention core recompute"))
+            out.append(op)
+        return out
+
     def ring(self, ops: list, attn: float) -> list:
         """``ops`` with the score/value part of attention run as ring attention over the CP
         group (:mod:`hpnsim.training.context`): keys and values forward, keys, values and
@@ -161,6 +176,7 @@ class _StageBuilder:
             "attention": [Compute(attn * qkv, "attention qkv"), forward,
                           Compute(attn * proj, "attention proj")],
             "attention core": [forward],
+            "attention core recompute": [Ring(kv, core, "attention core recompute", steps)],
             "attention ig": [Compute(attn * proj, "attention proj ig"), backward,
                              Compute(attn * qkv, "attention qkv ig")],
             "attention rest ig": [backward, Compute(attn * qkv, "attention qkv ig")],

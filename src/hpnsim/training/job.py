@@ -152,6 +152,11 @@ class TrainJob:
         userbuffers' defaults (:mod:`hpnsim.training.tp_overlap`).
     recompute : bool
         Full activation recomputation (backward re-runs the forward, TP included).
+    selective_recompute : bool
+        Megatron's selective recomputation (``--recompute-activations``: granularity
+        ``selective``, module ``core_attn``): the backward re-runs each layer's core attention
+        (score and value products) only. Off by default, as in Megatron-Core; not with
+        ``recompute``.
     stage_layers : sequence of int, optional
         Transformer layers of each virtual stage ``u = k * pp + s`` (``pp * virtual_stages``
         counts summing to the model's layers; 0 allowed: an embedding- or head-only stage),
@@ -193,6 +198,7 @@ class TrainJob:
     recompute: bool
     tp_comm_overlap: bool
     overlap_grad_reduce: bool
+    selective_recompute: bool
     optimizer_bytes_per_param: float
     stage_layers: tuple[int, ...]
     _costs: dict = field(compare=False, repr=False)
@@ -208,7 +214,8 @@ class TrainJob:
                  stage_layers=None, first_stage_layers: int | None = None,
                  last_stage_layers: int | None = None, account_for_embedding: bool = False,
                  account_for_loss: bool = False, tp_comm_overlap: bool = False,
-                 overlap_grad_reduce: bool = True, cp: int = 1, *,
+                 overlap_grad_reduce: bool = True, cp: int = 1,
+                 selective_recompute: bool = False, *,
                  layout: Layout | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
@@ -262,6 +269,10 @@ class TrainJob:
                                                 "needs sequence_parallel and tp > 1")
         set_(self, "tp_comm_overlap", bool(tp_comm_overlap))
         set_(self, "overlap_grad_reduce", bool(overlap_grad_reduce))
+        if selective_recompute and recompute:
+            raise InputError("selective_recompute", "recomputes core attention only; full "
+                                                    "recompute already replays it: give one")
+        set_(self, "selective_recompute", bool(selective_recompute))
         set_(self, "layout", layout)
         set_(self, "stage_layers", split_layers(
             spec.layers, layout.pp, layout.vpp, first=first_stage_layers, last=last_stage_layers,
@@ -512,6 +523,7 @@ class TrainJob:
             "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
             **({"tp_comm_overlap": True} if self.tp_comm_overlap else {}),
             **({} if self.overlap_grad_reduce else {"overlap_grad_reduce": False}),
+            **({"selective_recompute": True} if self.selective_recompute else {}),
             **({"stage_layers": list(self.stage_layers)}
                if len(set(self.stage_layers)) > 1 else {}),
         }
