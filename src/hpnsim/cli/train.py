@@ -58,7 +58,8 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--c
               "account_for_embedding": "--account-for-embedding",
               "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap",
               "overlap_grad_reduce": "--overlap-grad-reduce",
-              "selective_recompute": "--selective-recompute"}
+              "selective_recompute": "--selective-recompute",
+              "overlap_param_gather": "--overlap-param-gather"}
 _PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",
                 "first_stage_layers", "last_stage_layers", "account_for_embedding",
@@ -154,6 +155,9 @@ def register(app: typer.Typer) -> None:
             True, "--overlap-grad-reduce/--no-overlap-grad-reduce",
             help="Reduce gradient buckets during the backward (default); off: one bucket per "
                  "chunk after it (Megatron-Core's default)."),
+        overlap_param_gather: bool = typer.Option(
+            False, "--overlap-param-gather", help="ZeRO-1/2: gather updated parameters during "
+                                                  "the next forward (Megatron-Core)."),
         bucket_params: int = typer.Option(None, "--bucket-params",
                                           help="Parameters per gradient bucket."),
         grad_bytes: int = typer.Option(2, "--grad-bytes", help="Bytes per gradient element."),
@@ -225,7 +229,8 @@ def register(app: typer.Typer) -> None:
                    "account_for_loss": account_for_loss or None,
                    "tp_comm_overlap": tp_comm_overlap or None,
                    "overlap_grad_reduce": None if overlap_grad_reduce else False,
-                   "selective_recompute": selective_recompute or None}
+                   "selective_recompute": selective_recompute or None,
+                   "overlap_param_gather": overlap_param_gather or None}
         from hpnsim.faults.events import parse_fault
 
         fault_list = [parse_fault(text) for text in faults or []]

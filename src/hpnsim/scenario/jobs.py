@@ -103,6 +103,7 @@ class JobSpec(BaseModel):
         True, **_renamed("fsdp_prefetch", "ZeRO-3 gathers one unit ahead"))
     bucket_params: Positive | None = None
     overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = False
     stage_layers: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
         None, min_length=1, description="transformer layers of each virtual stage "
                                         "(u = chunk * pp + stage), summing to the model's layers")

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from hpnsim.training.context import Ring, expand_ring
 from hpnsim.training.job import Block, TrainJob
+from hpnsim.training.param_gather import forward_buckets
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.training.schedule import pipeline_schedule
 from hpnsim.training.tp_overlap import RS_SPLITS, Bulk, Pipelined, expand, gemm_shares
@@ -232,6 +233,8 @@ class _StageBuilder:
             before = len(self.ops)
             if units is not None:
                 self.fsdp_pass(units, n, kind, recv)
+            elif kind == "F" and j == 0 and job.overlap_param_gather:
+                self.gathered_forward(u)
             elif kind == "F":
                 for block in self.forward_blocks(u):
                     self.block(block, "F")
@@ -291,12 +294,42 @@ class _StageBuilder:
         self.add(Pass("optimizer"))
         optimizer = self.add(Compute(job.optimizer_time(self.s), "optimizer",
                                      after=tuple(tails)))
-        if job.zero:  # distributed optimizer: gather the updated 16-bit weights
+        if job.zero and not job.overlap_param_gather:
+            # distributed optimizer: gather the updated 16-bit weights
             chains: dict[str, int] = {}
             for params, kind in done:
                 chains[kind] = self.add(Collective(
                     "allgather", kind, params * job.model.dtype_bytes, blocking=False,
                     after=(optimizer,), follows=chains.get(kind, -1), row="allgather"))
+
+    def gathered_forward(self, u: int) -> None:
+        """The first forward of chunk ``u`` with ``overlap_param_gather``: each block waits
+        for the buckets holding its parameters; the first block that needs a bucket
+        dispatches its all-gather and the next one's (:mod:`hpnsim.training.param_gather`)."""
+        job = self.job
+        blocks = job.stage_cost(u).blocks
+        plans = []
+        for kind, expert in self.shards():
+            buckets = job.buckets(u, expert=expert)
+            params = [b.expert_params if expert else b.dense_params for b in blocks]
+            sizes = [size for size, _ in buckets][::-1]            # forward order
+            plans.append((kind, sizes, forward_buckets(params, buckets), {}))
+        waiting: tuple[int, ...] = ()
+        for q, block in enumerate(self.forward_blocks(u)):
+            entry = tuple(t for t in (self.last, self.recv_op) if t >= 0)
+            for kind, sizes, needs, issued in plans:
+                for b in needs[q]:
+                    for want in (b, b + 1):           # the bucket and the next, prefetched
+                        if want < len(sizes) and want not in issued:
+                            issued[want] = self.add(Collective(
+                                "allgather", kind, sizes[want] * job.model.dtype_bytes,
+                                blocking=False, after=entry, follows=issued.get(want - 1, -1),
+                                row="allgather"))
+                    waiting += (issued[b],)
+            before = len(self.ops)
+            self.block(block, "F", after=waiting)
+            if len(self.ops) > before:    # the embedding has no kernels: the next block waits
+                waiting = ()
 
     # ----- ZeRO-3 / FSDP ---------------------------------------------------------------------
     def fsdp_plan(self, schedule) -> list:

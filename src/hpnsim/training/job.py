@@ -152,6 +152,11 @@ class TrainJob:
         userbuffers' defaults (:mod:`hpnsim.training.tp_overlap`).
     recompute : bool
         Full activation recomputation (backward re-runs the forward, TP included).
+    overlap_param_gather : bool
+        Megatron-Core's ``overlap_param_gather`` (default off): with the distributed optimizer
+        (``zero`` 1 or 2) and ``overlap_grad_reduce``, the updated parameters are all-gathered
+        during the next forward, each bucket when its first block needs it, one bucket ahead
+        (:mod:`hpnsim.training.param_gather`); off, right after the optimizer step.
     selective_recompute : bool
         Megatron's selective recomputation (``--recompute-activations``: granularity
         ``selective``, module ``core_attn``): the backward re-runs each layer's core attention
@@ -199,6 +204,7 @@ class TrainJob:
     tp_comm_overlap: bool
     overlap_grad_reduce: bool
     selective_recompute: bool
+    overlap_param_gather: bool
     optimizer_bytes_per_param: float
     stage_layers: tuple[int, ...]
     _costs: dict = field(compare=False, repr=False)
@@ -215,7 +221,7 @@ class TrainJob:
                  last_stage_layers: int | None = None, account_for_embedding: bool = False,
                  account_for_loss: bool = False, tp_comm_overlap: bool = False,
                  overlap_grad_reduce: bool = True, cp: int = 1,
-                 selective_recompute: bool = False, *,
+                 selective_recompute: bool = False, overlap_param_gather: bool = False, *,
                  layout: Layout | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
@@ -273,6 +279,11 @@ class TrainJob:
             raise InputError("selective_recompute", "recomputes core attention only; full "
                                                     "recompute already replays it: give one")
         set_(self, "selective_recompute", bool(selective_recompute))
+        if overlap_param_gather and (layout.zero not in (1, 2) or not overlap_grad_reduce):
+            raise InputError("overlap_param_gather", "needs the distributed optimizer (zero 1 "
+                                                     "or 2) and overlap_grad_reduce, as in "
+                                                     "Megatron-Core")
+        set_(self, "overlap_param_gather", bool(overlap_param_gather))
         set_(self, "layout", layout)
         set_(self, "stage_layers", split_layers(
             spec.layers, layout.pp, layout.vpp, first=first_stage_layers, last=last_stage_layers,
@@ -524,6 +535,7 @@ class TrainJob:
             **({"tp_comm_overlap": True} if self.tp_comm_overlap else {}),
             **({} if self.overlap_grad_reduce else {"overlap_grad_reduce": False}),
             **({"selective_recompute": True} if self.selective_recompute else {}),
+            **({"overlap_param_gather": True} if self.overlap_param_gather else {}),
             **({"stage_layers": list(self.stage_layers)}
                if len(set(self.stage_layers)) > 1 else {}),
         }
