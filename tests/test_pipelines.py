@@ -28,10 +28,12 @@ def _flat_model(layers):
 
 
 def _list_schedule(schedule, f, b, w=None):
-    """Iteration time of per-stage pass orders with pass times ``f[s]``, ``b[s]`` (``w[s]``:
-    weight-gradient passes) and free messages, by list scheduling (a pass starts when its
-    stage is free and its input exists): independent of the simulator's graph and engine."""
+    """Iteration time of per-stage pass orders with pass times ``f[u]``, ``b[u]`` (``w[u]``:
+    weight-gradient passes) per virtual stage ``u = chunk * p + stage`` and free messages, by
+    list scheduling (a pass starts when its stage is free and its input exists): independent
+    of the simulator's graph and engine."""
     p = len(schedule)
+    last = max(k for ops in schedule for _, _, k in ops) * p + p - 1
     done: dict = {}
     free = [0.0] * p
     cursor = [0] * p
@@ -39,18 +41,19 @@ def _list_schedule(schedule, f, b, w=None):
         moved = False
         for s in range(p):
             while cursor[s] < len(schedule[s]):
-                kind, j, _ = schedule[s][cursor[s]]
+                kind, j, k = schedule[s][cursor[s]]
+                u = k * p + s
                 if kind == "W":
-                    need = ("B", j, s)
+                    need = ("B", j, u)
                 elif kind == "F":
-                    need = ("F", j, s - 1) if s > 0 else None
+                    need = ("F", j, u - 1) if u > 0 else None
                 else:
-                    need = ("B", j, s + 1) if s < p - 1 else ("F", j, s)
+                    need = ("B", j, u + 1) if u < last else ("F", j, u)
                 if need is not None and need not in done:
                     break
                 start = max(free[s], done[need] if need else 0.0)
-                free[s] = start + {"F": f, "B": b, "W": w}[kind][s]
-                done[(kind, j, s)] = free[s]
+                free[s] = start + {"F": f, "B": b, "W": w}[kind][u]
+                done[(kind, j, u)] = free[s]
                 cursor[s] += 1
                 moved = True
         assert moved
@@ -193,3 +196,18 @@ def test_selective_recompute_replays_core_attention_only():
     assert r1.compute_time - r0.compute_time == pytest.approx(m * 2 * core, rel=1e-9)
     with pytest.raises(InputError, match="selective_recompute"):
         TrainJob(spec, recompute=True, selective_recompute=True)
+
+
+@pytest.mark.parametrize("counts,m", [((1, 3, 2, 2), 4), ((2, 1, 0, 3, 1, 1), 6)])
+def test_interleaved_uneven_virtual_stages_match_the_list_scheduler(counts, m):
+    # virtual stage u = k * p + s holds counts[u] layers: (1,3 | 2,2) on p=2, v=2 and
+    # (2,1,0 | 3,1,1) on p=3, v=2, an empty virtual stage included
+    v = 2
+    p = len(counts) // v
+    job = TrainJob(_flat_model(sum(counts)), pp=p, virtual_stages=v, global_batch=m,
+                   stage_layers=counts, optimizer_bytes_per_param=0)
+    f = [job.stage_cost(u).forward_compute for u in range(p * v)]
+    b = [job.stage_cost(u).backward_compute for u in range(p * v)]
+    expected = _list_schedule(pipeline_schedule("interleaved", p, m, v), f, b)
+    r = simulate_iteration(job, _ideal_fabric(p))
+    assert r.iteration_time == pytest.approx(expected, rel=1e-9)
