@@ -20,6 +20,15 @@ last micro-batch is done, one after another per group; then the optimizer steps;
 all-gathers the updated weights bucket by bucket. ZeRO-3 (FSDP) gathers every unit before
 its forward and backward and reduce-scatters it after its backward, every micro-batch, on
 one communication stream per stage (see :func:`program_from_job`).
+
+Options that reshape this (docs/pipelines.md): ``zb-h1`` splits each backward into a ``B``
+pass (input gradients and their collectives) and a ``W`` pass (weight gradients);
+``tp_comm_overlap`` pipelines SP's collectives with their GEMMs (:mod:`.tp_overlap`); ``cp``
+runs attention as ring attention over the CP group (:mod:`.context`);
+``selective_recompute`` re-runs core attention before its backward;
+``overlap_grad_reduce=False`` reduces one bucket per chunk after the schedule;
+``overlap_param_gather`` moves the ZeRO-1/2 gathers into the first forward
+(:mod:`.param_gather`).
 """
 
 from __future__ import annotations
