@@ -113,8 +113,9 @@ def test_overlap_param_gather_moves_the_gathers_into_the_next_forward():
 
     fabric = fat_tree(4)
     kw = dict(dp=8, global_batch=16, zero=1)
-    run = lambda **more: simulate_iteration(TrainJob("llama3-8b", **kw, **more), fabric,  # noqa: E731
-                                            dp_algo="ring")
+    def run(**more):
+        return simulate_iteration(TrainJob("llama3-8b", **kw, **more), fabric, dp_algo="ring")
+
     # one bucket: its gather is needed by the first block, so it is as exposed at the start
     # of the iteration as after the optimizer
     one_late, one_early = run(bucket_params=10**12), run(bucket_params=10**12,

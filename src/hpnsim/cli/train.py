@@ -215,7 +215,8 @@ def register(app: typer.Typer) -> None:
             if not model:
                 raise InputError("--model", "give --model NAME (or --workload FILE)")
             job = {"model": model, "model_file": model_file, "tp": tp, "pp": pp, "dp": dp,
-                   "ep": ep, "cp": cp if cp != 1 else None, "zero": zero, "micro_batch": micro_batch,
+                   "ep": ep, "cp": cp if cp != 1 else None, "zero": zero,
+                   "micro_batch": micro_batch,
                    "global_batch": global_batch, "seq_len": seq_len, "gpu": gpu, "mfu": mfu,
                    "schedule": schedule, "virtual_stages": vpp,
                    "sequence_parallel": sequence_parallel, "recompute": recompute,

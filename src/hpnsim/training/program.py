@@ -9,8 +9,8 @@ list (DP replicas and TP ranks are in lockstep), so a stage is the unit of the p
   Gantt rows are per pass).
 - :class:`Compute` is kernel time on the stage's compute stream (seconds).
 - :class:`Collective` runs ``op`` on every group of kind ``group`` (``tp``, ``cp``, ``dp``,
-  ``ep``, ``edp``; ``dp`` is DP x CP when ``cp > 1``) of the stage, each GPU contributing ``size`` bytes. A *blocking* one sits on the
-  compute stream (Megatron's TP all-reduces, MoE dispatch/combine all-to-alls); an async one
+  ``ep``, ``edp``; ``dp`` is DP x CP when ``cp > 1``) of the stage, each GPU contributing
+  ``size`` bytes. A *blocking* one sits on the compute stream (Megatron's TP all-reduces, MoE dispatch/combine all-to-alls); an async one
   (gradient buckets, ZeRO gathers) starts when the ops listed in ``after`` are done and, with
   ``follows``, queues group by group behind an earlier collective (one communicator per group).
 - :class:`Send` / :class:`Recv` move a pipeline message to / from a neighbouring stage;

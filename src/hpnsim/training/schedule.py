@@ -2,9 +2,9 @@
 
 A schedule is, per pipeline stage, the list of operations ``(kind, micro_batch, chunk)``
 the stage executes one after another (one compute stream), with ``kind`` ``"F"``, ``"B"`` or,
-for the zero-bubble schedule, ``"W"``. ``chunk`` is the model chunk on that stage (always 0 except for the interleaved
-schedule, where stage ``s`` holds chunks ``0..v-1`` and chunk ``k`` is *virtual stage*
-``k * p + s``). Data dependencies are implied: ``F`` of virtual stage ``u`` needs ``F`` of
+for the zero-bubble schedule, ``"W"``. ``chunk`` is the model chunk on that stage (always 0
+except for the interleaved schedule, where stage ``s`` holds chunks ``0..v-1`` and chunk ``k``
+is *virtual stage* ``k * p + s``). Data dependencies are implied: ``F`` of virtual stage ``u`` needs ``F`` of
 ``u - 1`` for the same micro-batch; ``B`` of ``u`` needs ``B`` of ``u + 1``, and ``B`` of the
 last virtual stage needs its own ``F``.
 
