@@ -45,7 +45,8 @@ def _note(message: str) -> None:
 
 
 #: train options that describe the job; a --workload file fixes every one of them
-_JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--vpp",
+_JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--cp",
+              "vpp": "--vpp",
               "zero": "--zero", "micro_batch": "--micro-batch", "global_batch": "--global-batch",
               "seq_len": "--seq-len", "schedule": "--schedule",
               "sequence_parallel": "--sequence-parallel", "model": "--model",
@@ -54,9 +55,34 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "vpp": "--
               "kernel_table": "--kernel-table",
               "prefetch": "--prefetch", "recompute": "--recompute",
               "bucket_params": "--bucket-params", "grad_bytes": "--grad-bytes",
-              "tp_algo": "--tp-algo", "dp_algo": "--dp-algo"}
-_PARALLELISM = ("tp", "pp", "dp", "ep", "vpp", "zero", "micro_batch", "global_batch",
-                "seq_len", "schedule", "sequence_parallel")
+              "tp_algo": "--tp-algo", "dp_algo": "--dp-algo", "stage_layers": "--stage-layers",
+              "first_stage_layers": "--first-stage-layers",
+              "last_stage_layers": "--last-stage-layers",
+              "account_for_embedding": "--account-for-embedding",
+              "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap",
+              "overlap_grad_reduce": "--overlap-grad-reduce",
+              "selective_recompute": "--selective-recompute",
+              "overlap_param_gather": "--overlap-param-gather"}
+_PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
+                "seq_len", "schedule", "sequence_parallel", "stage_layers",
+                "first_stage_layers", "last_stage_layers", "account_for_embedding",
+                "account_for_loss", "tp_comm_overlap")
+
+
+def _int_list(text: str | None, flag: str) -> list[int] | None:
+    """``"1,3,3,1"`` as a list of integers (None stays None).
+
+    >>> _int_list("1, 3,3,1", "--stage-layers")
+    [1, 3, 3, 1]
+    """
+    from hpnsim.errors import InputError
+
+    if text is None:
+        return None
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise InputError(flag, f"comma-separated integers, e.g. 7,9,9,7; got {text!r}") from None
 
 
 def _refuse_job_flags(ctx: typer.Context) -> None:
@@ -89,6 +115,8 @@ def register(app: typer.Typer) -> None:
         dp: int = typer.Option(1, "--dp", help="Data-parallel size."),
         ep: int = typer.Option(1, "--ep", help="Expert-parallel size (MoE models; divides dp "
                                               "and the experts)."),
+        cp: int = typer.Option(1, "--cp", help="Context-parallel size (ring attention; "
+                                              "2*cp divides the sequence)."),
         micro_batch: int = typer.Option(1, "--micro-batch", help="Sequences per micro-batch."),
         global_batch: int = typer.Option(None, "--global-batch",
                                          help="Sequences per iteration (default dp*mb*4*pp)."),
@@ -105,7 +133,8 @@ def register(app: typer.Typer) -> None:
                  "peak (the old constant model)."),
         mfu: float = typer.Option(None, "--mfu", hidden=True,
                                   help="Deprecated: --compute-efficiency."),
-        schedule: str = typer.Option("", "--schedule", help="1f1b, interleaved or gpipe."),
+        schedule: str = typer.Option("", "--schedule", help="1f1b, interleaved, gpipe or zb-h1 "
+                                                              "(zero-bubble H1)."),
         vpp: int = typer.Option(1, "--vpp", help="Virtual stages per rank (interleaved)."),
         zero: int = typer.Option(0, "--zero", help="0 (all-reduce), 1/2 (distributed optimizer) "
                                                   "or 3 (ZeRO-3/FSDP: per-layer gathers)."),
@@ -114,7 +143,34 @@ def register(app: typer.Typer) -> None:
                                            "compute."),
         sequence_parallel: bool = typer.Option(False, "--sequence-parallel",
                                                help="Megatron sequence parallelism."),
+        tp_comm_overlap: bool = typer.Option(
+            False, "--tp-comm-overlap", help="Overlap sequence parallelism's all-gathers and "
+                                             "reduce-scatters with their GEMMs (Megatron-Core "
+                                             "tp_comm_overlap over TE userbuffers)."),
         recompute: bool = typer.Option(False, "--recompute", help="Full activation recompute."),
+        selective_recompute: bool = typer.Option(
+            False, "--selective-recompute", help="Recompute core attention only (Megatron's "
+                                                 "--recompute-activations)."),
+        stage_layers: str = typer.Option(
+            None, "--stage-layers", help="Layers per virtual stage, comma-separated (uneven "
+                                         "pipeline split; Megatron-Core's layout), e.g. 7,9,9,7."),
+        first_stage_layers: int = typer.Option(None, "--first-stage-layers",
+                                               help="Layers of the first pipeline stage."),
+        last_stage_layers: int = typer.Option(None, "--last-stage-layers",
+                                              help="Layers of the last pipeline stage."),
+        account_for_embedding: bool = typer.Option(
+            False, "--account-for-embedding", help="Count the embedding as a layer when "
+                                                   "splitting the pipeline."),
+        account_for_loss: bool = typer.Option(
+            False, "--account-for-loss", help="Count the loss (output head) as a layer when "
+                                              "splitting the pipeline."),
+        overlap_grad_reduce: bool = typer.Option(
+            True, "--overlap-grad-reduce/--no-overlap-grad-reduce",
+            help="Reduce gradient buckets during the backward (default); off: one bucket per "
+                 "chunk after it (Megatron-Core's default)."),
+        overlap_param_gather: bool = typer.Option(
+            False, "--overlap-param-gather", help="ZeRO-1/2: gather updated parameters during "
+                                                  "the next forward (Megatron-Core)."),
         bucket_params: int = typer.Option(None, "--bucket-params",
                                           help="Parameters per gradient bucket."),
         grad_bytes: int = typer.Option(2, "--grad-bytes", help="Bytes per gradient element."),
@@ -172,14 +228,24 @@ def register(app: typer.Typer) -> None:
             if not model:
                 raise InputError("--model", "give --model NAME (or --workload FILE)")
             job = {"model": model, "model_file": model_file, "tp": tp, "pp": pp, "dp": dp,
-                   "ep": ep, "zero": zero, "micro_batch": micro_batch,
+                   "ep": ep, "cp": cp if cp != 1 else None, "zero": zero,
+                   "micro_batch": micro_batch,
                    "global_batch": global_batch, "seq_len": seq_len, "gpu": gpu, "dtype": dtype,
                    "compute_efficiency": compute_efficiency, "kernel_table": kernel_table,
                    "schedule": schedule, "virtual_stages": vpp,
                    "sequence_parallel": sequence_parallel, "recompute": recompute,
                    "fsdp_prefetch": prefetch,
                    "bucket_params": bucket_params, "grad_bytes": grad_bytes,
-                   "tp_algo": tp_algo, "dp_algo": dp_algo}
+                   "tp_algo": tp_algo, "dp_algo": dp_algo,
+                   "stage_layers": _int_list(stage_layers, "--stage-layers"),
+                   "first_stage_layers": first_stage_layers,
+                   "last_stage_layers": last_stage_layers,
+                   "account_for_embedding": account_for_embedding or None,
+                   "account_for_loss": account_for_loss or None,
+                   "tp_comm_overlap": tp_comm_overlap or None,
+                   "overlap_grad_reduce": None if overlap_grad_reduce else False,
+                   "selective_recompute": selective_recompute or None,
+                   "overlap_param_gather": overlap_param_gather or None}
             if mfu is not None:
                 if compute_efficiency is not None:
                     raise InputError("--mfu", "give --compute-efficiency only (--mfu is its "

@@ -63,8 +63,9 @@ def shifted(it, graph, offset: int):
 
     passes = [[StagePass(p.kind, p.micro_batch, p.chunk,
                          p.recv + offset if p.recv >= 0 else -1,
-                         [Element(e.first + offset, e.last + offset, e.nominal, e.category)
-                          for e in p.elements]) for p in stage] for stage in it.passes]
+                         [Element(e.first + offset, e.last + offset, e.nominal, e.category,
+                                  e.wait) for e in p.elements])
+               for p in stage] for stage in it.passes]
     rows = [[(kind, ids(first), ids(finals)) for kind, first, finals in stage]
             for stage in it.rows]
     routes = [replace(r, first=r.first + offset, end=r.end + offset) for r in it.routes]

@@ -12,10 +12,11 @@ from pathlib import Path
 
 from hpnsim.report.canvas import pyplot, save
 
-COLORS = {"F": "#4c72b0", "B": "#55a868", "dp": "#c44e52", "optimizer": "#8c8c8c",
-          "allgather": "#dd8452", "fsdp-ag": "#dd8452", "fsdp-rs": "#c44e52"}
-LABELS = {"F": "forward", "B": "backward", "dp": "DP gradient sync", "optimizer": "optimizer",
-          "allgather": "parameter all-gather", "fsdp-ag": "FSDP gather",
+COLORS = {"F": "#4c72b0", "B": "#55a868", "W": "#8172b3", "dp": "#c44e52",
+          "optimizer": "#8c8c8c", "allgather": "#dd8452", "fsdp-ag": "#dd8452",
+          "fsdp-rs": "#c44e52"}
+LABELS = {"F": "forward", "B": "backward", "W": "weight gradients", "dp": "DP gradient sync",
+          "optimizer": "optimizer", "allgather": "parameter all-gather", "fsdp-ag": "FSDP gather",
           "fsdp-rs": "FSDP reduce-scatter"}
 #: merged forward+backward passes in the overview
 BUSY_COLOR = "#7f96b2"

@@ -143,6 +143,8 @@ def iteration_table(r):
     shape = f"TP{job['tp']} x PP{job['pp']} x DP{job['dp']}"
     if job.get("ep", 1) > 1:
         shape += f" (EP{job['ep']})"
+    if job.get("cp", 1) > 1:
+        shape += f" x CP{job['cp']}"
     if job.get("zero"):
         shape += f", ZeRO-{job['zero']}"
     table = RichTable(title=f"{job['model']} {shape} "

@@ -37,9 +37,9 @@ __all__ = ["cluster_trace", "iteration_trace", "jobs_trace", "run_trace", "timel
 #: seconds -> the format's microseconds
 US = 1e6
 #: kinds on a stage's compute thread; every other kind gets a thread of its own
-COMPUTE_KINDS = ("F", "B", "optimizer")
-_CATEGORY = {"F": "forward", "B": "backward", "optimizer": "optimizer", "dp": "dp",
-             "allgather": "dp", "fsdp-ag": "dp", "fsdp-rs": "dp"}
+COMPUTE_KINDS = ("F", "B", "W", "optimizer")
+_CATEGORY = {"F": "forward", "B": "backward", "W": "backward", "optimizer": "optimizer",
+             "dp": "dp", "allgather": "dp", "fsdp-ag": "dp", "fsdp-rs": "dp"}
 
 
 def _meta(name: str, pid: int, tid: int, value) -> dict:

@@ -47,7 +47,7 @@ Positive = Annotated[int, Field(ge=1, strict=True)]
 #: old YAML key -> the field it names now (the TrainJob keyword)
 _OLD_KEYS = {"vpp": "virtual_stages", "prefetch": "fsdp_prefetch", "mfu": "compute_efficiency"}
 #: keys a workload file fixes (it gives the parallelism and batches)
-_FIXED = {"tp", "pp", "dp", "ep", "micro_batch", "global_batch", "virtual_stages"}
+_FIXED = {"tp", "pp", "dp", "ep", "cp", "micro_batch", "global_batch", "virtual_stages"}
 #: ... as the user may write them, old keys included
 _FIXED_BY_WORKLOAD = _FIXED | {old for old, new in _OLD_KEYS.items() if new in _FIXED}
 
@@ -88,6 +88,7 @@ class JobSpec(BaseModel):
     pp: Positive = 1
     dp: Positive = 1
     ep: Positive = 1
+    cp: Positive = 1
     zero: Annotated[Literal[0, 1, 2, 3], BeforeValidator(_not_bool)] = 0
     micro_batch: Positive = 1
     global_batch: Positive | None = None
@@ -101,14 +102,25 @@ class JobSpec(BaseModel):
     kernel_table: str | None = Field(
         None, description="measured kernel CSV (the compute model's format) overriding the "
                           "model's efficiencies on the job's GPU")
-    schedule: Literal["", "1f1b", "interleaved", "gpipe"] = ""
+    schedule: Literal["", "1f1b", "interleaved", "gpipe", "zb-h1"] = ""
     virtual_stages: Positive = Field(
         1, **_renamed("virtual_stages", "virtual pipeline stages per rank (interleaved)"))
     sequence_parallel: bool = False
+    tp_comm_overlap: bool = False
     recompute: bool = False
+    selective_recompute: bool = False
     fsdp_prefetch: bool = Field(
         True, **_renamed("fsdp_prefetch", "ZeRO-3 gathers one unit ahead"))
     bucket_params: Positive | None = None
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = False
+    stage_layers: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
+        None, min_length=1, description="transformer layers of each virtual stage "
+                                        "(u = chunk * pp + stage), summing to the model's layers")
+    first_stage_layers: Annotated[int, Field(ge=0, strict=True)] | None = None
+    last_stage_layers: Annotated[int, Field(ge=0, strict=True)] | None = None
+    account_for_embedding: bool = False
+    account_for_loss: bool = False
     grad_bytes: Annotated[Literal[2, 4], BeforeValidator(_not_bool)] = 2
     tp_algo: str = "auto"
     dp_algo: str = "auto"
@@ -152,14 +164,15 @@ class JobSpec(BaseModel):
 
     @property
     def gpu_count(self) -> int:
-        """GPUs the job occupies (tp * pp * dp, or the workload's; reads the workload file)."""
+        """GPUs the job occupies (tp * cp * pp * dp, or the workload's; reads the workload
+        file)."""
         return self.gpu_count_with(self.load_workload() if self.workload is not None else None)
 
     def gpu_count_with(self, workload) -> int:
         """GPUs the job occupies, given its parsed workload (None for a model job)."""
         if workload is not None:
             return workload.to_layout().n_gpus
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     def load_workload(self):
         """The parsed workload file (read on every call; ``prepare()`` reads it once and

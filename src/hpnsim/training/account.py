@@ -4,8 +4,11 @@ Every GPU of a pipeline stage has the same timeline, so the accounting is per st
 stage's iteration time splits, with no remainder, into:
 
 - ``compute``: its forward/backward kernels;
-- ``tp``: blocking TP collectives on its compute stream;
+- ``tp``: blocking TP collectives on its compute stream, and waits of the stream for TP
+  collectives overlapped with compute (``tp_comm_overlap``);
 - ``ep``: MoE all-to-alls, dispatch and combine (blocking, on the compute stream);
+- ``cp`` (jobs with context parallelism only): waits of the stream for ring attention's
+  key/value exchange;
 - ``pp``: waiting for a pipeline message while that message is in flight;
 - ``bubble``: waiting for a neighbouring stage to *compute* (pipeline fill and drain), and
   idling at the end until the slowest stage finishes the iteration;
@@ -39,7 +42,7 @@ from hpnsim.training.iteration import PARTS, IterationResult
 
 def _stage(it: CompiledIteration, s: int, start, finish, t0: float, end: float):
     """Parts and Gantt rows of stage ``s``; also the durations of its EP all-to-alls."""
-    parts = dict.fromkeys(PARTS, 0.0)
+    parts = dict.fromkeys(_parts(it), 0.0)
     rows, ep_calls = [], []
     clock = t0
     optimizer_row = None
@@ -51,16 +54,17 @@ def _stage(it: CompiledIteration, s: int, start, finish, t0: float, end: float):
             if begin > clock:
                 if n == 0 and sp.kind in ("F", "B"):
                     # waiting for the pipeline message (in flight: pp; its sender still
-                    # computing: bubble), then for the unit's parameters (ZeRO-3: dp)
+                    # computing: bubble), then for the unit's parameters (ZeRO-3: dp) or an
+                    # overlapped TP all-gather (tp): what the element says it waits for
                     recv = sp.recv
                     ready = max(clock, finish[recv]) if recv >= 0 else clock
                     ready = min(ready, begin)
                     in_flight = ready - max(clock, start[recv]) if recv >= 0 else 0.0
                     parts["pp"] += max(in_flight, 0.0)
                     parts["bubble"] += (ready - clock) - max(in_flight, 0.0)
-                    parts["dp"] += begin - ready
+                    parts[el.wait] += begin - ready
                 else:
-                    parts["dp"] += begin - clock
+                    parts[el.wait] += begin - clock
             if el.nominal is not None:
                 for key, seconds in el.nominal.items():
                     parts["optimizer" if sp.kind == "optimizer" and key == "compute"
@@ -88,6 +92,11 @@ def _stage(it: CompiledIteration, s: int, start, finish, t0: float, end: float):
         (tail if kind == "allgather" else rows).append(row)
     rows += ([optimizer_row] if optimizer_row else []) + tail
     return parts, rows, ep_calls
+
+
+def _parts(it: CompiledIteration) -> tuple[str, ...]:
+    """:data:`PARTS`, and ``cp`` (exposed ring-attention exchange) when the job has CP."""
+    return (*PARTS, "cp") if it.program.layout.cp > 1 else PARTS
 
 
 def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> IterationResult:
@@ -121,7 +130,7 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
         stages.append({"stage": s, **{key: float(val) for key, val in parts.items()}})
         timeline += rows
         ep_time.append(min(ep_calls, default=0.0))
-    mean = {key: float(np.mean([row[key] for row in stages])) for key in PARTS}
+    mean = {key: float(np.mean([row[key] for row in stages])) for key in _parts(it)}
     if t0:
         for row in timeline:
             row["start"] -= t0
@@ -136,7 +145,7 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
         iteration_time=end,
         compute_time=mean["compute"],
         compute_by_class=classes,
-        exposed_comm={key: mean[key] for key in ("tp", "pp", "dp", "ep")},
+        exposed_comm={key: mean[key] for key in ("tp", "pp", "dp", "ep", "cp") if key in mean},
         bubble=mean["bubble"],
         bubble_fraction=mean["bubble"] / end if end > 0 else 0.0,
         optimizer_time=mean["optimizer"],

@@ -37,9 +37,9 @@ from hpnsim.training.compiled import CompiledIteration, Element, RouteRecord, St
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.workloads.placement import place
 
-_CATEGORY = {"tp": "tp", "ep": "ep", "dp": "dp", "edp": "dp"}
+_CATEGORY = {"tp": "tp", "cp": "cp", "ep": "ep", "dp": "dp", "edp": "dp"}
 _NAMES = {"allreduce": "all-reduce", "alltoall": "all-to-all", "allgather": "all-gather",
-          "reducescatter": "reduce-scatter"}
+          "reducescatter": "reduce-scatter", "sendrecv": "send/recv"}
 
 
 def _path_latency(fabric, paths) -> float:
@@ -107,7 +107,9 @@ def compile_program(program: Program, graph: TaskGraph, fabric,
         origin = graph.add_delay(0.0, deps=after, release=release, name="iteration start")
     it = CompiledIteration(program, graph, origin=origin, first_task=first_task,
                            notes=list(program.notes), options=options)
-    per_group = {"tp": tp_algo, "dp": dp_algo, "edp": dp_algo, "ep": AUTO}
+    if layout.cp > 1:
+        it.comm_bytes["cp"] = 0.0
+    per_group = {"tp": tp_algo, "dp": dp_algo, "edp": dp_algo, "ep": AUTO, "cp": AUTO}
     _Compiler(it, fabric, placement, {group: options if algo is None else
                                       replace(options, algo=algo)
                                       for group, algo in per_group.items()}).run()
@@ -140,9 +142,12 @@ class _Compiler:
         self.options = options     # per group kind (tp, dp, edp, ep)
         self.routing, self.seed = it.routing, it.seed   # of the pipeline messages
         lay = placement.layout
-        self.groups = {kind: placement.groups(kind).reshape(lay.pp, -1, size)
-                       for kind, size in (("tp", lay.tp), ("dp", lay.dp), ("ep", lay.ep),
-                                          ("edp", lay.edp))}
+        # gradients (and ZeRO shards) span DP x CP: Megatron's data-parallel group with CP
+        self.groups = {kind: placement.groups(source).reshape(lay.pp, -1, size)
+                       for kind, source, size in (
+                           ("tp", "tp", lay.tp), ("cp", "cp", lay.cp), ("ep", "ep", lay.ep),
+                           ("dp", "dp_cp" if lay.cp > 1 else "dp", lay.dp * lay.cp),
+                           ("edp", "edp", lay.edp))}
         self.members = placement.groups("pp")  # column s: GPUs of stage s
         self.cache: dict = {}      # compiled collectives to replay
         self.timed: dict = {}      # (op, kind, size, local pattern) -> (seconds, bytes)
@@ -281,7 +286,8 @@ class _StageState:
         task = self.graph.add_delay(seconds, deps=p["deps"] or self._origin(),
                                     name=f"s{self.s} {p['name']}")
         self.current().elements.append(Element(task, task, {k: p[k] for k in
-                                                            ("compute", "tp", "ep")}))
+                                                            ("compute", "tp", "ep")},
+                                               wait=p["wait"]))
         for i in p["ops"]:
             self.tasks[i] = [task]
         self.tail = task
@@ -293,8 +299,13 @@ class _StageState:
     def delay(self, index: int, part: str, seconds: float, after, name: str) -> None:
         if self.pending is None or after or self.recv >= 0:
             self.flush()
+            # a wait for a TP or CP collective overlapped with compute is exposed TP or CP
+            # time; any other (ZeRO-3 gathers) DP
+            waits = [_CATEGORY[self.ops[a].group] for a in after
+                     if isinstance(self.ops[a], Collective) and self.ops[a].group in ("tp", "cp")]
             self.pending = {"compute": 0.0, "tp": 0.0, "ep": 0.0, "ops": [], "name": name,
-                            "deps": self.start_deps(self.deps(after))}
+                            "deps": self.start_deps(self.deps(after)),
+                            "wait": waits[0] if waits else "dp"}
         self.pending[part] += seconds
         self.pending["ops"].append(index)
         if index in self.referenced:
@@ -345,6 +356,13 @@ class _StageState:
             self.tasks[i] = []
             return
         base = self.deps(op.after) or self._origin()
+        if op.group == "tp" and self.c.in_host(groups):
+            # TP overlapped with compute, inside a host: timed once and replayed, as the
+            # blocking ones (the module docstring's approximation), beside the stream
+            seconds = self.c.replay_time(op, groups)
+            self.tasks[i] = [self.graph.add_delay(seconds, deps=base,
+                                                  name=f"s{self.s} tp {op.op}")]
+            return
         name = f"s{self.s} {op.row or op.group} {op.op}"
         if op.follows >= 0 or i in self.followed:  # one chain per group
             behind = self.per_group.get(op.follows) if op.follows >= 0 else None

@@ -35,6 +35,7 @@ class Element:
     last: int
     nominal: dict | None = None
     category: str = ""
+    wait: str = "dp"     # what a wait before it (other than for a pipeline message) counts as
 
 
 @dataclass

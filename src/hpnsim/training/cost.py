@@ -202,7 +202,7 @@ class OperationModel:
         self.dtype, self.table = dtype, table
 
     def _sharding(self, job) -> dict:
-        return dict(micro_batch=job.micro_batch, seq_len=job.seq_len, tp=job.tp,
+        return dict(micro_batch=job.micro_batch, seq_len=job.seq_len, tp=job.tp, cp=job.cp,
                     sequence_parallel=job.sequence_parallel, table=self.table)
 
     def _block(self, job, name: str, ops: OpList, counts, params) -> Block:
@@ -267,7 +267,7 @@ class ConstantEfficiency:
         spec, gpu = job.model, job.gpu
         peak = gpu.tensor_peak(self.dtype) if gpu.tensor_peaks else gpu.peak_flops
         rate = peak * self.efficiency
-        tokens = job.micro_batch * job.seq_len
+        tokens = job.micro_batch * job.seq_len / job.cp   # each CP rank: s/cp tokens
         factor = 3.0 if job.recompute else 2.0
         q = spec.heads * spec.head_dim if spec.kind == "transformer" else 0
         scores = 4 * job.seq_len * q * tokens / job.tp / rate

@@ -3,7 +3,9 @@
 Per stage, the pipeline schedule's passes in order; per transformer layer and pass:
 
 - forward: attention compute, TP all-reduce; [MoE: dispatch all-to-all], MLP (experts)
-  compute, [MoE: combine all-to-all], TP all-reduce;
+  compute, [MoE: combine all-to-all], TP all-reduce; with sequence parallelism each
+  all-reduce becomes a reduce-scatter where it was and an all-gather before the next GEMM
+  (attention, MLP), the same ring bytes in two launches;
 - backward (MLP first): [combine all-to-all], MLP input-gradient compute, [dispatch
   all-to-all], TP all-reduce, MLP weight-gradient compute; then the same for attention
   without all-to-alls. Full recomputation replays the layer's forward (TP and EP included)
@@ -18,15 +20,28 @@ last micro-batch is done, one after another per group; then the optimizer steps;
 all-gathers the updated weights bucket by bucket. ZeRO-3 (FSDP) gathers every unit before
 its forward and backward and reduce-scatters it after its backward, every micro-batch, on
 one communication stream per stage (see :func:`program_from_job`).
+
+Options that reshape this (docs/pipelines.md): ``zb-h1`` splits each backward into a ``B``
+pass (input gradients and their collectives) and a ``W`` pass (weight gradients);
+``tp_comm_overlap`` pipelines SP's collectives with their GEMMs (:mod:`.tp_overlap`); ``cp``
+runs attention as ring attention over the CP group (:mod:`.context`);
+``selective_recompute`` re-runs core attention before its backward;
+``overlap_grad_reduce=False`` reduces one bucket per chunk after the schedule;
+``overlap_param_gather`` moves the ZeRO-1/2 gathers into the first forward
+(:mod:`.param_gather`).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from hpnsim.training.job import Block, TrainJob
+from hpnsim.training.context import Ring, expand_ring
+from hpnsim.training.cost import Block
+from hpnsim.training.job import TrainJob
+from hpnsim.training.param_gather import forward_buckets
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.training.schedule import pipeline_schedule
+from hpnsim.training.tp_overlap import RS_SPLITS, Bulk, Pipelined, expand, gemm_shares
 
 
 def program_from_job(job: TrainJob) -> Program:
@@ -62,7 +77,8 @@ def program_from_job(job: TrainJob) -> Program:
     return Program(layout=job.layout, stages=stages, job=job.to_dict(),
                    model_flops=job.model_flops, tokens=job.tokens_per_iteration,
                    peak_flops=job.gpu.peak_flops,
-                   tp_allreduce_bytes=job.activation_bytes if job.tp > 1 else 0.0)
+                   tp_allreduce_bytes=(job.activation_bytes if job.tp > 1
+                                       and not job.sequence_parallel else 0.0))
 
 
 class _StageBuilder:
@@ -76,39 +92,148 @@ class _StageBuilder:
         self.anchors: dict[int, list[int]] = {}   # virtual stage -> last op of each block
         self.fsdp_tail: tuple[int, ...] = ()
         self.fsdp_steps = 0
+        self.split = job.schedule == "zb-h1"   # backward as B (input grads) + W (weights)
+        self.recv_op = -1          # the pass's Recv, until a stream op consumes it
+        self.shares = gemm_shares(job.model, job.seq_len)
 
     def add(self, op) -> int:
         self.ops.append(op)
         if isinstance(op, Compute) or (isinstance(op, Collective) and op.blocking):
             self.last = len(self.ops) - 1
+            self.recv_op = -1      # the stream op consumed the pass's message
         return len(self.ops) - 1
 
     # ----- one block (layer, head or embedding) of one pass ------------------------------
     def block(self, block: Block, kind: str, after: tuple[int, ...] = ()) -> None:
         job = self.job
-        tp = (Collective("allreduce", "tp", job.activation_bytes),) if job.tp > 1 else ()
+        # TP collectives entering and leaving each of attention and MLP (forward; backward
+        # the same pair: an all-gather's gradient is a reduce-scatter and back). Without
+        # sequence parallelism one all-reduce leaves; with it (Megatron) the sequence-sharded
+        # input is all-gathered before the column-parallel GEMM and the row-parallel output
+        # reduce-scattered, the same ring bytes as the all-reduce in two launches.
+        enter: tuple = ()
+        tp: tuple = ()
+        if job.tp > 1 and job.sequence_parallel:
+            enter = (Collective("allgather", "tp", job.activation_bytes),)
+            tp = (Collective("reducescatter", "tp", job.activation_bytes),)
+        elif job.tp > 1:
+            tp = (Collective("allreduce", "tp", job.activation_bytes),)
         ep = ((Collective("alltoall", "ep", job.ep_buffer_bytes),)
               if block.forward_ep_ops > 0 else ())
         if block.name == "head":
             h = block.forward_compute
             fwd = [Compute(h, "head")]
-            bwd = [Compute(block.mlp_ig, "head ig"), Compute(block.mlp_wg, "head wg")]
+            ig, wg = [Compute(block.mlp_ig, "head ig")], [Compute(block.mlp_wg, "head wg")]
+            bwd = ig + wg
         elif block.name == "embedding":  # lookup and its gradient (none: no task)
             fwd = [Compute(block.forward_compute, "embedding")] if block.forward_compute else []
-            bwd = ([Compute(block.backward_compute, "embedding wg")]
-                   if block.backward_compute else [])
+            ig, wg = [], ([Compute(block.backward_compute, "embedding wg")]
+                          if block.backward_compute else [])
+            bwd = ig + wg
         else:
             attn = block.forward_attention
             mlp = block.forward_compute - attn
-            fwd = [Compute(attn, "attention"), *tp, *ep, Compute(mlp, "mlp"), *ep, *tp]
-            bwd = [*ep, Compute(block.mlp_ig, "mlp ig"), *ep, *tp,
-                   Compute(block.mlp_wg, "mlp wg"), Compute(block.attention_ig, "attention ig"),
-                   *tp, Compute(block.attention_wg, "attention wg")]
-        ops = fwd if kind == "F" else (fwd + bwd if job.recompute else bwd)
+            fwd = [*enter, Compute(attn, "attention"), *tp, *ep, *enter, Compute(mlp, "mlp"),
+                   *ep, *tp]
+            bwd = [*ep, *enter, Compute(block.mlp_ig, "mlp ig"), *ep, *tp,
+                   Compute(block.mlp_wg, "mlp wg"), *enter,
+                   Compute(block.attention_ig, "attention ig"), *tp,
+                   Compute(block.attention_wg, "attention wg")]
+            # zero-bubble split: B keeps what the previous stage waits for (input gradients
+            # and their TP/EP collectives), W the weight-gradient GEMMs
+            ig = [*ep, *enter, Compute(block.mlp_ig, "mlp ig"), *ep, *tp, *enter,
+                  Compute(block.attention_ig, "attention ig"), *tp]
+            wg = [Compute(block.mlp_wg, "mlp wg"), Compute(block.attention_wg, "attention wg")]
+            if job.tp_comm_overlap:
+                fwd, bwd, ig = self.overlapped(block, ep)
+            if job.selective_recompute:
+                bwd, ig = (self.recompute_core(ops, attn) for ops in (bwd, ig))
+            if job.cp > 1:
+                fwd, bwd, ig = (self.ring(ops, block) for ops in (fwd, bwd, ig))
+        if self.split:
+            bwd = ig
+        if kind == "W":
+            ops = wg
+        else:
+            ops = fwd if kind == "F" else (fwd + bwd if job.recompute else bwd)
         for i, op in enumerate(ops):
+            if isinstance(op, Pipelined | Bulk):
+                expand(self, op, after if i == 0 else ())
+                continue
+            if isinstance(op, Ring):
+                expand_ring(self, op, after if i == 0 else ())
+                continue
             if i == 0 and after:
                 op = replace(op, after=after)
             self.add(op)
+
+    def recompute_core(self, ops: list, attn: float) -> list:
+        """``ops`` (a backward) with the core attention's forward re-run before the attention
+        input gradients (Megatron's selective recomputation of ``core_attn``)."""
+        qkv, proj, _, _ = self.shares
+        core = attn * (1 - qkv - proj)
+        out: list = []
+        for op in ops:
+            if isinstance(op, Compute | Pipelined) and op.label in (
+                    "attention ig", "attention proj ig"):
+                out.append(Compute(core, "attention core recompute"))
+            out.append(op)
+        return out
+
+    def ring(self, ops: list, block: Block) -> list:
+        """``ops`` with the score/value part of attention run as ring attention over the CP
+        group (:mod:`hpnsim.training.context`): keys and values forward, keys, values and
+        their gradients backward. The block's attention forward and input-gradient times are
+        split between the QKV and output projections and the core by their FLOP shares."""
+        qkv, proj, _, _ = self.shares
+        attn, attn_ig = block.forward_attention, block.attention_ig
+        core, core_ig = attn * (1 - qkv - proj), attn_ig * (1 - qkv - proj)
+        kv, steps = self.job.kv_bytes, self.job.cp
+        forward = Ring(kv, core, "attention core", steps)
+        backward = Ring(2 * kv, core_ig, "attention core ig", steps)
+        replace_by = {
+            "attention": [Compute(attn * qkv, "attention qkv"), forward,
+                          Compute(attn * proj, "attention proj")],
+            "attention core": [forward],
+            "attention core recompute": [Ring(kv, core, "attention core recompute", steps)],
+            "attention ig": [Compute(attn_ig * proj, "attention proj ig"), backward,
+                             Compute(attn_ig * qkv, "attention qkv ig")],
+            "attention rest ig": [backward, Compute(attn_ig * qkv, "attention qkv ig")],
+        }
+        out = []
+        for op in ops:
+            out += replace_by.get(op.label, [op]) if isinstance(op, Compute) else [op]
+        return out
+
+    def overlapped(self, block: Block, ep: tuple) -> tuple[list, list, list]:
+        """Forward, backward and input-gradient ops of a layer with TP communication
+        overlapped with its GEMMs (:mod:`hpnsim.training.tp_overlap`); the block's forward,
+        input- and weight-gradient times are split between its GEMMs by their FLOP shares."""
+        size, k = self.job.activation_bytes, self.job.tp
+        qkv, proj, fc1, fc2 = self.shares
+        attn = block.forward_attention
+        mlp = block.forward_compute - attn
+        attn_ig, mlp_ig = block.attention_ig, block.mlp_ig
+        ag = Collective("allgather", "tp", size)
+        rs = Collective("reducescatter", "tp", size)
+        core = attn * (1 - qkv - proj)
+        fwd = [Pipelined("allgather", size, attn * qkv, "attention qkv", k, True),
+               Compute(core, "attention core"),
+               Pipelined("reducescatter", size, attn * proj, "attention proj", RS_SPLITS, False)]
+        ig_attn = [Pipelined("allgather", size, attn_ig * proj, "attention proj ig", k, True),
+                   Compute(attn_ig * (1 - proj), "attention rest ig")]
+        if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
+            fwd += [*ep, ag, Compute(mlp, "mlp"), *ep, rs]
+            ig_mlp = [*ep, ag, Compute(mlp_ig, "mlp ig"), *ep, rs]
+            bwd = [*ig_mlp, Compute(block.mlp_wg, "mlp wg")]
+        else:
+            fwd += [Pipelined("allgather", size, mlp * fc1, "mlp fc1", k, True),
+                    Pipelined("reducescatter", size, mlp * fc2, "mlp fc2", RS_SPLITS, False)]
+            ig_mlp = [Pipelined("allgather", size, mlp_ig * fc2, "mlp fc2 ig", k, True),
+                      Compute(mlp_ig * fc1, "mlp fc1 ig"), rs]
+            bwd = [*ig_mlp[:2], Bulk(size, block.mlp_wg, "mlp wg")]
+        bwd += [*ig_attn, Bulk(size, block.attention_wg, "attention wg")]
+        return fwd, bwd, [*ig_mlp, *ig_attn, rs]
 
     def forward_blocks(self, u: int) -> list[Block]:
         return list(reversed(self.job.stage_cost(u).blocks))
@@ -126,18 +251,28 @@ class _StageBuilder:
                 recv = self.add(Recv((u - 1) % p, ("F", j, u)))
             elif kind == "B" and u < chunks - 1:
                 recv = self.add(Recv((u + 1) % p, ("B", j, u)))
+            self.recv_op = recv
+            before = len(self.ops)
             if units is not None:
                 self.fsdp_pass(units, n, kind, recv)
+            elif kind == "F" and j == 0 and job.overlap_param_gather:
+                self.gathered_forward(u)
             elif kind == "F":
                 for block in self.forward_blocks(u):
                     self.block(block, "F")
             else:
                 ends = []
                 for block in job.stage_cost(u).blocks:
-                    self.block(block, "B")
+                    self.block(block, kind)
                     ends.append(self.last)
-                if j == m - 1:
+                if j == m - 1 and kind == ("W" if self.split else "B"):
                     self.anchors[u] = ends
+            if len(self.ops) == before and kind != "W":
+                # a virtual stage without kernels (only the embedding): the pass still waits
+                # for its message, so the wait is accounted as the pipeline's, not the DP's
+                self.add(Compute(0.0, "embedding"))
+                if j == m - 1 and units is None and kind == ("W" if self.split else "B"):
+                    self.anchors[u] = [self.last] * len(job.stage_cost(u).blocks)
             if kind == "F" and u < chunks - 1:
                 self.add(Send((u + 1) % p, self.message, ("F", j, u + 1)))
             elif kind == "B" and u > 0:
@@ -165,9 +300,15 @@ class _StageBuilder:
             prev = -1
             for k in reversed(range(job.virtual_stages)):  # chunks finish last-first
                 u = k * p + self.s
-                for params, block in job.buckets(u, expert=expert):
+                buckets = [(params, (self.anchors[u][block],))
+                           for params, block in job.buckets(u, expert=expert)]
+                if not job.overlap_grad_reduce and buckets:
+                    # Megatron without overlap_grad_reduce: one bucket per chunk's buffer,
+                    # reduced once the whole schedule is done (finalize_model_grads)
+                    buckets = [(sum(params for params, _ in buckets), (self.last,))]
+                for params, after in buckets:
                     prev = self.add(Collective(reduce_op, kind, params * job.grad_bytes,
-                                               blocking=False, after=(self.anchors[u][block],),
+                                               blocking=False, after=after,
                                                follows=prev, row="dp"))
                     done.append((params, kind))
             if prev >= 0:
@@ -175,12 +316,42 @@ class _StageBuilder:
         self.add(Pass("optimizer"))
         optimizer = self.add(Compute(job.optimizer_time(self.s), "optimizer",
                                      after=tuple(tails)))
-        if job.zero:  # distributed optimizer: gather the updated 16-bit weights
+        if job.zero and not job.overlap_param_gather:
+            # distributed optimizer: gather the updated 16-bit weights
             chains: dict[str, int] = {}
             for params, kind in done:
                 chains[kind] = self.add(Collective(
                     "allgather", kind, params * job.model.dtype_bytes, blocking=False,
                     after=(optimizer,), follows=chains.get(kind, -1), row="allgather"))
+
+    def gathered_forward(self, u: int) -> None:
+        """The first forward of chunk ``u`` with ``overlap_param_gather``: each block waits
+        for the buckets holding its parameters; the first block that needs a bucket
+        dispatches its all-gather and the next one's (:mod:`hpnsim.training.param_gather`)."""
+        job = self.job
+        blocks = job.stage_cost(u).blocks
+        plans = []
+        for kind, expert in self.shards():
+            buckets = job.buckets(u, expert=expert)
+            params = [b.expert_params if expert else b.dense_params for b in blocks]
+            sizes = [size for size, _ in buckets][::-1]            # forward order
+            plans.append((kind, sizes, forward_buckets(params, buckets), {}))
+        waiting: tuple[int, ...] = ()
+        for q, block in enumerate(self.forward_blocks(u)):
+            entry = tuple(t for t in (self.last, self.recv_op) if t >= 0)
+            for kind, sizes, needs, issued in plans:
+                for b in needs[q]:
+                    for want in (b, b + 1):           # the bucket and the next, prefetched
+                        if want < len(sizes) and want not in issued:
+                            issued[want] = self.add(Collective(
+                                "allgather", kind, sizes[want] * job.model.dtype_bytes,
+                                blocking=False, after=entry, follows=issued.get(want - 1, -1),
+                                row="allgather"))
+                    waiting += (issued[b],)
+            before = len(self.ops)
+            self.block(block, "F", after=waiting)
+            if len(self.ops) > before:    # the embedding has no kernels: the next block waits
+                waiting = ()
 
     # ----- ZeRO-3 / FSDP ---------------------------------------------------------------------
     def fsdp_plan(self, schedule) -> list:

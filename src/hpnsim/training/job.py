@@ -38,6 +38,7 @@ from hpnsim.training.cost import (
     OperationModel,
     StageCost,
 )
+from hpnsim.training.stages import layer_ranges, split_layers
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
 from hpnsim.workloads.layout import Layout, check_layout, make_layout
@@ -76,14 +77,16 @@ class TrainJob:
         before the per-operation one; see :class:`~hpnsim.training.cost.ConstantEfficiency`).
     mfu : float, optional
         Deprecated name of ``compute_efficiency`` (it never was MFU).
-    schedule : {"", "1f1b", "interleaved", "gpipe"}
-        Empty: 1F1B, or interleaved 1F1B when ``virtual_stages > 1``.
+    schedule : {"", "1f1b", "interleaved", "gpipe", "zb-h1"}
+        Empty: 1F1B, or interleaved 1F1B when ``virtual_stages > 1``. ``zb-h1``: zero-bubble
+        H1, the backward split into input- and weight-gradient passes (not with ZeRO-3).
     virtual_stages : int
         Model chunks per stage (interleaved schedule).
     sequence_parallel : bool
         Megatron sequence parallelism: a pipeline message is split over the TP ranks (each
-        sends ``1/tp`` of the hidden state); TP all-reduces become reduce-scatter + all-gather
-        pairs, which move the same bytes and are timed as the all-reduce.
+        sends ``1/tp`` of the hidden state); each TP all-reduce becomes a reduce-scatter
+        (where the all-reduce was) and an all-gather (before the next attention or MLP), two
+        collectives with the all-reduce's ring bytes.
     zero : {0, 1, 2, 3}
         0: gradient all-reduce; 1 and 2 (distributed optimizer): gradient reduce-scatter,
         optimizer on the 1/dp shard, parameter all-gather. 3 (ZeRO-3 / FSDP): parameters
@@ -99,10 +102,45 @@ class TrainJob:
         overlaps that compute; ``False`` gathers each unit only when it is needed.
     bucket_params : int, optional
         Parameters per gradient bucket; default Megatron-LM's ``max(40e6, 1e6 * dp)``.
+    overlap_grad_reduce : bool
+        Reduce each gradient bucket as soon as the last micro-batch's backward has filled it,
+        behind the rest of the backward (hpnsim's default). ``False`` is Megatron-Core 0.20's
+        default (``DistributedDataParallelConfig.overlap_grad_reduce``): one bucket per model
+        chunk, reduced after the stage's whole schedule.
     grad_bytes : int
         Bytes per gradient element on the wire (2: BF16; 4: FP32 reduction).
+    cp : int
+        Context-parallel size (Megatron-Core / TransformerEngine ring attention): each of ``cp``
+        ranks holds ``seq_len / cp`` tokens of every micro-batch (two chunks of
+        ``seq_len / 2cp``, TE's causal load balancing) and passes its keys and values around
+        the CP ring, overlapped with attention (:mod:`hpnsim.training.context`). Gradients
+        reduce over DP x CP. Needs ``seq_len`` divisible by ``2 * cp``; not with ``ep > 1``.
+    tp_comm_overlap : bool
+        Megatron-Core's ``tp_comm_overlap`` (default off; needs ``sequence_parallel``): SP's
+        all-gathers and reduce-scatters pipelined with the GEMMs they feed, TransformerEngine
+        userbuffers' defaults (:mod:`hpnsim.training.tp_overlap`).
     recompute : bool
         Full activation recomputation (backward re-runs the forward, TP included).
+    overlap_param_gather : bool
+        Megatron-Core's ``overlap_param_gather`` (default off): with the distributed optimizer
+        (``zero`` 1 or 2) and ``overlap_grad_reduce``, the updated parameters are all-gathered
+        during the next forward, each bucket when its first block needs it, one bucket ahead
+        (:mod:`hpnsim.training.param_gather`); off, right after the optimizer step.
+    selective_recompute : bool
+        Megatron's selective recomputation (``--recompute-activations``: granularity
+        ``selective``, module ``core_attn``): the backward re-runs each layer's core attention
+        (score and value products) only. Off by default, as in Megatron-Core; not with
+        ``recompute``.
+    stage_layers : sequence of int, optional
+        Transformer layers of each virtual stage ``u = k * pp + s`` (``pp * virtual_stages``
+        counts summing to the model's layers; 0 allowed: an embedding- or head-only stage),
+        as Megatron-Core's ``pipeline_model_parallel_layout``; default an even split.
+    first_stage_layers, last_stage_layers : int, optional
+        Megatron-Core's ``num_layers_in_first_pipeline_stage`` / ``..._last_...``.
+    account_for_embedding, account_for_loss : bool
+        Megatron-Core's ``account_for_embedding_in_pipeline_split`` /
+        ``account_for_loss_in_pipeline_split``: the embedding (loss and head) counts as a layer
+        when splitting (see :func:`hpnsim.training.stages.split_layers`).
     optimizer_bytes_per_param : float, optional
         HBM bytes the optimizer step moves per local parameter, at the datasheet HBM
         bandwidth (0 leaves the step out); default: the compute model's (Adam's bytes at the
@@ -140,7 +178,12 @@ class TrainJob:
     bucket_params: int
     grad_bytes: int
     recompute: bool
+    tp_comm_overlap: bool
+    overlap_grad_reduce: bool
+    selective_recompute: bool
+    overlap_param_gather: bool
     optimizer_bytes_per_param: float | None
+    stage_layers: tuple[int, ...]
     _costs: dict = field(compare=False, repr=False)
 
     def __init__(self, model: models.ModelSpec | str, tp: int = 1, pp: int = 1, dp: int = 1,
@@ -150,7 +193,12 @@ class TrainJob:
                  zero: int = 0, ep: int = 1, fsdp_prefetch: bool = True,
                  sequence_parallel: bool = False, bucket_params: int | None = None,
                  grad_bytes: int = 2, recompute: bool = False,
-                 optimizer_bytes_per_param: float | None = None, *,
+                 optimizer_bytes_per_param: float | None = None,
+                 stage_layers=None, first_stage_layers: int | None = None,
+                 last_stage_layers: int | None = None, account_for_embedding: bool = False,
+                 account_for_loss: bool = False, tp_comm_overlap: bool = False,
+                 overlap_grad_reduce: bool = True, cp: int = 1,
+                 selective_recompute: bool = False, overlap_param_gather: bool = False, *,
                  layout: Layout | None = None, dtype: str = "bf16",
                  compute_efficiency: float | None = None,
                  kernel_table: KernelTable | str | Path | None = None):
@@ -158,7 +206,7 @@ class TrainJob:
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
                                       "needs a transformer (layers, hidden size)")
-        parallel = dict(tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
+        parallel = dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, micro_batch=micro_batch,
                         virtual_stages=virtual_stages)
         for name, value in (*parallel.items(), ("grad_bytes", grad_bytes)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -176,13 +224,16 @@ class TrainJob:
             compute_efficiency = mfu
         self._set_compute(get_gpu(gpu), dtype, compute_efficiency, kernel_table)
         set_(self, "seq_len", spec.seq_len if seq_len is None else seq_len)
+        uneven = (stage_layers is not None or first_stage_layers is not None
+                  or last_stage_layers is not None or account_for_embedding or account_for_loss)
         if layout is None:
             if global_batch is None:
                 global_batch = dp * micro_batch * 4 * pp
-            layout = make_layout(spec, tp=tp, pp=pp, dp=dp, ep=ep, vpp=virtual_stages,
+            layout = make_layout(spec, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vpp=virtual_stages,
                                  zero=zero, sequence_parallel=sequence_parallel,
                                  micro_batch=micro_batch, global_batch=global_batch,
-                                 schedule=schedule, gpus_per_host=None)
+                                 schedule=schedule, gpus_per_host=None,
+                                 even_layers=not uneven)
         else:
             given = {k: v for k, v in (*parallel.items(), ("zero", zero),
                                        ("global_batch", global_batch), ("schedule", schedule),
@@ -194,10 +245,35 @@ class TrainJob:
                                            f"as arguments, not both (got {', '.join(given)})")
             if not isinstance(layout, Layout):
                 raise InputError("layout", f"must be a Layout, got {type(layout).__name__}")
-            if layout.cp != 1:
-                raise InputError("cp", f"context parallelism is not simulated, got {layout.cp}")
-            check_layout(layout, spec, gpus_per_host=None)
+            check_layout(layout, spec, gpus_per_host=None, even_layers=not uneven)
+        if layout.schedule == "zb-h1" and layout.zero == 3:
+            raise InputError("schedule", "zb-h1 splits each backward in two; ZeRO-3's per-unit "
+                                         "gathers are modelled with 1f1b, gpipe or interleaved")
+        if layout.cp > 1 and self.seq_len % (2 * layout.cp):
+            raise InputError("cp", f"must split the sequence ({self.seq_len} tokens) into 2*cp "
+                                   f"equal chunks (causal load balancing), got cp={layout.cp}")
+        if layout.cp > 1 and layout.ep > 1:
+            raise InputError("cp", "context parallelism with expert parallelism is not "
+                                   f"modelled, got cp={layout.cp} with ep={layout.ep}")
+        if tp_comm_overlap and not (layout.sequence_parallel and layout.tp > 1):
+            raise InputError("tp_comm_overlap", "overlaps sequence parallelism's collectives: "
+                                                "needs sequence_parallel and tp > 1")
+        set_(self, "tp_comm_overlap", bool(tp_comm_overlap))
+        set_(self, "overlap_grad_reduce", bool(overlap_grad_reduce))
+        if selective_recompute and recompute:
+            raise InputError("selective_recompute", "recomputes core attention only; full "
+                                                    "recompute already replays it: give one")
+        set_(self, "selective_recompute", bool(selective_recompute))
+        if overlap_param_gather and (layout.zero not in (1, 2) or not overlap_grad_reduce):
+            raise InputError("overlap_param_gather", "needs the distributed optimizer (zero 1 "
+                                                     "or 2) and overlap_grad_reduce, as in "
+                                                     "Megatron-Core")
+        set_(self, "overlap_param_gather", bool(overlap_param_gather))
         set_(self, "layout", layout)
+        set_(self, "stage_layers", split_layers(
+            spec.layers, layout.pp, layout.vpp, first=first_stage_layers, last=last_stage_layers,
+            embedding=account_for_embedding, loss=account_for_loss,
+            given=None if stage_layers is None else tuple(stage_layers)))
         set_(self, "fsdp_prefetch", fsdp_prefetch)
         set_(self, "recompute", recompute)
         set_(self, "grad_bytes", grad_bytes)
@@ -274,8 +350,13 @@ class TrainJob:
     # ----- sizes -----------------------------------------------------------------------
     @property
     def gpus(self) -> int:
-        """GPUs of the job: ``tp * pp * dp``."""
-        return self.tp * self.pp * self.dp
+        """GPUs of the job: ``tp * cp * pp * dp``."""
+        return self.layout.n_gpus
+
+    @property
+    def cp(self) -> int:
+        """Context-parallel size."""
+        return self.layout.cp
 
     @property
     def micro_batches(self) -> int:
@@ -289,8 +370,16 @@ class TrainJob:
 
     @property
     def layers_per_chunk(self) -> int:
-        """Transformer layers per virtual stage."""
-        return self.model.layers // self.chunks
+        """Transformer layers per virtual stage (the most any holds, with an uneven split)."""
+        return max(self.stage_layers)
+
+    def chunk_layers(self, chunk: int) -> range:
+        """Indices of the transformer layers of virtual stage ``chunk``.
+
+        >>> TrainJob("llama3-8b", pp=2, stage_layers=(12, 20)).chunk_layers(1)
+        range(12, 32)
+        """
+        return layer_ranges(self.stage_layers)[chunk]
 
     @property
     def tokens_per_iteration(self) -> int:
@@ -304,8 +393,22 @@ class TrainJob:
 
     @property
     def activation_bytes(self) -> float:
-        """One micro-batch's hidden state ``b x s x h`` (a TP all-reduce buffer)."""
-        return self.model.hidden_state_bytes(self.micro_batch, self.seq_len)
+        """One micro-batch's hidden state on one CP rank, ``b x s/cp x h`` (a TP all-reduce
+        buffer)."""
+        return self.model.hidden_state_bytes(self.micro_batch, self.seq_len) / self.cp
+
+    @property
+    def kv_bytes(self) -> float:
+        """Keys and values of one layer on one GPU, what a ring-attention step passes on:
+        ``2 x b x s/cp x kv_heads/tp x head_dim`` (KV heads replicated when fewer than tp).
+
+        >>> TrainJob("llama3-8b", tp=8, cp=2).kv_bytes / 2**20   # K, V x 4096 tokens x 128 x 2 B
+        2.0
+        """
+        spec = self.model
+        heads = max(spec.kv_heads / self.tp, 1.0)
+        return (2.0 * self.micro_batch * self.seq_len / self.cp * heads * spec.head_dim
+                * spec.dtype_bytes)
 
     # ----- costs -----------------------------------------------------------------------
     def stage_cost(self, chunk: int) -> StageCost:
@@ -325,9 +428,7 @@ class TrainJob:
         return self._costs[chunk]
 
     def _stage_cost(self, chunk: int) -> StageCost:
-        first = chunk * self.layers_per_chunk
-        layers = range(first, first + self.layers_per_chunk)
-        blocks = self.compute_model.blocks(self, layers, first=chunk == 0,
+        blocks = self.compute_model.blocks(self, self.chunk_layers(chunk), first=chunk == 0,
                                            last=chunk == self.chunks - 1)
         return StageCost.of(blocks[::-1])  # backward order
 
@@ -390,7 +491,7 @@ class TrainJob:
         79.9
         """
         dense, expert = self.stage_params(stage), self.stage_params(stage, expert=True)
-        params = dense / self.dp + expert / self.edp if self.zero else dense + expert
+        params = dense / (self.dp * self.cp) + expert / self.edp if self.zero else dense + expert
         if self.optimizer_bytes_per_param is not None:
             return params * self.optimizer_bytes_per_param / self.gpu.memory_bandwidth
         layer_params = sum(b.dense_params + b.expert_params
@@ -445,7 +546,8 @@ class TrainJob:
         """Job description for JSON output."""
         return {
             "model": self.model.name, "tp": self.tp, "pp": self.pp, "dp": self.dp,
-            "ep": self.ep, "gpus": self.gpus, "micro_batch": self.micro_batch,
+            "ep": self.ep, **({"cp": self.cp} if self.cp > 1 else {}), "gpus": self.gpus,
+            "micro_batch": self.micro_batch,
             "global_batch": self.global_batch,
             "micro_batches": self.micro_batches, "seq_len": self.seq_len,
             "gpu": self.gpu.name, "dtype": self.dtype, "compute_model": self.compute_model.name,
@@ -457,4 +559,10 @@ class TrainJob:
             "fsdp_prefetch": self.fsdp_prefetch,
             "bucket_params": self.bucket_params, "grad_bytes": self.grad_bytes,
             "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
+            **({"tp_comm_overlap": True} if self.tp_comm_overlap else {}),
+            **({} if self.overlap_grad_reduce else {"overlap_grad_reduce": False}),
+            **({"selective_recompute": True} if self.selective_recompute else {}),
+            **({"overlap_param_gather": True} if self.overlap_param_gather else {}),
+            **({"stage_layers": list(self.stage_layers)}
+               if len(set(self.stage_layers)) > 1 else {}),
         }

@@ -4,12 +4,13 @@ A :class:`Program` holds one op list per pipeline stage. Every GPU of a stage ru
 list (DP replicas and TP ranks are in lockstep), so a stage is the unit of the program:
 
 - :class:`Pass` opens a forward (``F``) or backward (``B``) pass of a micro-batch on a model
-  chunk, or the optimizer step; the ops up to the next ``Pass`` belong to it (accounting and
+  chunk (``W``: its weight-gradient part, where a zero-bubble schedule splits it off), or the
+  optimizer step; the ops up to the next ``Pass`` belong to it (accounting and
   Gantt rows are per pass).
 - :class:`Compute` is kernel time on the stage's compute stream (seconds).
-- :class:`Collective` runs ``op`` on every group of kind ``group`` (``tp``, ``dp``, ``ep``,
-  ``edp``) of the stage, each GPU contributing ``size`` bytes. A *blocking* one sits on the
-  compute stream (Megatron's TP all-reduces, MoE dispatch/combine all-to-alls); an async one
+- :class:`Collective` runs ``op`` on every group of kind ``group`` (``tp``, ``cp``, ``dp``,
+  ``ep``, ``edp``; ``dp`` is DP x CP when ``cp > 1``) of the stage, each GPU contributing
+  ``size`` bytes. A *blocking* one sits on the compute stream (Megatron's TP all-reduces, MoE dispatch/combine all-to-alls); an async one
   (gradient buckets, ZeRO gathers) starts when the ops listed in ``after`` are done and, with
   ``follows``, queues group by group behind an earlier collective (one communicator per group).
 - :class:`Send` / :class:`Recv` move a pipeline message to / from a neighbouring stage;
@@ -35,9 +36,9 @@ from dataclasses import dataclass, field
 from hpnsim.errors import InputError
 from hpnsim.workloads.layout import Layout
 
-GROUP_KINDS = ("tp", "dp", "ep", "edp")
-COLLECTIVE_OPS = ("allreduce", "allgather", "reducescatter", "alltoall")
-PASS_KINDS = ("F", "B", "optimizer")
+GROUP_KINDS = ("tp", "cp", "dp", "ep", "edp")
+COLLECTIVE_OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
+PASS_KINDS = ("F", "B", "W", "optimizer")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from hpnsim.errors import InputError
 from hpnsim.workloads.models import ModelSpec
 from hpnsim.workloads.models import get as get_model
 
-SCHEDULES = ("1f1b", "interleaved", "gpipe")
+SCHEDULES = ("1f1b", "interleaved", "gpipe", "zb-h1")
 
 
 @dataclass(frozen=True)
@@ -143,8 +143,11 @@ class Layout:
 
 
 def check_layout(layout: Layout, model: ModelSpec | str, *, n_gpus: int | None = None,
-                 gpus_per_host: int | None = 8, allow_cross_host_tp: bool = False) -> None:
+                 gpus_per_host: int | None = 8, allow_cross_host_tp: bool = False,
+                 even_layers: bool = True) -> None:
     """Raise :class:`InputError` if ``layout`` does not fit ``model``, ``n_gpus`` or the host size.
+
+    ``even_layers=False`` leaves the layer split to the caller (an uneven pipeline split).
 
     Examples
     --------
@@ -172,7 +175,7 @@ def check_layout(layout: Layout, model: ModelSpec | str, *, n_gpus: int | None =
             raise InputError("layout", f"{model.name} is a {model.kind}: only data parallelism "
                                        f"is modelled, got tp={lay.tp} pp={lay.pp} cp={lay.cp} ep={lay.ep}")
         return
-    if model.layers % (lay.pp * lay.vpp):
+    if even_layers and model.layers % (lay.pp * lay.vpp):
         raise InputError("pp", f"pp*vpp = {lay.pp}*{lay.vpp} must divide the {model.layers} layers "
                                f"of {model.name}")
     if model.heads % lay.tp:
@@ -189,7 +192,7 @@ def make_layout(model: ModelSpec | str, *, tp: int = 1, pp: int = 1, dp: int = 1
                 ep: int = 1, vpp: int = 1, zero: int = 0, sequence_parallel: bool = False,
                 micro_batch: int = 1, global_batch: int | None = None, schedule: str = "",
                 n_gpus: int | None = None, gpus_per_host: int | None = 8,
-                allow_cross_host_tp: bool = False) -> Layout:
+                allow_cross_host_tp: bool = False, even_layers: bool = True) -> Layout:
     """Build a :class:`Layout` and validate it against ``model`` (see :func:`check_layout`).
 
     Examples
@@ -205,5 +208,5 @@ def make_layout(model: ModelSpec | str, *, tp: int = 1, pp: int = 1, dp: int = 1
                     sequence_parallel=sequence_parallel, micro_batch=micro_batch,
                     global_batch=global_batch, schedule=schedule)
     check_layout(layout, model, n_gpus=n_gpus, gpus_per_host=gpus_per_host,
-                 allow_cross_host_tp=allow_cross_host_tp)
+                 allow_cross_host_tp=allow_cross_host_tp, even_layers=even_layers)
     return layout

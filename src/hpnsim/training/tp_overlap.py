@@ -1,0 +1,112 @@
+"""TP communication overlapped with the GEMMs it feeds (Megatron-Core ``--tp-comm-overlap``
+over TransformerEngine userbuffers).
+
+With sequence parallelism each attention and MLP block all-gathers its sequence-sharded input
+before its column-parallel GEMM (QKV, FC1) and reduce-scatters the output of its row-parallel
+GEMM (projection, FC2). Megatron-Core 0.20's ``tp_comm_overlap`` (default off; it needs
+``sequence_parallel``) hands these to TransformerEngine 2.x userbuffers, whose defaults
+(``transformer_engine/pytorch/module/base.py``, ``initialize_ub``) are modelled as:
+
+- forward all-gather + QKV/FC1 GEMM (``ring_exchange``, ``num_splits = tp``): the gather in
+  ``tp`` chunks, chunk ``i``'s GEMM slice starting when chunk ``i`` has arrived while chunk
+  ``i + 1`` moves (:class:`Pipelined`, communication first);
+- forward projection/FC2 GEMM + reduce-scatter (``pipeline``, ``num_splits = 4``): the GEMM in
+  4 slices, each slice's reduce-scatter leaving when the slice is done (:class:`Pipelined`,
+  GEMM first);
+- backward all-gather of the output gradient + projection/FC2 input-gradient GEMM
+  (``ring_exchange``): as the forward gather;
+- backward reduce-scatter of the QKV/FC1 input gradient (``bulk``, Megatron's
+  ``tp_comm_bulk_dgrad``): the whole reduce-scatter runs beside the block's weight-gradient
+  GEMM (:class:`Bulk`).
+
+With ``k`` chunks of ``c`` seconds of communication and ``g`` of GEMM, a pipelined pair takes
+``c + (k - 1) max(c, g) + g`` instead of ``k (c + g)``: it hides ``min(c, g)`` per chunk but
+one. A bulk pair hides ``min(comm, gemm)``.
+
+What is simplified: a ``ring_exchange`` step is a point-to-point send of one shard; here each
+chunk is an all-gather of ``1/k`` of the buffer (the same bytes, a collective launch per
+chunk). The all-gather of the saved input for the weight gradients (``tp_comm_bulk_wgrad``)
+is not modelled, as SP's backward re-gather is not. The GEMMs' share of a block's compute is
+their share of its FLOPs. MoE layers keep their MLP's TP collectives blocking (the expert
+dispatch sits between the expert GEMMs and the reduce-scatter), and a zero-bubble schedule
+keeps the backward reduce-scatter blocking (its bulk partner, the weight gradient, runs in the
+later ``W`` pass).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hpnsim.training.program import Collective, Compute
+
+#: TransformerEngine's default split of a pipelined reduce-scatter (``"pipeline"`` method)
+RS_SPLITS = 4
+
+
+@dataclass(frozen=True)
+class Pipelined:
+    """A TP collective of ``size`` bytes and a GEMM of ``seconds``, both cut in ``splits``;
+    ``comm_first``: all-gather chunk ``i`` feeds GEMM slice ``i``; else GEMM slice ``i``
+    feeds reduce-scatter chunk ``i``."""
+
+    op: str
+    size: float
+    seconds: float
+    label: str
+    splits: int
+    comm_first: bool
+
+
+@dataclass(frozen=True)
+class Bulk:
+    """A reduce-scatter of ``size`` bytes beside an independent GEMM of ``seconds``."""
+
+    size: float
+    seconds: float
+    label: str
+
+
+def gemm_shares(spec, seq_len: int) -> tuple[float, float, float, float]:
+    """FLOP shares of ``(QKV, projection)`` in a layer's attention and ``(FC1, FC2)`` in its
+    MLP (the rest of attention is the score and value products).
+
+    >>> from hpnsim.workloads import models
+    >>> qkv, proj, fc1, fc2 = gemm_shares(models.get("llama3-8b"), 8192)
+    >>> round(qkv + proj, 4), round(fc1, 4), round(fc2, 4)   # SwiGLU: up+gate, down
+    (0.3846, 0.6667, 0.3333)
+    """
+    q = spec.heads * spec.head_dim
+    kv = spec.kv_heads * spec.head_dim
+    qkv = 2 * spec.hidden * (q + 2 * kv)
+    proj = 2 * spec.hidden * q
+    attention = qkv + proj + 4 * seq_len * q
+    matrices = 3 if spec.gated_mlp else 2
+    return qkv / attention, proj / attention, (matrices - 1) / matrices, 1 / matrices
+
+
+def expand(builder, item, after: tuple[int, ...]) -> None:
+    """Append the ops of a :class:`Pipelined` or :class:`Bulk` item to ``builder`` (a stage
+    builder with ``add``, ``last`` and ``recv_op``), the first waiting for ``after`` too."""
+    entry = tuple(t for t in (builder.last, builder.recv_op, *after) if t >= 0)
+    if isinstance(item, Bulk):
+        rs = builder.add(Collective("reducescatter", "tp", item.size, blocking=False,
+                                    after=entry))
+        builder.add(Compute(item.seconds, item.label, after=after))
+        builder.add(Compute(0.0, "tp wait", after=(rs,)))
+        return
+    k = item.splits
+    previous = -1
+    for i in range(k):
+        if item.comm_first:
+            waits = entry if i == 0 else (previous,)
+            previous = builder.add(Collective(item.op, "tp", item.size / k, blocking=False,
+                                              after=waits))
+            builder.add(Compute(item.seconds / k, item.label, after=(previous,)))
+        else:
+            gemm = builder.add(Compute(item.seconds / k, item.label,
+                                       after=after if i == 0 else ()))
+            waits = (gemm,) if previous < 0 else (gemm, previous)
+            previous = builder.add(Collective(item.op, "tp", item.size / k, blocking=False,
+                                              after=waits))
+    if not item.comm_first:   # what follows needs the whole reduced output
+        builder.add(Compute(0.0, "tp wait", after=(previous,)))

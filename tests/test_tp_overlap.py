@@ -1,0 +1,137 @@
+"""TP communication as frameworks issue it: sequence parallelism as reduce-scatter + all-gather."""
+
+import pytest
+
+from hpnsim.fabrics import hpn7
+from hpnsim.training import program_from_job, simulate_iteration
+from hpnsim.training.job import TrainJob
+from hpnsim.training.program import Collective
+
+# NCCL Simple-protocol ring latencies (collectives.cost): base, NVLink hop
+BASE, NVLINK_HOP = 8.4e-6, 3.4e-6
+SEQ8 = 8192
+
+
+def test_sequence_parallel_issues_reduce_scatter_and_all_gather_pairs():
+    plain = program_from_job(TrainJob("llama3-8b", tp=8, global_batch=2))
+    sp = program_from_job(TrainJob("llama3-8b", tp=8, global_batch=2, sequence_parallel=True))
+    ops = lambda p: [op.op for op in p.ops(Collective) if op.group == "tp"]  # noqa: E731
+    assert set(ops(plain)) == {"allreduce"}
+    # every all-reduce of the buffer becomes one reduce-scatter and one all-gather of it
+    assert ops(sp).count("reducescatter") == ops(sp).count("allgather") == len(ops(plain))
+    assert {op.size for op in sp.ops(Collective)} == {op.size for op in plain.ops(Collective)}
+
+
+def test_sequence_parallel_moves_the_all_reduce_ring_bytes_in_two_launches():
+    fabric = hpn7(segments=1, hosts_per_segment=1, backup_hosts=0)
+    m = 2
+    plain = simulate_iteration(TrainJob("llama3-8b", tp=8, global_batch=m), fabric,
+                               tp_algo="ring")
+    sp = simulate_iteration(TrainJob("llama3-8b", tp=8, global_batch=m,
+                                     sequence_parallel=True), fabric, tp_algo="ring")
+    # a ring all-reduce is a ring reduce-scatter then a ring all-gather: same bytes
+    assert sp.comm_bytes["tp"] == pytest.approx(plain.comm_bytes["tp"], rel=1e-12)
+    size = SEQ8 * 4096 * 2                      # b*s*h BF16 hidden state
+    bw = 200e9 * 20.6 / 25                      # H800 NVLink payload rate per direction
+    half = 7 / 8 * size / bw + BASE + 7 * NVLINK_HOP        # RS or AG: n-1 steps
+    allreduce = 2 * 7 / 8 * size / bw + BASE + 14 * NVLINK_HOP
+    launches = m * 32 * 4                       # micro-batches x layers x (2 fwd + 2 bwd)
+    assert plain.exposed_comm["tp"] == pytest.approx(launches * allreduce, rel=1e-9)
+    # the pair costs one more NCCL launch latency than the all-reduce it replaces
+    assert sp.exposed_comm["tp"] == pytest.approx(launches * 2 * half, rel=1e-9)
+    assert sp.exposed_comm["tp"] - plain.exposed_comm["tp"] == pytest.approx(
+        launches * BASE, rel=1e-6)
+
+
+def _ring(size):
+    """Ring all-gather or reduce-scatter of ``size`` bytes over the 8 NVLink GPUs of an H800
+    host: (n-1)/n of the buffer at NCCL's NVLink payload rate, n-1 hops."""
+    return 7 / 8 * size / (200e9 * 20.6 / 25) + BASE + 7 * NVLINK_HOP
+
+
+def test_overlapped_tp_collectives_hide_min_of_comm_and_gemm_per_chunk():
+    from hpnsim.training.tp_overlap import RS_SPLITS, gemm_shares
+    from hpnsim.workloads import models
+
+    spec = models.ModelSpec("one-layer", layers=1, hidden=4096, heads=32, kv_heads=8,
+                            ffn=14336, vocab=1, seq_len=SEQ8)
+    fabric = hpn7(segments=1, hosts_per_segment=1, backup_hosts=0)
+    # the constant compute model: input and weight gradients each cost a forward, as below
+    kw = dict(tp=8, global_batch=1, sequence_parallel=True, optimizer_bytes_per_param=0,
+              compute_efficiency=0.45)
+    job = TrainJob(spec, tp_comm_overlap=True, **kw)
+    # NCCL's Simple protocol at every size, so every chunk has the ring closed form
+    r = simulate_iteration(job, fabric, tp_algo="ring", protocol="simple")
+    plain = simulate_iteration(TrainJob(spec, **kw), fabric, tp_algo="ring", protocol="simple")
+    layer = next(b for b in job.stage_cost(0).blocks if b.name == "layer0")
+    attn, mlp = layer.forward_attention, layer.forward_compute - layer.forward_attention
+    qkv, proj, fc1, fc2 = gemm_shares(spec, SEQ8)
+    size = SEQ8 * 4096 * 2
+
+    def pipelined(gemm, k):
+        # k chunks of c seconds of collective and g of GEMM: (k-1) min(c, g) hidden
+        c, g = _ring(size / k), gemm / k
+        return k * c - (k - 1) * min(c, g)
+
+    def bulk(gemm):
+        return _ring(size) - min(_ring(size), gemm)
+
+    exposed = (pipelined(attn * qkv, 8) + pipelined(attn * proj, RS_SPLITS)       # forward
+               + pipelined(mlp * fc1, 8) + pipelined(mlp * fc2, RS_SPLITS)
+               + pipelined(mlp * fc2, 8) + bulk(mlp)                              # backward
+               + pipelined(attn * proj, 8) + bulk(attn))
+    assert r.exposed_comm["tp"] == pytest.approx(exposed, rel=1e-9)
+    assert r.compute_time == pytest.approx(plain.compute_time, rel=1e-12)
+    assert r.iteration_time == pytest.approx(r.compute_time + exposed, rel=1e-9)
+    assert r.comm_bytes["tp"] == pytest.approx(plain.comm_bytes["tp"], rel=1e-12)
+    assert r.exposed_comm["dp"] == 0.0
+    assert r.iteration_time < plain.iteration_time
+
+
+def test_tp_comm_overlap_needs_sequence_parallelism():
+    from hpnsim.errors import InputError
+
+    with pytest.raises(InputError, match="tp_comm_overlap: overlaps sequence parallelism"):
+        TrainJob("llama3-8b", tp=8, tp_comm_overlap=True)
+
+
+def test_without_overlap_grad_reduce_gradients_reduce_in_one_bucket_after_the_backward():
+    from hpnsim.fabrics import fat_tree
+
+    fabric = fat_tree(4)
+    late = TrainJob("llama3-8b", dp=8, global_batch=16, overlap_grad_reduce=False)
+    one = TrainJob("llama3-8b", dp=8, global_batch=16, bucket_params=10**12)
+    early = TrainJob("llama3-8b", dp=8, global_batch=16)
+    r_late, r_one, r_early = (simulate_iteration(j, fabric, dp_algo="ring")
+                              for j in (late, one, early))
+    # one bucket ready when the backward ends (test_iteration has its closed form)
+    assert r_late.iteration_time == pytest.approx(r_one.iteration_time, rel=1e-12)
+    assert r_late.comm_bytes["dp"] == pytest.approx(r_early.comm_bytes["dp"], rel=1e-9)
+    assert r_early.exposed_comm["dp"] < 0.5 * r_late.exposed_comm["dp"]
+
+
+def test_overlap_param_gather_moves_the_gathers_into_the_next_forward():
+    from hpnsim.fabrics import fat_tree
+
+    fabric = fat_tree(4)
+    kw = dict(dp=8, global_batch=16, zero=1)
+    def run(**more):
+        return simulate_iteration(TrainJob("llama3-8b", **kw, **more), fabric, dp_algo="ring")
+
+    # one bucket: its gather is needed by the first block, so it is as exposed at the start
+    # of the iteration as after the optimizer
+    one_late, one_early = run(bucket_params=10**12), run(bucket_params=10**12,
+                                                         overlap_param_gather=True)
+    assert one_early.iteration_time == pytest.approx(one_late.iteration_time, rel=1e-9)
+    # Megatron's 40M-parameter buckets: all but the first hide behind the forward
+    late, early = run(), run(overlap_param_gather=True)
+    assert early.comm_bytes["dp"] == pytest.approx(late.comm_bytes["dp"], rel=1e-12)
+    assert early.exposed_comm["dp"] < late.exposed_comm["dp"]
+    assert early.iteration_time < late.iteration_time
+
+
+def test_overlap_param_gather_needs_the_distributed_optimizer():
+    from hpnsim.errors import InputError
+
+    with pytest.raises(InputError, match="overlap_param_gather: needs the distributed"):
+        TrainJob("llama3-8b", dp=2, overlap_param_gather=True)
