@@ -47,7 +47,8 @@ from hpnsim.sched.policies import check_scheduler
 from hpnsim.workloads.allocation import allocate, hosts_of
 from hpnsim.workloads.allocator_names import ALLOCATORS
 
-__all__ = ["ClusterDriver", "ClusterJob", "ClusterResult", "simulate_cluster"]
+__all__ = ["ClusterDriver", "ClusterJob", "ClusterResult", "TemplateCache", "check_window",
+           "simulate_cluster"]
 
 
 def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = "packed",
@@ -55,7 +56,9 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
                      tolerance: float = 0.01, seed: int = 0, horizon: float | None = None,
                      progress=None, candidates: int = CLUSTER_CANDIDATES,
                      routing: str = "ecmp",
-                     probe_budget: int = MAX_PROBE_SIZE) -> ClusterResult:
+                     probe_budget: int = MAX_PROBE_SIZE,
+                     window: tuple[float, float] | None = None,
+                     templates: TemplateCache | None = None) -> ClusterResult:
     """Run a trace of jobs on a shared fabric under a scheduler (module docstring).
 
     Parameters
@@ -76,6 +79,10 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     probe_budget : tasks plus link entries a task-by-task steady-state probe may need
         (:func:`~hpnsim.sched.cluster.steady.task_level_cost`); costlier components are
         probed phase-level (:mod:`hpnsim.sched.cluster.phase`; 0: always)
+    window : ``(t0, t0 + T)`` seconds, the period utilization is measured over (the paper's
+        Definition 1; default the whole run); without a ``horizon`` the run stops at its end
+    templates : a :class:`~hpnsim.sched.cluster.jobs.TemplateCache` on the same fabric and
+        routing, shared between runs (``--compare``: each job's iterations compiled once)
 
     Examples
     --------
@@ -95,7 +102,8 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     return ClusterDriver(fabric, jobs, scheduler=scheduler, allocator=allocator, K=K,
                          samples=samples, exact=exact, tolerance=tolerance, seed=seed,
                          horizon=horizon, progress=progress, candidates=candidates,
-                         routing=routing, probe_budget=probe_budget).run()
+                         routing=routing, probe_budget=probe_budget, window=window,
+                         templates=templates).run()
 
 
 class ClusterDriver:
@@ -115,8 +123,11 @@ class ClusterDriver:
                  tolerance: float = 0.01, seed: int = 0, horizon: float | None = None,
                  progress=None, candidates: int = CLUSTER_CANDIDATES,
                  routing: str = "ecmp", probe_budget: int = MAX_PROBE_SIZE,
-                 probe_tasks: int = MAX_PROBE_TASKS):
+                 probe_tasks: int = MAX_PROBE_TASKS, window=None, templates=None):
         self.jobs = _check(fabric, jobs, scheduler, allocator, K, tolerance, candidates)
+        self.window = check_window(window, horizon, self.jobs)
+        if horizon is None and self.window is not None:
+            horizon = self.window[1]
         if isinstance(probe_budget, bool) or not isinstance(probe_budget, int) \
                 or probe_budget < 0:
             raise InputError("probe_budget", f"an integer >= 0, got {probe_budget!r}")
@@ -126,8 +137,11 @@ class ClusterDriver:
         self.end = math.inf if horizon is None else float(horizon)
         self.on_event = progress
         self.cap = np.asarray(fabric.link_capacity, dtype=np.float64)
-        self.templates = TemplateCache(fabric, routing)
-        self.mode: AdvanceMode = ExactMode(self.cap, self.templates) if exact else \
+        if templates is not None and (templates.fabric is not fabric
+                                      or templates.routing != routing):
+            raise InputError("templates", "a cache built for another fabric or routing")
+        self.templates = TemplateCache(fabric, routing) if templates is None else templates
+        self.mode: AdvanceMode = ExactMode(self.cap, self.templates, self.end) if exact else \
             SteadyMode(self.cap, self.templates, tolerance=tolerance, budget=probe_budget,
                        max_tasks=probe_tasks)
         self.rng = np.random.default_rng(self.seed)
@@ -224,7 +238,44 @@ class ClusterDriver:
                                        progress))
         return ClusterResult(self.scheduler, self.allocator, self.mode.exact, self.tolerance,
                              self.fabric.n_gpus, outcomes, np.array(self.events),
-                             unfinished=unfinished, **asdict(self.mode.extrapolation()))
+                             unfinished=unfinished, window=self.window,
+                             **asdict(self.mode.extrapolation()))
+
+
+def check_window(window, horizon, jobs) -> tuple[float, float] | None:
+    """``window`` as ``(t0, t0 + T)`` floats, or InputError naming ``window``: it must be
+    ``0 <= t0 < t0 + T``, end by the ``horizon``, and overlap the trace (end after the
+    first arrival; when every job has a ``duration``, start before the trace is over).
+
+    >>> check_window((10, 20), None, [])
+    (10.0, 20.0)
+    >>> check_window((10, 20), 15.0, [])
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: window: must end by the horizon (15 s), got [10, 20] s
+    """
+    if window is None:
+        return None
+    try:
+        a, b = (float(x) for x in window)
+    except (TypeError, ValueError):
+        raise InputError("window", f"two times [start, end], got {window!r}") from None
+    if not (math.isfinite(a) and math.isfinite(b) and 0 <= a < b):
+        raise InputError("window", f"needs 0 <= start < end, got [{a:g}, {b:g}] s")
+    if horizon is not None and b > horizon:
+        raise InputError("window", f"must end by the horizon ({horizon:g} s), "
+                                   f"got [{a:g}, {b:g}] s")
+    if jobs and b <= min(j.arrival for j in jobs):
+        raise InputError("window", f"ends at {b:g} s, before the first job arrives "
+                                   f"({min(j.arrival for j in jobs):g} s)")
+    if jobs and all(j.duration is not None for j in jobs):
+        # the cluster is never idle while a job waits (it fits the empty cluster), so the
+        # trace is over by the last arrival plus every job's duration one after another
+        last = max(j.arrival for j in jobs) + sum(j.duration for j in jobs)
+        if a >= last:
+            raise InputError("window", f"starts at {a:g} s, after the trace (over by "
+                                       f"{last:g} s)")
+    return a, b
 
 
 def _check(fabric, jobs, scheduler, allocator, K, tolerance, candidates):

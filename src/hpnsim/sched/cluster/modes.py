@@ -72,25 +72,32 @@ class AdvanceMode(Protocol):
 
 class ExactMode:
     """Every iteration simulated: jobs leave when the engine says their last iteration
-    ended (or their ``duration`` is up)."""
+    ended (or their ``duration`` is up, or the run's ``end``).
+
+    A job's task graph holds the iterations it can start before it leaves or the run ends,
+    never more: no iteration is shorter than its compute time per GPU (compute and
+    optimizer run one after the other on a GPU), whatever the paths and the contention, so
+    ``ceil(span / compute) + 1`` copies cover any span."""
 
     exact = True
 
-    def __init__(self, capacity: np.ndarray, templates: TemplateCache):
+    def __init__(self, capacity: np.ndarray, templates: TemplateCache,
+                 end: float = math.inf):
         self.engine = ExactCluster(capacity)
         self.templates = templates
+        self.end = end
+        self.sized: dict[int, int] = {}
 
     def advance(self, running, placed, t, limit):
         for j, r in running.items():
             tpl = self.templates.of(r)
             if j in placed:
-                n = r.spec.iterations if r.spec.iterations is not None \
-                    else math.ceil(r.spec.duration / tpl.iteration_time) + 1
+                n = self.sized[j] = _copies(r, tpl, self.end)
                 self.engine.place(j, tpl, n, r.start, r.offset, r.priority)
             else:
                 self.engine.decide(j, r.priority, tpl)
         counted = {j: r.spec.iterations for j, r in running.items()
-                   if r.spec.iterations is not None}
+                   if r.spec.iterations is not None and r.spec.iterations <= self.sized[j]}
         t_new, leaving = self.engine.advance(limit, counted)
         for j, r in running.items():
             if r.spec.duration is not None and r.start + r.spec.duration <= t_new:
@@ -212,6 +219,19 @@ class SteadyMode:
 
     def extrapolation(self):
         return self.counters
+
+
+def _copies(run: RunningJob, tpl, end: float) -> int:
+    """Iterations to append for a job placed now (:class:`ExactMode`)."""
+    n = run.spec.iterations if run.spec.iterations is not None else math.inf
+    span = min(end, run.start + run.spec.duration if run.spec.duration is not None
+               else math.inf) - run.start
+    fastest = tpl.compute_time if tpl.compute_time > 0 else tpl.iteration_time
+    if math.isfinite(span) and fastest > 0:
+        n = min(n, math.ceil(span / fastest) + 1)
+    if not math.isfinite(n):
+        raise ValueError("a job with neither iterations nor an end")
+    return int(max(n, 1))
 
 
 def _time_to(p: Probe, iterations: float) -> float:
