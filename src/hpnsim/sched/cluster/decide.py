@@ -15,7 +15,7 @@ import numpy as np
 
 from hpnsim.sched.cluster.jobs import RunningJob, TemplateCache
 from hpnsim.sched.paths import intensity_order, least_congested
-from hpnsim.sched.policies import schedule
+from hpnsim.sched.policies import mean_network_hops, schedule
 
 __all__ = ["PATH_SELECTING", "choose_seeds", "decide"]
 
@@ -28,7 +28,7 @@ def decide(scheduler: str, running: list[RunningJob], templates: TemplateCache, 
     """Set every running job's seed (path), priority class and offset."""
     net = [r for r in running if templates.of(r, seed).links.size]
     for r in running:
-        r.priority, r.offset = 0, 0.0
+        r.priority, r.offset, r.gate = 0, 0.0, 0.0
     if not net:
         return
     how = PATH_SELECTING.get(scheduler)
@@ -37,11 +37,21 @@ def decide(scheduler: str, running: list[RunningJob], templates: TemplateCache, 
             r.seed = seed
     else:
         choose_seeds(net, how, templates, cap, seed=seed, candidates=candidates)
-    sched = [templates.of(r).sched_job(r.spec.name, r.spec.n_gpus, cap) for r in net]
-    decision = schedule(scheduler, sched, None, cap, K=K, seed=seed, samples=samples)
-    for r, p, o in zip(net, decision.priority.tolist(), decision.offsets.tolist(),
-                       strict=True):
-        r.priority, r.offset = int(p), float(o)
+    chosen = [templates.of(r) for r in net]
+    sched = [tpl.sched_job(r.spec.name, r.spec.n_gpus, cap)
+             for r, tpl in zip(net, chosen, strict=True)]
+    # TACCL*'s distance: the hops of the job's bytes on its chosen paths, from the fabric
+    hops = [mean_network_hops(tpl.links, tpl.link_bytes, templates.fabric)
+            for tpl in chosen] if scheduler == "taccl" else None
+    periods = [tpl.iteration_time for tpl in chosen] if scheduler == "cassini" else None
+    decision = schedule(scheduler, sched, None, cap, K=K, seed=seed, samples=samples,
+                        hops=hops, periods=periods)
+    # CASSINI holds each job's shift at every iteration (gates > 0): iteration k starts no
+    # earlier than offset + k x its period on the unified circle, so the interleaving the
+    # shifts were chosen for cannot drift away
+    for r, p, o, g in zip(net, decision.priority.tolist(), decision.offsets.tolist(),
+                          decision.gates.tolist(), strict=True):
+        r.priority, r.offset, r.gate = int(p), float(o), float(g)
 
 
 def choose_seeds(net: list[RunningJob], order_by: str, templates: TemplateCache, cap, *,

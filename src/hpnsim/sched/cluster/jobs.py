@@ -171,11 +171,12 @@ class IterationTemplate:
                                  priority=int(priority))
 
     def append_chain(self, graph: TaskGraph, count: int, *, release: float = 0.0, after=(),
-                     priority: int = 0) -> np.ndarray:
-        """Append ``count`` iterations one after the other (the first as :meth:`append`);
+                     priority: int = 0, every: float = 0.0) -> np.ndarray:
+        """Append ``count`` iterations one after the other (the first as :meth:`append`;
+        with ``every > 0`` iteration ``k`` starts no earlier than ``release + k * every``);
         returns their first task ids."""
         return graph.append_chain(self.arrays, count, release=release, after=after,
-                                  priority=int(priority), chain=self.stage_end)
+                                  priority=int(priority), chain=self.stage_end, every=every)
 
     def path_of(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """``(links, usage)`` of template transfer ``task``."""
@@ -202,8 +203,10 @@ class IterationTemplate:
 @dataclass(slots=True)
 class RunningJob:
     """A placed job: trace index ``job``, its GPUs and hosts, start time, the scheduler's
-    current decision (routing ``seed``, ``priority`` class, ``offset``), and the
-    iterations ``done`` with their ``progress`` breakpoints ``(time, done)`` (steady mode)."""
+    current decision (routing ``seed``, ``priority`` class, ``offset``, and ``gate``: when
+    > 0, iteration ``k`` starts no earlier than ``offset + k * gate`` after the segment's
+    start, CASSINI's time shift held at every iteration), and the iterations ``done`` with
+    their ``progress`` breakpoints ``(time, done)`` (steady mode)."""
 
     job: int
     spec: ClusterJob
@@ -213,6 +216,7 @@ class RunningJob:
     seed: int = 0
     priority: int = 0
     offset: float = 0.0
+    gate: float = 0.0
     done: float = 0.0
     progress: list = field(default_factory=list)
 

@@ -93,7 +93,7 @@ class ExactMode:
             tpl = self.templates.of(r)
             if j in placed:
                 n = self.sized[j] = _copies(r, tpl, self.end)
-                self.engine.place(j, tpl, n, r.start, r.offset, r.priority)
+                self.engine.place(j, tpl, n, r.start, r.offset, r.priority, r.gate)
             else:
                 self.engine.decide(j, r.priority, tpl)
         counted = {j: r.spec.iterations for j, r in running.items()
@@ -184,7 +184,7 @@ class SteadyMode:
         for comp in components([tpls[i].links for i in net]):
             members = [net[c] for c in comp]
             ranks = np.unique([runs[i].priority for i in members], return_inverse=True)[1]
-            key = tuple((runs[i].job, runs[i].seed, int(k), runs[i].offset)
+            key = tuple((runs[i].job, runs[i].seed, int(k), runs[i].offset, runs[i].gate)
                         for i, k in zip(members, ranks.ravel().tolist(), strict=True))
             period = self.periods.get(key)
             if period is not None:
@@ -197,7 +197,8 @@ class SteadyMode:
                               [runs[i].offset for i in members], self.capacity,
                               tolerance=self.tolerance, limit=limit - t,
                               remaining=remaining[members], budget=self.budget,
-                              max_tasks=self.max_tasks)
+                              max_tasks=self.max_tasks,
+                              gates=[runs[i].gate for i in members])
                 self.counters.probes += 1
                 self.counters.unstable_probes += not found.stable
                 self.counters.phase_probes += found.level is ProbeLevel.PHASE
