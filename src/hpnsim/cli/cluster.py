@@ -100,6 +100,10 @@ def register(app: typer.Typer) -> None:
                                       "scenario's, else none)."),
         allocator: str = typer.Option(None, "--allocator", help="packed, topology_aware, "
                                       "random or given (default: the scenario's, else packed)."),
+        share_hosts: bool = typer.Option(None, "--share-hosts/--whole-hosts", help="Jobs "
+                                         "smaller than a host take free GPUs of a partly "
+                                         "used host (default: the scenario's, else whole "
+                                         "hosts)."),
         exact: bool = typer.Option(None, "--exact/--steady", help="Simulate every iteration "
                                    "(default: steady-state extrapolation between events)."),
         compare: bool = typer.Option(False, "--compare", help="Run every scheduler on the "
@@ -164,6 +168,8 @@ def register(app: typer.Typer) -> None:
             spec, lines = scenario_and_lines(scenario)
             if spec.cluster is None:
                 spec.cluster = ClusterSpec()
+        if share_hosts is not None:
+            spec.cluster.share_hosts = share_hosts
         if horizon is not None:
             spec.cluster.horizon = parse_time(horizon, "--horizon", allow_zero=False)
         if window is not None:

@@ -50,6 +50,8 @@ class ClusterSpec(BaseModel):
     candidates : routing seeds tried per job by path selection
     probe_budget : tasks plus link entries a task-by-task steady-state probe may need;
         costlier components are probed phase-level (0: always phase-level)
+    share_hosts : a job smaller than a host takes free GPUs of a partly used host (best fit);
+        jobs of a host or more take whole free hosts by ``allocator``
     window : ``[start, end]``, the period utilization is measured over (Crux's Definition 1:
         the computation the GPUs finish in a period); default the whole run. Without a
         ``horizon`` the trace stops at its end.
@@ -67,6 +69,7 @@ class ClusterSpec(BaseModel):
                        Field(gt=0, allow_inf_nan=False)] = None
     candidates: Annotated[int, Field(ge=1, strict=True)] = CLUSTER_CANDIDATES
     probe_budget: Annotated[int, Field(ge=0, strict=True)] = MAX_PROBE_SIZE
+    share_hosts: bool = False
     window: Annotated[list[Annotated[float, BeforeValidator(seconds_field),
                                      Field(ge=0, allow_inf_nan=False)]] | None,
                       Field(min_length=2, max_length=2)] = None
@@ -172,4 +175,5 @@ def run_cluster(scenario, fabric, *, scheduler: str | None = None,
         tolerance=spec.tolerance, seed=scenario.seed, horizon=spec.horizon,
         progress=progress, candidates=spec.candidates, routing=scenario.routing,
         probe_budget=spec.probe_budget,
-        window=None if spec.window is None else tuple(spec.window), templates=templates)
+        window=None if spec.window is None else tuple(spec.window), templates=templates,
+        share_hosts=spec.share_hosts)

@@ -44,7 +44,7 @@ from hpnsim.sched.cluster.steady import MAX_PROBE_SIZE, MAX_PROBE_TASKS
 from hpnsim.sched.compression import check_levels
 from hpnsim.sched.paths import CLUSTER_CANDIDATES
 from hpnsim.sched.policies import check_scheduler
-from hpnsim.workloads.allocation import allocate, hosts_of
+from hpnsim.workloads.allocation import allocate, given, hosts_of, within_host
 from hpnsim.workloads.allocator_names import ALLOCATORS
 
 __all__ = ["ClusterDriver", "ClusterJob", "ClusterResult", "TemplateCache", "check_window",
@@ -58,7 +58,8 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
                      routing: str = "ecmp",
                      probe_budget: int = MAX_PROBE_SIZE,
                      window: tuple[float, float] | None = None,
-                     templates: TemplateCache | None = None) -> ClusterResult:
+                     templates: TemplateCache | None = None,
+                     share_hosts: bool = False) -> ClusterResult:
     """Run a trace of jobs on a shared fabric under a scheduler (module docstring).
 
     Parameters
@@ -83,6 +84,9 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
         Definition 1; default the whole run); without a ``horizon`` the run stops at its end
     templates : a :class:`~hpnsim.sched.cluster.jobs.TemplateCache` on the same fabric and
         routing, shared between runs (``--compare``: each job's iterations compiled once)
+    share_hosts : a job smaller than a host takes free GPUs of a partly used host
+        (:func:`~hpnsim.workloads.allocation.within_host`); larger jobs still take whole
+        free hosts by ``allocator`` (default: every job takes whole hosts)
 
     Examples
     --------
@@ -103,7 +107,7 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
                          samples=samples, exact=exact, tolerance=tolerance, seed=seed,
                          horizon=horizon, progress=progress, candidates=candidates,
                          routing=routing, probe_budget=probe_budget, window=window,
-                         templates=templates).run()
+                         templates=templates, share_hosts=share_hosts).run()
 
 
 class ClusterDriver:
@@ -123,7 +127,8 @@ class ClusterDriver:
                  tolerance: float = 0.01, seed: int = 0, horizon: float | None = None,
                  progress=None, candidates: int = CLUSTER_CANDIDATES,
                  routing: str = "ecmp", probe_budget: int = MAX_PROBE_SIZE,
-                 probe_tasks: int = MAX_PROBE_TASKS, window=None, templates=None):
+                 probe_tasks: int = MAX_PROBE_TASKS, window=None, templates=None,
+                 share_hosts: bool = False):
         self.jobs = _check(fabric, jobs, scheduler, allocator, K, tolerance, candidates)
         self.window = check_window(window, horizon, self.jobs)
         if horizon is None and self.window is not None:
@@ -132,6 +137,7 @@ class ClusterDriver:
                 or probe_budget < 0:
             raise InputError("probe_budget", f"an integer >= 0, got {probe_budget!r}")
         self.fabric, self.scheduler, self.allocator = fabric, scheduler, allocator
+        self.share_hosts = bool(share_hosts)
         self.K, self.samples, self.candidates = K, samples, candidates
         self.tolerance, self.seed = tolerance, check_seed(seed)
         self.end = math.inf if horizon is None else float(horizon)
@@ -147,7 +153,8 @@ class ClusterDriver:
         self.rng = np.random.default_rng(self.seed)
         self.pending = deque(sorted(range(len(self.jobs)),
                                     key=lambda i: (self.jobs[i].arrival, i)))
-        self.free = np.ones(fabric.n_hosts, dtype=bool)
+        self.free_gpus = np.ones(fabric.n_gpus, dtype=bool)
+        self._check_placeable()
         self.queue: list[int] = []
         self.running: dict[int, RunningJob] = {}
         self.finished: dict[int, RunningJob] = {}
@@ -179,18 +186,52 @@ class ClusterDriver:
         while self.pending and self.jobs[self.pending[0]].arrival <= self.t:
             self.queue.append(self.pending.popleft())
 
+    @property
+    def free(self) -> np.ndarray:
+        """Hosts with every GPU free."""
+        per_host = self.fabric.gpus_per_host
+        n = self.fabric.n_hosts
+        return self.free_gpus[: n * per_host].reshape(n, per_host).all(axis=1)
+
+    def _gpus_for(self, job: ClusterJob, free_gpus: np.ndarray, rng) -> np.ndarray | None:
+        """The allocator's GPUs for ``job`` given the free GPUs (None: not now)."""
+        per_host = self.fabric.gpus_per_host
+        if self.share_hosts and job.gpus is not None:
+            gpus = given(self.fabric, np.ones(self.fabric.n_hosts, dtype=bool),
+                         list(job.gpus), job.tp)
+            return gpus if free_gpus[gpus].all() else None
+        if self.share_hosts and job.n_gpus < per_host:
+            return within_host(self.fabric, free_gpus, job.n_gpus)
+        n = self.fabric.n_hosts
+        free_hosts = free_gpus[: n * per_host].reshape(n, per_host).all(axis=1)
+        return allocate(self.allocator, self.fabric, free_hosts, job.n_gpus, tp=job.tp,
+                        seed=rng, gpus=None if job.gpus is None else list(job.gpus))
+
+    def _check_placeable(self) -> None:
+        """Every job fits the empty cluster under the allocator, before anything runs."""
+        empty = np.ones(self.fabric.n_gpus, dtype=bool)
+        rng = np.random.default_rng(self.seed)
+        for i, job in enumerate(self.jobs):
+            if self._gpus_for(job, empty, rng) is None:
+                raise InputError(f"jobs[{i}]", f"the {self.allocator} allocator cannot place "
+                                               f"{job.name!r} ({job.n_gpus} GPUs) even on "
+                                               "the empty cluster")
+
     def _place(self) -> list[int]:
-        """Place queued jobs in arrival order where the allocator finds them hosts."""
+        """Place queued jobs in arrival order where the allocator finds them GPUs."""
         placed = []
         for j in list(self.queue):
             job = self.jobs[j]
-            gpus = allocate(self.allocator, self.fabric, self.free, job.n_gpus, tp=job.tp,
-                            seed=self.rng, gpus=None if job.gpus is None else list(job.gpus))
+            gpus = self._gpus_for(job, self.free_gpus, self.rng)
             if gpus is None:
                 continue
             self.queue.remove(j)
             hosts = hosts_of(gpus, self.fabric.gpus_per_host)
-            self.free[hosts] = False
+            if self.share_hosts:
+                self.free_gpus[np.asarray(gpus)] = False
+            else:               # a job holds its hosts whole
+                per_host = self.fabric.gpus_per_host
+                self.free_gpus[(hosts[:, None] * per_host + np.arange(per_host)).ravel()] = False
             self.running[j] = RunningJob(j, job, np.asarray(gpus), hosts, self.t,
                                          seed=self.seed, progress=[(self.t, 0.0)])
             placed.append(j)
@@ -218,7 +259,11 @@ class ClusterDriver:
 
     def _on_departure(self, j: int) -> None:
         r = self.running.pop(j)
-        self.free[r.hosts] = True
+        if self.share_hosts:
+            self.free_gpus[r.gpus] = True
+        else:
+            per_host = self.fabric.gpus_per_host
+            self.free_gpus[(r.hosts[:, None] * per_host + np.arange(per_host)).ravel()] = True
         self.finished[j] = r
         self.mode.leave(r)
 
@@ -235,7 +280,7 @@ class ClusterDriver:
             outcomes.append(JobOutcome(job.name, job.n_gpus, r.hosts.tolist(), job.arrival,
                                        r.start, float(finish), float(progress[1][-1]),
                                        job.n_gpus * self.templates.of(r).compute_time, alone,
-                                       progress))
+                                       progress, r.gpus.tolist()))
         return ClusterResult(self.scheduler, self.allocator, self.mode.exact, self.tolerance,
                              self.fabric.n_gpus, outcomes, np.array(self.events),
                              unfinished=unfinished, window=self.window,

@@ -29,7 +29,8 @@ __all__ = ["ClusterResult", "JobOutcome"]
 class JobOutcome:
     """One job of the trace: where and when it ran, how fast, against running alone.
 
-    ``progress``: ``(times, iterations done)`` breakpoints of its piecewise-linear progress.
+    ``progress``: ``(times, iterations done)`` breakpoints of its piecewise-linear progress;
+    ``gpu_ids``: the GPUs it held, in rank order.
     """
 
     name: str
@@ -42,6 +43,7 @@ class JobOutcome:
     work: float                       # W_j, GPU-seconds per iteration
     alone_iteration_time: float
     progress: tuple = field(default=((), ()), repr=False)
+    gpu_ids: list = field(default_factory=list, repr=False)
 
     @property
     def jct(self) -> float:
