@@ -72,3 +72,23 @@ def test_cassini_interleaves_so_neither_job_is_slowed(tiny, exact, compute_b):
     # each extra iteration of a adds: 2 p_a - p_b = 0.44 ms, 0.44% of b's period)
     assert turn / m / a.alone_iteration_time < 1.005 and turn / b.alone_iteration_time < 1.005
     assert max(j.slowdown for j in none.jobs) > 1.05
+
+
+def test_path_selection_counts_the_jobs_own_flows():
+    # an 8-GPU ring alternating between ToRs of a k=8 fat-tree, so two of its flows leave
+    # each ToR: some routing seeds put both on one uplink (slower alone). With nothing else placed, the choice must be the
+    # candidate whose most loaded link (its own bytes) is the least loaded: brute force
+    from hpnsim.sched.cluster.decide import choose_seeds
+
+    f = fat_tree(8, gpus_per_host=1)
+    job = ClusterJob("a", program(0.01, 1e9, dp=8), iterations=1)
+    gpus = [0, 4, 1, 5, 8, 12, 9, 13]
+    templates = TemplateCache(f)
+    (r,) = _running(f, [(job, gpus)])
+    cap = f.link_capacity
+    worst = [float((t.link_bytes / cap[t.links]).max())
+             for t in (templates.get(job, r.gpus, s) for s in range(8))]
+    assert max(worst) > min(worst)                  # some seeds do collide with themselves
+    assert worst[2] > min(worst[2:])                # the first candidate tried collides
+    choose_seeds([r], "arrival", templates, cap, seed=2, candidates=6)
+    assert 2 <= r.seed < 8 and worst[r.seed] == min(worst[2:])
