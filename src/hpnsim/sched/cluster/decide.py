@@ -3,8 +3,8 @@ a priority class and an offset.
 
 Path choice is per job: a job's candidates are its iteration routed with the routing seeds
 ``seed .. seed + candidates - 1`` (each seed re-hashes every connection of the job, as a
-per-job choice of UDP source ports would), and Crux's rule
-(:func:`~hpnsim.sched.paths.least_congested`) picks among them, jobs from the highest GPU
+per-job choice of UDP source ports would), and Crux's rule (the least congested candidate,
+the job's own bytes counted: :func:`least_loaded`) picks among them, jobs from the highest GPU
 intensity down (TACCL*: in order of start). Per-connection choices would need a collective
 compiled per combination of ports.
 """

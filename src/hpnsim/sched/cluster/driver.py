@@ -9,7 +9,7 @@ start before it), then the scheduler decides for the running jobs that use the n
   iteration routed with the routing seeds ``seed .. seed + candidates - 1``; Crux's path
   selection (and TACCL*'s, in arrival order) takes jobs from the highest GPU intensity down
   and gives each the candidate whose most loaded network link carries the fewest bytes per
-  capacity already placed (:func:`~hpnsim.sched.paths.least_congested`).
+  capacity, those already placed and its own (:func:`~hpnsim.sched.cluster.decide.least_loaded`).
 - **priority class**: the scheduler's class (:func:`~hpnsim.sched.policies.schedule`), set
   on every transfer of the job;
 - **offset** (CASSINI): a delay before the job's first iteration (exact mode: when it is
