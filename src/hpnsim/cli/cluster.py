@@ -41,7 +41,10 @@ COLUMNS_HELP = (
     "slowdown' = mean of a job's iteration time over its alone iteration time; 'jobs "
     "contended' / 'GPUs contended' = share of jobs (of their GPUs) slowed by more than the "
     "tolerance; 'makespan' = end of the run; 'extrapolated' = share of the run no "
-    "steady-state probe simulated.")
+    "steady-state probe simulated. Jobs table (one scheduler): 'wait' = start - arrival; "
+    "'JCT' = finish - arrival; 'iteration' = mean seconds per iteration while it ran; "
+    "'alone' = its iteration alone on the same GPUs with plain ECMP; 'slowdown' = iteration "
+    "/ alone; 'rate in T' = iterations per second while it held GPUs in the window.")
 
 
 def _window(text: str | None) -> list[float] | None:

@@ -75,12 +75,12 @@ def jobs_table(result, limit: int = 40):
 
     table = RichTable(title=f"Jobs under {result.scheduler}")
     for name in ("job", "GPUs", "arrival (s)", "wait (s)", "JCT (s)", "iterations",
-                 "iteration (s)", "alone (s)", "slowdown"):
+                 "iteration (s)", "alone (s)", "slowdown", "rate in T (it/s)"):
         table.add_column(name, justify="left" if name == "job" else "right")
-    for job in result.jobs[:limit]:
+    for job, rate in zip(result.jobs[:limit], result.window_rates()[:limit], strict=True):
         table.add_row(job.name, f"{job.gpus:,}", f"{job.arrival:,.1f}", f"{job.wait:,.1f}",
                       f"{job.jct:,.1f}", f"{job.iterations:,.1f}", f"{job.iteration_time:.4f}",
-                      f"{job.alone_iteration_time:.4f}", f"{job.slowdown:.4f}")
+                      f"{job.alone_iteration_time:.4f}", f"{job.slowdown:.4f}", f"{rate:.4g}")
     if len(result.jobs) > limit:
         table.caption = f"first {limit} of {len(result.jobs)} jobs (--json or --out for all)"
     return table
