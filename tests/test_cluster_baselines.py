@@ -92,3 +92,17 @@ def test_path_selection_counts_the_jobs_own_flows():
     assert worst[2] > min(worst[2:])                # the first candidate tried collides
     choose_seeds([r], "arrival", templates, cap, seed=2, candidates=6)
     assert 2 <= r.seed < 8 and worst[r.seed] == min(worst[2:])
+
+
+def test_cassini_gates_hold_a_pipeline_job_to_its_own_period_at_phase_level():
+    # a pipeline job alone in its group: its gate is its alone period, which holds nothing.
+    # Its phase-level model (compute, then its bytes) is shorter than the task-level
+    # iteration (the pipeline bubble); a gate must be read on the phase-level clock, not
+    # hold the model to the task-level period (that slowed pipeline jobs by their bubble)
+    from hpnsim.training.job import TrainJob
+
+    f = fat_tree(4, gpus_per_host=1)
+    job = ClusterJob("p", TrainJob("llama3-8b", tp=1, pp=2, dp=2, zero=1), iterations=40)
+    for budget in (0, 10**9):           # phase level, task level
+        r = simulate_cluster(f, [job], scheduler="cassini", probe_budget=budget)
+        assert r.jobs[0].slowdown == pytest.approx(1.0, abs=0.01)

@@ -157,10 +157,12 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     scale = np.array([p.scale for p in phases])
     merge = np.array([p.merge for p in phases], dtype=np.float64)
     # the phase-level clock stands for the task-level one (a job's phase-level alone time
-    # is close to its task-level one): offsets and the limit are used as they are
+    # is close to its task-level one): offsets and the limit are used as they are; a gate
+    # is per iteration of task-level time, a copy's gate the phase-level seconds that stand
+    # for it (a copy's seconds x scale = task-level seconds per iteration)
     found = _probe(phases, priorities, offsets, folded, tolerance=tolerance, limit=limit,
                    remaining=np.ceil(np.asarray(remaining, dtype=np.float64) / merge),
-                   max_tasks=max_tasks, gates=gates * merge)
+                   max_tasks=max_tasks, gates=gates / scale)
     # phase-level iteration ends are not task-level ones: keep only the periods
     found.ends = [np.zeros(0) for _ in templates]
     if found.copies is not None:        # in the job's iterations, for Probe.repeats
