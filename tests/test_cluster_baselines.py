@@ -6,6 +6,7 @@ import pytest
 from cluster_tiny import program
 
 from hpnsim.fabrics import fat_tree
+from hpnsim.routing.precise import NETWORK_LINKS
 from hpnsim.sched.cluster.decide import decide
 from hpnsim.sched.cluster.driver import simulate_cluster
 from hpnsim.sched.cluster.jobs import ClusterJob, RunningJob, TemplateCache
@@ -35,7 +36,8 @@ def test_taccl_ranks_jobs_by_the_hops_of_their_paths():
     hops = [mean_network_hops(templates.of(r).links, templates.of(r).link_bytes, f)
             for r in running]
     assert hops == pytest.approx([2.0, 4.0, 6.0], rel=1e-12)
-    sizes = [templates.of(r).links.size for r in running]
+    sizes = [int(np.isin(f.link_kind[templates.of(r).links], NETWORK_LINKS).sum())
+             for r in running]
     assert sizes[0] == 16 and sizes[1] < sizes[0]
     decide("taccl", running, templates, f.link_capacity, K=8, seed=0, samples=1,
            candidates=1)

@@ -69,3 +69,22 @@ def test_a_job_no_allocator_can_place_is_refused_before_running(tiny):
     with pytest.raises(InputError, match="not in the fabric"):
         simulate_cluster(tiny, [ClusterJob("a", program(0.01, 1e8), iterations=1,
                                            gpus=[0, 9])], allocator="given")
+
+
+def test_a_pcie_link_that_binds_sets_t_j():
+    # Gen3 x4 PCIe (3.94 GB/s per direction) behind 400G NICs (50 GB/s): a 2-GPU ring's
+    # 1 GB per GPU crosses each GPU's PCIe link once each way, so the job's bottleneck
+    # transfer time t_j is 1 GB / 3.94 GB/s, the PCIe link's, not the NIC's 0.02 s
+    from hpnsim.fabrics.assembly import parse_pcie
+    from hpnsim.sched.cluster.jobs import TemplateCache
+
+    f = fat_tree(4, gpus_per_host=1, pcie="Gen3x4")
+    pcie = parse_pcie("Gen3x4")
+    job = ClusterJob("a", program(0.01, 1e9), iterations=1)
+    tpl = TemplateCache(f).get(job, [0, 4], 0)
+    sched = tpl.sched_job("a", 2, f.link_capacity)
+    on_pcie = tpl.link_bytes[f.link_kind[tpl.links] == 1]
+    assert on_pcie.size == 4 and np.allclose(on_pcie, on_pcie[0])
+    assert 1e9 <= on_pcie[0] <= 1.1e9        # the ring's 1 GB and NCCL's protocol overhead
+    assert sched.transfer_time(f.link_capacity) == pytest.approx(on_pcie[0] / pcie, rel=1e-12)
+    assert tpl.iteration_time == pytest.approx(0.01 + on_pcie[0] / pcie, rel=0.02)

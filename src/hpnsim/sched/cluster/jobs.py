@@ -9,7 +9,9 @@ or more, and a cluster run needs thousands. An :class:`IterationTemplate` compil
 iteration once per (job shape, GPUs, routing seed) and appends copies of its tasks to any
 TaskGraph, with the job's priority class on every transfer. The template's lone run is also
 the job's *alone* profile: its iteration time, its computation per iteration and the bytes
-it puts on every network link, from which Crux's ``W_j``, ``t_j`` and ``I_j`` follow
+it puts on every network link and every PCIe link (the host's links that jobs could share
+and that may bind: the paper's ``t_j`` is over every link of the job's paths), from which
+Crux's ``W_j``, ``t_j`` and ``I_j`` follow
 (:meth:`IterationTemplate.sched_job`).
 """
 
@@ -23,7 +25,12 @@ import numpy as np
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.engine.taskgraph import TRANSFER
 from hpnsim.errors import InputError
+from hpnsim.fabrics.fabric import LinkKind
 from hpnsim.routing.precise import NETWORK_LINKS
+
+#: the links a job's demand is counted on: the network's and the hosts' PCIe links
+#: (NVLink stays inside a job's own GPUs and NVSwitch: no other job's traffic crosses it)
+DEMAND_LINKS = (*NETWORK_LINKS, LinkKind.PCIE)
 from hpnsim.sched.jobs import SchedJob
 from hpnsim.training.program import Program
 
@@ -107,7 +114,8 @@ class IterationTemplate:
     stage_end : template ids of the tasks ending the iteration
     iteration_time : seconds alone on the idle fabric
     compute_time : seconds of computation (compute and optimizer) per GPU per iteration
-    links, link_bytes : network links the iteration loads and its bytes on each
+    links, link_bytes : network and PCIe links the iteration loads (:data:`DEMAND_LINKS`)
+        and its bytes on each
     """
 
     arrays: object
@@ -141,7 +149,7 @@ class IterationTemplate:
                              release=1.0)
         sim = simulate(graph, fabric.link_capacity)
         res = account(it, sim.start - 1.0, sim.finish - 1.0)
-        network = np.isin(fabric.link_kind, NETWORK_LINKS)
+        network = np.isin(fabric.link_kind, DEMAND_LINKS)
         load = np.where(network, sim.link_bytes, 0.0)
         links = np.flatnonzero(load > 0)
         arrays = graph.arrays(fabric.n_links)
