@@ -27,14 +27,14 @@ from hpnsim.engine.taskgraph import TRANSFER
 from hpnsim.errors import InputError
 from hpnsim.fabrics.fabric import LinkKind
 from hpnsim.routing.precise import NETWORK_LINKS
+from hpnsim.sched.jobs import SchedJob
+from hpnsim.training.program import Program
+
+__all__ = ["DEMAND_LINKS", "ClusterJob", "IterationTemplate", "RunningJob", "TemplateCache"]
 
 #: the links a job's demand is counted on: the network's and the hosts' PCIe links
 #: (NVLink stays inside a job's own GPUs and NVSwitch: no other job's traffic crosses it)
 DEMAND_LINKS = (*NETWORK_LINKS, LinkKind.PCIE)
-from hpnsim.sched.jobs import SchedJob
-from hpnsim.training.program import Program
-
-__all__ = ["ClusterJob", "IterationTemplate", "RunningJob", "TemplateCache"]
 
 
 @dataclass
