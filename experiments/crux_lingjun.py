@@ -49,7 +49,7 @@ SETTINGS = {
 def trace(fabric, n_jobs: int, hours: float, seed: int) -> list[ClusterJob]:
     mix = lingjun_mix(n_jobs, seed=seed, hours=hours, gpus_available=fabric.n_gpus)
     specs = [JobSpec(**d) for d in mix]
-    return [ClusterJob(s.name, s.train_job(), arrival=s.arrival, iterations=s.iterations)
+    return [ClusterJob(s.name, s.train_job(), arrival=s.arrival, duration=s.duration)
             for s in specs]
 
 

@@ -6,7 +6,7 @@ import pytest
 from hpnsim.errors import InputError
 from hpnsim.scenario.spec import JobSpec, parse_scenario
 from hpnsim.workloads import models
-from hpnsim.workloads.jobmix import iteration_time_estimate, lingjun_mix, mix_summary
+from hpnsim.workloads.jobmix import lingjun_mix, mix_summary
 from hpnsim.workloads.layout import make_layout
 
 H800_HBM = 80e9          # NVIDIA H800 SXM: 80 GB HBM3
@@ -24,7 +24,7 @@ def gpus_of(job):
 def brute_force_peak(jobs):
     """Running jobs counted at every arrival instant (the count only rises at arrivals)."""
     start = np.array([j["arrival"] for j in jobs])
-    end = start + np.array([j["iterations"] * iteration_time_estimate(j) for j in jobs])
+    end = start + np.array([j["duration"] for j in jobs])
     return max(int(((start <= t) & (t < end)).sum()) for t in start)
 
 
@@ -50,7 +50,7 @@ def test_large_sample_statistics():
     share = (gpus >= 128).mean()
     assert abs(share - 0.15) < 3 * np.sqrt(0.15 * 0.85 / 4000) and share > 0.10
     # Little's law: job-seconds over the horizon is the mean concurrency asked for (28)
-    busy = sum(j["iterations"] * iteration_time_estimate(j) for j in jobs)
+    busy = sum(j["duration"] for j in jobs)
     assert busy / (24 * 13 * 3600) == pytest.approx(28, rel=0.08)
     # Poisson arrivals: exponential gaps, coefficient of variation 1
     gaps = np.diff([j["arrival"] for j in jobs])
@@ -63,14 +63,14 @@ def test_summary_matches_brute_force(default_mix):
     assert s["jobs"] == 300 and s["peak_concurrency"] == brute_force_peak(default_mix)
     gpus = np.array([gpus_of(j) for j in default_mix])
     assert s["share_ge_128_gpus"] == pytest.approx((gpus >= 128).mean())
-    hours = sum(gpus_of(j) * j["iterations"] * iteration_time_estimate(j) for j in default_mix)
+    hours = sum(gpus_of(j) * j["duration"] for j in default_mix)
     assert s["gpu_hours"] == pytest.approx(hours / 3600)
 
 
 def test_every_job_is_a_valid_scenario_job(default_mix):
     for job in default_mix:
         spec = JobSpec.model_validate(job)
-        assert spec.gpu_count == gpus_of(job) and spec.iterations >= 1
+        assert spec.gpu_count == gpus_of(job) and spec.duration == job["duration"] > 0
         make_layout(job["model"], tp=job["tp"], pp=job["pp"], dp=job["dp"],
                     global_batch=job["global_batch"], n_gpus=gpus_of(job), gpus_per_host=8)
         assert job["tp"] <= 8 and 8 % job["tp"] == 0

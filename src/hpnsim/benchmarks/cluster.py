@@ -20,7 +20,7 @@ def _case(name: str, n_jobs: int, hours: float, horizon: float | None,
 
     build, fabric = timed(f"{name}: build Lingjun", from_lingjun)
     specs = [JobSpec(**d) for d in lingjun_mix(n_jobs, seed=0, hours=hours)]
-    jobs = [ClusterJob(s.name, s.train_job(), arrival=s.arrival, iterations=s.iterations)
+    jobs = [ClusterJob(s.name, s.train_job(), arrival=s.arrival, duration=s.duration)
             for s in specs]
     m, r = timed(f"{name}: crux, steady state", lambda: simulate_cluster(
         fabric, jobs, scheduler="crux", horizon=horizon), target, jobs=n_jobs,

@@ -33,12 +33,48 @@ def _lingjun_trace(jobs: int, seed: int, hours: float, allocator: str):
                            "jobs": mix, "seed": seed, "cluster": {"allocator": allocator}})
 
 
+#: what each column of the table divides by (``--help`` and the table's caption)
+COLUMNS_HELP = (
+    "Columns: 'util. per cluster GPU' = computation the GPUs finish in the window / "
+    "(cluster GPUs x window length) (Crux's Definition 1); 'util. per GPU held' = that "
+    "computation / GPU-seconds jobs held inside the window; computation = sum over jobs of "
+    "GPUs x compute seconds per iteration x iterations done in the window (the one in "
+    "progress pro rata); 'mean JCT' = mean of finish - arrival over jobs started; 'mean "
+    "slowdown' = mean of a job's iteration time over its alone iteration time; 'jobs "
+    "contended' / 'GPUs contended' = share of jobs (of their GPUs) slowed by more than the "
+    "tolerance; 'makespan' = end of the run; 'extrapolated' = share of the run no "
+    "steady-state probe simulated. Jobs table (one scheduler): 'wait' = start - arrival; "
+    "'JCT' = finish - arrival; 'iteration' = mean seconds per iteration while it ran; "
+    "'alone' = its iteration alone on the same GPUs with plain ECMP; 'slowdown' = iteration "
+    "/ alone; 'rate in T' = iterations per second while it held GPUs in the window.")
+
+
+def _window(text: str | None) -> list[float] | None:
+    """``--window START,END`` (times with units) as seconds."""
+    from hpnsim.errors import InputError
+    from hpnsim.units import parse_time
+
+    if text is None:
+        return None
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise InputError("--window", f"two times START,END (e.g. 2h,6h), got {text!r}")
+    a, b = (parse_time(p.strip(), "--window") for p in parts)
+    if not a < b:
+        raise InputError("--window", f"needs START < END, got {text!r}")
+    return [a, b]
+
+
 def _expected_end(scenario) -> float:
-    """A lower bound of the trace's end (arrival + compute-only iterations) for the bar."""
+    """A lower bound of the trace's end for the bar: arrival + duration, or arrival +
+    compute-only iterations."""
     from hpnsim.workloads.jobmix import iteration_time_estimate
 
     end = 0.0
     for job in scenario.jobs:
+        if job.duration is not None:
+            end = max(end, job.arrival + job.duration)
+            continue
         est = iteration_time_estimate({k: getattr(job, k) for k in
                                        ("model", "tp", "pp", "dp", "micro_batch",
                                         "global_batch", "gpu")})
@@ -46,10 +82,20 @@ def _expected_end(scenario) -> float:
     return end
 
 
+def _help() -> str:
+    """The command's help: what it does, an example, and every column of its tables."""
+    return ("Run jobs as a shared-cluster trace: they arrive, queue for hosts, train together "
+            "and leave, while a scheduler (Crux or a rival) orders and places their traffic. "
+            "Prints GPU utilization, job completion times and slowdowns.\n\n"
+            "Example: hpnsim cluster examples/cluster.yaml --compare; "
+            "hpnsim cluster --lingjun --jobs 60 --hours 4 --window 2h,4h --compare\n\n"
+            + COLUMNS_HELP)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``cluster`` to the root app."""
 
-    @app.command()
+    @app.command(help=_help())
     @guarded
     def cluster(
         scenario: str = typer.Argument(None, help="Scenario YAML with jobs (and a cluster: "
@@ -58,6 +104,10 @@ def register(app: typer.Typer) -> None:
                                       "(default: the scenario's, else none)."),
         allocator: str = typer.Option(None, "--allocator", help=f"{', '.join(ALLOCATORS)} "
                                       "(default: the scenario's, else packed)."),
+        share_hosts: bool = typer.Option(None, "--share-hosts/--whole-hosts", help="Jobs "
+                                         "smaller than a host take free GPUs of a partly "
+                                         "used host (default: the scenario's, else whole "
+                                         "hosts)."),
         exact: bool = typer.Option(None, "--exact/--steady", help="Simulate every iteration "
                                    "(default: steady-state extrapolation between events)."),
         compare: bool = typer.Option(False, "--compare", help="Run every scheduler on the "
@@ -69,6 +119,13 @@ def register(app: typer.Typer) -> None:
                                  "hashes and the allocator."),
         hours: float = typer.Option(DEFAULT_HOURS, "--hours", help="--lingjun: the arrivals' "
                                     "horizon in hours."),
+        horizon: str = typer.Option(None, "--horizon", help="Stop the trace at this time "
+                                    "(e.g. 8h; default: the scenario's, else the window's "
+                                    "end, else when every job has left)."),
+        window: str = typer.Option(None, "--window", help="START,END (e.g. 2h,6h): measure "
+                                   "utilization over this period of the trace, the same for "
+                                   "every scheduler (default: the scenario's, else the whole "
+                                   "run)."),
         out: str = typer.Option(None, "--out", help="Write cluster_<scheduler>.json, "
                                 "jobs_<scheduler>.csv and utilization.png into this folder."),
         plot: str = typer.Option(None, "--plot", help="Write the utilization-over-time figure."),
@@ -92,6 +149,7 @@ def register(app: typer.Typer) -> None:
         from hpnsim.scenario.prepare import build_scenario_fabric, scenario_and_lines
         from hpnsim.scenario.spec import check_against_fabric
         from hpnsim.sched.names import SCHEDULERS
+        from hpnsim.units import parse_time
         from hpnsim.workloads.allocator_names import ALLOCATORS
 
         if lingjun == (scenario is not None):
@@ -114,6 +172,13 @@ def register(app: typer.Typer) -> None:
             spec, lines = scenario_and_lines(scenario)
             if spec.cluster is None:
                 spec.cluster = ClusterSpec()
+        if share_hosts is not None:
+            spec.cluster.share_hosts = share_hosts
+        if horizon is not None:
+            spec.cluster.horizon = parse_time(horizon, "--horizon", allow_zero=False)
+        if window is not None:
+            spec.cluster.window = _window(window)
+        _check_window(spec, "--window" if window is not None else "cluster.window", lines)
         if out is not None:
             check_output_dir(out, "--out")
         if plot is not None:
@@ -152,12 +217,32 @@ def register(app: typer.Typer) -> None:
                 print_cluster(results[0], console)
 
 
+def _check_window(spec, name: str, lines: dict) -> None:
+    """The window against the horizon and the trace, named as the user gave it (with the
+    YAML line when it came from the scenario)."""
+    from hpnsim.errors import InputError
+    from hpnsim.scenario.yaml import located
+    from hpnsim.sched.cluster.driver import check_window
+
+    try:
+        check_window(spec.cluster.window, spec.cluster.horizon, spec.jobs)
+    except InputError as exc:
+        if name.startswith("--"):
+            raise InputError(name, exc.message) from None
+        raise located(InputError("", exc.message), lines, ("cluster", "window")) from None
+
+
 def _run_all(spec, fabric, names, allocator, exact):
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from hpnsim.scenario.cluster import run_cluster
+    from hpnsim.sched.cluster.jobs import TemplateCache
 
-    total = spec.cluster.horizon or max(_expected_end(spec), 1e-9)
+    # every scheduler replays the same compiled iterations: each (job, GPUs, routing seed)
+    # is compiled and run alone once for the whole comparison
+    templates = TemplateCache(fabric, spec.routing)
+    end = spec.cluster.horizon or (spec.cluster.window[1] if spec.cluster.window else None)
+    total = end or max(_expected_end(spec), 1e-9)
     results = []
     columns = ("[progress.description]{task.description}", BarColumn(),
                TextColumn("{task.fields[status]}"), TimeElapsedColumn())
@@ -170,7 +255,7 @@ def _run_all(spec, fabric, names, allocator, exact):
                            status=f"{t / 3600:,.2f} h simulated, {finished}/{n} jobs done")
 
             results.append(run_cluster(spec, fabric, scheduler=name, allocator=allocator,
-                                       exact=exact, progress=update))
+                                       exact=exact, progress=update, templates=templates))
     return results
 
 

@@ -265,11 +265,12 @@ class TaskGraph:
                                      priority=priority)[0])
 
     def append_chain(self, arrays: GraphArrays, count: int, *, release: float = 0.0,
-                     after=(), priority: int = 0, chain=()) -> np.ndarray:
+                     after=(), priority: int = 0, chain=(), every: float = 0.0) -> np.ndarray:
         """Append ``count`` copies of a frozen graph, each copy's task 0 waiting for the
         tasks ``chain`` (ids within the frozen graph) of the copy before it; returns the
         copies' first task ids. The first copy is :meth:`append_copy`'s (``release``,
-        ``after``); the others have their own release times.
+        ``after``); the others have their own release times, or, with ``every > 0``, copy
+        ``k`` starts no earlier than ``release + k * every`` (a start held to a period).
 
         >>> g = TaskGraph(); a = g.add_delay(1.0); b = g.add_transfer([0], 1.0, 8.0, deps=[a])
         >>> h = TaskGraph(); h.append_chain(g.arrays(1), 3, chain=[1]).tolist()
@@ -299,7 +300,8 @@ class TaskGraph:
         self._latency.extend(np.tile(arrays.latency, count).tolist())
         rel = np.tile(arrays.release, count)
         rel[0] = float(release)
-        rel[firsts[1:] - base] = 0.0
+        rel[firsts[1:] - base] = float(release) + float(every) * np.arange(1, count) \
+            if every > 0 else 0.0
         self._release.extend(rel.tolist())
         self._names.extend([""] * (n * count))
         if arrays.links.size:

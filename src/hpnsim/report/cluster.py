@@ -17,8 +17,8 @@ __all__ = ["cluster_figure", "cluster_section", "compare_table", "jobs_table",
 #: columns of the side-by-side table: (summary key, header, format)
 COMPARE_COLUMNS = (
     ("scheduler", "scheduler", "{}"),
-    ("gpu_utilization", "GPU utilization", "{:.2%}"),
-    ("allocated_utilization", "of held GPUs", "{:.2%}"),
+    ("window_utilization", "util. per cluster GPU\n(/ cluster GPUs x T)", "{:.2%}"),
+    ("window_held_utilization", "util. per GPU held\n(/ GPU-s held in T)", "{:.2%}"),
     ("mean_jct", "mean JCT (s)", "{:,.1f}"),
     ("mean_slowdown", "mean slowdown", "{:.4f}"),
     ("contended_job_share", "jobs contended", "{:.1%}"),
@@ -37,15 +37,23 @@ def _row(summary: dict) -> dict:
 def compare_table(summaries: list[dict], title: str = "Schedulers on the same trace"):
     """A rich Table, one row per scheduler (``ClusterResult.summary()`` dicts).
 
-    >>> s = {"scheduler": "none", "gpu_utilization": 0.5, "allocated_utilization": 0.6,
+    The caption names the window ``[t0, t0 + T]`` the utilization columns measure.
+
+    >>> s = {"scheduler": "none", "window_utilization": 0.5, "window_held_utilization": 0.6,
+    ...      "window_start": 0.0, "window_end": 20.0,
     ...      "mean_jct": 10.0, "mean_slowdown": 1.1, "contended_job_share": 0.5,
     ...      "contended_gpu_share": 0.4, "makespan": 20.0, "extrapolated_time": 5.0}
-    >>> compare_table([s]).row_count
-    1
+    >>> t = compare_table([s])
+    >>> t.row_count, t.caption
+    (1, 'window T = [0, 20] s; utilization = computation finished in T / the divisor named')
     """
     from rich.table import Table as RichTable
 
     table = RichTable(title=title)
+    if summaries:
+        a, b = summaries[0]["window_start"], summaries[0]["window_end"]
+        table.caption = (f"window T = [{a:,.6g}, {b:,.6g}] s; utilization = computation "
+                         "finished in T / the divisor named")
     for i, (_, header, _) in enumerate(COMPARE_COLUMNS):
         table.add_column(header, justify="left" if i == 0 else "right")
     for summary in summaries:
@@ -67,12 +75,12 @@ def jobs_table(result, limit: int = 40):
 
     table = RichTable(title=f"Jobs under {result.scheduler}")
     for name in ("job", "GPUs", "arrival (s)", "wait (s)", "JCT (s)", "iterations",
-                 "iteration (s)", "alone (s)", "slowdown"):
+                 "iteration (s)", "alone (s)", "slowdown", "rate in T (it/s)"):
         table.add_column(name, justify="left" if name == "job" else "right")
-    for job in result.jobs[:limit]:
+    for job, rate in zip(result.jobs[:limit], result.window_rates()[:limit], strict=True):
         table.add_row(job.name, f"{job.gpus:,}", f"{job.arrival:,.1f}", f"{job.wait:,.1f}",
                       f"{job.jct:,.1f}", f"{job.iterations:,.1f}", f"{job.iteration_time:.4f}",
-                      f"{job.alone_iteration_time:.4f}", f"{job.slowdown:.4f}")
+                      f"{job.alone_iteration_time:.4f}", f"{job.slowdown:.4f}", f"{rate:.4g}")
     if len(result.jobs) > limit:
         table.caption = f"first {limit} of {len(result.jobs)} jobs (--json or --out for all)"
     return table

@@ -50,6 +50,11 @@ class ClusterSpec(BaseModel):
     candidates : routing seeds tried per job by path selection
     probe_budget : tasks plus link entries a task-by-task steady-state probe may need;
         costlier components are probed phase-level (0: always phase-level)
+    share_hosts : a job smaller than a host takes free GPUs of a partly used host (best fit);
+        jobs of a host or more take whole free hosts by ``allocator``
+    window : ``[start, end]``, the period utilization is measured over (Crux's Definition 1:
+        the computation the GPUs finish in a period); default the whole run. Without a
+        ``horizon`` the trace stops at its end.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -64,6 +69,17 @@ class ClusterSpec(BaseModel):
                        Field(gt=0, allow_inf_nan=False)] = None
     candidates: Annotated[int, Field(ge=1, strict=True)] = CLUSTER_CANDIDATES
     probe_budget: Annotated[int, Field(ge=0, strict=True)] = MAX_PROBE_SIZE
+    share_hosts: bool = False
+    window: Annotated[list[Annotated[float, BeforeValidator(seconds_field),
+                                     Field(ge=0, allow_inf_nan=False)]] | None,
+                      Field(min_length=2, max_length=2)] = None
+
+    @field_validator("window")
+    @classmethod
+    def _ordered(cls, value):
+        if value is not None and not value[0] < value[1]:
+            raise ValueError(f"needs start < end, got [{value[0]:g}, {value[1]:g}] s")
+        return value
 
     @field_validator("scheduler")
     @classmethod
@@ -120,15 +136,18 @@ def cluster_jobs(scenario, fabric) -> list:
     out = []
     for job in scenario.jobs:
         gpus = job.placement(fabric.gpus_per_host)
+        timed = job.duration is not None
         out.append(ClusterJob(job.name, job.train_job(), arrival=float(job.arrival),
-                              iterations=int(job.iterations),
+                              iterations=None if timed else int(job.iterations),
+                              duration=float(job.duration) if timed else None,
                               gpus=None if gpus is None else gpus[:job.gpu_count],
                               tp_algo=job.tp_algo, dp_algo=job.dp_algo))
     return out
 
 
 def run_cluster(scenario, fabric, *, scheduler: str | None = None,
-                allocator: str | None = None, exact: bool | None = None, progress=None):
+                allocator: str | None = None, exact: bool | None = None, progress=None,
+                templates=None):
     """Run the scenario's jobs as a cluster trace on ``fabric``; the keywords override the
     ``cluster:`` section. Returns the :class:`~hpnsim.sched.cluster.driver.ClusterResult`.
 
@@ -140,14 +159,21 @@ def run_cluster(scenario, fabric, *, scheduler: str | None = None,
     >>> r.jobs[0].start, r.unfinished
     (0.0, [])
     """
-    from hpnsim.sched.cluster.driver import simulate_cluster
+    from hpnsim.sched.cluster.driver import check_window, simulate_cluster
 
     spec = scenario.cluster or ClusterSpec()
+    jobs = cluster_jobs(scenario, fabric)
+    try:
+        check_window(spec.window, spec.horizon, jobs)
+    except InputError as exc:
+        raise InputError("cluster.window", exc.message) from None
     return simulate_cluster(
-        fabric, cluster_jobs(scenario, fabric),
+        fabric, jobs,
         scheduler=spec.scheduler if scheduler is None else scheduler,
         allocator=spec.allocator if allocator is None else allocator,
         K=spec.K, samples=spec.samples, exact=spec.exact if exact is None else exact,
         tolerance=spec.tolerance, seed=scenario.seed, horizon=spec.horizon,
         progress=progress, candidates=spec.candidates, routing=scenario.routing,
-        probe_budget=spec.probe_budget)
+        probe_budget=spec.probe_budget,
+        window=None if spec.window is None else tuple(spec.window), templates=templates,
+        share_hosts=spec.share_hosts)

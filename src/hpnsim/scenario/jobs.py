@@ -131,6 +131,11 @@ class JobSpec(BaseModel):
                           "rank order")
     arrival: Seconds = 0.0
     iterations: Positive = 1
+    duration: Annotated[float | None, BeforeValidator(seconds_field),
+                        Field(gt=0, allow_inf_nan=False)] = Field(
+        None, exclude=True,      # not echoed: a run's output keeps its keys
+        description="cluster trace: seconds the job runs before it leaves (instead of "
+                    "iterations)")
 
     @model_validator(mode="wrap")
     @classmethod
@@ -150,6 +155,8 @@ class JobSpec(BaseModel):
                 raise ValueError(f"{fixed[0]}: fixed by the workload file; remove it")
         if job.gpus is not None and job.hosts is not None:
             raise ValueError("hosts: give gpus or hosts, not both")
+        if job.duration is not None and "iterations" in job.model_fields_set:
+            raise ValueError("duration: give iterations or duration, not both")
         for key in ("gpus", "hosts"):
             values = getattr(job, key)
             if values is not None and len(set(values)) != len(values):
@@ -230,6 +237,9 @@ def check_jobs(scenario, fabric, lines: dict) -> list:
     total = 0
     workloads = []
     for i, job in enumerate(scenario.jobs):
+        if job.duration is not None and scenario.cluster is None:
+            fail(("jobs", i, "duration"), "only a cluster trace (a cluster: section) runs a "
+                                          "job for a duration; give iterations")
         if job.model is not None:
             if per_host % job.tp:
                 fail(("jobs", i, "tp"), f"must divide the GPUs per host ({per_host}), "

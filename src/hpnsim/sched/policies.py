@@ -40,6 +40,10 @@ from hpnsim.sched.priority import assign_priorities
 
 #: offsets CASSINI tries per job: this many evenly spaced shifts within its iteration
 CASSINI_SHIFTS = 16
+#: longest stretch of a job's period that joining its group's circle may cost; a job the
+#: circle would slow more keeps its own period (CASSINI leaves incompatible jobs unshifted:
+#: its compatibility score; the threshold is ours, a 5% rate loss, not a published figure)
+CASSINI_MAX_STRETCH = 0.05
 
 
 @dataclass(frozen=True)
@@ -52,12 +56,15 @@ class Decision:
     jobs : the jobs on their chosen paths (input order)
     priority : int array, engine class per job (0 first)
     offsets : float array, start offset per job (seconds; CASSINI only, else 0)
+    gates : float array, per job the period its iterations are held to (iteration ``k``
+        starts no earlier than ``offset + k * gate``; CASSINI only, else 0)
     """
 
     scheduler: str
     jobs: list
     priority: np.ndarray
     offsets: np.ndarray
+    gates: np.ndarray | None = None
 
 
 def check_scheduler(name) -> str:
@@ -117,6 +124,30 @@ def bssi_order(jobs, capacity) -> np.ndarray:
     return np.asarray(left + tail[::-1], dtype=np.int64)
 
 
+def mean_network_hops(links, link_bytes, fabric) -> float:
+    """Network links a byte of the job crosses on average: its bytes summed over network
+    links over its bytes entering the network (every network path starts with exactly one
+    NIC -> ToR link); 0 for a job that sends nothing through the network.
+
+    TACCL*'s "longer-distance traffic first" ranks jobs by this: 2 within a ToR, 4 through
+    an aggregation switch, 6 through the core of a 3-tier Clos.
+
+    >>> from hpnsim.fabrics import fat_tree
+    >>> f = fat_tree(4, gpus_per_host=1)
+    >>> up = int(f.gpu_access_link[0, 0]); down = up ^ 1
+    >>> mean_network_hops([up, down], [8.0, 8.0], f)       # NIC -> ToR -> NIC
+    2.0
+    """
+    from hpnsim.fabrics import NodeKind
+
+    links = np.asarray(links, dtype=np.int64)
+    load = np.asarray(link_bytes, dtype=np.float64)
+    network = np.isin(fabric.link_kind[links], NETWORK_LINKS)
+    entering = network & (fabric.node_kind[fabric.link_src[links]] == NodeKind.NIC)
+    sent = float(load[entering].sum())
+    return float(load[network].sum()) / sent if sent > 0 else 0.0
+
+
 def _network_hops(job, fabric) -> float:
     if job.flows is None or fabric is None:
         return float(job.links.size)
@@ -124,10 +155,46 @@ def _network_hops(job, fabric) -> float:
     return float(np.mean([counted[job.flows.path(i)].sum() for i in range(job.flows.n_flows)]))
 
 
-def cassini_offsets(jobs, capacity, shifts: int = CASSINI_SHIFTS) -> np.ndarray:
+def cassini_gates(periods, share) -> np.ndarray:
+    """CASSINI's unified circle: jobs that share links (``share``, a boolean matrix; its
+    connected groups) run on one perimeter ``L``, each job ``m_j`` iterations per turn
+    (``m_j`` = its group's longest period over its own, rounded, at least 1), its gate
+    ``L / m_j``; ``L = max_j m_j p_j``, so no gate is shorter than the job's period. Gates
+    of one group divide ``L``: their phases recur every turn and cannot drift apart. A job
+    the circle would stretch by more than :data:`CASSINI_MAX_STRETCH` keeps its own period.
+
+    >>> cassini_gates([0.0504, 0.1004], np.ones((2, 2), dtype=bool)).tolist()
+    [0.0504, 0.1008]
+    >>> cassini_gates([0.0504, 0.1004], np.eye(2, dtype=bool)).tolist()
+    [0.0504, 0.1004]
+    >>> cassini_gates([1.0, 1.4], np.ones((2, 2), dtype=bool)).tolist()   # 40% off: own
+    [1.0, 1.4]
+    """
+    p = np.asarray(periods, dtype=np.float64)
+    share = np.asarray(share, dtype=bool)
+    group = np.arange(p.size)
+    for i in range(p.size):                     # label propagation to connected groups
+        for j in np.flatnonzero(share[i]):
+            a, b = group[i], group[j]
+            group[group == max(a, b)] = min(a, b)
+    gates = p.copy()
+    for g in np.unique(group):
+        members = np.flatnonzero(group == g)
+        turns = np.maximum(1, np.round(p[members].max() / p[members]))
+        circle = (turns * p[members]).max() / turns
+        fits = circle <= (1 + CASSINI_MAX_STRETCH) * p[members]
+        if fits.sum() > 1:      # a circle of compatible jobs (the rest keep their periods)
+            turns = turns[fits]
+            gates[members[fits]] = (turns * p[members[fits]]).max() / turns
+    return gates
+
+
+def cassini_offsets(jobs, capacity, shifts: int = CASSINI_SHIFTS,
+                    periods=None) -> np.ndarray:
     """Greedy time offsets: each job in turn takes the shift (of ``shifts`` within its
-    uncontended iteration) whose communication phases overlap least with the phases of
-    the jobs already placed that share a link with it (over a common window).
+    period) whose communication phases overlap least with the phases of the jobs already
+    placed that share a link with it (over a common window). ``periods``: per job the
+    period it runs at (:func:`cassini_gates`; default its uncontended iteration time).
 
     >>> from hpnsim.sched.jobs import SchedJob
     >>> js = [SchedJob("a", 1, 1.0, [0], [1.0]), SchedJob("b", 1, 1.0, [0], [1.0])]
@@ -135,7 +202,8 @@ def cassini_offsets(jobs, capacity, shifts: int = CASSINI_SHIFTS) -> np.ndarray:
     [0.0, 1.0]
     """
     cap = np.asarray(capacity, dtype=np.float64)
-    period = np.array([j.iteration_time(cap) for j in jobs])
+    period = np.array([j.iteration_time(cap) for j in jobs]) if periods is None \
+        else np.asarray(periods, dtype=np.float64)
     window = 4 * period.max()
     grid = np.linspace(0.0, window, 64 * shifts, endpoint=False)
     share = sharing_matrix([j.links for j in jobs])
@@ -163,7 +231,7 @@ def cassini_offsets(jobs, capacity, shifts: int = CASSINI_SHIFTS) -> np.ndarray:
 
 def schedule(scheduler: str, jobs, fabric=None, capacity=None, *, K: int = 8, seed: int = 0,
              samples: int = 10, candidates: int = DEFAULT_CANDIDATES,
-             horizon: float | None = None) -> Decision:
+             horizon: float | None = None, hops=None, periods=None) -> Decision:
     """Apply a scheduler to the current jobs (module docstring for each policy).
 
     Parameters
@@ -177,6 +245,11 @@ def schedule(scheduler: str, jobs, fabric=None, capacity=None, *, K: int = 8, se
     samples : topological orders tried by Crux's compression
     candidates : source ports tried per connection by path selection
     horizon : seconds of Crux's pairwise simulations (default: ten iterations)
+    hops : per job the network links its bytes cross on average
+        (:func:`mean_network_hops`; TACCL*'s distance); default from the jobs' flows on
+        ``fabric``, else (no fabric) their number of links
+    periods : per job its iteration time alone (CASSINI's circle; default the jobs'
+        uncontended iteration time from their compute and bottleneck transfer)
 
     Examples
     --------
@@ -198,6 +271,7 @@ def schedule(scheduler: str, jobs, fabric=None, capacity=None, *, K: int = 8, se
     cap = np.asarray(capacity, dtype=np.float64)
     n = len(jobs)
     offsets = np.zeros(n)
+    gates = np.zeros(n)
     if scheduler in ("crux-ps-pa", "crux", "taccl") and fabric is not None \
             and all(j.flows is not None for j in jobs):
         order = np.arange(n) if scheduler == "taccl" else None
@@ -209,7 +283,10 @@ def schedule(scheduler: str, jobs, fabric=None, capacity=None, *, K: int = 8, se
         prio = np.zeros(n, dtype=np.int64)
     elif scheduler == "cassini":
         prio = np.zeros(n, dtype=np.int64)
-        offsets = cassini_offsets(jobs, cap)
+        own = np.array([j.iteration_time(cap) for j in jobs]) if periods is None \
+            else np.asarray(periods, dtype=np.float64)
+        gates = cassini_gates(own, sharing_matrix([j.links for j in jobs]))
+        offsets = cassini_offsets(jobs, cap, periods=gates)
     elif scheduler in ("crux-pa", "crux-ps-pa", "crux"):
         p = assign_priorities(jobs, cap, horizon=horizon)
         if scheduler == "crux":
@@ -226,7 +303,9 @@ def schedule(scheduler: str, jobs, fabric=None, capacity=None, *, K: int = 8, se
         order = np.lexsort((np.arange(n), t))
         prio = (k - 1 - varys_levels(order, k)).astype(np.int64)
     else:  # taccl
-        hops = np.array([_network_hops(j, fabric) for j in jobs])
+        hops = np.array([_network_hops(j, fabric) for j in jobs] if hops is None else hops,
+                        dtype=np.float64)
         distinct = np.unique(hops)[::-1]
         prio = np.minimum(np.searchsorted(-distinct, -hops), k - 1).astype(np.int64)
-    return Decision(scheduler=scheduler, jobs=jobs, priority=prio, offsets=offsets)
+    return Decision(scheduler=scheduler, jobs=jobs, priority=prio, offsets=offsets,
+                    gates=gates)

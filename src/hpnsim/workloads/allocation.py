@@ -6,11 +6,12 @@ returns the job's GPU indices in rank order, or ``None`` when the job cannot be 
 (it waits for hosts to free up). The mask is not modified: the caller marks
 :func:`hosts_of` the returned GPUs busy.
 
-Hosts are never shared between jobs: a job smaller than a host still takes the whole host.
-NCCL jobs want whole NVLink domains (their TP groups and intra-host rings assume the host's
-NVSwitch and NICs are theirs), and the cluster schedulers of the Crux paper's setting hand
-out whole machines to multi-GPU jobs; sharing a host would also put two jobs on one PCIe
-tree, which the fabric does not model per job.
+By default hosts are never shared between jobs: a job smaller than a host still takes the
+whole host. NCCL jobs want whole NVLink domains (their TP groups and intra-host rings assume
+the host's NVSwitch and NICs are theirs), and the cluster schedulers of the Crux paper's
+setting hand out whole machines to multi-GPU jobs. A cluster run may instead share hosts
+(``share_hosts``): a job smaller than a host then takes free GPUs of one host
+(:func:`within_host`), and jobs of a host or more still take whole free hosts.
 
 Policies (:data:`~hpnsim.workloads.allocator_names.ALLOCATORS`):
 
@@ -293,6 +294,36 @@ def _tightest(free_count: np.ndarray, inside: np.ndarray, need: int, k: int) -> 
     missing = need - int(free_count[head].sum())
     rest = [t for t in order[k - 1:] if free_count[t] >= missing]
     return head + [min(rest, key=lambda t: (free_count[t], t))]
+
+
+def within_host(fabric: Fabric, free_gpus, n_gpus: int) -> np.ndarray | None:
+    """``n_gpus`` (fewer than a host's) free GPUs of one host, the lowest of the host whose
+    free GPUs fit the job most tightly (ties: the lowest host), so partly used hosts fill up
+    before whole ones are broken; ``None`` when no host has that many free.
+
+    >>> from hpnsim.fabrics import fat_tree
+    >>> f = fat_tree(8, gpus_per_host=4)          # 32 hosts of 4 GPUs
+    >>> free = np.ones(128, bool); free[[0, 1, 2, 5]] = False
+    >>> within_host(f, free, 1).tolist()          # host 0 has one GPU left: the tightest
+    [3]
+    >>> within_host(f, free, 2).tolist()          # host 1 has three
+    [4, 6]
+    """
+    per_host = fabric.gpus_per_host
+    free = np.asarray(free_gpus, dtype=bool)
+    if free.shape != (fabric.n_gpus,):
+        raise InputError("free_gpus", f"needs one entry per GPU ({fabric.n_gpus}), "
+                                      f"got shape {free.shape}")
+    if not 1 <= n_gpus < per_host:
+        raise InputError("gpus", f"a job within a host takes 1..{per_host - 1} GPUs, "
+                                 f"got {n_gpus!r}")
+    count = free[: fabric.n_hosts * per_host].reshape(fabric.n_hosts, per_host).sum(axis=1)
+    fits = np.flatnonzero(count >= n_gpus)
+    if not fits.size:
+        return None
+    host = int(fits[np.argmin(count[fits])])
+    return host * per_host + np.flatnonzero(free[host * per_host:(host + 1) * per_host])[
+        :n_gpus]
 
 
 def allocate(policy: str, fabric: Fabric, free_hosts, n_gpus: int, *, tp: int = 1,

@@ -9,7 +9,7 @@ start before it), then the scheduler decides for the running jobs that use the n
   iteration routed with the routing seeds ``seed .. seed + candidates - 1``; Crux's path
   selection (and TACCL*'s, in arrival order) takes jobs from the highest GPU intensity down
   and gives each the candidate whose most loaded network link carries the fewest bytes per
-  capacity already placed (:func:`~hpnsim.sched.paths.least_congested`).
+  capacity, those already placed and its own (:func:`~hpnsim.sched.cluster.decide.least_loaded`).
 - **priority class**: the scheduler's class (:func:`~hpnsim.sched.policies.schedule`), set
   on every transfer of the job;
 - **offset** (CASSINI): a delay before the job's first iteration (exact mode: when it is
@@ -44,10 +44,11 @@ from hpnsim.sched.cluster.steady import MAX_PROBE_SIZE, MAX_PROBE_TASKS
 from hpnsim.sched.compression import check_levels
 from hpnsim.sched.paths import CLUSTER_CANDIDATES
 from hpnsim.sched.policies import check_scheduler
-from hpnsim.workloads.allocation import allocate, hosts_of
+from hpnsim.workloads.allocation import allocate, given, hosts_of, within_host
 from hpnsim.workloads.allocator_names import ALLOCATORS
 
-__all__ = ["ClusterDriver", "ClusterJob", "ClusterResult", "simulate_cluster"]
+__all__ = ["ClusterDriver", "ClusterJob", "ClusterResult", "TemplateCache", "check_window",
+           "simulate_cluster"]
 
 
 def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = "packed",
@@ -55,7 +56,10 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
                      tolerance: float = 0.01, seed: int = 0, horizon: float | None = None,
                      progress=None, candidates: int = CLUSTER_CANDIDATES,
                      routing: str = "ecmp",
-                     probe_budget: int = MAX_PROBE_SIZE) -> ClusterResult:
+                     probe_budget: int = MAX_PROBE_SIZE,
+                     window: tuple[float, float] | None = None,
+                     templates: TemplateCache | None = None,
+                     share_hosts: bool = False) -> ClusterResult:
     """Run a trace of jobs on a shared fabric under a scheduler (module docstring).
 
     Parameters
@@ -76,6 +80,13 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     probe_budget : tasks plus link entries a task-by-task steady-state probe may need
         (:func:`~hpnsim.sched.cluster.steady.task_level_cost`); costlier components are
         probed phase-level (:mod:`hpnsim.sched.cluster.phase`; 0: always)
+    window : ``(t0, t0 + T)`` seconds, the period utilization is measured over (the paper's
+        Definition 1; default the whole run); without a ``horizon`` the run stops at its end
+    templates : a :class:`~hpnsim.sched.cluster.jobs.TemplateCache` on the same fabric and
+        routing, shared between runs (``--compare``: each job's iterations compiled once)
+    share_hosts : a job smaller than a host takes free GPUs of a partly used host
+        (:func:`~hpnsim.workloads.allocation.within_host`); larger jobs still take whole
+        free hosts by ``allocator`` (default: every job takes whole hosts)
 
     Examples
     --------
@@ -95,7 +106,8 @@ def simulate_cluster(fabric, jobs, *, scheduler: str = "none", allocator: str = 
     return ClusterDriver(fabric, jobs, scheduler=scheduler, allocator=allocator, K=K,
                          samples=samples, exact=exact, tolerance=tolerance, seed=seed,
                          horizon=horizon, progress=progress, candidates=candidates,
-                         routing=routing, probe_budget=probe_budget).run()
+                         routing=routing, probe_budget=probe_budget, window=window,
+                         templates=templates, share_hosts=share_hosts).run()
 
 
 class ClusterDriver:
@@ -115,25 +127,34 @@ class ClusterDriver:
                  tolerance: float = 0.01, seed: int = 0, horizon: float | None = None,
                  progress=None, candidates: int = CLUSTER_CANDIDATES,
                  routing: str = "ecmp", probe_budget: int = MAX_PROBE_SIZE,
-                 probe_tasks: int = MAX_PROBE_TASKS):
+                 probe_tasks: int = MAX_PROBE_TASKS, window=None, templates=None,
+                 share_hosts: bool = False):
         self.jobs = _check(fabric, jobs, scheduler, allocator, K, tolerance, candidates)
+        self.window = check_window(window, horizon, self.jobs)
+        if horizon is None and self.window is not None:
+            horizon = self.window[1]
         if isinstance(probe_budget, bool) or not isinstance(probe_budget, int) \
                 or probe_budget < 0:
             raise InputError("probe_budget", f"an integer >= 0, got {probe_budget!r}")
         self.fabric, self.scheduler, self.allocator = fabric, scheduler, allocator
+        self.share_hosts = bool(share_hosts)
         self.K, self.samples, self.candidates = K, samples, candidates
         self.tolerance, self.seed = tolerance, check_seed(seed)
         self.end = math.inf if horizon is None else float(horizon)
         self.on_event = progress
         self.cap = np.asarray(fabric.link_capacity, dtype=np.float64)
-        self.templates = TemplateCache(fabric, routing)
-        self.mode: AdvanceMode = ExactMode(self.cap, self.templates) if exact else \
+        if templates is not None and (templates.fabric is not fabric
+                                      or templates.routing != routing):
+            raise InputError("templates", "a cache built for another fabric or routing")
+        self.templates = TemplateCache(fabric, routing) if templates is None else templates
+        self.mode: AdvanceMode = ExactMode(self.cap, self.templates, self.end) if exact else \
             SteadyMode(self.cap, self.templates, tolerance=tolerance, budget=probe_budget,
                        max_tasks=probe_tasks)
         self.rng = np.random.default_rng(self.seed)
         self.pending = deque(sorted(range(len(self.jobs)),
                                     key=lambda i: (self.jobs[i].arrival, i)))
-        self.free = np.ones(fabric.n_hosts, dtype=bool)
+        self.free_gpus = np.ones(fabric.n_gpus, dtype=bool)
+        self._check_placeable()
         self.queue: list[int] = []
         self.running: dict[int, RunningJob] = {}
         self.finished: dict[int, RunningJob] = {}
@@ -165,18 +186,52 @@ class ClusterDriver:
         while self.pending and self.jobs[self.pending[0]].arrival <= self.t:
             self.queue.append(self.pending.popleft())
 
+    @property
+    def free(self) -> np.ndarray:
+        """Hosts with every GPU free."""
+        per_host = self.fabric.gpus_per_host
+        n = self.fabric.n_hosts
+        return self.free_gpus[: n * per_host].reshape(n, per_host).all(axis=1)
+
+    def _gpus_for(self, job: ClusterJob, free_gpus: np.ndarray, rng) -> np.ndarray | None:
+        """The allocator's GPUs for ``job`` given the free GPUs (None: not now)."""
+        per_host = self.fabric.gpus_per_host
+        if self.share_hosts and job.gpus is not None:
+            gpus = given(self.fabric, np.ones(self.fabric.n_hosts, dtype=bool),
+                         list(job.gpus), job.tp)
+            return gpus if free_gpus[gpus].all() else None
+        if self.share_hosts and job.n_gpus < per_host:
+            return within_host(self.fabric, free_gpus, job.n_gpus)
+        n = self.fabric.n_hosts
+        free_hosts = free_gpus[: n * per_host].reshape(n, per_host).all(axis=1)
+        return allocate(self.allocator, self.fabric, free_hosts, job.n_gpus, tp=job.tp,
+                        seed=rng, gpus=None if job.gpus is None else list(job.gpus))
+
+    def _check_placeable(self) -> None:
+        """Every job fits the empty cluster under the allocator, before anything runs."""
+        empty = np.ones(self.fabric.n_gpus, dtype=bool)
+        rng = np.random.default_rng(self.seed)
+        for i, job in enumerate(self.jobs):
+            if self._gpus_for(job, empty, rng) is None:
+                raise InputError(f"jobs[{i}]", f"the {self.allocator} allocator cannot place "
+                                               f"{job.name!r} ({job.n_gpus} GPUs) even on "
+                                               "the empty cluster")
+
     def _place(self) -> list[int]:
-        """Place queued jobs in arrival order where the allocator finds them hosts."""
+        """Place queued jobs in arrival order where the allocator finds them GPUs."""
         placed = []
         for j in list(self.queue):
             job = self.jobs[j]
-            gpus = allocate(self.allocator, self.fabric, self.free, job.n_gpus, tp=job.tp,
-                            seed=self.rng, gpus=None if job.gpus is None else list(job.gpus))
+            gpus = self._gpus_for(job, self.free_gpus, self.rng)
             if gpus is None:
                 continue
             self.queue.remove(j)
             hosts = hosts_of(gpus, self.fabric.gpus_per_host)
-            self.free[hosts] = False
+            if self.share_hosts:
+                self.free_gpus[np.asarray(gpus)] = False
+            else:               # a job holds its hosts whole
+                per_host = self.fabric.gpus_per_host
+                self.free_gpus[(hosts[:, None] * per_host + np.arange(per_host)).ravel()] = False
             self.running[j] = RunningJob(j, job, np.asarray(gpus), hosts, self.t,
                                          seed=self.seed, progress=[(self.t, 0.0)])
             placed.append(j)
@@ -204,7 +259,11 @@ class ClusterDriver:
 
     def _on_departure(self, j: int) -> None:
         r = self.running.pop(j)
-        self.free[r.hosts] = True
+        if self.share_hosts:
+            self.free_gpus[r.gpus] = True
+        else:
+            per_host = self.fabric.gpus_per_host
+            self.free_gpus[(r.hosts[:, None] * per_host + np.arange(per_host)).ravel()] = True
         self.finished[j] = r
         self.mode.leave(r)
 
@@ -221,10 +280,47 @@ class ClusterDriver:
             outcomes.append(JobOutcome(job.name, job.n_gpus, r.hosts.tolist(), job.arrival,
                                        r.start, float(finish), float(progress[1][-1]),
                                        job.n_gpus * self.templates.of(r).compute_time, alone,
-                                       progress))
+                                       progress, r.gpus.tolist()))
         return ClusterResult(self.scheduler, self.allocator, self.mode.exact, self.tolerance,
                              self.fabric.n_gpus, outcomes, np.array(self.events),
-                             unfinished=unfinished, **asdict(self.mode.extrapolation()))
+                             unfinished=unfinished, window=self.window,
+                             **asdict(self.mode.extrapolation()))
+
+
+def check_window(window, horizon, jobs) -> tuple[float, float] | None:
+    """``window`` as ``(t0, t0 + T)`` floats, or InputError naming ``window``: it must be
+    ``0 <= t0 < t0 + T``, end by the ``horizon``, and overlap the trace (end after the
+    first arrival; when every job has a ``duration``, start before the trace is over).
+
+    >>> check_window((10, 20), None, [])
+    (10.0, 20.0)
+    >>> check_window((10, 20), 15.0, [])
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: window: must end by the horizon (15 s), got [10, 20] s
+    """
+    if window is None:
+        return None
+    try:
+        a, b = (float(x) for x in window)
+    except (TypeError, ValueError):
+        raise InputError("window", f"two times [start, end], got {window!r}") from None
+    if not (math.isfinite(a) and math.isfinite(b) and 0 <= a < b):
+        raise InputError("window", f"needs 0 <= start < end, got [{a:g}, {b:g}] s")
+    if horizon is not None and b > horizon:
+        raise InputError("window", f"must end by the horizon ({horizon:g} s), "
+                                   f"got [{a:g}, {b:g}] s")
+    if jobs and b <= min(j.arrival for j in jobs):
+        raise InputError("window", f"ends at {b:g} s, before the first job arrives "
+                                   f"({min(j.arrival for j in jobs):g} s)")
+    if jobs and all(j.duration is not None for j in jobs):
+        # the cluster is never idle while a job waits (it fits the empty cluster), so the
+        # trace is over by the last arrival plus every job's duration one after another
+        last = max(j.arrival for j in jobs) + sum(j.duration for j in jobs)
+        if a >= last:
+            raise InputError("window", f"starts at {a:g} s, after the trace (over by "
+                                       f"{last:g} s)")
+    return a, b
 
 
 def _check(fabric, jobs, scheduler, allocator, K, tolerance, candidates):

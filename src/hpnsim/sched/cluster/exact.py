@@ -42,10 +42,14 @@ class ExactCluster:
         getattr(self.sim, method)(*args)
 
     def place(self, j: int, template, n_iterations: int, start: float, offset: float,
-              priority: int) -> None:
+              priority: int, gate: float = 0.0) -> None:
+        """Append job ``j``'s iterations, the first at ``start + offset``; with ``gate >
+        0`` iteration ``k`` no earlier than ``start + offset + k * gate`` (set once, when
+        the job is placed)."""
         chain, after = [], []
         for k in range(n_iterations):
-            first = template.append(self.graph, release=start + offset if k == 0 else 0.0,
+            release = start + offset + k * gate if k == 0 or gate > 0 else 0.0
+            first = template.append(self.graph, release=release,
                                     after=after, priority=priority)
             chain.append((first, template))
             after = (first + template.stage_end).tolist()

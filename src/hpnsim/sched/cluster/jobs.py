@@ -9,7 +9,9 @@ or more, and a cluster run needs thousands. An :class:`IterationTemplate` compil
 iteration once per (job shape, GPUs, routing seed) and appends copies of its tasks to any
 TaskGraph, with the job's priority class on every transfer. The template's lone run is also
 the job's *alone* profile: its iteration time, its computation per iteration and the bytes
-it puts on every network link, from which Crux's ``W_j``, ``t_j`` and ``I_j`` follow
+it puts on every network link and every PCIe link (the host's links that jobs could share
+and that may bind: the paper's ``t_j`` is over every link of the job's paths), from which
+Crux's ``W_j``, ``t_j`` and ``I_j`` follow
 (:meth:`IterationTemplate.sched_job`).
 """
 
@@ -23,11 +25,16 @@ import numpy as np
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.engine.taskgraph import TRANSFER
 from hpnsim.errors import InputError
+from hpnsim.fabrics.fabric import LinkKind
 from hpnsim.routing.precise import NETWORK_LINKS
 from hpnsim.sched.jobs import SchedJob
 from hpnsim.training.program import Program
 
-__all__ = ["ClusterJob", "IterationTemplate", "RunningJob", "TemplateCache"]
+__all__ = ["DEMAND_LINKS", "ClusterJob", "IterationTemplate", "RunningJob", "TemplateCache"]
+
+#: the links a job's demand is counted on: the network's and the hosts' PCIe links
+#: (NVLink stays inside a job's own GPUs and NVSwitch: no other job's traffic crosses it)
+DEMAND_LINKS = (*NETWORK_LINKS, LinkKind.PCIE)
 
 
 @dataclass
@@ -107,7 +114,8 @@ class IterationTemplate:
     stage_end : template ids of the tasks ending the iteration
     iteration_time : seconds alone on the idle fabric
     compute_time : seconds of computation (compute and optimizer) per GPU per iteration
-    links, link_bytes : network links the iteration loads and its bytes on each
+    links, link_bytes : network and PCIe links the iteration loads (:data:`DEMAND_LINKS`)
+        and its bytes on each
     """
 
     arrays: object
@@ -141,7 +149,7 @@ class IterationTemplate:
                              release=1.0)
         sim = simulate(graph, fabric.link_capacity)
         res = account(it, sim.start - 1.0, sim.finish - 1.0)
-        network = np.isin(fabric.link_kind, NETWORK_LINKS)
+        network = np.isin(fabric.link_kind, DEMAND_LINKS)
         load = np.where(network, sim.link_bytes, 0.0)
         links = np.flatnonzero(load > 0)
         arrays = graph.arrays(fabric.n_links)
@@ -171,11 +179,12 @@ class IterationTemplate:
                                  priority=int(priority))
 
     def append_chain(self, graph: TaskGraph, count: int, *, release: float = 0.0, after=(),
-                     priority: int = 0) -> np.ndarray:
-        """Append ``count`` iterations one after the other (the first as :meth:`append`);
+                     priority: int = 0, every: float = 0.0) -> np.ndarray:
+        """Append ``count`` iterations one after the other (the first as :meth:`append`;
+        with ``every > 0`` iteration ``k`` starts no earlier than ``release + k * every``);
         returns their first task ids."""
         return graph.append_chain(self.arrays, count, release=release, after=after,
-                                  priority=int(priority), chain=self.stage_end)
+                                  priority=int(priority), chain=self.stage_end, every=every)
 
     def path_of(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """``(links, usage)`` of template transfer ``task``."""
@@ -202,8 +211,10 @@ class IterationTemplate:
 @dataclass(slots=True)
 class RunningJob:
     """A placed job: trace index ``job``, its GPUs and hosts, start time, the scheduler's
-    current decision (routing ``seed``, ``priority`` class, ``offset``), and the
-    iterations ``done`` with their ``progress`` breakpoints ``(time, done)`` (steady mode)."""
+    current decision (routing ``seed``, ``priority`` class, ``offset``, and ``gate``: when
+    > 0, iteration ``k`` starts no earlier than ``offset + k * gate`` after the segment's
+    start, CASSINI's time shift held at every iteration), and the iterations ``done`` with
+    their ``progress`` breakpoints ``(time, done)`` (steady mode)."""
 
     job: int
     spec: ClusterJob
@@ -213,6 +224,7 @@ class RunningJob:
     seed: int = 0
     priority: int = 0
     offset: float = 0.0
+    gate: float = 0.0
     done: float = 0.0
     progress: list = field(default_factory=list)
 

@@ -72,25 +72,32 @@ class AdvanceMode(Protocol):
 
 class ExactMode:
     """Every iteration simulated: jobs leave when the engine says their last iteration
-    ended (or their ``duration`` is up)."""
+    ended (or their ``duration`` is up, or the run's ``end``).
+
+    A job's task graph holds the iterations it can start before it leaves or the run ends,
+    never more: no iteration is shorter than its compute time per GPU (compute and
+    optimizer run one after the other on a GPU), whatever the paths and the contention, so
+    ``ceil(span / compute) + 1`` copies cover any span."""
 
     exact = True
 
-    def __init__(self, capacity: np.ndarray, templates: TemplateCache):
+    def __init__(self, capacity: np.ndarray, templates: TemplateCache,
+                 end: float = math.inf):
         self.engine = ExactCluster(capacity)
         self.templates = templates
+        self.end = end
+        self.sized: dict[int, int] = {}
 
     def advance(self, running, placed, t, limit):
         for j, r in running.items():
             tpl = self.templates.of(r)
             if j in placed:
-                n = r.spec.iterations if r.spec.iterations is not None \
-                    else math.ceil(r.spec.duration / tpl.iteration_time) + 1
-                self.engine.place(j, tpl, n, r.start, r.offset, r.priority)
+                n = self.sized[j] = _copies(r, tpl, self.end)
+                self.engine.place(j, tpl, n, r.start, r.offset, r.priority, r.gate)
             else:
                 self.engine.decide(j, r.priority, tpl)
         counted = {j: r.spec.iterations for j, r in running.items()
-                   if r.spec.iterations is not None}
+                   if r.spec.iterations is not None and r.spec.iterations <= self.sized[j]}
         t_new, leaving = self.engine.advance(limit, counted)
         for j, r in running.items():
             if r.spec.duration is not None and r.start + r.spec.duration <= t_new:
@@ -177,7 +184,7 @@ class SteadyMode:
         for comp in components([tpls[i].links for i in net]):
             members = [net[c] for c in comp]
             ranks = np.unique([runs[i].priority for i in members], return_inverse=True)[1]
-            key = tuple((runs[i].job, runs[i].seed, int(k), runs[i].offset)
+            key = tuple((runs[i].job, runs[i].seed, int(k), runs[i].offset, runs[i].gate)
                         for i, k in zip(members, ranks.ravel().tolist(), strict=True))
             period = self.periods.get(key)
             if period is not None:
@@ -190,7 +197,8 @@ class SteadyMode:
                               [runs[i].offset for i in members], self.capacity,
                               tolerance=self.tolerance, limit=limit - t,
                               remaining=remaining[members], budget=self.budget,
-                              max_tasks=self.max_tasks)
+                              max_tasks=self.max_tasks,
+                              gates=[runs[i].gate for i in members])
                 self.counters.probes += 1
                 self.counters.unstable_probes += not found.stable
                 self.counters.phase_probes += found.level is ProbeLevel.PHASE
@@ -212,6 +220,19 @@ class SteadyMode:
 
     def extrapolation(self):
         return self.counters
+
+
+def _copies(run: RunningJob, tpl, end: float) -> int:
+    """Iterations to append for a job placed now (:class:`ExactMode`)."""
+    n = run.spec.iterations if run.spec.iterations is not None else math.inf
+    span = min(end, run.start + run.spec.duration if run.spec.duration is not None
+               else math.inf) - run.start
+    fastest = tpl.compute_time if tpl.compute_time > 0 else tpl.iteration_time
+    if math.isfinite(span) and fastest > 0:
+        n = min(n, math.ceil(span / fastest) + 1)
+    if not math.isfinite(n):
+        raise ValueError("a job with neither iterations nor an end")
+    return int(max(n, 1))
 
 
 def _time_to(p: Probe, iterations: float) -> float:

@@ -141,8 +141,9 @@ class PhaseTemplate:
                    merge=merge)
 
     def append_chain(self, graph: TaskGraph, count: int, *, release: float = 0.0, after=(),
-                     priority: int = 0) -> np.ndarray:
+                     priority: int = 0, every: float = 0.0) -> np.ndarray:
         """Append ``count`` copies one after the other (as
-        :meth:`IterationTemplate.append_chain`); returns their first task ids."""
+        :meth:`IterationTemplate.append_chain`; ``every``: a copy's gate period, ``merge``
+        iterations' worth); returns their first task ids."""
         return graph.append_chain(self.arrays, count, release=release, after=after,
-                                  priority=int(priority), chain=self.stage_end)
+                                  priority=int(priority), chain=self.stage_end, every=every)

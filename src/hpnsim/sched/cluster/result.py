@@ -6,6 +6,12 @@ its compute and optimizer time per iteration, from its alone run); its progress 
 (iterations done, the one in progress counted pro rata) is piecewise linear. Over an
 interval ``[a, b)`` the cluster's utilization is ``sum_j W_j (p_j(b) - p_j(a)) / (G (b - a))``
 with ``G`` the cluster's GPUs; overall it is the same over ``[0, makespan)``.
+
+The paper's Definition 1 measures the computation the GPUs finish in a period ``T``: the
+run's *window* ``[t0, t0 + T]`` (default ``[0, makespan]``) gives it per cluster GPU
+(``window_utilization``: over ``G T``) and per GPU held (``window_held_utilization``: over
+the GPU-seconds jobs held inside the window), so every scheduler on the same trace is
+measured over the same period whatever its makespan.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ __all__ = ["ClusterResult", "JobOutcome"]
 class JobOutcome:
     """One job of the trace: where and when it ran, how fast, against running alone.
 
-    ``progress``: ``(times, iterations done)`` breakpoints of its piecewise-linear progress.
+    ``progress``: ``(times, iterations done)`` breakpoints of its piecewise-linear progress;
+    ``gpu_ids``: the GPUs it held, in rank order.
     """
 
     name: str
@@ -36,6 +43,7 @@ class JobOutcome:
     work: float                       # W_j, GPU-seconds per iteration
     alone_iteration_time: float
     progress: tuple = field(default=((), ()), repr=False)
+    gpu_ids: list = field(default_factory=list, repr=False)
 
     @property
     def jct(self) -> float:
@@ -88,6 +96,7 @@ class ClusterResult:
     probes, unstable_probes : components probed, and those that hit the probe limit
     phase_probes : components probed with phase-level iterations (too costly task by task)
     unfinished : names of jobs still running or waiting at the horizon
+    window : ``(t0, t0 + T)``, the period utilization is measured over (None: the run)
     """
 
     scheduler: str
@@ -103,6 +112,7 @@ class ClusterResult:
     unstable_probes: int = 0
     phase_probes: int = 0
     unfinished: list = field(default_factory=list)
+    window: tuple | None = None
 
     @property
     def makespan(self) -> float:
@@ -123,6 +133,41 @@ class ClusterResult:
         """Computation over the GPU time held by jobs (start to finish)."""
         held = sum(j.gpus * (j.finish - j.start) for j in self.jobs)
         return self.computation(0.0, self.makespan) / held if held > 0 else 0.0
+
+    @property
+    def window_bounds(self) -> tuple[float, float]:
+        """``(t0, t0 + T)``: the measured window (default: the whole run)."""
+        if self.window is None:
+            return 0.0, self.makespan
+        return float(self.window[0]), float(self.window[1])
+
+    def held(self, a: float, b: float) -> float:
+        """GPU-seconds jobs held (started, not yet left) inside ``[a, b)``."""
+        return float(sum(j.gpus * max(0.0, min(j.finish, b) - max(j.start, a))
+                         for j in self.jobs))
+
+    @property
+    def window_utilization(self) -> float:
+        """Computation finished in the window over ``cluster GPUs x T`` (Definition 1)."""
+        a, b = self.window_bounds
+        return self.computation(a, b) / (self.cluster_gpus * (b - a)) if b > a else 0.0
+
+    @property
+    def window_held_utilization(self) -> float:
+        """Computation finished in the window over the GPU-seconds held inside it."""
+        a, b = self.window_bounds
+        held = self.held(a, b)
+        return self.computation(a, b) / held if held > 0 else 0.0
+
+    def window_rates(self) -> list[float]:
+        """Per job, iterations per second while it held GPUs inside the window (0: not
+        running then)."""
+        a, b = self.window_bounds
+        out = []
+        for j in self.jobs:
+            span = min(j.finish, b) - max(j.start, a)
+            out.append(float(j.done_at(b) - j.done_at(a)) / span if span > 0 else 0.0)
+        return out
 
     def timeline(self) -> list[dict]:
         """Per interval between cluster events: ``start``, ``end``, ``utilization``,
@@ -161,6 +206,9 @@ class ClusterResult:
                 "jobs": len(self.jobs), "makespan": self.makespan,
                 "gpu_utilization": self.gpu_utilization,
                 "allocated_utilization": self.allocated_utilization,
+                "window_start": self.window_bounds[0], "window_end": self.window_bounds[1],
+                "window_utilization": self.window_utilization,
+                "window_held_utilization": self.window_held_utilization,
                 "mean_jct": self.mean_jct,
                 "mean_slowdown": float(np.mean([j.slowdown for j in self.jobs]))
                 if self.jobs else 0.0,
@@ -173,8 +221,10 @@ class ClusterResult:
                 "unfinished": list(self.unfinished)}
 
     def rows(self) -> list[dict]:
-        """One row per job."""
-        return [j.row() for j in self.jobs]
+        """One row per job, with its ``window_rate`` (iterations per second held inside
+        the window)."""
+        return [{**j.row(), "window_rate": rate}
+                for j, rate in zip(self.jobs, self.window_rates(), strict=True)]
 
     def to_dict(self) -> dict:
         """JSON-ready: the summary, ``jobs`` rows and the utilization ``timeline``."""

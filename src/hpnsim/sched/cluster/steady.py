@@ -129,7 +129,7 @@ class Probe:
 
 def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
           remaining, budget: int = MAX_PROBE_SIZE, max_tasks: int = MAX_PROBE_TASKS,
-          max_spread: float = MAX_SPREAD) -> Probe:
+          max_spread: float = MAX_SPREAD, gates=None) -> Probe:
     """Probe a component (see the module docstring): task by task when that can reach
     stability within ``budget`` tasks plus link entries (:func:`task_level_cost`), else
     with every job's phase-level iteration (:mod:`hpnsim.sched.cluster.phase`).
@@ -146,18 +146,23 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     max_tasks : tasks a probe's graph may hold before it stops (:data:`MAX_PROBE_TASKS`)
     max_spread : slowest over fastest phase-level iteration once fast jobs are merged
         (:data:`~hpnsim.sched.cluster.phase.MAX_SPREAD`)
+    gates : per job its gate period (iteration ``k`` starts no earlier than
+        ``offset + k * gate``; 0: none), CASSINI's shifts held at every iteration
     """
+    gates = np.zeros(len(templates)) if gates is None else np.asarray(gates, dtype=float)
     if task_level_cost(templates, offsets, limit) <= budget:
         return _probe(templates, priorities, offsets, capacity, tolerance=tolerance,
-                      limit=limit, remaining=remaining, max_tasks=max_tasks)
+                      limit=limit, remaining=remaining, max_tasks=max_tasks, gates=gates)
     phases, folded = phase_templates(templates, capacity, max_spread=max_spread)
     scale = np.array([p.scale for p in phases])
     merge = np.array([p.merge for p in phases], dtype=np.float64)
     # the phase-level clock stands for the task-level one (a job's phase-level alone time
-    # is close to its task-level one): offsets and the limit are used as they are
+    # is close to its task-level one): offsets and the limit are used as they are; a gate
+    # is per iteration of task-level time, a copy's gate the phase-level seconds that stand
+    # for it (a copy's seconds x scale = task-level seconds per iteration)
     found = _probe(phases, priorities, offsets, folded, tolerance=tolerance, limit=limit,
                    remaining=np.ceil(np.asarray(remaining, dtype=np.float64) / merge),
-                   max_tasks=max_tasks)
+                   max_tasks=max_tasks, gates=gates / scale)
     # phase-level iteration ends are not task-level ones: keep only the periods
     found.ends = [np.zeros(0) for _ in templates]
     if found.copies is not None:        # in the job's iterations, for Probe.repeats
@@ -184,7 +189,7 @@ def task_level_cost(templates, offsets, limit: float) -> float:
 
 
 def _probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
-           remaining, max_tasks: int) -> Probe:
+           remaining, max_tasks: int, gates) -> Probe:
     n = len(templates)
     alone = np.array([t.iteration_time for t in templates])
     graph = TaskGraph()
@@ -206,8 +211,11 @@ def _probe(templates, priorities, offsets, capacity, *, tolerance: float, limit:
                 prev = chains[j][-1] if chains[j].size else None
                 after = [] if prev is None else (prev + tpl.stage_end).tolist()
                 release = float(offsets[j]) if prev is None else 0.0
+                if gates[j] > 0:        # the copy's slot on the job's grid
+                    release = float(offsets[j]) + chains[j].size * float(gates[j])
                 firsts = tpl.append_chain(graph, want - chains[j].size, release=release,
-                                          after=after, priority=int(priorities[j]))
+                                          after=after, priority=int(priorities[j]),
+                                          every=float(gates[j]))
                 chains[j] = np.concatenate([chains[j], firsts])
         now = sim.run(until=stop)
         finish = sim.finish_times()
@@ -250,5 +258,7 @@ def _needed(remaining) -> np.ndarray:
     """Whole iterations per job before it leaves (a job that leaves after a duration has no
     iteration count: it never runs dry)."""
     left = np.asarray(remaining, dtype=np.float64)
-    return np.where(np.isfinite(left), np.ceil(np.minimum(left, 2.0**62) - 1e-9),
+    # at least one: a job left with a rounding error of an iteration (it finished a hair
+    # after a departure) still ends that iteration in the probe
+    return np.where(np.isfinite(left), np.maximum(np.ceil(np.minimum(left, 2.0**62) - 1e-9), 1),
                     2.0**62).astype(np.int64)
