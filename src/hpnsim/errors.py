@@ -71,3 +71,50 @@ def read_user_text(path, field: str, what: str = "file") -> str:
         line = data.count(b"\n", 0, error.start) + 1
         raise InputError(field, f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} "
                                 f"on line {line}); give a UTF-8 text {what}") from None
+
+
+#: the largest work a command takes on without being asked, by kind; each is raised by the
+#: environment variable ``HPNSIM_MAX_<KIND>`` (e.g. ``HPNSIM_MAX_TASKS=20000000``). Tasks: the
+#: engine runs about 10^5 tasks a second (docs/benchmarks.md: a Mixtral EP8 iteration of
+#: 121,106 tasks in 1.3 s), so 5,000,000 is about a minute of simulation and a few GiB.
+#: Jobs: a cluster trace's jobs (the published Lingjun day has hundreds). Points: a sweep's
+#: points (each a whole run).
+WORK_LIMITS = {"tasks": 5_000_000, "jobs": 20_000, "points": 10_000}
+
+
+def work_limit(kind: str) -> int:
+    """The limit of ``kind`` (a key of :data:`WORK_LIMITS`), raised by ``HPNSIM_MAX_<KIND>``.
+
+    >>> work_limit("points")
+    10000
+    """
+    import os
+
+    name = f"HPNSIM_MAX_{kind.upper()}"
+    text = os.environ.get(name)
+    if text is None:
+        return WORK_LIMITS[kind]
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(name, f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise InputError(name, f"must be a positive integer, got {text!r}")
+    return value
+
+
+def check_work(amount: float, kind: str, field: str, what: str) -> None:
+    """Refuse, before running it, work of ``amount`` ``kind`` beyond :func:`work_limit`;
+    the message names ``field`` (what the user typed that makes the work) and the variable
+    that raises the limit.
+
+    >>> check_work(3, "points", "grid", "the grid has 3 points")
+    >>> check_work(80_000, "points", "grid", "the grid has 80,000 points")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: grid: the grid has 80,000 points; hpnsim runs at most 10,000 points unless HPNSIM_MAX_POINTS=N raises it
+    """
+    limit = work_limit(kind)
+    if amount > limit:
+        raise InputError(field, f"{what}; hpnsim runs at most {limit:,} {kind} unless "
+                                f"HPNSIM_MAX_{kind.upper()}=N raises it")

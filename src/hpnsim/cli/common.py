@@ -10,6 +10,12 @@ from typing import Any
 
 import typer
 
+from hpnsim.cli.outputs import (  # noqa: F401  (re-exported: every command checks here)
+    OutputFolder,
+    check_figure_file,
+    check_output_dir,
+    check_output_file,
+)
 from hpnsim.errors import InputError
 from hpnsim.jsonable import to_jsonable
 
@@ -111,51 +117,10 @@ def scenario_from_flags(data: dict, model=None, section: str = "", name=flag_of)
         return parse_scenario(data) if model is None else parse_section(model, data, section)
 
 
-def check_output_file(path, flag: str) -> None:
-    """Refuse, before any work, an output file that could not be written after the run:
-    its folder must exist, and the path must not be a folder.
-
-    >>> check_output_file("/nonexistent/gantt.png", "--plot")
-    Traceback (most recent call last):
-    ...
-    hpnsim.errors.InputError: --plot: folder /nonexistent does not exist; create it or give another path
-    """
-    import os
-    from pathlib import Path
-
-    target = Path(path)
-    folder = target.parent
-    if target.is_dir():
-        example = {"--csv": "out.csv", "--parquet": "out.parquet",
-                   "--trace": "trace.json"}.get(flag, "out.png")
-        raise InputError(flag, f"{path} is a folder; give a file path, e.g. {target / example}")
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise InputError(flag, f"folder {folder} {what}; create it or give another path")
-    if not os.access(folder, os.W_OK):
-        raise InputError(flag, f"folder {folder} is not writable; give another path")
-
-
-def check_output_dir(path, flag: str) -> None:
-    """Refuse, before any work, an output folder that exists as a file (or lies under one).
-
-    >>> import tempfile
-    >>> with tempfile.NamedTemporaryFile() as f:
-    ...     check_output_dir(f.name, "--out")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    hpnsim.errors.InputError: --out: ... is a file; give a folder (it is created if missing)
-    """
-    from pathlib import Path
-
-    target = Path(path)
-    for folder in (target, *target.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                where = "" if folder == target else f" (in {path})"
-                raise InputError(flag, f"{folder} is a file{where}; give a folder "
-                                       f"(it is created if missing)")
-            return
+def force_option():
+    """The ``--force`` option of a command that writes an ``--out`` folder."""
+    return typer.Option(False, "--force", help="Write into a --out folder that already holds "
+                        "files, first removing what hpnsim wrote there (nothing else).")
 
 
 def parse_extra_options(args: list[str]) -> dict[str, str]:
@@ -274,7 +239,7 @@ class TableFiles:
         import tempfile
         from pathlib import Path
 
-        from hpnsim.results import write_atomic
+        from hpnsim.results import file_mode, write_atomic
 
         flat = [flat_row(row) for row in rows]
         columns = list(dict.fromkeys(k for row in flat for k in row))
@@ -297,6 +262,7 @@ class TableFiles:
             os.close(fd)
             try:
                 to_frame(flat, columns=columns).to_parquet(tmp, index=False)
+                os.chmod(tmp, file_mode())
                 os.replace(tmp, target)
             finally:
                 if os.path.exists(tmp):

@@ -106,7 +106,7 @@ def register(app: typer.Typer) -> None:
         checkpoint (half an interval), detection and restart, times the job's GPUs, plus the
         time spent writing checkpoints. See docs/reliability.md.
         """
-        from hpnsim.cli.common import check_output_file, errors_as_flags, table_console
+        from hpnsim.cli.common import check_figure_file, errors_as_flags, table_console
         from hpnsim.errors import check_seed
         from hpnsim.fabrics.registry import build_fabric
         from hpnsim.faults.montecarlo import monte_carlo as draw
@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
             raise InputError("arguments", "give --dual-tor and --gpus once")
         check_seed(seed, "--seed")
         if plot:
-            check_output_file(plot, "--plot")
+            check_figure_file(plot)
         tables = TableFiles(csv, parquet)
         overrides = {"link_per_month": link_per_month, "tor_per_month": tor_per_month,
                      "agg_per_month": agg_per_month, "uplink_per_month": uplink_per_month,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from hpnsim.cli.common import guarded
+from hpnsim.cli.common import check_output_file, guarded
 
 
 def register(app: typer.Typer) -> None:
@@ -32,5 +32,8 @@ def register(app: typer.Typer) -> None:
 
         if out is not None and out.is_dir():
             raise InputError("--out", f"{out} is a folder; give the HTML file to write")
+        if out is not None or folder.is_dir():
+            check_output_file(out if out is not None else folder / "index.html", "--out",
+                              ("html", "htm"))
         path = write_report(folder, out)
         typer.echo(f"wrote {path}")

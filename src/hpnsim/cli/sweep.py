@@ -7,14 +7,20 @@ from pathlib import Path
 import typer
 
 from hpnsim.cli.common import (
+    OutputFolder,
     TableFiles,
     check_output_dir,
     csv_option,
     emit_json,
+    force_option,
     guarded,
     parquet_option,
     table_console,
 )
+
+#: what a sweep writes into its --out folder (cleared by --force even when an interrupted
+#: sweep left no manifest)
+SWEEP_FILES = ("rows.jsonl", "summary.csv", "sweep.png", "sweep.json")
 
 
 def register(app: typer.Typer) -> None:
@@ -36,6 +42,7 @@ def register(app: typer.Typer) -> None:
                                     "OUT/rows.jsonl."),
         out: str = typer.Option(None, "--out", help="Output folder: rows.jsonl, summary.csv, "
                                 "sweep.png, sweep.json (default: sweep-<file name>)."),
+        force: bool = force_option(),
         json_out: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
         csv: str = csv_option(),
         parquet: str = parquet_option(),
@@ -58,11 +65,16 @@ def register(app: typer.Typer) -> None:
 
             raise InputError("--address", "is a Ray cluster address; add --backend ray")
         folder = Path(out or f"sweep-{Path(sweep_file).stem}")
-        check_output_dir(folder, "--out")
+        if resume:
+            check_output_dir(folder, "--out")
+        else:
+            output = OutputFolder(folder, "--out", force, known=SWEEP_FILES)
         tables = TableFiles(csv, parquet)
         console = table_console(stderr=True)
         with console.status("validating every point"):
             plan = load_sweep(sweep_file)
+        if not resume:
+            output.begin()
         result = _run(plan, folder, console, backend=backend, workers=workers,
                       address=address, resume=resume)
         tables.write(result.rows)
@@ -73,6 +85,8 @@ def register(app: typer.Typer) -> None:
             result.files.append(plot_sweep(result, metric, folder / "sweep.png"))
         for path in result.files:
             typer.echo(f"wrote {path}", err=True)
+        if not resume:
+            output.finish()
         if result.resumed:
             typer.echo(f"resumed: {result.resumed} point(s) were already done", err=True)
         if json_out:

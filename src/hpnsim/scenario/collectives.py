@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from hpnsim.collectives.nccl import MAXCHANNELS
 from hpnsim.errors import InputError
 from hpnsim.scenario.yaml import format_path, located
 
@@ -104,8 +105,9 @@ class CollectiveSpec(BaseModel):
                                description="one size, MIN:MAX[:FACTOR], a comma list or a list")
     algo: str = Field("auto", description="ring, tree, hd, hier, direct or auto")
     protocol: str = Field("auto", description="ll, ll128, simple or auto")
-    channels: Annotated[int, Field(ge=0, strict=True)] = Field(
-        0, description="parallel rings/trees (0: one per rail)")
+    channels: Annotated[int, Field(ge=0, le=MAXCHANNELS, strict=True)] = Field(
+        0, description=f"parallel rings/trees, at most NCCL's MAXCHANNELS ({MAXCHANNELS}); "
+                       f"0: one per rail")
     qps: Annotated[int, Field(ge=1, strict=True)] = Field(1, description="connections per peer")
     root: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="root rank of broadcast and reduce")

@@ -102,8 +102,10 @@ class JobsTogether:
             result = RunResult(scenario=_echo(p.scenario), fabric=_fabric_summary(p.fabric),
                                jobs=[], makespan=0.0, n_tasks=0, n_events=0)
         elif p.scenario.faults:
+            self.check_work()
             result = self.through_faults()
         else:
+            self.check_work()
             result = self.together()
         from hpnsim.fabrics.registry import sizing_note
 
@@ -116,10 +118,33 @@ class JobsTogether:
         result.built_fabric = p.fabric
         return result
 
-    def compile(self, jobs: list[int], graph) -> dict[int, list]:
+    def check_work(self, few: int = 10) -> None:
+        """Refuse, before simulating, jobs whose iterations would make more engine tasks than
+        :func:`~hpnsim.errors.work_limit` ("tasks"): one iteration of each job with more than
+        ``few`` iterations is compiled into a scratch graph and its tasks counted."""
+        from hpnsim.engine import TaskGraph
+        from hpnsim.errors import check_work
+
+        p = self.prepared
+        total, largest = 0, None
+        for i, spec in enumerate(p.scenario.jobs):
+            if spec.iterations <= few:
+                continue
+            graph = TaskGraph()
+            self.compile([i], graph, iterations=1)
+            total += len(graph) * spec.iterations
+            if largest is None or spec.iterations > p.scenario.jobs[largest].iterations:
+                largest = i
+        if largest is not None:
+            spec = p.scenario.jobs[largest]
+            check_work(total, "tasks", f"jobs[{largest}].iterations",
+                       f"{spec.iterations:,} iterations make about {total:,} engine tasks")
+
+    def compile(self, jobs: list[int], graph, iterations: int | None = None) -> dict[int, list]:
         """Every iteration of ``jobs`` (indices into the scenario's jobs) into ``graph``: a
-        job's first iteration is released at its arrival, each next one after the previous.
-        Returns job index -> its compiled iterations."""
+        job's first iteration is released at its arrival, each next one after the previous
+        (``iterations`` of each instead, when given). Returns job index -> its compiled
+        iterations."""
         from hpnsim.training import compile_program, program_from_aicb, program_from_job
 
         p = self.prepared
@@ -129,7 +154,7 @@ class JobsTogether:
             program = program_from_aicb(p.workloads[i]) if spec.workload is not None \
                 else program_from_job(spec.train_job())
             its, after = [], ()
-            for _ in range(spec.iterations):
+            for _ in range(spec.iterations if iterations is None else iterations):
                 it = compile_program(program, graph, p.fabric,
                                      scenario_options(p.scenario, p.nccl),
                                      gpus=p.placements[i], tp_algo=spec.tp_algo,

@@ -40,8 +40,59 @@ def _record_lines(node, path: YamlPath, lines: dict) -> None:
             _record_lines(item, (*path, i), lines)
 
 
+#: most nodes a YAML document may hold once its aliases are expanded: a scenario of 10,000 jobs
+#: of 20 keys each is 200,000; an alias bomb ("billion laughs") is refused before it is built
+MAX_YAML_NODES = 1_000_000
+
+
+def _check_nodes(root, source: str, limit: int = MAX_YAML_NODES) -> None:
+    """Refuse a composed document whose expansion (every alias copied out, as the constructed
+    data will hold it) exceeds ``limit`` nodes, that refers to itself, or that repeats a key in
+    a mapping. Sizes are counted once per node (aliases share their node), so a bomb costs
+    no more to measure than to read."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node, path) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise InputError(format_path(path) if path else source,
+                             f"an alias refers to a node that contains it (line "
+                             f"{node.start_mark.line + 1}); YAML data must not refer to itself")
+        open_nodes.add(key)
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for k, v in node.value:
+                name = k.value if isinstance(k, yaml.ScalarNode) else None
+                if name is not None and name != "<<":
+                    if name in seen:
+                        raise InputError(format_path((*path, name)),
+                                         f"duplicate key (lines {seen[name]} and "
+                                         f"{k.start_mark.line + 1}); give each key once")
+                    seen[name] = k.start_mark.line + 1
+                total += size(k, path) + size(v, (*path, name if name is not None else "?"))
+        elif isinstance(node, yaml.SequenceNode):
+            total += sum(size(item, (*path, i)) for i, item in enumerate(node.value))
+        open_nodes.discard(key)
+        sizes[key] = total
+        if total > limit:
+            raise InputError(source, f"the document expands to more than {limit:,} values "
+                                     f"(its aliases copied out); hpnsim reads at most "
+                                     f"{limit:,}: write the data out or split the file")
+        return total
+
+    size(root, ())
+
+
 def load_yaml(text: str, source: str = "scenario") -> tuple[object, dict]:
     """Parse YAML text safely; returns ``(data, lines)`` with ``lines[path]`` the 1-based line.
+
+    The document is composed first (safe constructors only, like ``safe_load``) and checked
+    before any value is built: a key given twice in one mapping, an alias that refers to its
+    own node and a document that expands beyond :data:`MAX_YAML_NODES` are refused.
 
     >>> data, lines = load_yaml("jobs:\\n  - name: a\\n    tp: 3\\n")
     >>> data["jobs"][0]["tp"], lines[("jobs", 0, "tp")]
@@ -50,15 +101,34 @@ def load_yaml(text: str, source: str = "scenario") -> tuple[object, dict]:
     Traceback (most recent call last):
     ...
     hpnsim.errors.InputError: scenario: not valid YAML: expected ',' or ']', but got '<stream end>' (line 1)
+    >>> load_yaml("jobs:\\n  - tp: 2\\n    tp: 4\\n")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: jobs[0].tp: duplicate key (lines 2 and 3); give each key once
+    >>> bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\\n" + "".join(
+    ...     f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\\n"
+    ...     for p, c in zip("abcdefgh", "bcdefghi"))
+    >>> load_yaml(bomb)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: scenario: the document expands to more than 1,000,000 values ...
     """
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _check_nodes(node, source)
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(source, f"not valid YAML: {problem}{where}") from None
+    except RecursionError:
+        raise InputError(source, "not valid YAML: nested too deeply") from None
     lines: dict = {}
     if node is not None:
         _record_lines(node, (), lines)
@@ -67,19 +137,19 @@ def load_yaml(text: str, source: str = "scenario") -> tuple[object, dict]:
 
 def seconds_field(value):
     """A scenario time field: a number of seconds or a string with a unit (``"30s"``,
-    ``"1.5ms"``, ``"24h"``) as seconds; ``None`` and other types pass through for pydantic to
+    ``"1.5ms"``, ``"24h"``) as seconds, at most :data:`~hpnsim.units.MAX_TIME_S`; ``None`` and other types pass through for pydantic to
     judge. Raises ``ValueError`` (pydantic's way) for booleans and unparsable strings.
 
     >>> seconds_field("1.5ms"), seconds_field(3), seconds_field(None)
     (0.0015, 3.0, None)
     """
-    from hpnsim.units import parse_time
+    from hpnsim.units import check_time_range, parse_time
 
     if isinstance(value, bool):
         raise ValueError("must be a time such as 30s, 1.5ms or 24h, got a boolean")
     if isinstance(value, str | int | float):
         try:
-            return parse_time(value, "time")
+            return check_time_range(parse_time(value, "time"), "time", value)
         except InputError as exc:
             raise ValueError(exc.message) from None
     return value
