@@ -360,9 +360,9 @@ def test_files_get_the_umask_mode(tmp_path, umask):
 
 def test_resume_refuses_another_grid(tmp_path):
     from hpnsim.errors import InputError
+    from hpnsim.results import write_json
     from hpnsim.sweep.execute import grid_fingerprint, prepare_out
     from hpnsim.sweep.spec import parse_sweep
-    from hpnsim.results import write_json
 
     base = {"fabric": {"template": "fat_tree", "k": 4},
             "jobs": [{"model": "llama3-8b", "dp": 2}]}
