@@ -30,15 +30,81 @@ def fail(field: str, message: str) -> None:
     raise typer.Exit(code=2)
 
 
+#: field names that are not a flag's own name, but name a flag all the same
+_FIELD_ALIASES = {"template": "fabric"}
+
+
+def flag_in_command(field: str, params, extra_args=()) -> str:
+    """The flag the user typed for an error's ``field``: the long option of the command
+    parameter it names (by Python name, ``dps`` of ``--dp``, or by option name,
+    ``micro_batches`` or ``micro-batches`` of ``--micro-batches``), or ``--NAME`` for a
+    pass-through option given as ``--NAME`` in ``extra_args``; anything else (a YAML path,
+    a flag already, a file and line, an argument) as it is.
+
+    >>> from types import SimpleNamespace as P
+    >>> params = [P(name="dps", opts=["--dp"], param_type_name="option"),
+    ...           P(name="micro_batches", opts=["--micro-batches"], param_type_name="option"),
+    ...           P(name="fabric", opts=["--fabric"], param_type_name="option"),
+    ...           P(name="scenario", opts=["scenario"], param_type_name="argument")]
+    >>> [flag_in_command(f, params, ["--segments", "2"]) for f in
+    ...  ("dps", "micro_batches", "template", "segments", "jobs[0].tp", "scenario", "--seed")]
+    ['--dp', '--micro-batches', '--fabric', '--segments', 'jobs[0].tp', 'scenario', '--seed']
+    """
+    import re
+
+    if not re.fullmatch(r"[A-Za-z][\w-]*", field):
+        return field
+    key = field.replace("-", "_")
+    key = _FIELD_ALIASES.get(key, key)
+    for param in params:
+        longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+        if getattr(param, "param_type_name", "") != "option" or not longs:
+            continue
+        names = {param.name, *(o[2:].replace("-", "_") for o in longs)}
+        if key in names:
+            return longs[0]
+    given = {a[2:].split("=", 1)[0].replace("-", "_") for a in extra_args
+             if isinstance(a, str) and a.startswith("--")}
+    return "--" + key.replace("_", "-") if key in given else field
+
+
+def _in_flags(message: str, params) -> str:
+    """``message`` with the Python names of the command's options (those with an
+    underscore, ``allow_cross_host_tp``) written as the flags (``--allow-cross-host-tp``)."""
+    import re
+
+    for param in params:
+        longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+        name = getattr(param, "name", None) or ""
+        if longs and "_" in name and getattr(param, "param_type_name", "") == "option":
+            message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", longs[0], message)
+    return message
+
+
+def _current_context():
+    """The running command's click context (typer >= 0.24 vendors click), or None."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover - older typer on plain click
+        from click import get_current_context
+    return get_current_context(silent=True)
+
+
 def guarded(func):
-    """Decorate a command so that an :class:`InputError` becomes one line on stderr and exit 2."""
+    """Decorate a command so that an :class:`InputError` becomes one line on stderr and exit 2,
+    the field named by the flag the user typed (:func:`flag_in_command`)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
         except InputError as error:
-            fail(error.field, error.message)
+            ctx = _current_context()
+            if ctx is None or ctx.command is None:
+                fail(error.field, error.message)
+            params = ctx.command.params
+            fail(flag_in_command(error.field, params, ctx.args),
+                 _in_flags(error.message, params))
 
     return wrapper
 

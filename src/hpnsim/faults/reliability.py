@@ -201,6 +201,10 @@ def job_exposure(fabric: Fabric, gpus: int) -> JobExposure:
     if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= fabric.n_gpus:
         raise InputError("gpus", f"must be an integer in 1..{fabric.n_gpus:,} (the fabric's "
                                  f"GPUs), got {gpus!r}")
+    if gpus % fabric.gpus_per_host:
+        raise InputError("gpus", f"must be whole hosts, a multiple of {fabric.gpus_per_host} "
+                                 f"GPUs, got {gpus} (a host's NICs and ToRs fail for all its "
+                                 f"GPUs; a job does not hold part of one)")
     design = fabric_design(fabric)
     links = fabric.gpu_access_link[:gpus]
     if design == "single":   # one failure unit per NIC (a bond to one ToR is one link)
@@ -242,13 +246,14 @@ class Conditions:
 
     rates: FailureRates
     policy: CheckpointPolicy
-    gpu_hour_price: float
+    gpu_hour_price: float | None   # None: counts and GPU-hours only, no cost
     switch: str = "single-chip"
     chassis_factor: float | None = None
     stacked_pair_loss: float | None = None
 
     def __post_init__(self):
-        _number(self.gpu_hour_price, "gpu_hour_price")
+        if self.gpu_hour_price is not None:
+            _number(self.gpu_hour_price, "gpu_hour_price")
         if self.switch not in SWITCH_KINDS:
             raise InputError("switch", f"choose one of {', '.join(SWITCH_KINDS)}, "
                                        f"got {self.switch!r}")
@@ -300,7 +305,7 @@ class ReliabilityResult:
     lost_gpu_hours_per_month: float
     rollback_restart_gpu_hours_per_month: float
     checkpoint_gpu_hours_per_month: float
-    cost_per_month: float
+    cost_per_month: float | None
     degraded_nic_hours_per_month: float
     agg_failures_per_month: float
     uplink_failures_per_month: float
@@ -337,7 +342,8 @@ def expected_reliability(exposure: JobExposure, cond: Conditions) -> Reliability
         interruptions_per_month=rate, interruptions_from_links=from_links,
         interruptions_from_tors=from_tors, lost_gpu_hours_per_month=rollback + overhead,
         rollback_restart_gpu_hours_per_month=rollback, checkpoint_gpu_hours_per_month=overhead,
-        cost_per_month=(rollback + overhead) * cond.gpu_hour_price,
+        cost_per_month=None if cond.gpu_hour_price is None
+        else (rollback + overhead) * cond.gpu_hour_price,
         degraded_nic_hours_per_month=degraded,
         agg_failures_per_month=exposure.aggs * r.agg_per_month * cond.switch_factor(),
         uplink_failures_per_month=(exposure.uplinks + exposure.core_links) * r.uplink_per_month,
