@@ -185,6 +185,15 @@ class CollectiveSpec(BaseModel):
                 check_supported(self.op, self.algo)
             except InputError as exc:
                 raise ValueError(f"algo: {exc.message}") from None
+        from hpnsim.workloads.gpus import GPUS
+
+        # nccl-tests' size is a buffer on every GPU: it must fit in the GPU's memory (the
+        # collective's GPU, else the largest in the catalog)
+        gpu = GPUS[self.gpu] if self.gpu else max(GPUS.values(), key=lambda g: g.memory_bytes)
+        if max(self.sizes) > gpu.memory_bytes:
+            raise ValueError(f"sizes: {max(self.sizes) / 2**30:,.1f} GiB is more than the "
+                             f"{gpu.memory_bytes / 2**30:,.1f} GiB of memory of a GPU "
+                             f"({gpu.name}): the buffer sits on every GPU")
         if self.root and self.op not in ("broadcast", "reduce"):
             raise ValueError(f"root: only broadcast and reduce have a root; {self.op} would "
                              f"ignore root {self.root}")

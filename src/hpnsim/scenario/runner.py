@@ -231,9 +231,15 @@ class JobsTogether:
                           arrival=spec.arrival, finish=t.finish, iterations=t.iterations,
                           faults=t.to_dict())
                 for i, (spec, t) in enumerate(zip(scenario.jobs, timelines, strict=True))]
-        return RunResult(scenario=_echo(scenario), fabric=_fabric_summary(p.fabric),
-                         jobs=jobs, makespan=max(t.finish for t in timelines), n_tasks=0,
-                         n_events=0)
+        result = RunResult(scenario=_echo(scenario), fabric=_fabric_summary(p.fabric),
+                           jobs=jobs, makespan=max(t.finish for t in timelines), n_tasks=0,
+                           n_events=0)
+        for i, fault in enumerate(scenario.faults):
+            if fault.at >= result.makespan:
+                result.notes.append(f"faults[{i}]: at {fault.at:g} s, after the run ended "
+                                    f"({result.makespan:.4g} s): it touched no job; give "
+                                    f"more iterations or an earlier at")
+        return result
 
     def collectives(self) -> list[CollectiveRun]:
         """Every collective of the scenario at every size, each alone on the fabric."""
