@@ -422,3 +422,48 @@ def test_sweep_workers_die_when_their_parent_is_killed(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+# --- silent nonsense and wrong names: each refused, naming what the user typed --------------
+
+@pytest.fixture
+def bad_files(tmp_path):
+    (tmp_path / "not_a_job.yaml").write_text("jobs: [3]\n")
+    (tmp_path / "units.yaml").write_text("switch_51.2T: [1,\n")
+    return {"not_a_job": str(tmp_path / "not_a_job.yaml"), "units": str(tmp_path / "units.yaml")}
+
+
+_NONSENSE = [
+    (["collective", "--fabric", "fat_tree", "--k", "4", "--sizes", "1P"], "--sizes",
+     "GiB of memory of a GPU"),
+    (["train", "--model", "llama3-8b", "--gpus", "16", "--seq-len", "1000000000"], "--seq-len",
+     "lower --seq-len or --micro-batch"),
+    (["reliability", "--gpus", "7"], "--gpus", "whole hosts"),
+    (["scaling", "--model", "llama3-8b", "--dp", "0,2"], "--dp", "got [0, 2]"),
+    (["reliability", "--gpus", "16", "--fabric", "torus"], "--fabric", "'torus'"),
+    (["traffic", "--model", "llama3-8b", "--tp", "3"], "--tp", "--allow-cross-host-tp lifts"),
+    (["fabric", "hpn7", "--units", "{units}"], "--units", "not valid YAML"),
+    (["run", "{not_a_job}"], "jobs[0]", "must be a mapping of keys to values"),
+]
+
+
+@pytest.mark.parametrize(("argv", "field", "says"), _NONSENSE,
+                         ids=["sizes-1P", "seq-len-1e9", "partial-host", "scaling-dp",
+                              "reliability-fabric", "traffic-tp", "units-yaml", "not-a-job"])
+def test_nonsense_is_refused_by_the_name_typed(capsys, bad_files, argv, field, says):
+    line = _refused(capsys, [a.format(**bad_files) for a in argv], field)
+    assert says in line
+    assert "Spec" not in line and "_" not in line.split(":")[1]   # no class or Python name
+
+
+def test_a_fault_after_the_run_says_it_touched_nothing(tmp_path):
+    import yaml
+
+    from hpnsim.scenario.runner import run as run_scenario
+
+    data = yaml.safe_load((EXAMPLES / "failure.yaml").read_text())
+    data["jobs"][0]["iterations"] = 2
+    data["faults"][0]["at"] = "1000s"
+    result = run_scenario(data)
+    assert result.makespan < 1000
+    assert any(n.startswith("faults[0]: at 1000 s, after the run ended") for n in result.notes)
