@@ -484,3 +484,18 @@ def test_the_cluster_example_shows_what_a_scheduler_changes():
     assert by["crux"]["mean_jct"] > by["none"]["mean_jct"]
     assert by["sincronia"]["mean_jct"] < min(by["none"]["mean_jct"], by["crux"]["mean_jct"])
     assert by["none"]["contended_job_share"] == 1.0 > by["crux"]["contended_job_share"]
+
+
+def test_the_two_jobs_comment_on_routing_holds():
+    """examples/two_jobs.yaml: precise removes the slowdown, hpn_dual_plane does not."""
+    import yaml
+
+    from hpnsim.scenario.runner import run as run_scenario
+
+    data = yaml.safe_load((EXAMPLES / "two_jobs.yaml").read_text())
+    slowdown = {}
+    for routing in ("ecmp", "hpn_dual_plane", "precise"):
+        result = run_scenario({**data, "routing": routing})
+        slowdown[routing] = max(job.slowdown for job in result.jobs)
+    assert slowdown["precise"] == pytest.approx(1.0)
+    assert slowdown["hpn_dual_plane"] >= slowdown["ecmp"] > 1.0
