@@ -168,7 +168,7 @@ def test_the_command_and_the_yaml_share_one_validation(tmp_path, capsys):
     code, _, yaml_err = _cli(capsys, "run", _write(tmp_path, text))
     assert code == 2
     field, message = cli_err.strip().split(": ", 2)[1:]
-    assert field == "sizes"
+    assert field == "--sizes"
     assert yaml_err.strip() == f"error: collectives[0].sizes: {message} (line 12)"
 
 

@@ -21,7 +21,6 @@ events.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
@@ -129,14 +128,14 @@ def load_rates(path) -> FailureRates:
     Traceback (most recent call last):
     hpnsim.errors.InputError: rates: cannot read /nonexistent.yaml: No such file or directory
     """
-    import yaml
+    from hpnsim.errors import read_user_yaml
 
     text = read_user_text(path, "rates")
-    try:
-        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as error:
-        raise InputError("rates", f"{path} is not valid JSON/YAML: "
-                                  f"{str(error).splitlines()[0]}") from None
+    try:   # JSON is YAML: one bounded reader for both
+        data, _ = read_user_yaml(text, "rates")
+    except InputError as error:
+        raise InputError("rates", f"{path}: {error.message}" if error.field == "rates"
+                         else f"{path}: {error.field}: {error.message}") from None
     if not isinstance(data, dict):
         raise InputError("rates", f"{path} must hold a mapping of rate names to numbers")
     known = [f.name for f in fields(FailureRates)]

@@ -10,22 +10,15 @@ from __future__ import annotations
 
 import yaml
 
-from hpnsim.errors import InputError
+from hpnsim.errors import (  # noqa: F401  (MAX_YAML_NODES, format_path: re-exported)
+    MAX_YAML_NODES,
+    InputError,
+    format_path,
+    read_user_yaml,
+)
 
 #: a path into a YAML document: keys and list indices, e.g. ("jobs", 1, "tp")
 YamlPath = tuple
-
-
-def format_path(path: YamlPath) -> str:
-    """``("jobs", 1, "tp")`` -> ``"jobs[1].tp"``.
-
-    >>> format_path(("jobs", 1, "tp")), format_path(()), format_path(("fabric",))
-    ('jobs[1].tp', 'scenario', 'fabric')
-    """
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "scenario"
 
 
 def _record_lines(node, path: YamlPath, lines: dict) -> None:
@@ -40,59 +33,12 @@ def _record_lines(node, path: YamlPath, lines: dict) -> None:
             _record_lines(item, (*path, i), lines)
 
 
-#: most nodes a YAML document may hold once its aliases are expanded: a scenario of 10,000 jobs
-#: of 20 keys each is 200,000; an alias bomb ("billion laughs") is refused before it is built
-MAX_YAML_NODES = 1_000_000
-
-
-def _check_nodes(root, source: str, limit: int = MAX_YAML_NODES) -> None:
-    """Refuse a composed document whose expansion (every alias copied out, as the constructed
-    data will hold it) exceeds ``limit`` nodes, that refers to itself, or that repeats a key in
-    a mapping. Sizes are counted once per node (aliases share their node), so a bomb costs
-    no more to measure than to read."""
-    sizes: dict[int, int] = {}
-    open_nodes: set[int] = set()
-
-    def size(node, path) -> int:
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in open_nodes:
-            raise InputError(format_path(path) if path else source,
-                             f"an alias refers to a node that contains it (line "
-                             f"{node.start_mark.line + 1}); YAML data must not refer to itself")
-        open_nodes.add(key)
-        total = 1
-        if isinstance(node, yaml.MappingNode):
-            seen: dict = {}
-            for k, v in node.value:
-                name = k.value if isinstance(k, yaml.ScalarNode) else None
-                if name is not None and name != "<<":
-                    if name in seen:
-                        raise InputError(format_path((*path, name)),
-                                         f"duplicate key (lines {seen[name]} and "
-                                         f"{k.start_mark.line + 1}); give each key once")
-                    seen[name] = k.start_mark.line + 1
-                total += size(k, path) + size(v, (*path, name if name is not None else "?"))
-        elif isinstance(node, yaml.SequenceNode):
-            total += sum(size(item, (*path, i)) for i, item in enumerate(node.value))
-        open_nodes.discard(key)
-        sizes[key] = total
-        if total > limit:
-            raise InputError(source, f"the document expands to more than {limit:,} values "
-                                     f"(its aliases copied out); hpnsim reads at most "
-                                     f"{limit:,}: write the data out or split the file")
-        return total
-
-    size(root, ())
-
-
 def load_yaml(text: str, source: str = "scenario") -> tuple[object, dict]:
     """Parse YAML text safely; returns ``(data, lines)`` with ``lines[path]`` the 1-based line.
 
-    The document is composed first (safe constructors only, like ``safe_load``) and checked
-    before any value is built: a key given twice in one mapping, an alias that refers to its
-    own node and a document that expands beyond :data:`MAX_YAML_NODES` are refused.
+    Read by :func:`~hpnsim.errors.read_user_yaml`: a key given twice in one mapping, an alias
+    that refers to its own node and a document that expands beyond
+    :data:`~hpnsim.errors.MAX_YAML_NODES` are refused before any value is built.
 
     >>> data, lines = load_yaml("jobs:\\n  - name: a\\n    tp: 3\\n")
     >>> data["jobs"][0]["tp"], lines[("jobs", 0, "tp")]
@@ -113,22 +59,7 @@ def load_yaml(text: str, source: str = "scenario") -> tuple[object, dict]:
     ...
     hpnsim.errors.InputError: scenario: the document expands to more than 1,000,000 values ...
     """
-    try:
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            if node is not None:
-                _check_nodes(node, source)
-            data = loader.construct_document(node) if node is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(source, f"not valid YAML: {problem}{where}") from None
-    except RecursionError:
-        raise InputError(source, "not valid YAML: nested too deeply") from None
+    data, node = read_user_yaml(text, source)
     lines: dict = {}
     if node is not None:
         _record_lines(node, (), lines)
