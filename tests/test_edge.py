@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -499,3 +500,33 @@ def test_the_two_jobs_comment_on_routing_holds():
         slowdown[routing] = max(job.slowdown for job in result.jobs)
     assert slowdown["precise"] == pytest.approx(1.0)
     assert slowdown["hpn_dual_plane"] >= slowdown["ecmp"] > 1.0
+
+
+# --- every reader of a user's YAML file: the same bounds --------------------------------------
+
+def _readers():
+    from hpnsim.collectives.calibration import load_calibration
+    from hpnsim.faults.reliability import load_rates
+    from hpnsim.scenario.spec import read_scenario
+    from hpnsim.sweep.spec import load_sweep
+    from hpnsim.workloads import models
+
+    return {"scenario": read_scenario, "sweep": load_sweep, "calibration": load_calibration,
+            "rates": load_rates, "model-file": models.load_yaml}
+
+
+@pytest.mark.parametrize("reader", ["scenario", "sweep", "calibration", "rates", "model-file"])
+@pytest.mark.parametrize(("text", "says"), [
+    ("seed: 1\nseed: 2\n", "duplicate key (lines 1 and 2)"),
+    (_BOMB, "expands to more than 1,000,000 values"),
+    ("a: &a [*a]\n", "must not refer to itself"),
+], ids=["duplicate", "bomb", "self-reference"])
+def test_every_user_yaml_reader_has_the_same_bounds(tmp_path, reader, text, says):
+    from hpnsim.errors import InputError
+
+    path = tmp_path / "user.yaml"
+    path.write_text(text)
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=re.escape(says)):
+        _readers()[reader](path)
+    assert time.perf_counter() - start < 5
