@@ -530,3 +530,41 @@ def test_every_user_yaml_reader_has_the_same_bounds(tmp_path, reader, text, says
     with pytest.raises(InputError, match=re.escape(says)):
         _readers()[reader](path)
     assert time.perf_counter() - start < 5
+
+
+# --- every count of a job x a huge value: refused at once, at the job ------------------------
+
+def _count_fields() -> list[str]:
+    """The integer fields of a scenario job (read from the model), but ``bucket_params``: a
+    bucket larger than the model is one bucket, no more work."""
+    import typing
+
+    from hpnsim.scenario.jobs import JobSpec
+
+    out = []
+    for name, info in JobSpec.model_fields.items():
+        kinds = typing.get_args(info.annotation) or (info.annotation,)
+        base = [typing.get_args(k)[0] if typing.get_args(k) else k for k in kinds]
+        if int in base and name != "bucket_params":
+            out.append(name)
+    return out
+
+
+def test_the_count_fields_are_found():
+    assert {"tp", "pp", "dp", "micro_batch", "global_batch", "seq_len",
+            "iterations"} <= set(_count_fields())
+
+
+@pytest.mark.parametrize("name", _count_fields())
+def test_every_count_field_refuses_a_huge_value_before_any_work(name):
+    from hpnsim.errors import InputError
+    from hpnsim.scenario.prepare import prepare
+    from hpnsim.scenario.runner import JobsTogether
+
+    data = {"fabric": {"template": "fat_tree", "k": 4},
+            "jobs": [{"model": "llama3-8b", "dp": 2, name: 10**12}]}
+    start = time.perf_counter()
+    with pytest.raises(InputError) as refused:
+        JobsTogether(prepare(data)).check_work()
+    assert refused.value.field.startswith("jobs[0]")
+    assert time.perf_counter() - start < 10

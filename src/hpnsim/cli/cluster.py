@@ -90,6 +90,7 @@ def register(app: typer.Typer) -> None:
         from hpnsim.errors import InputError, check_work
         from hpnsim.scenario.cluster import ClusterSpec
         from hpnsim.scenario.prepare import build_scenario_fabric, scenario_and_lines
+        from hpnsim.scenario.runner import check_task_floor
         from hpnsim.scenario.spec import check_against_fabric
         from hpnsim.sched.names import SCHEDULERS
         from hpnsim.workloads.allocator_names import ALLOCATORS
@@ -122,6 +123,8 @@ def register(app: typer.Typer) -> None:
             if spec.cluster is None:
                 spec.cluster = ClusterSpec()
             check_work(len(spec.jobs), "jobs", "jobs", f"the trace has {len(spec.jobs):,} jobs")
+        check_task_floor(spec, every_iteration=bool(exact if exact is not None
+                                                    else spec.cluster.exact))
         fabric = build_scenario_fabric(spec, lines)
         check_against_fabric(spec, fabric, lines)
         names = SCHEDULERS if compare else [scheduler or spec.cluster.scheduler]

@@ -71,6 +71,34 @@ class SharedRun:
     n_events: int
 
 
+def check_task_floor(scenario, every_iteration: bool = True, few: int = 10) -> None:
+    """Refuse, before compiling anything, jobs that must make more engine tasks than
+    :func:`~hpnsim.errors.work_limit` ("tasks"): every micro-batch on every virtual stage
+    runs at least a forward and a backward, ``2 x micro-batches x stages`` tasks an
+    iteration, times the iterations when each is simulated (``every_iteration``; a cluster
+    trace's steady state simulates a few).
+
+    >>> from hpnsim.scenario.spec import parse_scenario
+    >>> check_task_floor(parse_scenario({"jobs": [{"model": "llama3-8b", "dp": 2,
+    ...                                           "global_batch": 2 * 10**9}]}))
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: jobs[0].global_batch: 1,000,000,000 micro-batches x 1 stages x 1 iterations make at least 2,000,000,000 engine tasks; hpnsim runs at most 5,000,000 tasks unless HPNSIM_MAX_TASKS=N raises it
+    """
+    from hpnsim.errors import check_work
+
+    for i, spec in enumerate(scenario.jobs):
+        if spec.workload is not None:   # an AICB file lists its tasks: it is read, not made
+            continue
+        job = spec.train_job()
+        iterations = spec.iterations if every_iteration else 1
+        floor = 2 * job.micro_batches * job.pp * job.virtual_stages * iterations
+        field = "iterations" if iterations > few else "global_batch"
+        check_work(floor, "tasks", f"jobs[{i}].{field}",
+                   f"{job.micro_batches:,} micro-batches x {job.pp * job.virtual_stages} "
+                   f"stages x {iterations:,} iterations make at least {floor:,} engine tasks")
+
+
 class JobsTogether:
     """The jobs-together driver: every job of a prepared scenario in one simulation, then
     each job alone (with ``compare_alone``), then every collective alone.
@@ -126,6 +154,7 @@ class JobsTogether:
         from hpnsim.errors import check_work
 
         p = self.prepared
+        check_task_floor(p.scenario, few=few)
         total, largest = 0, None
         for i, spec in enumerate(p.scenario.jobs):
             if spec.iterations <= few:

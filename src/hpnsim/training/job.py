@@ -238,7 +238,9 @@ class TrainJob:
         except InputError:   # not a transformer: no b x s x h tensor
             return
         if need > self.gpu.memory_bytes:
-            raise InputError("seq_len", f"one micro-batch's hidden state (micro_batch "
+            alone = need / self.seq_len * self.model.seq_len   # at the model's own seq_len
+            field = "micro_batch" if alone > self.gpu.memory_bytes else "seq_len"
+            raise InputError(field, f"one micro-batch's hidden state (micro_batch "
                                         f"{self.layout.micro_batch} x seq_len {self.seq_len:,} x "
                                         f"hidden {self.model.hidden:,} x {self.model.dtype_bytes:g} "
                                         f"bytes = {need / 2**30:,.1f} GiB) is more than the "
