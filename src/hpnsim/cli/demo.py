@@ -90,6 +90,8 @@ def register(app: typer.Typer) -> None:
         with err.status("starting") as status:
             steps = _Steps(err, status)
             result = run_demo(config, step=steps)
+            # which demo this is, for the page and demo.json (a --quick report is small sizes)
+            result.config["variant"] = "quick" if quick else "full"
             steps("writing demo.json and the HTML report")
             written = _save(result, folder.begin(), svg=config.svg)
             folder.finish()
