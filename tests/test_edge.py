@@ -568,3 +568,18 @@ def test_every_count_field_refuses_a_huge_value_before_any_work(name):
         JobsTogether(prepare(data)).check_work()
     assert refused.value.field.startswith("jobs[0]")
     assert time.perf_counter() - start < 10
+
+
+def test_a_failed_write_still_lists_what_it_wrote(tmp_path):
+    """--force after an interrupted run removes its files too (and only those)."""
+    from hpnsim.cli.outputs import MANIFEST, OutputFolder
+
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError):
+        with OutputFolder(out) as folder:
+            (folder / "half.json").write_text("{")
+            raise RuntimeError("interrupted")
+    assert (out / MANIFEST).read_text() == "half.json\n"
+    (out / "mine.txt").write_text("the user's")
+    with OutputFolder(out, force=True) as folder:
+        assert sorted(p.name for p in folder.iterdir()) == ["mine.txt"]

@@ -179,24 +179,30 @@ def _run_all(spec, fabric, names, allocator, exact):
 
 
 def _save(results, out: OutputFolder | None, plot) -> None:
+    from hpnsim.report.cluster import plot_utilization
+
+    if out is not None:
+        with out as folder:
+            _save_files(results, folder)
+    if plot is not None:
+        typer.echo(f"wrote {plot_utilization(results, plot)}", err=True)
+
+
+def _save_files(results, folder) -> None:
+    """cluster_<scheduler>.json, jobs_<scheduler>.csv and utilization.png into ``folder``."""
     import json
 
     from hpnsim.jsonable import to_jsonable
     from hpnsim.report.cluster import plot_utilization
     from hpnsim.results import write_atomic
 
-    if out is not None:
-        folder = out.begin()
-        for r in results:
-            path = folder / f"cluster_{r.scheduler}.json"
-            write_atomic(path, json.dumps(to_jsonable(r.to_dict()), indent=2))
-            rows = r.rows()
-            csv = folder / f"jobs_{r.scheduler}.csv"
-            keys = list(rows[0]) if rows else []
-            write_atomic(csv, "\n".join([",".join(keys)] + [",".join(str(row[k]) for k in keys)
-                                                          for row in rows]) + "\n")
-            typer.echo(f"wrote {path}, {csv}", err=True)
-        typer.echo(f"wrote {plot_utilization(results, folder / 'utilization.png')}", err=True)
-        out.finish()
-    if plot is not None:
-        typer.echo(f"wrote {plot_utilization(results, plot)}", err=True)
+    for r in results:
+        path = folder / f"cluster_{r.scheduler}.json"
+        write_atomic(path, json.dumps(to_jsonable(r.to_dict()), indent=2))
+        rows = r.rows()
+        csv = folder / f"jobs_{r.scheduler}.csv"
+        keys = list(rows[0]) if rows else []
+        write_atomic(csv, "\n".join([",".join(keys)] + [",".join(str(row[k]) for k in keys)
+                                                      for row in rows]) + "\n")
+        typer.echo(f"wrote {path}, {csv}", err=True)
+    typer.echo(f"wrote {plot_utilization(results, folder / 'utilization.png')}", err=True)

@@ -93,8 +93,8 @@ def register(app: typer.Typer) -> None:
             # which demo this is, for the page and demo.json (a --quick report is small sizes)
             result.config["variant"] = "quick" if quick else "full"
             steps("writing demo.json and the HTML report")
-            written = _save(result, folder.begin(), svg=config.svg)
-            folder.finish()
+            with folder as path:
+                written = _save(result, path, svg=config.svg)
             steps.done()
         err.print(f"[bold]demo finished in {time.perf_counter() - start:.1f} s[/bold]")
         if json_out:

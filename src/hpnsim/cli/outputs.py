@@ -124,7 +124,8 @@ def _files(folder: Path) -> set[str]:
 class OutputFolder:
     """An ``--out`` folder: checked when made (see :func:`check_output_dir`; one that
     already holds files is refused unless ``force``), cleared of what hpnsim wrote there
-    before by :meth:`begin`, and its new files listed in :data:`MANIFEST` by :meth:`finish`.
+    before by :meth:`begin`, and its new files listed in :data:`MANIFEST` by :meth:`finish`
+    (``with folder as path:`` does both, the listing even when the writing fails).
 
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
@@ -178,6 +179,13 @@ class OutputFolder:
             (self.path / MANIFEST).unlink(missing_ok=True)
         self._before = _files(self.path)
         return self.path
+
+    def __enter__(self) -> Path:
+        return self.begin()
+
+    def __exit__(self, *exc) -> bool:
+        self.finish()   # also after a failure: what was written is listed, for --force
+        return False
 
     def finish(self) -> None:
         """List in the manifest every file this run added to the folder."""

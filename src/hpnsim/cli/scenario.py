@@ -83,9 +83,9 @@ def register(app: typer.Typer) -> None:
                 loaded = loaded.model_copy(update={"calibration": calibration})
             result = run_scenario(loaded, lines=lines, progress=lambda msg: status.update(msg))
         if folder is not None:
-            for path in result.save(folder.begin()):
-                typer.echo(f"wrote {path}", err=True)
-            folder.finish()
+            with folder as path:
+                for written in result.save(path):
+                    typer.echo(f"wrote {written}", err=True)
         if trace and result.jobs:
             from hpnsim.report.trace import run_trace, write_trace
 

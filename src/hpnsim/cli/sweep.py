@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
@@ -73,20 +74,17 @@ def register(app: typer.Typer) -> None:
         console = table_console(stderr=True)
         with console.status("validating every point"):
             plan = load_sweep(sweep_file)
-        if not resume:
-            output.begin()
-        result = _run(plan, folder, console, backend=backend, workers=workers,
-                      address=address, resume=resume)
-        tables.write(result.rows)
-        metric = result.metric()
-        if metric and result.parameters:
-            from hpnsim.report.sweep import plot_sweep
+        with output if not resume else contextlib.nullcontext():
+            result = _run(plan, folder, console, backend=backend, workers=workers,
+                          address=address, resume=resume)
+            metric = result.metric()
+            if metric and result.parameters:
+                from hpnsim.report.sweep import plot_sweep
 
-            result.files.append(plot_sweep(result, metric, folder / "sweep.png"))
+                result.files.append(plot_sweep(result, metric, folder / "sweep.png"))
+        tables.write(result.rows)
         for path in result.files:
             typer.echo(f"wrote {path}", err=True)
-        if not resume:
-            output.finish()
         if result.resumed:
             typer.echo(f"resumed: {result.resumed} point(s) were already done", err=True)
         if json_out:
