@@ -102,3 +102,17 @@ def test_every_readme_command_runs(capsys, monkeypatch, tmp_path, text, steps, c
     if comment.startswith("header:"):
         export = steps[-1][steps[-1].index("--export") + 1]
         assert (tmp_path / export).read_text().splitlines()[0].split() == comment.split()[1:]
+
+
+def test_every_command_has_json_as_readme_says():
+    """README: "Every command has --help and --json (schema prints JSON only)"."""
+    import typer
+
+    from hpnsim.cli.main import app
+
+    group = typer.main.get_command(app)
+    lacking = [name for name, command in group.commands.items()
+               if "--json" not in [o for p in command.params for o in p.opts]]
+    assert lacking == ["schema"]
+    assert "Every command has `--help` and `--json` (`schema` prints JSON only)" in \
+        README.read_text(encoding="utf-8").replace("\n", " ")
