@@ -71,8 +71,8 @@ def _refused(capsys, argv, field):
 _FILE_COMMANDS = [
     (["aicb", "{}"], "workload-file"),
     (["train", "--workload", "{}"], "--workload"),
-    (["traffic", "--model", "llama3-8b", "--model-file", "{}"], "model-file"),
-    (["fabric", "lingjun", "--path", "{}"], "path"),
+    (["traffic", "--model", "llama3-8b", "--model-file", "{}"], "--model-file"),
+    (["fabric", "lingjun", "--path", "{}"], "--path"),
 ]
 
 
@@ -145,15 +145,16 @@ def test_seed_out_of_range_in_a_subprocess():
 # --- values that were silently replaced -----------------------------------------------------
 
 @pytest.mark.parametrize(("argv", "field", "echo"), [
-    (["traffic", "--model", "llama3-8b", "--tp", "0"], "tp", "got 0"),
-    (["traffic", "--model", "llama3-8b", "--pp", "0"], "pp", "got 0"),
-    (["traffic", "--model", "llama3-8b", "--dp", "0"], "dp", "got 0"),
-    (["traffic", "--model", "llama3-8b", "--article", "--tp", "0"], "tp", "got 0"),
-    (["traffic", "--model", "llama3-8b", "--dataset-tokens", "-5"], "dataset-tokens", "-5"),
-    (["traffic", "--model", "llama3-8b", "--algorithm", "tree"], "algorithm", "'tree'"),
-    (["scaling", "--model", "llama3-8b", "--fabrics", ""], "fabrics", "hpn7"),
-    (["scaling", "--model", "llama3-8b", "--fabrics", "hpn7,nope"], "fabrics", "'nope'"),
-    (["scaling", "--model", "llama3-8b", "--micro-batches", "0"], "micro_batches", "got 0"),
+    (["traffic", "--model", "llama3-8b", "--tp", "0"], "--tp", "got 0"),
+    (["traffic", "--model", "llama3-8b", "--pp", "0"], "--pp", "got 0"),
+    (["traffic", "--model", "llama3-8b", "--dp", "0"], "--dp", "got 0"),
+    (["traffic", "--model", "llama3-8b", "--article", "--tp", "0"], "--tp", "got 0"),
+    (["traffic", "--model", "llama3-8b", "--dataset-tokens", "-5"], "--dataset-tokens", "-5"),
+    (["traffic", "--model", "llama3-8b", "--algorithm", "tree"], "--algorithm", "'tree'"),
+    (["scaling", "--model", "llama3-8b", "--fabrics", ""], "--fabrics", "hpn7"),
+    (["scaling", "--model", "llama3-8b", "--fabrics", "hpn7,nope"], "--fabrics", "'nope'"),
+    (["scaling", "--model", "llama3-8b", "--micro-batches", "0"], "--micro-batches",
+     "got 0"),
 ], ids=["tp0", "pp0", "dp0", "article-tp0", "dataset-tokens", "algorithm-dp1", "fabrics-empty",
         "fabrics-unknown", "micro-batches0"])
 def test_values_no_longer_replaced(capsys, no_work, argv, field, echo):
@@ -188,7 +189,7 @@ def test_scaling_refuses_before_the_first_point(capsys, no_work):
 
 
 def test_collective_group_larger_than_the_fabric(capsys, no_work):
-    line = _refused(capsys, ["collective", "--gpus", "20000"], "gpus")
+    line = _refused(capsys, ["collective", "--gpus", "20000"], "--gpus")
     assert "2..15,360" in line and "got 20000" in line and "--pods 2" in line
 
 
@@ -206,10 +207,10 @@ def test_sizing_options_that_grow_the_fabric_say_so():
 # --- messages that named the wrong field or printed internals -------------------------------
 
 @pytest.mark.parametrize(("argv", "field", "says"), [
-    (["traffic", "--model", "llama3-8b", "--gpus-per-host", "0"], "gpus_per_host", "got 0"),
-    (["fabric", "hpn7", "--gpus", "100000000"], "gpus", "must be 1..1,966,080 for hpn7"),
-    (["fabric", "rail_only", "--gpus", "15360"], "gpus", "must be 1..8,192 for rail_only"),
-    (["fabric", "hpn7", "--port-speed", "-400G"], "port_speed", "got '-400G'"),
+    (["traffic", "--model", "llama3-8b", "--gpus-per-host", "0"], "--gpus-per-host", "got 0"),
+    (["fabric", "hpn7", "--gpus", "100000000"], "--gpus", "must be 1..1,966,080 for hpn7"),
+    (["fabric", "rail_only", "--gpus", "15360"], "--gpus", "must be 1..8,192 for rail_only"),
+    (["fabric", "hpn7", "--port-speed", "-400G"], "--port-speed", "got '-400G'"),
     (["scaling"], "--model", "required option not given"),
     (["traffic"], "--model", "required option not given"),
     (["aicb"], "path", "required argument not given"),

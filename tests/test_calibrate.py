@@ -185,7 +185,7 @@ def test_calibration_file_with_bad_efficiency_exits_2(tmp_path, value):
                     "--hosts-per-segment", "1", "--backup-hosts", "0", "--sizes", "1M",
                     "--calibration", str(path))
     assert result.exit_code == 2 and result.output.count("\n") == 1
-    assert result.output.startswith("error: calibration: ")
+    assert result.output.startswith("error: --calibration: ")
     assert f"nccl.network_efficiency: must be in [0.05, 1.0], got {value}" in result.output
 
 

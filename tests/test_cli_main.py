@@ -16,9 +16,9 @@ def _run(capsys, *argv):
 
 @pytest.mark.parametrize(("argv", "field"), [
     (["collective", "--seed", "abc"], "--seed"),
-    # --gpus is a string the scenario reads (a count, or indices and ranges): its errors are
-    # named as the collective command names its options, without dashes
-    (["collective", "--gpus", "1.5"], "gpus"),
+    # --gpus is a string the scenario reads (a count, or indices and ranges): its errors
+    # name the flag all the same
+    (["collective", "--gpus", "1.5"], "--gpus"),
     (["train", "--model"], "arguments"),
     (["no-such-command"], "arguments"),
 ])

@@ -42,11 +42,12 @@ def test_json_matches_definitions():
 
 
 @pytest.mark.parametrize("args, field", [
-    (["--gpus", "4096"], "gpus"), (["--op", "bogus"], "op"), (["--algo", "magic"], "algo"),
-    (["--routing", "random"], "routing"), (["--sizes", "0"], "sizes"),
-    (["--sizes", "12 parsecs"], "sizes"), (["--op", "alltoall", "--algo", "tree"], "algo"),
-    (["--no-such-param", "3"], "no_such_param"), (["--gpus", "1"], "gpus"),
-    (["--sizes", "1:3"], "sizes"),
+    (["--gpus", "4096"], "--gpus"), (["--op", "bogus"], "--op"),
+    (["--algo", "magic"], "--algo"), (["--routing", "random"], "--routing"),
+    (["--sizes", "0"], "--sizes"), (["--sizes", "12 parsecs"], "--sizes"),
+    (["--op", "alltoall", "--algo", "tree"], "--algo"),
+    (["--no-such-param", "3"], "--no-such-param"), (["--gpus", "1"], "--gpus"),
+    (["--sizes", "1:3"], "--sizes"),
 ])
 def test_bad_input_exits_2_with_one_line(args, field):
     result = invoke("--gpus", "8", "--sizes", "1M", *args) if "--gpus" not in args and \

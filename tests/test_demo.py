@@ -56,6 +56,11 @@ def test_cli_writes_json_and_figures(tmp_path):
         assert f"{stem}.png" in (tmp_path / "index.html").read_text()
         assert not (tmp_path / f"{stem}.svg").exists()   # --quick writes PNG only
     assert len(saved["cluster"]["jobs"]) == 2
+    # the page says which demo it is; a second demo never silently replaces this one
+    assert saved["config"]["variant"] == "quick"
+    assert "hpnsim demo --quick (small sizes" in (tmp_path / "index.html").read_text()
+    refused = CliRunner().invoke(app, ["demo", "--quick", "--out", str(tmp_path)])
+    assert refused.exit_code == 2 and "--force" in refused.stderr
     for key in ("busbw_by_size", "scaling", "failure", "cluster"):
         assert saved[key]
     # the report command renders the demo's folder again from demo.json alone

@@ -71,18 +71,18 @@ def _one_line_error(result, field):
 
 
 @pytest.mark.parametrize(("args", "field"), [
-    (["fabric", "hpn7", "--segments", "-1"], "segments"),
-    (["fabric", "hpn7", "--segments", "0"], "segments"),
-    (["fabric", "hpn7", "--hosts-per-segment", "200"], "hosts_per_segment"),
+    (["fabric", "hpn7", "--segments", "-1"], "--segments"),
+    (["fabric", "hpn7", "--segments", "0"], "--segments"),
+    (["fabric", "hpn7", "--hosts-per-segment", "200"], "--hosts-per-segment"),
     (["fabric", "nope"], "template"),
-    (["fabric", "hpn7", "--dual-tor", "triple"], "dual_tor"),
-    (["fabric", "hpn7", "--bogus", "1"], "bogus"),
-    (["fabric", "fat_tree", "--k", "7"], "k"),
+    (["fabric", "hpn7", "--dual-tor", "triple"], "--dual-tor"),
+    (["fabric", "hpn7", "--bogus", "1"], "--bogus"),
+    (["fabric", "fat_tree", "--k", "7"], "--k"),
     (["fabric", "compare", "hpn7"], "compare"),
-    (["fabric", "hpn7", "--export", "x", "--format", "dot"], "format"),
-    (["fabric", "hpn7", "--rails", "16"], "rails"),
-    (["fabric", "hpn7", "--dual-plane", "false"], "dual_plane"),
-    (["fabric", "hpn7", "--chip", "25.6T"], "chip"),
+    (["fabric", "hpn7", "--export", "x", "--format", "dot"], "--format"),
+    (["fabric", "hpn7", "--rails", "16"], "--rails"),
+    (["fabric", "hpn7", "--dual-plane", "false"], "--dual-plane"),
+    (["fabric", "hpn7", "--chip", "25.6T"], "--chip"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(args, field):
     _one_line_error(runner.invoke(app, args), field)
@@ -129,7 +129,7 @@ def test_cli_frontend_and_partial_pod():
     data = json.loads(result.stdout)
     assert data["gpus"] == 17408 and data["options"]["last_pod_segments"] == 2
     _one_line_error(runner.invoke(app, ["fabric", "hpn7", "--frontend", "--storage-hosts",
-                                        "0"]), "storage_hosts")
+                                        "0"]), "--storage-hosts")
 
 
 @pytest.mark.parametrize(("units", "message"), [
@@ -169,14 +169,14 @@ def test_cli_units_file_is_validated(tmp_path):
     bad = tmp_path / "units.json"
     bad.write_text('{"switch_51.2T": {"power_w": "abc"}}')
     result = runner.invoke(app, ["fabric", "hpn7", "--units", str(bad)])
-    _one_line_error(result, "units")
-    assert result.stderr.strip() == ("error: units: switch_51.2T.power_w: must be a number "
+    _one_line_error(result, "--units")
+    assert result.stderr.strip() == ("error: --units: switch_51.2T.power_w: must be a number "
                                      ">= 0, got 'abc'")
     bad.write_text('{"switch_51.2T": {"power_w": -680}}')
-    _one_line_error(runner.invoke(app, ["fabric", "hpn7", "--units", str(bad)]), "units")
+    _one_line_error(runner.invoke(app, ["fabric", "hpn7", "--units", str(bad)]), "--units")
     bad.write_text('{"bogus": {"power_w": 1}}')
     result = runner.invoke(app, ["fabric", "compare", "hpn7", "dcn_plus", "--units", str(bad)])
-    _one_line_error(result, "units")
+    _one_line_error(result, "--units")
     assert "switch_51.2T" in result.stderr  # lists the known names
     good = tmp_path / "good.json"
     good.write_text('{"switch_51.2T": {"power_w": 1000}}')

@@ -80,4 +80,4 @@ def test_cli_bad_range_is_one_line_exit_2():
     out = CliRunner().invoke(app, ["collective", "--fabric", "fat_tree", "--k", "4",
                                    "--gpus", "0-3,2", "--sizes", "1M"])
     assert out.exit_code == 2
-    assert out.output.strip() == "error: gpus: GPU 2 appears twice, got '0-3,2'"
+    assert out.output.strip() == "error: --gpus: GPU 2 appears twice, got '0-3,2'"

@@ -168,7 +168,7 @@ def test_the_command_and_the_yaml_share_one_validation(tmp_path, capsys):
     code, _, yaml_err = _cli(capsys, "run", _write(tmp_path, text))
     assert code == 2
     field, message = cli_err.strip().split(": ", 2)[1:]
-    assert field == "sizes"
+    assert field == "--sizes"
     assert yaml_err.strip() == f"error: collectives[0].sizes: {message} (line 12)"
 
 
@@ -194,7 +194,8 @@ def test_collective_example_writes_one_csv_row_per_size(tmp_path, capsys):
     assert {r["collective"] for r in rows} == {"allreduce-2k"}
     assert {(r["op"], r["algo"], r["routing"], r["n_gpus"]) for r in rows} == {
         ("allreduce", "ring", "hpn_dual_plane", "2048")}
-    assert sorted(p.name for p in out_dir.iterdir()) == ["collectives.csv", "results.json"]
+    assert sorted(p.name for p in out_dir.iterdir()) == [".hpnsim-files", "collectives.csv",
+                                                         "results.json"]
     saved = json.loads((out_dir / "results.json").read_text())
     (sweep,) = saved["collectives"]
     assert [r["size"] for r in sweep["per_size"]] == sizes and sweep["n_gpus"] == 2048

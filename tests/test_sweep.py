@@ -171,7 +171,7 @@ def test_cli_writes_rows_summary_and_plot(tmp_path):
                                    "--json"])
     assert res.exit_code == 0, res.output
     assert {p.name for p in out.iterdir()} == {"rows.jsonl", "summary.csv", "sweep.json",
-                                               "sweep.png"}
+                                               "sweep.png", ".hpnsim-files"}
 
 
 def test_ray_and_process_pool_give_identical_rows(tmp_path):

@@ -346,10 +346,10 @@ def test_cli_text_output():
 
 
 @pytest.mark.parametrize("args, field", [
-    (["--model", "nope"], "model"),
+    (["--model", "nope"], "--model"),
     (["--model", "llama3-70b", "--tp", "8", "--pp", "8", "--dp", "16", "--gpus", "512"], "layout"),
-    (["--model", "llama3-70b", "--tp", "16"], "tp"),
-    (["--model", "llama3-70b", "--pp", "3"], "pp"),
+    (["--model", "llama3-70b", "--tp", "16"], "--tp"),
+    (["--model", "llama3-70b", "--pp", "3"], "--pp"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(args, field):
     result = runner.invoke(app, ["traffic", *args])

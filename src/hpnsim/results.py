@@ -107,8 +107,22 @@ def __dir__():
     return sorted(set(globals()) | set(_REEXPORTS))
 
 
+def file_mode() -> int:
+    """The permissions a new file gets from ``open()`` under the process's umask
+    (``0o666 & ~umask``): a temporary file from :mod:`tempfile` is 0600 whatever the umask,
+    so a file written through one is given this mode before it is renamed into place.
+
+    >>> old = os.umask(0o022); mode = file_mode(); _ = os.umask(old); oct(mode)
+    '0o644'
+    """
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomic(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file and a rename (never half-written).
+    """Write ``text`` to ``path`` through a temporary file and a rename (never half-written),
+    with the permissions a plain ``open()`` would give it (:func:`file_mode`).
 
     >>> import tempfile, os
     >>> p = write_atomic(os.path.join(tempfile.mkdtemp(), "r.txt"), "ok")
@@ -118,6 +132,7 @@ def write_atomic(path: str | Path, text: str) -> Path:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, file_mode())
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
             out.write(text)
         os.replace(tmp, path)

@@ -30,6 +30,12 @@ _TIME = {
     "min": 60.0, "h": 3600.0, "d": 86400.0,
 }
 
+#: the longest simulated time (a point in a run or a duration) hpnsim accepts: 2**52 x 10 ns,
+#: about 521 days. A float64 clock past it cannot tell apart two instants 10 ns apart (a
+#: hundredth of a microsecond-scale hop latency), so short transfers round away: an arrival of
+#: 1e15 s, where the clock's step is 0.125 s, gave iteration times of 0.
+MAX_TIME_S = 2.0**52 * 1e-8
+
 _BW_RE = re.compile(rf"^{_NUMBER}\s*([kKMGTP]?)(bps|b/s|Bps|B/s|b|B)?$")
 _SIZE_RE = re.compile(rf"^{_NUMBER}\s*([kKMGTPE]?)(i?B)?$")
 _TIME_RE = re.compile(rf"^{_NUMBER}\s*(ns|us|µs|ms|sec|s|min|h|d)?$")
@@ -127,6 +133,23 @@ def parse_time(value, field: str = "time", allow_zero: bool = True) -> float:
         magnitude, unit = match.groups()
         number = float(magnitude) * _TIME[unit or "s"]
     return _check(field, number, allow_zero, value)
+
+
+def check_time_range(seconds: float, field: str = "time", typed=None) -> float:
+    """``seconds`` if it is no longer than :data:`MAX_TIME_S`, else an :class:`InputError`.
+
+    >>> check_time_range(86400.0)
+    86400.0
+    >>> check_time_range(1e15, "jobs[0].arrival", "1e15s")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: jobs[0].arrival: must be at most 4.5e+07 s (about 521 days: past it the simulated clock cannot resolve 10 ns), got '1e15s'
+    """
+    if seconds > MAX_TIME_S:
+        raise InputError(field, f"must be at most {MAX_TIME_S:.2g} s (about "
+                                f"{MAX_TIME_S / 86400:.0f} days: past it the simulated clock "
+                                f"cannot resolve 10 ns), got {seconds if typed is None else typed!r}")
+    return seconds
 
 
 def parse_size_range(value: str, field: str = "sizes") -> list[float]:

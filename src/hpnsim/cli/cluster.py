@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from hpnsim.cli.common import (
+    OutputFolder,
     TableFiles,
-    check_output_dir,
+    check_figure_file,
     check_output_file,
     emit_json,
+    force_option,
     guarded,
     parquet_option,
     table_console,
@@ -129,6 +129,7 @@ def register(app: typer.Typer) -> None:
         out: str = typer.Option(None, "--out", help="Write cluster_<scheduler>.json, "
                                 "jobs_<scheduler>.csv and utilization.png into this folder."),
         plot: str = typer.Option(None, "--plot", help="Write the utilization-over-time figure."),
+        force: bool = force_option(),
         trace: str = typer.Option(None, "--trace", help="Write the jobs' queueing, running "
                                   "and progress as Chrome-trace JSON (one process per "
                                   "scheduler, one thread per job; https://ui.perfetto.dev)."),
@@ -144,9 +145,10 @@ def register(app: typer.Typer) -> None:
         Example: hpnsim cluster examples/cluster.yaml --compare;
         hpnsim cluster --lingjun --jobs 60 --hours 4 --compare
         """
-        from hpnsim.errors import InputError
+        from hpnsim.errors import InputError, check_work
         from hpnsim.scenario.cluster import ClusterSpec
         from hpnsim.scenario.prepare import build_scenario_fabric, scenario_and_lines
+        from hpnsim.scenario.runner import check_task_floor
         from hpnsim.scenario.spec import check_against_fabric
         from hpnsim.sched.names import SCHEDULERS
         from hpnsim.units import parse_time
@@ -162,9 +164,16 @@ def register(app: typer.Typer) -> None:
         if allocator is not None and allocator not in ALLOCATORS:
             raise InputError("--allocator", f"choose one of {', '.join(ALLOCATORS)}, got "
                                             f"{allocator!r}")
+        folder = OutputFolder(out, "--out", force) if out is not None else None
+        if plot is not None:
+            check_figure_file(plot)
+        if trace is not None:
+            check_output_file(trace, "--trace")
+        tables = TableFiles(csv, parquet)
         if lingjun:
             if jobs < 1:
                 raise InputError("--jobs", f"must be >= 1, got {jobs}")
+            check_work(jobs, "jobs", "--jobs", f"a mix of {jobs:,} jobs")
             if not hours > 0:
                 raise InputError("--hours", f"must be > 0, got {hours}")
             spec, lines = _lingjun_trace(jobs, seed, hours, allocator or "packed"), {}
@@ -172,6 +181,7 @@ def register(app: typer.Typer) -> None:
             spec, lines = scenario_and_lines(scenario)
             if spec.cluster is None:
                 spec.cluster = ClusterSpec()
+            check_work(len(spec.jobs), "jobs", "jobs", f"the trace has {len(spec.jobs):,} jobs")
         if share_hosts is not None:
             spec.cluster.share_hosts = share_hosts
         if horizon is not None:
@@ -179,13 +189,9 @@ def register(app: typer.Typer) -> None:
         if window is not None:
             spec.cluster.window = _window(window)
         _check_window(spec, "--window" if window is not None else "cluster.window", lines)
-        if out is not None:
-            check_output_dir(out, "--out")
-        if plot is not None:
-            check_output_file(plot, "--plot")
-        if trace is not None:
-            check_output_file(trace, "--trace")
-        tables = TableFiles(csv, parquet)
+        # one iteration per job: steady state probes a few, and exact mode sizes each job's
+        # graph by its duration or the horizon, never by its iteration count
+        check_task_floor(spec, every_iteration=False)
         fabric = build_scenario_fabric(spec, lines)
         check_against_fabric(spec, fabric, lines)
         names = SCHEDULERS if compare else [scheduler or spec.cluster.scheduler]
@@ -195,7 +201,7 @@ def register(app: typer.Typer) -> None:
                     raise InputError(f"jobs[{i}].gpus", "the given allocator needs every "
                                                         "job's gpus or hosts")
         results = _run_all(spec, fabric, names, allocator, exact)
-        _save(results, out, plot)
+        _save(results, folder, plot)
         tables.write([r.summary() for r in results] if compare else results[0].rows())
         if trace is not None:
             from hpnsim.report.trace import cluster_trace, write_trace
@@ -259,24 +265,31 @@ def _run_all(spec, fabric, names, allocator, exact):
     return results
 
 
-def _save(results, out, plot) -> None:
+def _save(results, out: OutputFolder | None, plot) -> None:
+    from hpnsim.report.cluster import plot_utilization
+
+    if out is not None:
+        with out as folder:
+            _save_files(results, folder)
+    if plot is not None:
+        typer.echo(f"wrote {plot_utilization(results, plot)}", err=True)
+
+
+def _save_files(results, folder) -> None:
+    """cluster_<scheduler>.json, jobs_<scheduler>.csv and utilization.png into ``folder``."""
     import json
 
     from hpnsim.jsonable import to_jsonable
     from hpnsim.report.cluster import plot_utilization
+    from hpnsim.results import write_atomic
 
-    if out is not None:
-        folder = Path(out)
-        folder.mkdir(parents=True, exist_ok=True)
-        for r in results:
-            path = folder / f"cluster_{r.scheduler}.json"
-            path.write_text(json.dumps(to_jsonable(r.to_dict()), indent=2))
-            rows = r.rows()
-            csv = folder / f"jobs_{r.scheduler}.csv"
-            keys = list(rows[0]) if rows else []
-            csv.write_text("\n".join([",".join(keys)] + [",".join(str(row[k]) for k in keys)
-                                                          for row in rows]) + "\n")
-            typer.echo(f"wrote {path}, {csv}", err=True)
-        typer.echo(f"wrote {plot_utilization(results, folder / 'utilization.png')}", err=True)
-    if plot is not None:
-        typer.echo(f"wrote {plot_utilization(results, plot)}", err=True)
+    for r in results:
+        path = folder / f"cluster_{r.scheduler}.json"
+        write_atomic(path, json.dumps(to_jsonable(r.to_dict()), indent=2))
+        rows = r.rows()
+        csv = folder / f"jobs_{r.scheduler}.csv"
+        keys = list(rows[0]) if rows else []
+        write_atomic(csv, "\n".join([",".join(keys)] + [",".join(str(row[k]) for k in keys)
+                                                      for row in rows]) + "\n")
+        typer.echo(f"wrote {path}, {csv}", err=True)
+    typer.echo(f"wrote {plot_utilization(results, folder / 'utilization.png')}", err=True)

@@ -10,6 +10,12 @@ from typing import Any
 
 import typer
 
+from hpnsim.cli.outputs import (  # noqa: F401  (re-exported: every command checks here)
+    OutputFolder,
+    check_figure_file,
+    check_output_dir,
+    check_output_file,
+)
 from hpnsim.errors import InputError
 from hpnsim.jsonable import to_jsonable
 
@@ -24,15 +30,81 @@ def fail(field: str, message: str) -> None:
     raise typer.Exit(code=2)
 
 
+#: field names that are not a flag's own name, but name a flag all the same
+_FIELD_ALIASES = {"template": "fabric"}
+
+
+def flag_in_command(field: str, params, extra_args=()) -> str:
+    """The flag the user typed for an error's ``field``: the long option of the command
+    parameter it names (by Python name, ``dps`` of ``--dp``, or by option name,
+    ``micro_batches`` or ``micro-batches`` of ``--micro-batches``), or ``--NAME`` for a
+    pass-through option given as ``--NAME`` in ``extra_args``; anything else (a YAML path,
+    a flag already, a file and line, an argument) as it is.
+
+    >>> from types import SimpleNamespace as P
+    >>> params = [P(name="dps", opts=["--dp"], param_type_name="option"),
+    ...           P(name="micro_batches", opts=["--micro-batches"], param_type_name="option"),
+    ...           P(name="fabric", opts=["--fabric"], param_type_name="option"),
+    ...           P(name="scenario", opts=["scenario"], param_type_name="argument")]
+    >>> [flag_in_command(f, params, ["--segments", "2"]) for f in
+    ...  ("dps", "micro_batches", "template", "segments", "jobs[0].tp", "scenario", "--seed")]
+    ['--dp', '--micro-batches', '--fabric', '--segments', 'jobs[0].tp', 'scenario', '--seed']
+    """
+    import re
+
+    if not re.fullmatch(r"[A-Za-z][\w-]*", field):
+        return field
+    key = field.replace("-", "_")
+    key = _FIELD_ALIASES.get(key, key)
+    for param in params:
+        longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+        if getattr(param, "param_type_name", "") != "option" or not longs:
+            continue
+        names = {param.name, *(o[2:].replace("-", "_") for o in longs)}
+        if key in names:
+            return longs[0]
+    given = {a[2:].split("=", 1)[0].replace("-", "_") for a in extra_args
+             if isinstance(a, str) and a.startswith("--")}
+    return "--" + key.replace("_", "-") if key in given else field
+
+
+def _in_flags(message: str, params) -> str:
+    """``message`` with the Python names of the command's options (those with an
+    underscore, ``allow_cross_host_tp``) written as the flags (``--allow-cross-host-tp``)."""
+    import re
+
+    for param in params:
+        longs = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+        name = getattr(param, "name", None) or ""
+        if longs and "_" in name and getattr(param, "param_type_name", "") == "option":
+            message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", longs[0], message)
+    return message
+
+
+def _current_context():
+    """The running command's click context (typer >= 0.24 vendors click), or None."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover - older typer on plain click
+        from click import get_current_context
+    return get_current_context(silent=True)
+
+
 def guarded(func):
-    """Decorate a command so that an :class:`InputError` becomes one line on stderr and exit 2."""
+    """Decorate a command so that an :class:`InputError` becomes one line on stderr and exit 2,
+    the field named by the flag the user typed (:func:`flag_in_command`)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
         except InputError as error:
-            fail(error.field, error.message)
+            ctx = _current_context()
+            if ctx is None or ctx.command is None:
+                fail(error.field, error.message)
+            params = ctx.command.params
+            fail(flag_in_command(error.field, params, ctx.args),
+                 _in_flags(error.message, params))
 
     return wrapper
 
@@ -111,51 +183,10 @@ def scenario_from_flags(data: dict, model=None, section: str = "", name=flag_of)
         return parse_scenario(data) if model is None else parse_section(model, data, section)
 
 
-def check_output_file(path, flag: str) -> None:
-    """Refuse, before any work, an output file that could not be written after the run:
-    its folder must exist, and the path must not be a folder.
-
-    >>> check_output_file("/nonexistent/gantt.png", "--plot")
-    Traceback (most recent call last):
-    ...
-    hpnsim.errors.InputError: --plot: folder /nonexistent does not exist; create it or give another path
-    """
-    import os
-    from pathlib import Path
-
-    target = Path(path)
-    folder = target.parent
-    if target.is_dir():
-        example = {"--csv": "out.csv", "--parquet": "out.parquet",
-                   "--trace": "trace.json"}.get(flag, "out.png")
-        raise InputError(flag, f"{path} is a folder; give a file path, e.g. {target / example}")
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise InputError(flag, f"folder {folder} {what}; create it or give another path")
-    if not os.access(folder, os.W_OK):
-        raise InputError(flag, f"folder {folder} is not writable; give another path")
-
-
-def check_output_dir(path, flag: str) -> None:
-    """Refuse, before any work, an output folder that exists as a file (or lies under one).
-
-    >>> import tempfile
-    >>> with tempfile.NamedTemporaryFile() as f:
-    ...     check_output_dir(f.name, "--out")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    hpnsim.errors.InputError: --out: ... is a file; give a folder (it is created if missing)
-    """
-    from pathlib import Path
-
-    target = Path(path)
-    for folder in (target, *target.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                where = "" if folder == target else f" (in {path})"
-                raise InputError(flag, f"{folder} is a file{where}; give a folder "
-                                       f"(it is created if missing)")
-            return
+def force_option():
+    """The ``--force`` option of a command that writes an ``--out`` folder."""
+    return typer.Option(False, "--force", help="Write into a --out folder that already holds "
+                        "files, first removing what hpnsim wrote there (nothing else).")
 
 
 def parse_extra_options(args: list[str]) -> dict[str, str]:
@@ -274,7 +305,7 @@ class TableFiles:
         import tempfile
         from pathlib import Path
 
-        from hpnsim.results import write_atomic
+        from hpnsim.results import file_mode, write_atomic
 
         flat = [flat_row(row) for row in rows]
         columns = list(dict.fromkeys(k for row in flat for k in row))
@@ -297,6 +328,7 @@ class TableFiles:
             os.close(fd)
             try:
                 to_frame(flat, columns=columns).to_parquet(tmp, index=False)
+                os.chmod(tmp, file_mode())
                 os.replace(tmp, target)
             finally:
                 if os.path.exists(tmp):

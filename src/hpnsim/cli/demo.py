@@ -58,6 +58,9 @@ def register(app: typer.Typer) -> None:
         quick: bool = typer.Option(False, "--quick", help="Small sizes, PNG figures only: a "
                                    "run of seconds."),
         seed: int = typer.Option(0, "--seed", help="Seed for ECMP hashing and placement."),
+        force: bool = typer.Option(False, "--force", help="Write into an --out folder that "
+                                   "already holds files (a full demo's report, say), first "
+                                   "removing what hpnsim wrote there (nothing else)."),
         json_out: bool = typer.Option(False, "--json", help="Print the results as JSON."),
     ) -> None:
         """The main job: HPN 7.0 vs a 3-tier Clos, the whole system in about a minute.
@@ -73,13 +76,13 @@ def register(app: typer.Typer) -> None:
         """
         from rich.console import Console
 
-        from hpnsim.cli.common import check_output_dir
+        from hpnsim.cli.common import OutputFolder
         from hpnsim.demo.pipeline import DemoConfig, run_demo
         from hpnsim.errors import check_seed
         from hpnsim.report.demo import print_demo, print_demo_extras, print_takeaways
 
         check_seed(seed, "--seed")
-        check_output_dir(out, "--out")   # before the run, not after it
+        folder = OutputFolder(out, "--out", force)   # before the run, not after it
         config = DemoConfig.quick() if quick else DemoConfig()
         config = DemoConfig(**{**config.__dict__, "seed": seed})
         err = Console(stderr=True)
@@ -87,8 +90,11 @@ def register(app: typer.Typer) -> None:
         with err.status("starting") as status:
             steps = _Steps(err, status)
             result = run_demo(config, step=steps)
+            # which demo this is, for the page and demo.json (a --quick report is small sizes)
+            result.config["variant"] = "quick" if quick else "full"
             steps("writing demo.json and the HTML report")
-            written = _save(result, out, svg=config.svg)
+            with folder as path:
+                written = _save(result, path, svg=config.svg)
             steps.done()
         err.print(f"[bold]demo finished in {time.perf_counter() - start:.1f} s[/bold]")
         if json_out:

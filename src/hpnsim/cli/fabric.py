@@ -8,9 +8,6 @@ name the builder parameter as typed, without dashes (``error: segments: ...``).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import typer
 
 from hpnsim.cli.common import (
@@ -31,10 +28,11 @@ from hpnsim.report.fabric import fabric_table
 def _load_units(path: str | None) -> dict | None:
     if path is None:
         return None
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise InputError("units", f"cannot read unit table {path!r}: {error}") from None
+    from hpnsim.errors import read_user_text
+    from hpnsim.scenario.yaml import load_yaml
+
+    # JSON is YAML: one reader takes both, and names the line of a mistake in either
+    data, _ = load_yaml(read_user_text(path, "units", "JSON or YAML file"), "units")
     validate_units(data)  # fail before building: shape, names and figures
     return data
 
@@ -106,7 +104,7 @@ def register(app: typer.Typer) -> None:
         export_path: str = typer.Option(None, "--export", help="Write the fabric to PATH."),
         fmt: str = typer.Option("json", "--format", help="Export format: json|graphml|simai."),
         units: str = typer.Option(None, "--units",
-                                  help="JSON unit table {name: {power_w, cost_usd}} "
+                                  help="JSON or YAML unit table {name: {power_w, cost_usd}} "
                                        "overriding the BOM defaults."),
         csv: str = csv_option(),
         parquet: str = parquet_option(),

@@ -21,7 +21,7 @@ from hpnsim.errors import InputError
 
 #: dataclass field -> the flag that sets it
 _FLAGS = {"interval_s": "--checkpoint-interval", "write_s": "--checkpoint-write",
-          "restart_s": "--restart", "detection_s": "--detection"}
+          "restart_s": "--restart", "detection_s": "--detection", "template": "--fabric"}
 
 
 def _flag(field: str) -> str:
@@ -56,9 +56,10 @@ def register(app: typer.Typer) -> None:
                                  "(whole hosts first)."),
         dual_tor: str = typer.Option("nonstacked", "--dual-tor",
                                      help="ToR design: single, stacked or nonstacked."),
-        gpu_hour_price: float = typer.Option(..., "--gpu-hour-price", help="Price of one "
-                                             "GPU-hour in your currency (no default: it varies "
-                                             "by provider, contract and GPU)."),
+        gpu_hour_price: float = typer.Option(None, "--gpu-hour-price", help="Price of one "
+                                             "GPU-hour in your currency, for the cost rows (no "
+                                             "default: it varies by provider, contract and "
+                                             "GPU; without it, counts and GPU-hours only)."),
         compare: bool = typer.Option(False, "--compare", help="The three ToR designs side by "
                                      "side (and chassis switches with --chassis-factor)."),
         json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -106,7 +107,7 @@ def register(app: typer.Typer) -> None:
         checkpoint (half an interval), detection and restart, times the job's GPUs, plus the
         time spent writing checkpoints. See docs/reliability.md.
         """
-        from hpnsim.cli.common import check_output_file, errors_as_flags, table_console
+        from hpnsim.cli.common import check_figure_file, errors_as_flags, table_console
         from hpnsim.errors import check_seed
         from hpnsim.fabrics.registry import build_fabric
         from hpnsim.faults.montecarlo import monte_carlo as draw
@@ -125,7 +126,7 @@ def register(app: typer.Typer) -> None:
             raise InputError("arguments", "give --dual-tor and --gpus once")
         check_seed(seed, "--seed")
         if plot:
-            check_output_file(plot, "--plot")
+            check_figure_file(plot)
         tables = TableFiles(csv, parquet)
         overrides = {"link_per_month": link_per_month, "tor_per_month": tor_per_month,
                      "agg_per_month": agg_per_month, "uplink_per_month": uplink_per_month,
@@ -140,6 +141,11 @@ def register(app: typer.Typer) -> None:
             if monte_carlo and not 0 < years <= 100_000:
                 raise InputError("years", f"must be in (0, 100000], got {years!r}")
             designs = DESIGNS if compare else (dual_tor,)
+            if compare and stacked_pair_loss is None:   # no published figure to default to
+                designs = tuple(d for d in DESIGNS if d != "stacked")
+                typer.echo("note: --compare leaves out the stacked dual ToR: give "
+                           "--stacked-pair-loss P (the chance a ToR failure takes its stacked "
+                           "pair down) to include it", err=True)
             if "stacked" in designs:
                 cond.pair_loss("stacked")   # ask for it before any fabric is built
             if compare:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from hpnsim.cli.common import guarded
+from hpnsim.cli.common import check_output_dir, check_output_file, guarded
 
 
 def register(app: typer.Typer) -> None:
@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
                                       "DIR` (demo.json)."),
         out: Path = typer.Option(None, "--out", help="The HTML file to write (default "
                                  "DIR/index.html); figures go beside it as PNG and SVG."),
+        json_out: bool = typer.Option(False, "--json", help="Print the page's path as JSON."),
     ) -> None:
         """Render a run's results as one self-contained HTML page (figures embedded, no
         external files or scripts): fabric overview, per-job iteration results, iteration
@@ -32,5 +33,18 @@ def register(app: typer.Typer) -> None:
 
         if out is not None and out.is_dir():
             raise InputError("--out", f"{out} is a folder; give the HTML file to write")
+        page = out if out is not None else folder / "index.html"
+        if out is not None or folder.is_dir():
+            check_output_dir(page.parent, "--out")   # made if missing
+            if page.parent.is_dir():
+                check_output_file(page, "--out", ("html", "htm"))
+            elif page.suffix.lower() not in (".html", ".htm"):
+                raise InputError("--out", f"{page}: the report is an HTML page; give a "
+                                          f"path ending in .html")
         path = write_report(folder, out)
-        typer.echo(f"wrote {path}")
+        if json_out:
+            from hpnsim.cli.common import emit_json
+
+            emit_json({"report": str(path)})
+        else:
+            typer.echo(f"wrote {path}")

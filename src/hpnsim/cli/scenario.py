@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import typer
 
 from hpnsim.cli.common import (
+    OutputFolder,
     TableFiles,
     emit_json,
+    force_option,
     guarded,
     parquet_option,
     table_console,
 )
+
+#: what ``run --out`` writes (cleared by --force even from a folder with no manifest)
+RUN_FILES = ("results.json", "jobs.csv", "iterations.csv", "collectives.csv")
 
 
 def _table_rows(result) -> list[dict]:
@@ -40,6 +44,7 @@ def register(app: typer.Typer) -> None:
                                                     "iterations.csv, collectives.csv when "
                                                     "there are jobs or collectives) into "
                                                     "this folder."),
+        force: bool = force_option(),
         timeline: bool = typer.Option(False, "--timeline", help="Include Gantt rows in --json."),
         trace: str = typer.Option(None, "--trace", help="Write every job's iterations as "
                                                         "Chrome-trace JSON (one process per "
@@ -62,12 +67,10 @@ def register(app: typer.Typer) -> None:
         Example: hpnsim run examples/two_jobs.yaml --out results/;
         hpnsim run examples/collective.yaml
         """
-        from hpnsim.errors import InputError
         from hpnsim.scenario.runner import run as run_scenario
         from hpnsim.scenario.spec import read_scenario
 
-        if out is not None and Path(out).exists() and not Path(out).is_dir():
-            raise InputError("--out", f"{out} is a file; give a folder")
+        folder = OutputFolder(out, "--out", force, known=RUN_FILES) if out is not None else None
         if trace:
             from hpnsim.cli.common import check_output_file
 
@@ -79,9 +82,10 @@ def register(app: typer.Typer) -> None:
             if calibration is not None:
                 loaded = loaded.model_copy(update={"calibration": calibration})
             result = run_scenario(loaded, lines=lines, progress=lambda msg: status.update(msg))
-        if out is not None:
-            for path in result.save(out):
-                typer.echo(f"wrote {path}", err=True)
+        if folder is not None:
+            with folder as path:
+                for written in result.save(path):
+                    typer.echo(f"wrote {written}", err=True)
         if trace and result.jobs:
             from hpnsim.report.trace import run_trace, write_trace
 

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
 
 from hpnsim.cli.common import (
+    OutputFolder,
     TableFiles,
     check_output_dir,
     csv_option,
     emit_json,
+    force_option,
     guarded,
     parquet_option,
     table_console,
 )
+
+#: what a sweep writes into its --out folder (cleared by --force even when an interrupted
+#: sweep left no manifest)
+SWEEP_FILES = ("rows.jsonl", "summary.csv", "sweep.png", "sweep.json")
 
 
 def register(app: typer.Typer) -> None:
@@ -36,6 +43,7 @@ def register(app: typer.Typer) -> None:
                                     "OUT/rows.jsonl."),
         out: str = typer.Option(None, "--out", help="Output folder: rows.jsonl, summary.csv, "
                                 "sweep.png, sweep.json (default: sweep-<file name>)."),
+        force: bool = force_option(),
         json_out: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
         csv: str = csv_option(),
         parquet: str = parquet_option(),
@@ -58,19 +66,23 @@ def register(app: typer.Typer) -> None:
 
             raise InputError("--address", "is a Ray cluster address; add --backend ray")
         folder = Path(out or f"sweep-{Path(sweep_file).stem}")
-        check_output_dir(folder, "--out")
+        if resume:
+            check_output_dir(folder, "--out")
+        else:
+            output = OutputFolder(folder, "--out", force, known=SWEEP_FILES)
         tables = TableFiles(csv, parquet)
         console = table_console(stderr=True)
         with console.status("validating every point"):
             plan = load_sweep(sweep_file)
-        result = _run(plan, folder, console, backend=backend, workers=workers,
-                      address=address, resume=resume)
-        tables.write(result.rows)
-        metric = result.metric()
-        if metric and result.parameters:
-            from hpnsim.report.sweep import plot_sweep
+        with output if not resume else contextlib.nullcontext():
+            result = _run(plan, folder, console, backend=backend, workers=workers,
+                          address=address, resume=resume)
+            metric = result.metric()
+            if metric and result.parameters:
+                from hpnsim.report.sweep import plot_sweep
 
-            result.files.append(plot_sweep(result, metric, folder / "sweep.png"))
+                result.files.append(plot_sweep(result, metric, folder / "sweep.png"))
+        tables.write(result.rows)
         for path in result.files:
             typer.echo(f"wrote {path}", err=True)
         if result.resumed:

@@ -209,7 +209,12 @@ def register(app: typer.Typer) -> None:
         Example: hpnsim train --model llama3-70b --tp 8 --pp 8 --dp 16 --global-batch 2048
         --fabric hpn7 --json. MoE: --model mixtral-8x7b --tp 8 --dp 8 --ep 8; FSDP: --zero 3.
         """
-        from hpnsim.cli.common import check_output_file, errors_as_flags, scenario_from_flags
+        from hpnsim.cli.common import (
+            check_figure_file,
+            check_output_file,
+            errors_as_flags,
+            scenario_from_flags,
+        )
         from hpnsim.errors import InputError, check_seed
         from hpnsim.scenario.runner import run
         from hpnsim.scenario.spec import FabricSpec
@@ -217,7 +222,7 @@ def register(app: typer.Typer) -> None:
 
         check_seed(seed, "--seed")
         if plot:
-            check_output_file(plot, "--plot")
+            check_figure_file(plot)
         if trace:
             check_output_file(trace, "--trace")
         tables = TableFiles(csv, parquet)
@@ -346,12 +351,12 @@ def register(app: typer.Typer) -> None:
 
         Example: hpnsim scaling --model llama3-8b --tp 8 --dp 1,2,4,8 --fabrics hpn7,dcn_plus
         """
-        from hpnsim.cli.common import check_output_file, errors_as_flags
+        from hpnsim.cli.common import check_figure_file, errors_as_flags
         from hpnsim.errors import InputError
         from hpnsim.training.scaling import scaling_linearity
 
         if plot:
-            check_output_file(plot, "--plot")
+            check_figure_file(plot)
         tables = TableFiles(csv, parquet)
         try:
             dp_list = [int(x) for x in dps.split(",") if x.strip()]

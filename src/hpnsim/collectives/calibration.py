@@ -152,15 +152,14 @@ def load_calibration(path, field_name: str = "calibration") -> NcclParams:
     ...
     hpnsim.errors.InputError: calibration: ...c.yaml: nccl.nvlink_efficiency: must be in [0.05, 1.0], got 1.2
     """
-    import yaml
+    from hpnsim.errors import read_user_yaml
 
     text = read_user_text(path, field_name, "calibration file")
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise InputError(field_name, f"{path}{where}: not YAML") from None
+        data, _ = read_user_yaml(text, field_name)
+    except InputError as exc:
+        raise InputError(field_name, f"{path}: {exc.field}: {exc.message}"
+                         if exc.field != field_name else f"{path}: {exc.message}") from None
     if not isinstance(data, dict) or not isinstance(data.get("nccl"), dict):
         raise InputError(field_name, f"{path}: a calibration file has an 'nccl:' mapping of "
                                      f"parameters (write one with hpnsim calibrate)")

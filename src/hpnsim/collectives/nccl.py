@@ -30,6 +30,10 @@ import numpy as np
 from hpnsim.collectives.ops import PROTOCOLS
 from hpnsim.errors import InputError
 
+#: most channels (rings or trees) one NCCL communicator runs: ``#define MAXCHANNELS 32`` in
+#: NCCL's src/include/devcomm.h (the channel arrays of ncclDevComm are this long)
+MAXCHANNELS = 32
+
 #: RoCEv2 framing per packet, bytes: Ethernet header 14 + FCS 4 + preamble/SFD 8 + minimum
 #: inter-frame gap 12 (IEEE 802.3), IPv4 20 (RFC 791), UDP 8 (RFC 768), InfiniBand BTH 12 +
 #: ICRC 4 (IBTA Annex A17, RoCEv2)

@@ -113,6 +113,7 @@ def monte_carlo(exposure: JobExposure, cond: Conditions, years: float = 100,
     return {"design": exposure.design, "switch": cond.switch, "years": years, "months": months,
             "seed": seed, "interruptions_per_month": spread(per_month.astype(float)),
             "lost_gpu_hours_per_month": spread(lost),
-            "cost_per_month": spread(lost * cond.gpu_hour_price),
+            "cost_per_month": None if cond.gpu_hour_price is None
+            else spread(lost * cond.gpu_hour_price),
             "months_with_interruption": float((per_month > 0).mean()),
             "expected": exp.to_dict()}

@@ -21,7 +21,6 @@ events.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
 
@@ -129,14 +128,14 @@ def load_rates(path) -> FailureRates:
     Traceback (most recent call last):
     hpnsim.errors.InputError: rates: cannot read /nonexistent.yaml: No such file or directory
     """
-    import yaml
+    from hpnsim.errors import read_user_yaml
 
     text = read_user_text(path, "rates")
-    try:
-        data = json.loads(text) if str(path).endswith(".json") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as error:
-        raise InputError("rates", f"{path} is not valid JSON/YAML: "
-                                  f"{str(error).splitlines()[0]}") from None
+    try:   # JSON is YAML: one bounded reader for both
+        data, _ = read_user_yaml(text, "rates")
+    except InputError as error:
+        raise InputError("rates", f"{path}: {error.message}" if error.field == "rates"
+                         else f"{path}: {error.field}: {error.message}") from None
     if not isinstance(data, dict):
         raise InputError("rates", f"{path} must hold a mapping of rate names to numbers")
     known = [f.name for f in fields(FailureRates)]
@@ -201,6 +200,10 @@ def job_exposure(fabric: Fabric, gpus: int) -> JobExposure:
     if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= fabric.n_gpus:
         raise InputError("gpus", f"must be an integer in 1..{fabric.n_gpus:,} (the fabric's "
                                  f"GPUs), got {gpus!r}")
+    if gpus % fabric.gpus_per_host:
+        raise InputError("gpus", f"must be whole hosts, a multiple of {fabric.gpus_per_host} "
+                                 f"GPUs, got {gpus} (a host's NICs and ToRs fail for all its "
+                                 f"GPUs; a job does not hold part of one)")
     design = fabric_design(fabric)
     links = fabric.gpu_access_link[:gpus]
     if design == "single":   # one failure unit per NIC (a bond to one ToR is one link)
@@ -242,13 +245,14 @@ class Conditions:
 
     rates: FailureRates
     policy: CheckpointPolicy
-    gpu_hour_price: float
+    gpu_hour_price: float | None   # None: counts and GPU-hours only, no cost
     switch: str = "single-chip"
     chassis_factor: float | None = None
     stacked_pair_loss: float | None = None
 
     def __post_init__(self):
-        _number(self.gpu_hour_price, "gpu_hour_price")
+        if self.gpu_hour_price is not None:
+            _number(self.gpu_hour_price, "gpu_hour_price")
         if self.switch not in SWITCH_KINDS:
             raise InputError("switch", f"choose one of {', '.join(SWITCH_KINDS)}, "
                                        f"got {self.switch!r}")
@@ -300,7 +304,7 @@ class ReliabilityResult:
     lost_gpu_hours_per_month: float
     rollback_restart_gpu_hours_per_month: float
     checkpoint_gpu_hours_per_month: float
-    cost_per_month: float
+    cost_per_month: float | None
     degraded_nic_hours_per_month: float
     agg_failures_per_month: float
     uplink_failures_per_month: float
@@ -337,7 +341,8 @@ def expected_reliability(exposure: JobExposure, cond: Conditions) -> Reliability
         interruptions_per_month=rate, interruptions_from_links=from_links,
         interruptions_from_tors=from_tors, lost_gpu_hours_per_month=rollback + overhead,
         rollback_restart_gpu_hours_per_month=rollback, checkpoint_gpu_hours_per_month=overhead,
-        cost_per_month=(rollback + overhead) * cond.gpu_hour_price,
+        cost_per_month=None if cond.gpu_hour_price is None
+        else (rollback + overhead) * cond.gpu_hour_price,
         degraded_nic_hours_per_month=degraded,
         agg_failures_per_month=exposure.aggs * r.agg_per_month * cond.switch_factor(),
         uplink_failures_per_month=(exposure.uplinks + exposure.core_links) * r.uplink_per_month,

@@ -114,7 +114,10 @@ def write_report(folder: str | Path, out: str | Path | None = None, svg: bool = 
         sections = demo_sections(data)
         title = ("hpnsim demo: HPN 7.0 against a 3-tier Clos (DCN+): cost, collectives, "
                  "training, a failure, a shared cluster")
-        meta = (f"hpnsim demo, seed {data['config'].get('seed', 0)}; read from "
+        variant = {"quick": "hpnsim demo --quick (small sizes: a smoke run, not the "
+                            "15,360-GPU figures)",
+                   "full": "hpnsim demo"}.get(data["config"].get("variant"), "hpnsim demo")
+        meta = (f"{variant}, seed {data['config'].get('seed', 0)}; read from "
                 f"{folder / 'demo.json'}; hpnsim {__version__}.")
     out.parent.mkdir(parents=True, exist_ok=True)
     from hpnsim.results import write_atomic

@@ -170,10 +170,16 @@ def iteration_table(r):
 def print_iteration(r, console) -> None:
     """:func:`iteration_table`, then MFU, tokens/s, the TP all-reduce time and any notes."""
     console.print(iteration_table(r))
-    extra = f"   EP all-to-all {format_time(r.ep_alltoall_time)}" if r.ep_alltoall_time else ""
-    console.print(f"MFU {100 * r.mfu:.1f}%   {r.tokens_per_second:,.0f} tokens/s   "
-                  f"TP all-reduce {format_time(r.tp_allreduce_time)}{extra}   "
-                  f"tasks {r.n_tasks}")
+    def defined(x) -> bool:   # NaN: not defined for this run (an AICB file has no FLOPs)
+        return x is not None and x == x
+
+    parts = [f"MFU {100 * r.mfu:.1f}%" if defined(r.mfu) else "",
+             f"{r.tokens_per_second:,.0f} tokens/s" if defined(r.tokens_per_second) else "",
+             f"TP all-reduce {format_time(r.tp_allreduce_time)}"
+             if defined(r.tp_allreduce_time) else "",
+             f"EP all-to-all {format_time(r.ep_alltoall_time)}" if r.ep_alltoall_time else "",
+             f"tasks {r.n_tasks}"]
+    console.print("   ".join(p for p in parts if p))
     for note in r.notes:
         console.print(f"note: {note}")
 

@@ -49,7 +49,8 @@ def reliability_rows(result: dict) -> list[tuple[str, str]]:
          f"{result['rollback_restart_gpu_hours_per_month']:,.1f}"),
         ("GPU-h / month writing checkpoints", f"{result['checkpoint_gpu_hours_per_month']:,.1f}"),
         ("GPU-h lost / month (total)", f"{result['lost_gpu_hours_per_month']:,.1f}"),
-        ("cost / month", f"${result['cost_per_month']:,.0f}"),
+        ("cost / month", "(give --gpu-hour-price)" if result["cost_per_month"] is None
+         else f"{result['cost_per_month']:,.0f}"),
         ("NIC-hours at half bandwidth / month", f"{result['degraded_nic_hours_per_month']:.3g}"),
         ("Agg failures / month (ECMP, no stop)", _rate(result["agg_failures_per_month"])),
         ("uplink failures / month (no stop)", _rate(result["uplink_failures_per_month"])),

@@ -81,7 +81,8 @@ def print_run(result, console) -> None:
     the run reported the fabric), and the run's notes."""
     if result.jobs:
         console.print(run_table(result))
-        console.print(f"tasks {result.n_tasks:,}   events {result.n_events:,}")
+        if result.n_tasks:   # a run through faults is many simulations: no one count
+            console.print(f"tasks {result.n_tasks:,}   events {result.n_events:,}")
     if result.collectives:
         console.print(collective_text(result), markup=False, highlight=False,
                       soft_wrap=True)

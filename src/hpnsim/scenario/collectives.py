@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from hpnsim.collectives.nccl import MAXCHANNELS
 from hpnsim.collectives.ops import AUTO, COLLECTIVE_ALGORITHMS, OPS, PROTOCOLS
 from hpnsim.errors import InputError
 from hpnsim.scenario.yaml import format_path, located
@@ -104,8 +105,9 @@ class CollectiveSpec(BaseModel):
                                description="one size, MIN:MAX[:FACTOR], a comma list or a list")
     algo: str = Field(AUTO, description=f"{', '.join(COLLECTIVE_ALGORITHMS)} or {AUTO}")
     protocol: str = Field(AUTO, description=f"{', '.join(PROTOCOLS)} or {AUTO}")
-    channels: Annotated[int, Field(ge=0, strict=True)] = Field(
-        0, description="parallel rings/trees (0: one per rail)")
+    channels: Annotated[int, Field(ge=0, le=MAXCHANNELS, strict=True)] = Field(
+        0, description=f"parallel rings/trees, at most NCCL's MAXCHANNELS ({MAXCHANNELS}); "
+                       f"0: one per rail")
     qps: Annotated[int, Field(ge=1, strict=True)] = Field(1, description="connections per peer")
     root: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="root rank of broadcast and reduce")
@@ -183,6 +185,15 @@ class CollectiveSpec(BaseModel):
                 check_supported(self.op, self.algo)
             except InputError as exc:
                 raise ValueError(f"algo: {exc.message}") from None
+        from hpnsim.workloads.gpus import GPUS
+
+        # nccl-tests' size is a buffer on every GPU: it must fit in the GPU's memory (the
+        # collective's GPU, else the largest in the catalog)
+        gpu = GPUS[self.gpu] if self.gpu else max(GPUS.values(), key=lambda g: g.memory_bytes)
+        if max(self.sizes) > gpu.memory_bytes:
+            raise ValueError(f"sizes: {max(self.sizes) / 2**30:,.1f} GiB is more than the "
+                             f"{gpu.memory_bytes / 2**30:,.1f} GiB of memory of a GPU "
+                             f"({gpu.name}): the buffer sits on every GPU")
         if self.root and self.op not in ("broadcast", "reduce"):
             raise ValueError(f"root: only broadcast and reduce have a root; {self.op} would "
                              f"ignore root {self.root}")

@@ -71,6 +71,34 @@ class SharedRun:
     n_events: int
 
 
+def check_task_floor(scenario, every_iteration: bool = True, few: int = 10) -> None:
+    """Refuse, before compiling anything, jobs that must make more engine tasks than
+    :func:`~hpnsim.errors.work_limit` ("tasks"): every micro-batch on every virtual stage
+    runs at least a forward and a backward, ``2 x micro-batches x stages`` tasks an
+    iteration, times the iterations when each is simulated (``every_iteration``; a cluster
+    trace's steady state simulates a few).
+
+    >>> from hpnsim.scenario.spec import parse_scenario
+    >>> check_task_floor(parse_scenario({"jobs": [{"model": "llama3-8b", "dp": 2,
+    ...                                           "global_batch": 2 * 10**9}]}))
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: jobs[0].global_batch: 1,000,000,000 micro-batches x 1 stages x 1 iterations make at least 2,000,000,000 engine tasks; hpnsim runs at most 5,000,000 tasks unless HPNSIM_MAX_TASKS=N raises it
+    """
+    from hpnsim.errors import check_work
+
+    for i, spec in enumerate(scenario.jobs):
+        if spec.workload is not None:   # an AICB file lists its tasks: it is read, not made
+            continue
+        job = spec.train_job()
+        iterations = spec.iterations if every_iteration else 1
+        floor = 2 * job.micro_batches * job.pp * job.virtual_stages * iterations
+        field = "iterations" if iterations > few else "global_batch"
+        check_work(floor, "tasks", f"jobs[{i}].{field}",
+                   f"{job.micro_batches:,} micro-batches x {job.pp * job.virtual_stages} "
+                   f"stages x {iterations:,} iterations make at least {floor:,} engine tasks")
+
+
 class JobsTogether:
     """The jobs-together driver: every job of a prepared scenario in one simulation, then
     each job alone (with ``compare_alone``), then every collective alone.
@@ -102,8 +130,10 @@ class JobsTogether:
             result = RunResult(scenario=_echo(p.scenario), fabric=_fabric_summary(p.fabric),
                                jobs=[], makespan=0.0, n_tasks=0, n_events=0)
         elif p.scenario.faults:
+            self.check_work()
             result = self.through_faults()
         else:
+            self.check_work()
             result = self.together()
         from hpnsim.fabrics.registry import sizing_note
 
@@ -116,10 +146,34 @@ class JobsTogether:
         result.built_fabric = p.fabric
         return result
 
-    def compile(self, jobs: list[int], graph) -> dict[int, list]:
+    def check_work(self, few: int = 10) -> None:
+        """Refuse, before simulating, jobs whose iterations would make more engine tasks than
+        :func:`~hpnsim.errors.work_limit` ("tasks"): one iteration of each job with more than
+        ``few`` iterations is compiled into a scratch graph and its tasks counted."""
+        from hpnsim.engine import TaskGraph
+        from hpnsim.errors import check_work
+
+        p = self.prepared
+        check_task_floor(p.scenario, few=few)
+        total, largest = 0, None
+        for i, spec in enumerate(p.scenario.jobs):
+            if spec.iterations <= few:
+                continue
+            graph = TaskGraph()
+            self.compile([i], graph, iterations=1)
+            total += len(graph) * spec.iterations
+            if largest is None or spec.iterations > p.scenario.jobs[largest].iterations:
+                largest = i
+        if largest is not None:
+            spec = p.scenario.jobs[largest]
+            check_work(total, "tasks", f"jobs[{largest}].iterations",
+                       f"{spec.iterations:,} iterations make about {total:,} engine tasks")
+
+    def compile(self, jobs: list[int], graph, iterations: int | None = None) -> dict[int, list]:
         """Every iteration of ``jobs`` (indices into the scenario's jobs) into ``graph``: a
-        job's first iteration is released at its arrival, each next one after the previous.
-        Returns job index -> its compiled iterations."""
+        job's first iteration is released at its arrival, each next one after the previous
+        (``iterations`` of each instead, when given). Returns job index -> its compiled
+        iterations."""
         from hpnsim.training import compile_program, program_from_aicb, program_from_job
 
         p = self.prepared
@@ -129,7 +183,7 @@ class JobsTogether:
             program = program_from_aicb(p.workloads[i]) if spec.workload is not None \
                 else program_from_job(spec.train_job())
             its, after = [], ()
-            for _ in range(spec.iterations):
+            for _ in range(spec.iterations if iterations is None else iterations):
                 it = compile_program(program, graph, p.fabric,
                                      scenario_options(p.scenario, p.nccl),
                                      gpus=p.placements[i], tp_algo=spec.tp_algo,
@@ -206,9 +260,15 @@ class JobsTogether:
                           arrival=spec.arrival, finish=t.finish, iterations=t.iterations,
                           faults=t.to_dict())
                 for i, (spec, t) in enumerate(zip(scenario.jobs, timelines, strict=True))]
-        return RunResult(scenario=_echo(scenario), fabric=_fabric_summary(p.fabric),
-                         jobs=jobs, makespan=max(t.finish for t in timelines), n_tasks=0,
-                         n_events=0)
+        result = RunResult(scenario=_echo(scenario), fabric=_fabric_summary(p.fabric),
+                           jobs=jobs, makespan=max(t.finish for t in timelines), n_tasks=0,
+                           n_events=0)
+        for i, fault in enumerate(scenario.faults):
+            if fault.at >= result.makespan:
+                result.notes.append(f"faults[{i}]: at {fault.at:g} s, after the run ended "
+                                    f"({result.makespan:.4g} s): it touched no job; give "
+                                    f"more iterations or an earlier at")
+        return result
 
     def collectives(self) -> list[CollectiveRun]:
         """Every collective of the scenario at every size, each alone on the fabric."""

@@ -147,6 +147,9 @@ def _first_error(exc: ValidationError) -> tuple[tuple, str]:
         message = "unknown key"
     elif err["type"] == "missing":
         message = "required"
+    elif err["type"] == "model_type":   # pydantic names the class: say what the user writes
+        message = f"must be a mapping of keys to values (see hpnsim schema), got " \
+                  f"{err.get('input')!r}"
     elif "input" in err and not isinstance(err["input"], dict | list) \
             and "got " not in message:
         message = f"{message}, got {err['input']!r}"

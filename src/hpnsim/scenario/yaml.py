@@ -10,22 +10,15 @@ from __future__ import annotations
 
 import yaml
 
-from hpnsim.errors import InputError
+from hpnsim.errors import (  # noqa: F401  (MAX_YAML_NODES, format_path: re-exported)
+    MAX_YAML_NODES,
+    InputError,
+    format_path,
+    read_user_yaml,
+)
 
 #: a path into a YAML document: keys and list indices, e.g. ("jobs", 1, "tp")
 YamlPath = tuple
-
-
-def format_path(path: YamlPath) -> str:
-    """``("jobs", 1, "tp")`` -> ``"jobs[1].tp"``.
-
-    >>> format_path(("jobs", 1, "tp")), format_path(()), format_path(("fabric",))
-    ('jobs[1].tp', 'scenario', 'fabric')
-    """
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "scenario"
 
 
 def _record_lines(node, path: YamlPath, lines: dict) -> None:
@@ -43,6 +36,10 @@ def _record_lines(node, path: YamlPath, lines: dict) -> None:
 def load_yaml(text: str, source: str = "scenario") -> tuple[object, dict]:
     """Parse YAML text safely; returns ``(data, lines)`` with ``lines[path]`` the 1-based line.
 
+    Read by :func:`~hpnsim.errors.read_user_yaml`: a key given twice in one mapping, an alias
+    that refers to its own node and a document that expands beyond
+    :data:`~hpnsim.errors.MAX_YAML_NODES` are refused before any value is built.
+
     >>> data, lines = load_yaml("jobs:\\n  - name: a\\n    tp: 3\\n")
     >>> data["jobs"][0]["tp"], lines[("jobs", 0, "tp")]
     (3, 3)
@@ -50,15 +47,19 @@ def load_yaml(text: str, source: str = "scenario") -> tuple[object, dict]:
     Traceback (most recent call last):
     ...
     hpnsim.errors.InputError: scenario: not valid YAML: expected ',' or ']', but got '<stream end>' (line 1)
+    >>> load_yaml("jobs:\\n  - tp: 2\\n    tp: 4\\n")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: jobs[0].tp: duplicate key (lines 2 and 3); give each key once
+    >>> bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\\n" + "".join(
+    ...     f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\\n"
+    ...     for p, c in zip("abcdefgh", "bcdefghi"))
+    >>> load_yaml(bomb)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: scenario: the document expands to more than 1,000,000 values ...
     """
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(source, f"not valid YAML: {problem}{where}") from None
+    data, node = read_user_yaml(text, source)
     lines: dict = {}
     if node is not None:
         _record_lines(node, (), lines)
@@ -67,19 +68,19 @@ def load_yaml(text: str, source: str = "scenario") -> tuple[object, dict]:
 
 def seconds_field(value):
     """A scenario time field: a number of seconds or a string with a unit (``"30s"``,
-    ``"1.5ms"``, ``"24h"``) as seconds; ``None`` and other types pass through for pydantic to
+    ``"1.5ms"``, ``"24h"``) as seconds, at most :data:`~hpnsim.units.MAX_TIME_S`; ``None`` and other types pass through for pydantic to
     judge. Raises ``ValueError`` (pydantic's way) for booleans and unparsable strings.
 
     >>> seconds_field("1.5ms"), seconds_field(3), seconds_field(None)
     (0.0015, 3.0, None)
     """
-    from hpnsim.units import parse_time
+    from hpnsim.units import check_time_range, parse_time
 
     if isinstance(value, bool):
         raise ValueError("must be a time such as 30s, 1.5ms or 24h, got a boolean")
     if isinstance(value, str | int | float):
         try:
-            return parse_time(value, "time")
+            return check_time_range(parse_time(value, "time"), "time", value)
         except InputError as exc:
             raise ValueError(exc.message) from None
     return value

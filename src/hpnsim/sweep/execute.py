@@ -36,7 +36,7 @@ from hpnsim.errors import InputError
 from hpnsim.frames import to_frame
 from hpnsim.jsonable import to_jsonable
 from hpnsim.results import write_csv, write_json
-from hpnsim.sweep.spec import Sweep
+from hpnsim.sweep.spec import Sweep, point_key
 
 __all__ = ["SweepResult", "append_row", "headline", "read_rows", "run_point", "run_sweep"]
 
@@ -153,13 +153,41 @@ def check_backend(backend: str) -> None:
                                           "'hpnsim[ray]'") from None
 
 
+def _die_with_parent(parent: int, poll_s: float = 1.0) -> None:
+    """Worker initializer: end this worker when the sweep that started it dies, even by
+    SIGKILL (which lets the parent clean nothing up). On Linux the kernel sends SIGKILL at the
+    parent's death (``prctl(PR_SET_PDEATHSIG)``, PR_SET_PDEATHSIG = 1 in linux/prctl.h);
+    everywhere a daemon thread checks every ``poll_s`` seconds that the parent is still the
+    parent (an orphan is adopted by another process)."""
+    import signal
+    import sys
+    import threading
+    import time
+
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    if os.getppid() != parent:   # died before the prctl took hold
+        os._exit(1)
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
 def _local(tasks: list, workers: int) -> Iterator[tuple[int, dict]]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # spawn: a forked child would inherit the progress display's thread and its locks
     pool = ProcessPoolExecutor(max_workers=workers,
-                               mp_context=multiprocessing.get_context("spawn"))
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_die_with_parent, initargs=(os.getpid(),))
     try:
         futures = {pool.submit(run_point, data): i for i, data in tasks}
         for future in as_completed(futures):
@@ -189,9 +217,16 @@ def _ray(tasks: list, workers: int | None, address: str | None) -> Iterator[tupl
             ray.shutdown()
 
 
+def grid_fingerprint(sweep: Sweep) -> str:
+    """A hash of the sweep's base and its points in order: two sweeps with the same
+    fingerprint number the same points the same way, so one may resume the other."""
+    return point_key({"base": sweep.base_hash, "points": [p.key for p in sweep.points]})
+
+
 def prepare_out(sweep: Sweep, out: str | Path, resume: bool) -> list[dict]:
     """Check the output folder and return the rows already finished there (with
-    ``resume``); refuse to mix sweeps."""
+    ``resume``); refuse to mix sweeps: a resume into a folder of another grid (another
+    :func:`grid_fingerprint`) is refused."""
     out = Path(out)
     rows_path, meta_path = out / "rows.jsonl", out / "sweep.json"
     if out.exists() and not out.is_dir():
@@ -206,6 +241,10 @@ def prepare_out(sweep: Sweep, out: str | Path, resume: bool) -> list[dict]:
         if meta.get("base_hash") != sweep.base_hash:
             raise InputError("--resume", f"{out} holds a sweep of another base scenario; "
                                          f"give another --out")
+        if meta.get("grid_hash", grid_fingerprint(sweep)) != grid_fingerprint(sweep):
+            raise InputError("--resume", f"{out} holds a sweep of another grid (its points "
+                                         f"differ, or are in another order); give another "
+                                         f"--out, or resume with the grid that made it")
     return read_rows(rows_path, cut_torn_tail=True)
 
 
@@ -234,6 +273,7 @@ def run_sweep(sweep: Sweep, out: str | Path, *, backend: str = "local",
     finished = {row["key"]: row for row in prepare_out(sweep, out, resume)}
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "sweep.json", {"name": sweep.name, "base_hash": sweep.base_hash,
+                                    "grid_hash": grid_fingerprint(sweep),
                                     "parameters": sweep.parameters,
                                     "points": [{"point": p.index, "key": p.key,
                                                 "overrides": p.overrides}

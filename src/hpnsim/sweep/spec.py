@@ -36,12 +36,13 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hpnsim.errors import InputError, read_user_text
+from hpnsim.errors import InputError, check_work, read_user_text
 from hpnsim.scenario.yaml import format_path, line_of, load_yaml
 
 __all__ = ["Sweep", "SweepPoint", "apply_overrides", "load_sweep", "parse_path", "parse_sweep",
@@ -176,6 +177,9 @@ def _grid_points(grid: Any, lines: dict) -> list[tuple[dict, dict]]:
                           lines, ("grid", path, k))
             seen[text] = k
         axes.append([(path, k, value) for k, value in enumerate(values)])
+    size = math.prod(len(axis) for axis in axes)
+    check_work(size, "points", "grid", f"the grid has {size:,} points ("
+               + " x ".join(str(len(axis)) for axis in axes) + ")")
     return [({p: v for p, _, v in combo}, {p: ("grid", p, k) for p, k, _ in combo})
             for combo in itertools.product(*axes)]
 
@@ -185,6 +189,7 @@ def _list_points(points: Any, lines: dict) -> list[tuple[dict, dict]]:
         raise _at(InputError("points", "must be a non-empty list of overrides, e.g. "
                                        "- {jobs[0].dp: 4, routing: ecmp}"), lines, ("points",))
     out = []
+    check_work(len(points), "points", "points", f"the list has {len(points):,} points")
     for i, item in enumerate(points):
         if not isinstance(item, dict):
             raise _at(InputError(f"points[{i}]", f"must map scenario paths to values, got "

@@ -287,6 +287,26 @@ class TrainJob:
                              f"must be >= 0, got {optimizer_bytes_per_param!r}")
         if bucket_params < 1:
             raise InputError("bucket_params", f"must be >= 1, got {bucket_params}")
+        self._check_fits()
+
+    def _check_fits(self) -> None:
+        """Refuse a job whose smallest activation cannot sit on its GPU: the ``b x s x h``
+        hidden state of one micro-batch is whole on every GPU of a stage (the TP all-reduce
+        buffer; with sequence parallelism, the all-gathered GEMM input), so past the GPU's
+        memory no schedule runs it (``--seq-len 1e9`` reported a 490,679-hour iteration)."""
+        try:
+            need = self.model.hidden_state_bytes(self.layout.micro_batch, self.seq_len)
+        except InputError:   # not a transformer: no b x s x h tensor
+            return
+        if need > self.gpu.memory_bytes:
+            alone = need / self.seq_len * self.model.seq_len   # at the model's own seq_len
+            field = "micro_batch" if alone > self.gpu.memory_bytes else "seq_len"
+            raise InputError(field, f"one micro-batch's hidden state (micro_batch "
+                                        f"{self.layout.micro_batch} x seq_len {self.seq_len:,} x "
+                                        f"hidden {self.model.hidden:,} x {self.model.dtype_bytes:g} "
+                                        f"bytes = {need / 2**30:,.1f} GiB) is more than the "
+                                        f"{self.gpu.memory_bytes / 2**30:,.1f} GiB of a "
+                                        f"{self.gpu.name}; lower seq_len or micro_batch")
 
     def _set_compute(self, gpu: GPUSpec, dtype, efficiency, table) -> None:
         dtype = str(dtype).strip().lower()

@@ -391,11 +391,14 @@ def load_yaml(path: str | Path) -> dict[str, ModelSpec]:
     64
     """
     path = Path(path)
+    from hpnsim.errors import read_user_yaml
+
     text = read_user_text(path, "model-file", "YAML file")
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise InputError("model-file", f"{path} is not valid YAML: {error}") from None
+        data, _ = read_user_yaml(text, "model-file")
+    except InputError as error:
+        raise InputError("model-file", f"{path}: {error.message}" if error.field == "model-file"
+                         else f"{path}: {error.field}: {error.message}") from None
     return _parse_models(data, f"model-file {path}")
 
 
