@@ -1,0 +1,346 @@
+"""A planned collective through the packet engine: the same NCCL schedule, paths and QPs as
+:func:`~hpnsim.collectives.run.run_collective`, run as packets (:mod:`hpnsim.packet`).
+
+:func:`plan_collective` gives the schedule (one ring stage per NCCL channel) and its routed,
+QP-expanded member paths (same routing policy, ECMP hash and seed as the flow engine). Each
+(channel, QP) becomes one ring of :func:`hpnsim.packet.ring.simulate_ring`: rank r's path to
+rank r+1 is its member path cut to the NIC-to-NIC leg
+(:func:`hpnsim.packet.adapter.network_legs`); the piece of a step is the stage's bytes over
+its steps, split over the QPs, in chunks of NCCL's slot (``nccl.chunk_bytes`` per channel,
+divided over the QPs). What the flow engine charges as efficiencies the packet engine
+either simulates or is given the same way:
+
+* network links: the flow engine divides by ``network_efficiency`` (RoCE headers); the
+  packet engine sends each packet's header (``PacketParams.header_bytes``) instead;
+* NVLink: the flow engine divides by ``nvlink_efficiency``; here an NVLink runs at
+  ``capacity x nvlink_efficiency`` (plus the header the packet engine adds to every packet);
+* the protocol (LL, LL128): every chunk carries ``1 / protocol_efficiency`` wire bytes.
+
+NCCL's software latencies (the flow engine's base and per-hop terms) are not added: the
+packet engine's time is the network's (serialization, propagation, queues).
+
+Only ring all-reduce, all-gather and reduce-scatter are built as packets
+(:data:`PACKET_OPS`); ``algo: auto`` means ring here. The work is bounded before the run:
+:func:`estimate_packets` counts the packet hops of the steps the run would simulate and
+:func:`run_collective_packet` refuses a run beyond ``max_packets`` naming the option that
+raises it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpnsim.collectives.ops import busbw_factor
+from hpnsim.collectives.options import CollectiveOptions
+from hpnsim.collectives.run import CollectiveResult, concurrent_link_flows
+from hpnsim.errors import InputError
+
+__all__ = ["PACKET_OPS", "DEFAULT_MAX_PACKETS", "PacketCollectiveResult", "PacketRun",
+           "estimate_packets", "packet_rings", "run_collective_packet"]
+
+#: the operations the packet engine builds, all as NCCL rings
+PACKET_OPS = ("allreduce", "allgather", "reducescatter")
+#: packet hops one run may simulate by default: ~4 events each, ~10 M events/s on one core
+#: (docs/packet.md, measured): about 20-40 s
+DEFAULT_MAX_PACKETS = 5e7
+#: ports listed per result, the fullest queues first
+TOP_PORTS = 10
+
+
+@dataclass(frozen=True)
+class PacketRun:
+    """How a collective runs through the packet engine (the ``engine:`` settings).
+
+    params : :class:`~hpnsim.packet.PacketParams` (None: the defaults).
+    window : windowed steady state (simulate ring steps until the per-step time is stable,
+        extrapolate the rest); False simulates every step.
+    max_packets : refuse a run whose estimated packet hops exceed this
+        (``--max-packets``).
+    watch : link ids whose queue is sampled over time (empty: the busiest switch ports of
+        the collective's paths, up to ``max_watch``).
+    samples : queue samples per watched port over the run.
+    """
+
+    params: object = None
+    window: bool = True
+    max_packets: float = DEFAULT_MAX_PACKETS
+    watch: tuple = ()
+    max_watch: int = 64
+    samples: int = 2000
+
+
+@dataclass
+class PacketCollectiveResult(CollectiveResult):
+    """:class:`~hpnsim.collectives.run.CollectiveResult` of a packet run, plus what the
+    fabric did. Queue and PFC figures are over the simulated steps (``steps_simulated`` of
+    ``steps``); ``link_bytes`` are scaled to the whole collective.
+
+    Attributes
+    ----------
+    steps, steps_simulated, extrapolated, stable : the ring's steps, how many were simulated,
+        the share extrapolated and whether the per-step time had settled.
+    packets_estimated, events : packet hops estimated before the run; events processed.
+    ecn_marks, cnps, pfc_pauses, paused_time, drops : totals over all ports and flows.
+    ports : the ports with the fullest queues (name, link, q_max, q_mean, q_p99 in bytes,
+        marks, pauses, paused_time in s).
+    watch, sample_times, samples : watched link ids, sample times (s) and their queues
+        (bytes, one column per watched link).
+    params : the packet parameters in effect.
+    """
+
+    engine: str = "packet"
+    steps: int = 0
+    steps_simulated: int = 0
+    extrapolated: float = 0.0
+    stable: bool = True
+    packets_estimated: float = 0.0
+    events: int = 0
+    ecn_marks: int = 0
+    cnps: int = 0
+    pfc_pauses: int = 0
+    paused_time: float = 0.0
+    drops: int = 0
+    ports: list = field(default_factory=list, repr=False)
+    watch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    sample_times: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    samples: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
+    params: dict = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict:
+        """:meth:`CollectiveResult.to_dict` plus ``engine`` and a ``packet`` section."""
+        out = super().to_dict()
+        out["engine"] = self.engine
+        out["packet"] = {
+            "steps": self.steps, "steps_simulated": self.steps_simulated,
+            "extrapolated": self.extrapolated, "stable": self.stable,
+            "packets_estimated": self.packets_estimated, "events": self.events,
+            "ecn_marks": self.ecn_marks, "cnps": self.cnps, "pfc_pauses": self.pfc_pauses,
+            "paused_time": self.paused_time, "drops": self.drops, "ports": self.ports}
+        return out
+
+
+def _ring_stages(plan, op: str) -> list:
+    sch = plan.schedule
+    for stage in sch.stages:
+        closed = np.array_equal(stage.dst, np.roll(stage.src, -1))
+        if stage.switch is not None or not stage.coupled or stage.deps or not closed:
+            raise InputError("algo", f"the packet engine runs rings only; {op} planned "
+                                     f"{plan.algo} stages: use --algo ring")
+    return list(sch.stages)
+
+
+def packet_rings(fabric, plan) -> tuple[list, float, int, float]:
+    """``(rings, piece, steps, chunk)`` of a planned ring collective: one ring per (channel,
+    QP), ``rings[g][r]`` the link ids of rank r's NIC-to-NIC leg (or NVLink path) to rank
+    r+1; ``piece`` the payload bytes per rank and step on each ring; ``chunk`` NCCL's slot
+    per QP.
+
+    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> plan = plan_collective(f, "allreduce", range(16), 2**24, algo="ring", qps=2)
+    >>> rings, piece, steps, chunk = packet_rings(f, plan)
+    >>> len(rings), len(rings[0]), steps, piece == 2**24 / 16 / 16 / 2, chunk == 2**18
+    (32, 16, 30, True, True)
+    """
+    stages = _ring_stages(plan, plan.schedule.op)
+    qps = plan.qps
+    rings = []
+    for stage, paths in zip(stages, plan.paths, strict=True):
+        legs = relayed_legs(fabric, paths)
+        n = stage.n_members
+        rings.extend([legs[r * qps + q] for r in range(n)] for q in range(qps))
+    stage = stages[0]
+    steps = stage.intra_steps + stage.inter_steps
+    piece = stage.size / steps / qps
+    return rings, piece, steps, plan.nccl.chunk_bytes / qps
+
+
+def relayed_legs(fabric, paths) -> list:
+    """Per flow, its packet path (:func:`~hpnsim.packet.adapter.network_legs`), or, for a
+    PXN-relayed flow (NVLink hops before its NIC), the pair ``(NVLink hops, network leg)``:
+    NCCL's proxy first copies the chunk over NVLink to the GPU beside the right NIC, which
+    then sends it, so the relay loads NVLink as the flow engine's path does.
+
+    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> plan = plan_collective(f, "allreduce", range(16), 2**20, algo="ring", channels=2)
+    >>> legs = relayed_legs(f, plan.paths[1])            # channel 1: GPU 0 relays via GPU 1
+    >>> [len(x) for x in legs[7]], len(legs[0])
+    ([2, 2], 2)
+    """
+    from hpnsim.fabrics.fabric import LinkKind
+    from hpnsim.packet.adapter import network_legs
+
+    kind = np.asarray(fabric.link_kind)
+    out = []
+    for i, leg in enumerate(network_legs(fabric, paths)):
+        whole = np.asarray(paths.links[paths.ptr[i]:paths.ptr[i + 1]], dtype=np.int64)
+        head = whole[:int(np.flatnonzero(whole == leg[0])[0])]
+        relay = head[kind[head] == LinkKind.NVLINK]
+        out.append((relay, leg) if relay.size and kind[leg[0]] != LinkKind.NVLINK else leg)
+    return out
+
+
+def _packet_capacity(fabric, nccl, params) -> np.ndarray:
+    """Link capacities the packet engine runs: NVLink (and PCIe) at the payload rate NCCL
+    reaches (``nvlink_efficiency``), grown by the packet header the engine adds; network
+    links at their line rate (their headers are simulated)."""
+    from hpnsim.fabrics.fabric import LinkKind
+
+    cap = np.array(fabric.link_capacity, dtype=np.float64)
+    grow = (params.mtu_bytes + params.header_bytes) / params.mtu_bytes
+    kind = np.asarray(fabric.link_kind)
+    cap[kind == LinkKind.NVLINK] *= nccl.nvlink_efficiency * grow
+    cap[kind == LinkKind.PCIE] *= nccl.pcie_efficiency * grow
+    return cap
+
+
+def estimate_packets(rings, piece: float, steps: int, chunk: float, params,
+                     window: bool, first_window: int = 4) -> float:
+    """Packet hops the run simulates: packets per step (chunks of at most an MTU) times
+    links crossed, over every step, or over the first window (``first_window`` steps; the
+    window doubles only while the per-step time moves).
+
+    >>> from hpnsim.packet import PacketParams
+    >>> estimate_packets([[[0, 1], [2]]], 8192.0, 2, 8192.0, PacketParams(), window=False)
+    12.0
+    """
+    mtu = params.mtu_bytes
+    chunks = max(1, int(np.ceil(piece / chunk)))
+    per_chunk = np.ceil(piece / chunks / mtu)
+    hops = sum(len(leg) for ring in rings for p in ring
+               for leg in (p if isinstance(p, tuple) else (p,)))
+    simulated = steps if not window else min(steps, first_window)
+    return float(per_chunk * chunks * hops * simulated)
+
+
+def _watch(fabric, rings, switch_of, run: PacketRun) -> np.ndarray:
+    if run.watch:
+        return np.asarray(run.watch, dtype=np.int64)
+    links = np.concatenate([np.asarray(leg, dtype=np.int64) for ring in rings for p in ring
+                            for leg in (p if isinstance(p, tuple) else (p,))])
+    load = np.bincount(links, minlength=fabric.n_links).astype(float)
+    load[switch_of < 0] = 0.0
+    busy = np.flatnonzero(load > 0)
+    order = busy[np.argsort(-load[busy], kind="stable")]
+    return np.sort(order[:run.max_watch])
+
+
+def run_collective_packet(fabric, op: str, gpus, size: float,
+                          options: CollectiveOptions | None = None, run: PacketRun = PacketRun(),
+                          **keywords) -> PacketCollectiveResult:
+    """Run a collective as packets on ``fabric`` (see the module docstring).
+
+    Parameters
+    ----------
+    fabric, op, gpus, size, options, keywords
+        As :func:`~hpnsim.collectives.run.run_collective`; ``algo`` auto means ring.
+    run : PacketRun
+        Packet parameters, windowed mode, the work limit and the watched ports.
+
+    Returns
+    -------
+    PacketCollectiveResult
+
+    Examples
+    --------
+    Two hosts of one HPN segment, 16 channels (8 rails x 2 ports): each channel crosses the
+    network from its own 200G port (1 MiB per step at 25 GB/s: 42 us), but every GPU's
+    NVLink (200 GB/s at NCCL's 0.824) carries one piece per channel per step (its ring hop
+    or a PXN relay): 16 MiB per step, 102 us, the bottleneck; no marks, no pauses.
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> r = run_collective_packet(f, "allreduce", range(16), 2**28, algo="ring")
+    >>> r.algo, r.steps, r.ecn_marks, r.pfc_pauses, r.drops
+    ('ring', 30, 0, 0, 0)
+    >>> step = 16 * 2**28 / 16 / 16 / (200e9 * 0.824)
+    >>> bool(abs(r.time / (30 * step) - 1) < 0.02)
+    True
+    """
+    from hpnsim.collectives.plan import plan_collective
+    from hpnsim.packet import PacketParams
+    from hpnsim.packet.adapter import fabric_switches
+    from hpnsim.packet.ring import simulate_ring
+    from hpnsim.routing.diagnostics import port_imbalance
+
+    options = CollectiveOptions.build(options, **keywords)
+    from hpnsim.collectives.ops import normalize_algorithm, normalize_op
+
+    op = normalize_op(op)
+    if op not in PACKET_OPS:
+        raise InputError("op", f"the packet engine runs {', '.join(PACKET_OPS)} (as rings); "
+                               f"got {op}: use --engine flow")
+    algo = normalize_algorithm(options.algo)
+    if algo not in ("auto", "ring"):
+        raise InputError("algo", f"the packet engine runs ring only; got {algo}: use --algo "
+                                 f"ring or --engine flow")
+    from dataclasses import replace
+
+    options = replace(options, algo="ring")
+    params = (run.params or PacketParams()).validate()
+    plan = plan_collective(fabric, op, gpus, size, options)
+    rings, piece, steps, chunk = packet_rings(fabric, plan)
+    efficiency = plan.nccl.protocol_efficiency(plan.protocol)
+    estimate = estimate_packets(rings, piece / efficiency, steps, chunk, params, run.window)
+    if estimate > run.max_packets:
+        hint = "" if run.window else ", or use the windowed mode (drop --no-window)"
+        raise InputError("max_packets", f"the run would simulate ~{estimate:.3g} packet hops, "
+                                        f"over the limit {run.max_packets:.3g}: raise "
+                                        f"--max-packets{hint}")
+    switch_of = fabric_switches(fabric)
+    capacity = _packet_capacity(fabric, plan.nccl, params)
+    watch = _watch(fabric, rings, switch_of, run)
+    n = len(rings[0])
+    # the time of one step at the slowest ring link sets the sampling interval
+    t_est = steps * piece / efficiency / min(
+        float(capacity[np.asarray(leg, dtype=np.int64)].min()) for ring in rings for p in ring
+        for leg in (p if isinstance(p, tuple) else (p,)))
+    interval = max(t_est / run.samples, 1e-8)
+    ring_run = simulate_ring(capacity, fabric.link_latency, rings, piece / efficiency * n
+                             * len(rings), chunk_bytes=chunk / efficiency, params=params,
+                             switch_of=switch_of, window=run.window, steps=steps,
+                             watch=watch, sample_interval=interval,
+                             max_samples=2 * run.samples + 16, pct=(99.0,))
+    res = ring_run.result
+    time = ring_run.time
+    n_gpus = plan.schedule.gpus.size
+    algbw = size / time if time > 0 else np.inf
+    link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) * (steps / ring_run.steps_simulated)
+    cap = np.asarray(fabric.link_capacity, dtype=np.float64)
+    ratio = np.divide(link_bytes, cap, out=np.zeros_like(link_bytes), where=cap > 0)
+    worst = int(np.argmax(ratio)) if ratio.size else -1
+    top = np.argsort(-ratio, kind="stable")[:10]
+    max_flows, collisions = concurrent_link_flows(plan, fabric)
+    ports = _ports(fabric, res, switch_of)
+    return PacketCollectiveResult(
+        op=op, algo=plan.algo, protocol=plan.protocol, routing=options.routing,
+        n_gpus=n_gpus, size=float(size), time=time, algbw=algbw,
+        busbw=algbw * busbw_factor(op, n_gpus),
+        bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
+        bottleneck_utilization=float(ratio[worst] / time) if worst >= 0 and time > 0 else 0.0,
+        max_link_flows=max_flows, hash_collisions=collisions, n_groups=len(rings),
+        link_bytes=link_bytes,
+        top_links=[(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
+                   if link_bytes[k] > 0],
+        port_imbalance=port_imbalance(fabric, link_bytes),
+        steps=steps, steps_simulated=ring_run.steps_simulated,
+        extrapolated=ring_run.extrapolated, stable=ring_run.stable,
+        packets_estimated=estimate, events=res.events, ecn_marks=int(res.marks.sum()),
+        cnps=int(res.cnps.sum()), pfc_pauses=int(res.pauses.sum()),
+        paused_time=float(res.paused_time.sum()), drops=int(res.drops.sum()), ports=ports,
+        watch=watch, sample_times=res.sample_times, samples=res.samples, params=res.params)
+
+
+def _ports(fabric, res, switch_of) -> list[dict]:
+    """The switch ports with the fullest queues (then the most pauses), as dicts."""
+    candidates = np.flatnonzero((switch_of >= 0) & ((res.q_max > 0) | (res.pauses > 0)))
+    order = candidates[np.lexsort((-res.pauses[candidates], -res.q_max[candidates]))]
+    return [{"port": fabric.link_name(int(k)), "link": int(k), "q_max": float(res.q_max[k]),
+             "q_mean": float(res.q_mean[k]), "q_p99": float(res.q_pct[k, 0]),
+             "marks": int(res.marks[k]), "pauses": int(res.pauses[k]),
+             "paused_time": float(res.paused_time[k])} for k in order[:TOP_PORTS]]
