@@ -38,7 +38,7 @@ from hpnsim.collectives.run import CollectiveResult, concurrent_link_flows
 from hpnsim.errors import InputError
 
 __all__ = ["PACKET_OPS", "DEFAULT_MAX_PACKETS", "PacketCollectiveResult", "PacketRun",
-           "estimate_packets", "packet_rings", "run_collective_packet"]
+           "check_collective_packet", "estimate_packets", "packet_rings", "run_collective_packet"]
 
 #: the operations the packet engine builds, all as NCCL rings
 PACKET_OPS = ("allreduce", "allgather", "reducescatter")
@@ -107,6 +107,8 @@ class PacketCollectiveResult(CollectiveResult):
     sample_times: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     samples: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
     params: dict = field(default_factory=dict, repr=False)
+    watch_names: list = field(default_factory=list, repr=False)
+    watch_chosen: bool = False
 
     def to_dict(self) -> dict:
         """:meth:`CollectiveResult.to_dict` plus ``engine`` and a ``packet`` section."""
@@ -117,8 +119,28 @@ class PacketCollectiveResult(CollectiveResult):
             "extrapolated": self.extrapolated, "stable": self.stable,
             "packets_estimated": self.packets_estimated, "events": self.events,
             "ecn_marks": self.ecn_marks, "cnps": self.cnps, "pfc_pauses": self.pfc_pauses,
-            "paused_time": self.paused_time, "drops": self.drops, "ports": self.ports}
+            "paused_time": self.paused_time, "drops": self.drops, "ports": self.ports,
+            "queue": self.queue()}
         return out
+
+    def queue(self, ports: int = 2, points: int = 1000) -> dict:
+        """Queue over time at the watched ports: those the user chose (all of them), else
+        the ``ports`` whose sampled queue rose highest; at most ``points`` samples each.
+        ``{"ports": names, "time": seconds, "bytes": one list per port}``.
+
+        >>> PacketCollectiveResult(*[None] * 14, link_bytes=None).queue()["ports"]
+        []
+        """
+        if self.samples.size == 0:
+            return {"ports": [], "time": [], "bytes": []}
+        cols = np.arange(self.samples.shape[1])
+        if not self.watch_chosen:
+            peak = self.samples.max(axis=0)
+            cols = np.sort(np.argsort(-peak, kind="stable")[:ports])
+        stride = max(1, -(-self.samples.shape[0] // points))
+        return {"ports": [self.watch_names[c] for c in cols],
+                "time": self.sample_times[::stride].tolist(),
+                "bytes": [self.samples[::stride, c].tolist() for c in cols]}
 
 
 def _ring_stages(plan, op: str) -> list:
@@ -230,6 +252,57 @@ def _watch(fabric, rings, switch_of, run: PacketRun) -> np.ndarray:
     return np.sort(order[:run.max_watch])
 
 
+def _checked(fabric, op, gpus, size, options, run: PacketRun):
+    from dataclasses import replace
+
+    from hpnsim.collectives.ops import normalize_algorithm, normalize_op
+    from hpnsim.collectives.plan import plan_collective
+    from hpnsim.packet import PacketParams
+
+    op = normalize_op(op)
+    if op not in PACKET_OPS:
+        raise InputError("op", f"the packet engine runs {', '.join(PACKET_OPS)} (as rings); "
+                               f"got {op}: use --engine flow")
+    algo = normalize_algorithm(options.algo)
+    if algo not in ("auto", "ring"):
+        raise InputError("algo", f"the packet engine runs ring only; got {algo}: use --algo "
+                                 f"ring or --engine flow")
+    options = replace(options, algo="ring")
+    params = (run.params or PacketParams()).validate()
+    plan = plan_collective(fabric, op, gpus, size, options)
+    rings, piece, steps, chunk = packet_rings(fabric, plan)
+    efficiency = plan.nccl.protocol_efficiency(plan.protocol)
+    estimate = estimate_packets(rings, piece / efficiency, steps, chunk, params, run.window)
+    if estimate > run.max_packets:
+        hint = "" if run.window else ", or use the windowed mode (drop --no-window)"
+        raise InputError("max_packets", f"the run would simulate ~{estimate:.3g} packet hops, "
+                                        f"over the limit {run.max_packets:.3g}: raise "
+                                        f"--max-packets{hint}")
+    return op, options, plan, rings, piece, steps, chunk, estimate
+
+
+def check_collective_packet(fabric, op: str, gpus, size: float,
+                            options: CollectiveOptions | None = None,
+                            run: PacketRun = PacketRun()) -> float:
+    """Refuse what :func:`run_collective_packet` cannot run (an operation or algorithm other
+    than a ring, a run beyond ``run.max_packets``) before running it: an
+    :class:`~hpnsim.errors.InputError` named ``op``, ``algo`` or ``max_packets``; else the
+    estimated packet hops.
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> check_collective_packet(f, "alltoall", range(16), 2**20)
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: op: the packet engine runs allreduce, allgather, reducescatter (as rings); got alltoall: use --engine flow
+    >>> check_collective_packet(f, "allreduce", range(16), 2**30, run=PacketRun(max_packets=1e5))
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: max_packets: the run would simulate ~2.36e+06 packet hops, over the limit 1e+05: raise --max-packets
+    """
+    return _checked(fabric, op, gpus, size, CollectiveOptions.build(options), run)[-1]
+
+
 def run_collective_packet(fabric, op: str, gpus, size: float,
                           options: CollectiveOptions | None = None, run: PacketRun = PacketRun(),
                           **keywords) -> PacketCollectiveResult:
@@ -262,36 +335,15 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     >>> bool(abs(r.time / (30 * step) - 1) < 0.02)
     True
     """
-    from hpnsim.collectives.plan import plan_collective
     from hpnsim.packet import PacketParams
     from hpnsim.packet.adapter import fabric_switches
     from hpnsim.packet.ring import simulate_ring
     from hpnsim.routing.diagnostics import port_imbalance
 
-    options = CollectiveOptions.build(options, **keywords)
-    from hpnsim.collectives.ops import normalize_algorithm, normalize_op
-
-    op = normalize_op(op)
-    if op not in PACKET_OPS:
-        raise InputError("op", f"the packet engine runs {', '.join(PACKET_OPS)} (as rings); "
-                               f"got {op}: use --engine flow")
-    algo = normalize_algorithm(options.algo)
-    if algo not in ("auto", "ring"):
-        raise InputError("algo", f"the packet engine runs ring only; got {algo}: use --algo "
-                                 f"ring or --engine flow")
-    from dataclasses import replace
-
-    options = replace(options, algo="ring")
+    op, options, plan, rings, piece, steps, chunk, estimate = _checked(
+        fabric, op, gpus, size, CollectiveOptions.build(options, **keywords), run)
     params = (run.params or PacketParams()).validate()
-    plan = plan_collective(fabric, op, gpus, size, options)
-    rings, piece, steps, chunk = packet_rings(fabric, plan)
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
-    estimate = estimate_packets(rings, piece / efficiency, steps, chunk, params, run.window)
-    if estimate > run.max_packets:
-        hint = "" if run.window else ", or use the windowed mode (drop --no-window)"
-        raise InputError("max_packets", f"the run would simulate ~{estimate:.3g} packet hops, "
-                                        f"over the limit {run.max_packets:.3g}: raise "
-                                        f"--max-packets{hint}")
     switch_of = fabric_switches(fabric)
     capacity = _packet_capacity(fabric, plan.nccl, params)
     watch = _watch(fabric, rings, switch_of, run)
@@ -333,7 +385,8 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
         packets_estimated=estimate, events=res.events, ecn_marks=int(res.marks.sum()),
         cnps=int(res.cnps.sum()), pfc_pauses=int(res.pauses.sum()),
         paused_time=float(res.paused_time.sum()), drops=int(res.drops.sum()), ports=ports,
-        watch=watch, sample_times=res.sample_times, samples=res.samples, params=res.params)
+        watch=watch, sample_times=res.sample_times, samples=res.samples, params=res.params,
+        watch_names=[fabric.link_name(int(k)) for k in watch], watch_chosen=bool(run.watch))
 
 
 def _ports(fabric, res, switch_of) -> list[dict]:
