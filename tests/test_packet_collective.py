@@ -45,8 +45,9 @@ def test_nvlink_bound_hpn_ring_matches_the_flow_engine_and_the_closed_form():
     flow_net = flow.time - nccl_latency(flow, f, "allreduce", list(gpus), size,
                                         routing="hpn_dual_plane")
     assert flow_net == pytest.approx(closed, rel=0.005)
-    assert pkt.time == pytest.approx(closed, rel=0.02)          # + chunk pipeline fill
-    assert pkt.time == pytest.approx(flow_net, rel=0.02)
+    assert pkt.network_time == pytest.approx(closed, rel=0.02)   # + chunk pipeline fill
+    assert pkt.network_time == pytest.approx(flow_net, rel=0.02)
+    assert pkt.time - pkt.network_time == pytest.approx(flow.time - flow_net)
     assert pkt.busbw == pytest.approx(size / pkt.time * 2 * 15 / 16)
     assert (pkt.ecn_marks, pkt.cnps, pkt.pfc_pauses, pkt.drops) == (0, 0, 0, 0)
     assert pkt.extrapolated > 0.5 and pkt.stable
@@ -66,10 +67,11 @@ def test_network_bound_rail_ring_matches_the_flow_engine_within_its_header():
     flow_net = flow.time - nccl_latency(flow, f, "allreduce", gpus, size,
                                         routing="hpn_dual_plane")
     assert flow_net == pytest.approx(flow_closed, rel=0.005)
-    assert pkt.time == pytest.approx(pkt_closed, rel=0.01)
+    assert pkt.network_time == pytest.approx(pkt_closed, rel=0.01)
     # the engines differ by their framing only: 82 B per packet in NCCL's efficiency
     # (preamble and gap included) against the packet engine's 62 B
-    assert pkt.time / flow_net == pytest.approx(pkt_closed / flow_closed, rel=0.01)
+    assert pkt.network_time / flow_net == pytest.approx(pkt_closed / flow_closed, rel=0.01)
+    assert pkt.time / flow.time == pytest.approx(1.0, rel=0.01)
     assert pkt.steps_simulated == pkt.steps == 6 and pkt.extrapolated == 0.0
 
 
@@ -87,7 +89,7 @@ def _collided(dcn, size, params):
     flow = run_collective(f, "allreduce", gpus, size, algo="ring", seed=1)
     pkt = run_collective_packet(f, "allreduce", gpus, size, algo="ring", seed=1,
                                 run=PacketRun(params=params))
-    return flow, pkt, flow.time - nccl_latency(flow, f, "allreduce", gpus, size, seed=1)
+    return flow, pkt, flow.time - pkt.nccl_latency
 
 
 def test_ecmp_collision_without_cc_pfc_or_buffer_limit_costs_what_max_min_says(dcn):
@@ -98,7 +100,9 @@ def test_ecmp_collision_without_cc_pfc_or_buffer_limit_costs_what_max_min_says(d
     # the collided uplink carries its flows' bytes at line rate in both engines
     k = int(np.argmax(flow.link_bytes / f.link_capacity))
     assert flow.link_bytes[k] / f.link_capacity[k] == pytest.approx(flow_net, rel=0.01)
-    assert pkt.time == pytest.approx(flow_net, rel=0.02)
+    assert pkt.nccl_latency == pytest.approx(nccl_latency(flow, f, "allreduce", dcn[1],
+                                                          2**28, seed=1))
+    assert pkt.time == pytest.approx(flow.time, rel=0.02)
     assert pkt.bottleneck == flow.bottleneck
     assert pkt.ports[0]["port"] == flow.bottleneck     # the fullest queue is the collision's
     assert (pkt.pfc_pauses, pkt.ecn_marks, pkt.drops) == (0, 0, 0)
@@ -113,7 +117,7 @@ def test_ecmp_collision_costs_more_with_pfc_and_more_again_with_dcqcn(dcn):
     dcqcn = _collided(dcn, size, PacketParams())[1]
     # PFC alone: pauses spread back from the collided uplink and stall flows behind them
     assert pfc.pfc_pauses > 0 and pfc.paused_time > 0 and pfc.drops == 0
-    assert pfc.time > 1.02 * ideal.time and pfc.time > flow_net
+    assert pfc.time > 1.02 * ideal.time and pfc.network_time > flow_net
     # DCQCN on top: the collided queue crosses Kmin, marks lead to CNPs and rate cuts
     assert dcqcn.ecn_marks > 0 and dcqcn.cnps > 0 and dcqcn.drops == 0
     assert dcqcn.ports[0]["port"] == flow.bottleneck and dcqcn.ports[0]["marks"] > 0

@@ -16,8 +16,10 @@ either simulates or is given the same way:
   ``capacity x nvlink_efficiency`` (plus the header the packet engine adds to every packet);
 * the protocol (LL, LL128): every chunk carries ``1 / protocol_efficiency`` wire bytes.
 
-NCCL's software latencies (the flow engine's base and per-hop terms) are not added: the
-packet engine's time is the network's (serialization, propagation, queues).
+NCCL's software latencies (the flow engine's base and per-hop terms, which the packet engine
+does not simulate) are added to the packet engine's network time (serialization,
+propagation, queues), as the flow engine adds them to its bandwidth time: the engines then
+differ by what the network does.
 
 Only ring all-reduce, all-gather and reduce-scatter are built as packets
 (:data:`PACKET_OPS`); ``algo: auto`` means ring here. The work is bounded before the run:
@@ -57,7 +59,8 @@ class PacketRun:
     window : windowed steady state (simulate ring steps until the per-step time is stable,
         extrapolate the rest); False simulates every step.
     max_packets : refuse a run whose estimated packet hops exceed this
-        (``--max-packets``).
+        (``--max-packets``); in the windowed mode it also caps how far the window doubles
+        when the per-step time does not settle (the result then says ``stable`` False).
     watch : link ids whose queue is sampled over time (empty: the busiest switch ports of
         the collective's paths, up to ``max_watch``).
     samples : queue samples per watched port over the run.
@@ -77,8 +80,14 @@ class PacketCollectiveResult(CollectiveResult):
     fabric did. Queue and PFC figures are over the simulated steps (``steps_simulated`` of
     ``steps``); ``link_bytes`` are scaled to the whole collective.
 
+    ``time`` is ``network_time`` (what the packets took) plus ``nccl_latency``: NCCL's
+    software latency terms the flow engine charges too (base, per NVLink and per network
+    step: :meth:`~hpnsim.collectives.nccl.NcclParams.latencies`), so that the two engines
+    differ by what the network does, and nothing else.
+
     Attributes
     ----------
+    network_time, nccl_latency : seconds (above).
     steps, steps_simulated, extrapolated, stable : the ring's steps, how many were simulated,
         the share extrapolated and whether the per-step time had settled.
     packets_estimated, events : packet hops estimated before the run; events processed.
@@ -91,6 +100,8 @@ class PacketCollectiveResult(CollectiveResult):
     """
 
     engine: str = "packet"
+    network_time: float = 0.0
+    nccl_latency: float = 0.0
     steps: int = 0
     steps_simulated: int = 0
     extrapolated: float = 0.0
@@ -115,6 +126,7 @@ class PacketCollectiveResult(CollectiveResult):
         out = super().to_dict()
         out["engine"] = self.engine
         out["packet"] = {
+            "network_time": self.network_time, "nccl_latency": self.nccl_latency,
             "steps": self.steps, "steps_simulated": self.steps_simulated,
             "extrapolated": self.extrapolated, "stable": self.stable,
             "packets_estimated": self.packets_estimated, "events": self.events,
@@ -240,6 +252,13 @@ def estimate_packets(rings, piece: float, steps: int, chunk: float, params,
     return float(per_chunk * chunks * hops * simulated)
 
 
+def _window_cap(estimate: float, steps: int, run: PacketRun) -> int:
+    """Most steps the doubling window may reach: each doubling reruns from the start, so a
+    window of K steps has cost about 2K steps in all; keep that within ``max_packets``."""
+    per_step = estimate / min(steps, 4)
+    return max(4, int(run.max_packets / (2 * per_step)))
+
+
 def _watch(fabric, rings, switch_of, run: PacketRun) -> np.ndarray:
     if run.watch:
         return np.asarray(run.watch, dtype=np.int64)
@@ -332,7 +351,7 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     >>> r.algo, r.steps, r.ecn_marks, r.pfc_pauses, r.drops
     ('ring', 30, 0, 0, 0)
     >>> step = 16 * 2**28 / 16 / 16 / (200e9 * 0.824)
-    >>> bool(abs(r.time / (30 * step) - 1) < 0.02)
+    >>> bool(abs(r.network_time / (30 * step) - 1) < 0.02)
     True
     """
     from hpnsim.packet import PacketParams
@@ -356,10 +375,16 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     ring_run = simulate_ring(capacity, fabric.link_latency, rings, piece / efficiency * n
                              * len(rings), chunk_bytes=chunk / efficiency, params=params,
                              switch_of=switch_of, window=run.window, steps=steps,
+                             max_window=_window_cap(estimate, steps, run),
                              watch=watch, sample_interval=interval,
                              max_samples=2 * run.samples + 16, pct=(99.0,))
     res = ring_run.result
-    time = ring_run.time
+    from hpnsim.collectives.cost import latency_family
+
+    base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
+    first = plan.schedule.stages[0]
+    nccl_latency = base + first.intra_steps * nvlink_hop + first.inter_steps * net_hop
+    time = ring_run.time + nccl_latency
     n_gpus = plan.schedule.gpus.size
     algbw = size / time if time > 0 else np.inf
     link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) * (steps / ring_run.steps_simulated)
@@ -380,6 +405,7 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
         top_links=[(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
                    if link_bytes[k] > 0],
         port_imbalance=port_imbalance(fabric, link_bytes),
+        network_time=ring_run.time, nccl_latency=nccl_latency,
         steps=steps, steps_simulated=ring_run.steps_simulated,
         extrapolated=ring_run.extrapolated, stable=ring_run.stable,
         packets_estimated=estimate, events=res.events, ecn_marks=int(res.marks.sum()),
