@@ -122,12 +122,12 @@ def plot(rows: list[dict], path: Path) -> None:
     from hpnsim.report.packet import queue_figure
 
     traced = [r for r in rows if "queue" in r]
-    queue = {"ports": [f"N={r['senders']}, DCQCN {r['dcqcn']}"
-                       for r in traced],
-             "time": traced[0]["queue"]["time"] if traced else [],
-             "bytes": [r["queue"]["bytes"] for r in traced]}
-    n = min((len(b) for b in queue["bytes"]), default=0)
-    queue["time"], queue["bytes"] = queue["time"][:n], [b[:n] for b in queue["bytes"]]
+    longest = max(traced, key=lambda r: len(r["queue"]["time"]))["queue"]["time"]
+    # a run's samples stop when its last flow finishes: its queue is empty from then on
+    queue = {"ports": [f"N={r['senders']}, DCQCN {r['dcqcn']}" for r in traced],
+             "time": longest,
+             "bytes": [r["queue"]["bytes"] + [0.0] * (len(longest) - len(r["queue"]["bytes"]))
+                       for r in traced]}
     fig = queue_figure(queue, "Incast: the ToR's queue toward the receiver (32 MB buffer, "
                               "PFC on)")
     fig.savefig(path, dpi=150)
