@@ -196,3 +196,18 @@ def test_fractional_flow_sizes_finish():
 
     r = simulate_flows([1e9, 1e9], 1e-6, [[0, 1]], [100.5], switch_of=[-1, 0])
     assert r.finish[0] == pytest.approx(2 * (163 / 1e9 + 1e-6))
+
+
+def test_cli_writes_the_queue_figure_and_perfetto_counters(tmp_path):
+    png, trace = tmp_path / "q.png", tmp_path / "q.json"
+    result = invoke("--gpus", "16", "--sizes", "16M", "--algo", "ring", "--engine", "packet",
+                    "--queue-plot", str(png), "--queue-trace", str(trace), "--json")
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.output)
+    queue = row["packet"]["queue"]
+    events = json.loads(trace.read_text())["traceEvents"]
+    counters = [e for e in events if e["ph"] == "C"]
+    assert png.stat().st_size > 0 and len(queue["ports"]) == 2
+    assert len(counters) == 2 * len(queue["time"])
+    assert max(e["args"]["KB"] for e in counters) == pytest.approx(
+        max(max(b) for b in queue["bytes"]) / 1e3)

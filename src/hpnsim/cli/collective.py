@@ -225,6 +225,9 @@ def register(app: typer.Typer) -> None:
         queue_plot: str = typer.Option(None, "--queue-plot", help="packet: save the queue at "
                                        "the watched ports over time (largest size) to this "
                                        "PNG/SVG."),
+        queue_trace: str = typer.Option(None, "--queue-trace", help="packet: write the queue "
+                                        "at the watched ports (largest size) as "
+                                        "Chrome-trace counters (open in Perfetto)."),
         show_params: bool = typer.Option(False, "--show-params", help="packet: print the "
                                          "parameters in effect with their sources and exit."),
         csv: str = csv_option(),
@@ -238,11 +241,13 @@ def register(app: typer.Typer) -> None:
         check_seed(seed, "--seed")
         tables = TableFiles(csv, parquet)
         settings = engine_settings(engine, packet_params, window, max_packets, watch)
-        if (show_params or queue_plot) and settings is None:
-            raise InputError("show_params" if show_params else "queue_plot",
-                             "shows the packet engine; add --engine packet")
-        if queue_plot:
-            check_output_file(queue_plot, "queue_plot")
+        for name, value in (("show_params", show_params), ("queue_plot", queue_plot),
+                            ("queue_trace", queue_trace)):
+            if value and settings is None:
+                raise InputError(name, "shows the packet engine; add --engine packet")
+        for name, value in (("queue_plot", queue_plot), ("queue_trace", queue_trace)):
+            if value:
+                check_output_file(value, name)
         scenario = collective_scenario(fabric, parse_extra_options(list(ctx.args)), op=op,
                                        gpus=gpus, sizes=sizes, algo=algo, protocol=protocol,
                                        routing=routing, channels=channels, qps=qps,
@@ -263,12 +268,17 @@ def register(app: typer.Typer) -> None:
         run_ = result.collectives[0]
         results = run_.results
         tables.write(run_.rows())
-        if queue_plot:
+        if queue_plot or queue_trace:
             from hpnsim.report.packet import plot_queue
+            from hpnsim.report.packet import queue_trace as trace_of
+            from hpnsim.report.trace import write_trace
 
             last = max(results, key=lambda r: r.size).to_dict()
-            plot_queue(last, queue_plot, f"{results[0].op}, {int(last['size'])} B, {fabric}, "
-                                         f"routing {routing}")
+            title = f"{results[0].op}, {int(last['size'])} B, {fabric}, routing {routing}"
+            if queue_plot:
+                plot_queue(last, queue_plot, title)
+            if queue_trace:
+                write_trace(trace_of(last["packet"]["queue"], title), queue_trace)
         if json_out:
             emit_json([r.to_dict() for r in results] if not per_rail else run_.to_dict())
             return

@@ -14,7 +14,7 @@ from hpnsim.report.canvas import pyplot, save
 from hpnsim.report.section import Figure, Table
 
 __all__ = ["packet_table", "ports_table", "queue_figure", "plot_queue", "packet_sections",
-           "params_table"]
+           "params_table", "queue_trace"]
 
 
 def packet_table(rows: list[dict]) -> str:
@@ -94,6 +94,23 @@ def queue_figure(queue: dict, title: str = ""):
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def queue_trace(queue: dict, name: str = "packet run") -> dict:
+    """The queue at the watched ports as Chrome-trace counter events (``ph: "C"``, one
+    counter track per port, KB), for Perfetto (:func:`hpnsim.report.trace.write_trace`).
+
+    >>> t = queue_trace({"ports": ["tor->nic0"], "time": [0.0, 1e-6], "bytes": [[0.0, 4158.0]]})
+    >>> [(e["ph"], e["ts"], e["args"]) for e in t["traceEvents"] if e["ph"] == "C"][1]
+    ('C', 1.0, {'KB': 4.158})
+    """
+    events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
+               "args": {"name": name}}]
+    for port, series in zip(queue["ports"], queue["bytes"], strict=True):
+        events += [{"name": f"queue {port}", "ph": "C", "ts": t * 1e6, "pid": 1, "tid": 0,
+                    "args": {"KB": b / 1e3}} for t, b in zip(queue["time"], series,
+                                                             strict=True)]
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
 def plot_queue(row: dict, path: str | Path, title: str = "") -> Path:
