@@ -211,3 +211,26 @@ def test_cli_writes_the_queue_figure_and_perfetto_counters(tmp_path):
     assert len(counters) == 2 * len(queue["time"])
     assert max(e["args"]["KB"] for e in counters) == pytest.approx(
         max(max(b) for b in queue["bytes"]) / 1e3)
+
+
+def test_a_down_nic_port_halves_the_rail_ring_in_both_engines():
+    # rail 1 of 4 hosts, 2 channels (one per NIC port); GPU 17's port 0 down (non-stacked
+    # dual ToR): routing moves its channel to port 1, which then sends two pieces per step
+    from hpnsim.fabrics import FabricState
+
+    f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
+    gpus, size = [1, 9, 17, 25], 2**27
+    state = FabricState(f).set_down([f.gpu_access_link[17, 0]])
+    run = PacketRun(window=False)
+    healthy = run_collective_packet(f, "allreduce", gpus, size, algo="ring",
+                                    routing="hpn_dual_plane", run=run)
+    down = run_collective_packet(f, "allreduce", gpus, size, algo="ring",
+                                 routing="hpn_dual_plane", run=run, state=state)
+    flow = run_collective(f, "allreduce", gpus, size, algo="ring", routing="hpn_dual_plane",
+                          state=state)
+    piece = size / 2 / 4 * (MTU + HEADER) / MTU
+    assert healthy.network_time == pytest.approx(6 * piece / 25e9, rel=0.01)
+    assert down.network_time == pytest.approx(6 * 2 * piece / 25e9, rel=0.01)
+    assert down.bottleneck == flow.bottleneck == f.link_name(int(f.gpu_access_link[17, 1]))
+    assert down.time == pytest.approx(flow.time, rel=0.01)
+    assert (down.ecn_marks, down.pfc_pauses, down.drops) == (0, 0, 0)

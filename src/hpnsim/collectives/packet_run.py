@@ -219,13 +219,15 @@ def relayed_legs(fabric, paths) -> list:
     return out
 
 
-def _packet_capacity(fabric, nccl, params) -> np.ndarray:
+def _packet_capacity(fabric, nccl, params, state=None) -> np.ndarray:
     """Link capacities the packet engine runs: NVLink (and PCIe) at the payload rate NCCL
     reaches (``nvlink_efficiency``), grown by the packet header the engine adds; network
     links at their line rate (their headers are simulated)."""
     from hpnsim.fabrics.fabric import LinkKind
 
-    cap = np.array(fabric.link_capacity, dtype=np.float64)
+    cap = np.array(fabric.link_capacity if state is None else state.capacity,
+                   dtype=np.float64)
+    cap[cap <= 0] = 1.0         # down links carry no path (checked); the engine needs C > 0
     grow = (params.mtu_bytes + params.header_bytes) / params.mtu_bytes
     kind = np.asarray(fabric.link_kind)
     cap[kind == LinkKind.NVLINK] *= nccl.nvlink_efficiency * grow
@@ -271,7 +273,7 @@ def _watch(fabric, rings, switch_of, run: PacketRun) -> np.ndarray:
     return np.sort(order[:run.max_watch])
 
 
-def _checked(fabric, op, gpus, size, options, run: PacketRun):
+def _checked(fabric, op, gpus, size, options, run: PacketRun, state=None):
     from dataclasses import replace
 
     from hpnsim.collectives.ops import normalize_algorithm, normalize_op
@@ -288,8 +290,16 @@ def _checked(fabric, op, gpus, size, options, run: PacketRun):
                                  f"ring or --engine flow")
     options = replace(options, algo="ring")
     params = (run.params or PacketParams()).validate()
-    plan = plan_collective(fabric, op, gpus, size, options)
+    plan = plan_collective(fabric, op, gpus, size, options, state=state)
     rings, piece, steps, chunk = packet_rings(fabric, plan)
+    if state is not None:
+        used = np.concatenate([np.asarray(leg, dtype=np.int64) for ring in rings for p in ring
+                               for leg in (p if isinstance(p, tuple) else (p,))])
+        dead = used[~np.asarray(state.up)[used]]
+        if dead.size:
+            raise InputError("state", f"no path around the down link {fabric.link_name(int(dead[0]))} "
+                                      f"(a ring member has no other route): the collective "
+                                      f"cannot run")
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
     estimate = estimate_packets(rings, piece / efficiency, steps, chunk, params, run.window)
     if estimate > run.max_packets:
@@ -324,7 +334,7 @@ def check_collective_packet(fabric, op: str, gpus, size: float,
 
 def run_collective_packet(fabric, op: str, gpus, size: float,
                           options: CollectiveOptions | None = None, run: PacketRun = PacketRun(),
-                          **keywords) -> PacketCollectiveResult:
+                          *, state=None, **keywords) -> PacketCollectiveResult:
     """Run a collective as packets on ``fabric`` (see the module docstring).
 
     Parameters
@@ -333,6 +343,9 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
         As :func:`~hpnsim.collectives.run.run_collective`; ``algo`` auto means ring.
     run : PacketRun
         Packet parameters, windowed mode, the work limit and the watched ports.
+    state : hpnsim.fabrics.FabricState, optional
+        Links down (routing goes around them, as in the flow engine) and capacities; a ring
+        left without a route is an :class:`~hpnsim.errors.InputError` named ``state``.
 
     Returns
     -------
@@ -360,11 +373,11 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     from hpnsim.routing.diagnostics import port_imbalance
 
     op, options, plan, rings, piece, steps, chunk, estimate = _checked(
-        fabric, op, gpus, size, CollectiveOptions.build(options, **keywords), run)
+        fabric, op, gpus, size, CollectiveOptions.build(options, **keywords), run, state)
     params = (run.params or PacketParams()).validate()
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
     switch_of = fabric_switches(fabric)
-    capacity = _packet_capacity(fabric, plan.nccl, params)
+    capacity = _packet_capacity(fabric, plan.nccl, params, state)
     watch = _watch(fabric, rings, switch_of, run)
     n = len(rings[0])
     # the time of one step at the slowest ring link sets the sampling interval
@@ -388,11 +401,12 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     n_gpus = plan.schedule.gpus.size
     algbw = size / time if time > 0 else np.inf
     link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) * (steps / ring_run.steps_simulated)
-    cap = np.asarray(fabric.link_capacity, dtype=np.float64)
+    cap = np.asarray(fabric.link_capacity if state is None else state.capacity,
+                     dtype=np.float64)
     ratio = np.divide(link_bytes, cap, out=np.zeros_like(link_bytes), where=cap > 0)
     worst = int(np.argmax(ratio)) if ratio.size else -1
     top = np.argsort(-ratio, kind="stable")[:10]
-    max_flows, collisions = concurrent_link_flows(plan, fabric)
+    max_flows, collisions = concurrent_link_flows(plan, fabric, state)
     ports = _ports(fabric, res, switch_of)
     return PacketCollectiveResult(
         op=op, algo=plan.algo, protocol=plan.protocol, routing=options.routing,
@@ -404,7 +418,7 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
         link_bytes=link_bytes,
         top_links=[(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
                    if link_bytes[k] > 0],
-        port_imbalance=port_imbalance(fabric, link_bytes),
+        port_imbalance=port_imbalance(fabric, link_bytes, state=state),
         network_time=ring_run.time, nccl_latency=nccl_latency,
         steps=steps, steps_simulated=ring_run.steps_simulated,
         extrapolated=ring_run.extrapolated, stable=ring_run.stable,
