@@ -130,9 +130,10 @@ def invoke(*args):
     return CliRunner().invoke(app, [*small, *args])
 
 
-def test_cli_packet_json_carries_busbw_and_port_counters():
+def test_cli_packet_json_carries_busbw_and_port_counters(tmp_path):
+    csv = tmp_path / "c.csv"
     result = invoke("--gpus", "16", "--sizes", "16M", "--algo", "ring", "--engine", "packet",
-                    "--routing", "hpn_dual_plane", "--json")
+                    "--routing", "hpn_dual_plane", "--json", "--csv", str(csv))
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.output)
     assert row["engine"] == "packet" and row["algo"] == "ring"
@@ -141,6 +142,9 @@ def test_cli_packet_json_carries_busbw_and_port_counters():
     assert p["extrapolated"] == pytest.approx(1 - p["steps_simulated"] / 30)
     assert {"q_max", "q_mean", "q_p99", "marks", "pauses", "paused_time"} <= set(p["ports"][0])
     assert row["busbw"] == pytest.approx(row["algbw"] * 30 / 16)
+    header = csv.read_text().splitlines()[0].split(",")
+    assert {"ecn_marks", "pfc_pauses", "extrapolated"} <= set(header)
+    assert not any(h.startswith("packet") for h in header)    # no queue series in a table
 
 
 def test_cli_show_params_names_sources_and_the_users_file(tmp_path):

@@ -47,6 +47,10 @@ PACKET_OPS = ("allreduce", "allgather", "reducescatter")
 #: packet hops one run may simulate by default: ~4 events each, ~10 M events/s on one core
 #: (docs/packet.md, measured): about 20-40 s
 DEFAULT_MAX_PACKETS = 5e7
+#: the packet columns of :meth:`PacketCollectiveResult.rows`
+PACKET_ROW_FIELDS = ("engine", "network_time", "nccl_latency", "steps", "steps_simulated",
+                     "extrapolated", "stable", "events", "ecn_marks", "cnps", "pfc_pauses",
+                     "paused_time", "drops")
 #: ports listed per result, the fullest queues first
 TOP_PORTS = 10
 
@@ -134,6 +138,13 @@ class PacketCollectiveResult(CollectiveResult):
             "paused_time": self.paused_time, "drops": self.drops, "ports": self.ports,
             "queue": self.queue()}
         return out
+
+    def rows(self) -> list[dict]:
+        """:meth:`CollectiveResult.rows` plus the packet totals as flat columns
+        (:data:`PACKET_ROW_FIELDS`)."""
+        row, = super().rows()
+        row.update({name: getattr(self, name) for name in PACKET_ROW_FIELDS})
+        return [row]
 
     def queue(self, ports: int = 2, points: int = 1000) -> dict:
         """Queue over time at the watched ports: those the user chose (all of them), else
