@@ -135,7 +135,7 @@ def test_cli_packet_json_carries_busbw_and_port_counters(tmp_path):
     result = invoke("--gpus", "16", "--sizes", "16M", "--algo", "ring", "--engine", "packet",
                     "--routing", "hpn_dual_plane", "--json", "--csv", str(csv))
     assert result.exit_code == 0, result.output
-    (row,) = json.loads(result.output)
+    (row,) = json.loads(result.stdout)
     assert row["engine"] == "packet" and row["algo"] == "ring"
     p = row["packet"]
     assert p["steps"] == 30 and 0 < p["steps_simulated"] <= 30
