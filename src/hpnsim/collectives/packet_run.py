@@ -412,8 +412,10 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     n_gpus = plan.schedule.gpus.size
     algbw = size / time if time > 0 else np.inf
     link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) * (steps / ring_run.steps_simulated)
-    cap = np.asarray(fabric.link_capacity if state is None else state.capacity,
-                     dtype=np.float64)
+    # busy time per link at the rate the packets ran it (NVLink at NCCL's efficiency), so
+    # the bottleneck is named as the flow engine names it from its wire-weighted bytes
+    cap = np.where(np.asarray(fabric.link_capacity if state is None else state.capacity) > 0,
+                   capacity, 0.0)
     ratio = np.divide(link_bytes, cap, out=np.zeros_like(link_bytes), where=cap > 0)
     worst = int(np.argmax(ratio)) if ratio.size else -1
     top = np.argsort(-ratio, kind="stable")[:10]
