@@ -238,3 +238,12 @@ def test_a_down_nic_port_halves_the_rail_ring_in_both_engines():
     assert down.bottleneck == flow.bottleneck == f.link_name(int(f.gpu_access_link[17, 1]))
     assert down.time == pytest.approx(flow.time, rel=0.01)
     assert (down.ecn_marks, down.pfc_pauses, down.drops) == (0, 0, 0)
+
+
+def test_train_refuses_the_packet_engine_in_one_line():
+    result = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--engine", "packet"])
+    assert result.exit_code == 2
+    assert result.output.strip() == ("error: --engine: training jobs run on the flow engine "
+                                     "only; the packet engine runs collectives (hpnsim "
+                                     "collective --engine packet, or engine: packet in a "
+                                     "scenario with collectives and no jobs)")

@@ -30,10 +30,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hpnsim.errors import InputError
 
-__all__ = ["ENGINES", "EngineSpec"]
+__all__ = ["ENGINES", "EngineSpec", "JOBS_ON_FLOW"]
 
 #: the engines a collective can run on
 ENGINES = ("flow", "packet")
+#: why training jobs refuse the packet engine
+JOBS_ON_FLOW = ("training jobs run on the flow engine only; the packet engine runs "
+                "collectives (hpnsim collective --engine packet, or engine: packet in a "
+                "scenario with collectives and no jobs)")
 
 
 class EngineSpec(BaseModel):
