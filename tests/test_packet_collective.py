@@ -247,3 +247,29 @@ def test_train_refuses_the_packet_engine_in_one_line():
                                      "only; the packet engine runs collectives (hpnsim "
                                      "collective --engine packet, or engine: packet in a "
                                      "scenario with collectives and no jobs)")
+
+
+def test_multi_allreduce_rails_together_halve_on_dcn_where_the_bond_hash_collides():
+    # the HPN paper's Multi-AllReduce on 8 hosts: one ring all-reduce per rail (8 ranks,
+    # 2 channels), all at once. HPN: every channel on its own 200G port; DCN+ (ECMP, bond
+    # hash at the NIC, ECMP at the ToR toward a NIC's two ports): some NIC sends or receives
+    # both channels of its rail ring on one port, and the ring runs at that port's half; the
+    # ring's chunk dependencies pace the senders, so no switch queue forms
+    from hpnsim.collectives.concurrent import rail_groups
+    from hpnsim.collectives.packet_run import run_together_packet
+    from hpnsim.fabrics import dcn_plus
+
+    groups = [g.tolist() for g in rail_groups(range(64), 8)]
+    size = 2**27
+    step = size / 2 / 8 * (MTU + HEADER) / MTU / 25e9            # one piece at a port
+    hpn = run_together_packet(hpn7(segments=1, hosts_per_segment=8, backup_hosts=0),
+                              "allreduce", groups, size, algo="ring", protocol="simple",
+                              routing="hpn_dual_plane", run=PacketRun(window=False))
+    dcn = run_together_packet(dcn_plus(segments=1, hosts_per_segment=8), "allreduce", groups,
+                              size, algo="ring", protocol="simple", routing="ecmp",
+                              run=PacketRun(window=False))
+    assert hpn.network_time == pytest.approx(14 * step, rel=0.01)
+    assert dcn.network_time == pytest.approx(14 * 2 * step, rel=0.01)
+    assert hpn.hash_collisions == 0 < dcn.hash_collisions
+    assert "nic" in dcn.bottleneck                        # an access link carries both
+    assert (dcn.ecn_marks, dcn.pfc_pauses, dcn.drops) == (0, 0, 0)

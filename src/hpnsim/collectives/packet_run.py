@@ -41,8 +41,8 @@ from hpnsim.collectives.run import concurrent_link_flows
 from hpnsim.errors import InputError
 
 __all__ = ["PACKET_OPS", "PACKET_ROW_FIELDS", "DEFAULT_MAX_PACKETS", "PacketCollectiveResult",
-           "PacketRun",
-           "check_collective_packet", "estimate_packets", "packet_rings", "run_collective_packet"]
+           "PacketRun", "check_collective_packet", "estimate_packets", "packet_rings",
+           "run_collective_packet", "run_together_packet"]
 
 #: the operations the packet engine builds, all as NCCL rings
 PACKET_OPS = ("allreduce", "allgather", "reducescatter")
@@ -288,13 +288,57 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     >>> bool(abs(r.network_time / (30 * step) - 1) < 0.02)
     True
     """
+    op, options, plan, rings, piece, steps, chunk, estimate = _checked(
+        fabric, op, gpus, size, CollectiveOptions.build(options, **keywords), run, state)
+    return _simulate(fabric, op, size, options, [plan], rings, piece, steps, chunk, estimate,
+                     run, state)
+
+
+def run_together_packet(fabric, op: str, groups, size: float,
+                        options: CollectiveOptions | None = None, run: PacketRun = PacketRun(),
+                        *, state=None, **keywords) -> PacketCollectiveResult:
+    """Several collectives of the same operation, size and group size run together as
+    packets (the HPN paper's Multi-AllReduce: one ring collective per rail, all at once);
+    their rings share one packet run, so they meet in the same queues. Returns the run as
+    one result: ``time`` is the slowest collective's, ``n_gpus`` one group's; counters and
+    ports cover them all.
+
+    >>> from hpnsim.collectives.concurrent import rail_groups
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
+    >>> groups = [g.tolist() for g in rail_groups(range(32), 8)]
+    >>> r = run_together_packet(f, "allreduce", groups, 2**26, algo="ring",
+    ...                         routing="hpn_dual_plane")
+    >>> r.n_gpus, r.n_groups, r.hash_collisions, r.pfc_pauses     # 8 rails x 2 channels
+    (4, 16, 0, 0)
+    """
+    options = CollectiveOptions.build(options, **keywords)
+    checked = [_checked(fabric, op, g, size, options, run, state) for g in groups]
+    shapes = {(c[5], len(c[3][0]), c[4], c[6]) for c in checked}
+    if len(shapes) > 1:
+        raise InputError("gpus", "collectives run together as packets need groups of one "
+                                 "size (their ring steps must line up)")
+    op, options, _, _, piece, steps, chunk, _ = checked[0]
+    rings = [ring for c in checked for ring in c[3]]
+    estimate = sum(c[7] for c in checked)
+    if estimate > run.max_packets:
+        raise InputError("max_packets", f"the run would simulate ~{estimate:.3g} packet hops, "
+                                        f"over the limit {run.max_packets:.3g}: raise "
+                                        f"--max-packets")
+    return _simulate(fabric, op, size, options, [c[2] for c in checked], rings, piece, steps,
+                     chunk, estimate, run, state)
+
+
+def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, estimate,
+              run: PacketRun, state) -> PacketCollectiveResult:
+    from types import SimpleNamespace
+
     from hpnsim.packet import PacketParams
     from hpnsim.packet.adapter import fabric_switches
     from hpnsim.packet.ring import simulate_ring
     from hpnsim.routing.diagnostics import port_imbalance
 
-    op, options, plan, rings, piece, steps, chunk, estimate = _checked(
-        fabric, op, gpus, size, CollectiveOptions.build(options, **keywords), run, state)
+    plan = plans[0]
     params = (run.params or PacketParams()).validate()
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
     switch_of = fabric_switches(fabric)
@@ -329,7 +373,10 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     ratio = np.divide(link_bytes, cap, out=np.zeros_like(link_bytes), where=cap > 0)
     worst = int(np.argmax(ratio)) if ratio.size else -1
     top = np.argsort(-ratio, kind="stable")[:10]
-    max_flows, collisions = concurrent_link_flows(plan, fabric, state)
+    together = SimpleNamespace(schedule=SimpleNamespace(
+        stages=[st for p in plans for st in p.schedule.stages]),
+        paths=[x for p in plans for x in p.paths])       # one wave: every stage starts at once
+    max_flows, collisions = concurrent_link_flows(together, fabric, state)
     ports = _ports(fabric, res, switch_of)
     return PacketCollectiveResult(
         op=op, algo=plan.algo, protocol=plan.protocol, routing=options.routing,
