@@ -140,8 +140,8 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     steps : steps of the collective (default 2(n-1), an all-reduce; n-1 for an all-gather
         or a reduce-scatter, whose pieces are the same ``size / (len(rings) n)``).
     max_window : the window doubles to at most this many steps; when it is reached before
-        the per-step time is stable, the last per-step time is extrapolated anyway
-        (``RingRun.stable`` False).
+        the per-step time is stable, the rest is extrapolated at the last per-step time or
+        :func:`step_floor`, whichever is longer (``RingRun.stable`` False).
 
     Examples
     --------
@@ -177,6 +177,8 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
         stable = (k >= 4 and np.ptp(dt[-3:]) <= tol * dt[-1]
                   and dt[-1] >= (1 - tol) * floor)
         if stable or k >= cap:
-            time = float(ends[-1] + (steps - k) * dt[-1])
+            # unsettled: the steps left cannot run faster than the busiest link allows
+            rest = dt[-1] if stable else max(dt[-1], floor)
+            time = float(ends[-1] + (steps - k) * rest)
             return RingRun(time, ends, steps, k, (steps - k) / steps, result, bool(stable))
         k = min(2 * k, cap)
