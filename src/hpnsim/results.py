@@ -274,9 +274,13 @@ class CollectiveRun:
 
     def rows(self) -> list[dict]:
         """One row per size: the fields of ``CollectiveResult.to_dict`` (bandwidths in GB/s,
-        time in s and us) but its list of busiest links."""
+        time in s and us) but its list of busiest links; a packet run's totals as flat
+        columns instead of its ``packet`` section (ports and queue series)."""
+        from hpnsim.collectives.packet_run import PACKET_ROW_FIELDS
+
         return [{"collective": self.name, **{k: v for k, v in r.to_dict().items()
-                                             if k != "top_links"}}
+                                             if k not in ("top_links", "packet")},
+                 **{k: getattr(r, k) for k in PACKET_ROW_FIELDS if hasattr(r, "network_time")}}
                 for r in self.results]
 
     def to_dict(self) -> dict:

@@ -33,7 +33,8 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
                         protocol: str = Defaults.protocol, routing: str = Defaults.routing,
                         channels: int = 0, qps: int = 1, root: int = Defaults.root,
                         seed: int = Defaults.seed, calibration: str | None = None,
-                        per_rail: bool = False, gpu: str | None = None):
+                        per_rail: bool = False, gpu: str | None = None,
+                        engine: dict | None = None):
     """The scenario ``hpnsim collective`` runs: one collective (``gpus``: a count, 0 for every
     GPU, or indices and ranges such as ``"0-127,1024-1151"``, read as the scenario's
     ``collectives[].gpus``) on the fabric ``fabric`` with builder ``options``; errors named by
@@ -48,6 +49,9 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
     op, gpus, sizes, algo, protocol, routing, channels, qps, root, seed, calibration
         The command's options (``channels`` 0: one per rail; ``calibration``: a file of
         ``hpnsim calibrate``).
+    engine : dict, optional
+        The scenario's ``engine:`` key (:class:`~hpnsim.scenario.engine.EngineSpec`);
+        None: the flow engine.
 
     Returns
     -------
@@ -79,7 +83,62 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
             "collectives": [spec]}
     if calibration is not None:
         data["calibration"] = calibration
+    if engine is not None:
+        data["engine"] = engine
     return scenario_from_flags(data, name=option_of)
+
+
+def engine_settings(engine: str, packet_params: str | None, window: bool,
+                    max_packets: float | None, watch: str | None) -> dict | None:
+    """The ``engine:`` key of ``--engine`` and the packet options (None for the flow
+    engine); packet options without ``--engine packet`` are refused, each named.
+
+    >>> engine_settings("packet", None, True, 1e6, "a->b,c->d")["watch"]
+    ['a->b', 'c->d']
+    >>> engine_settings("flow", None, False, None, None)
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: no_window: sets the packet engine; add --engine packet
+    """
+    from hpnsim.errors import InputError
+    from hpnsim.scenario.engine import ENGINES
+
+    if engine not in ENGINES:
+        raise InputError("engine", f"must be {' or '.join(ENGINES)}, got {engine!r}")
+    given = {"packet_params": packet_params is not None, "no_window": not window,
+             "max_packets": max_packets is not None, "watch": watch is not None}
+    if engine == "flow":
+        for name, set_ in given.items():
+            if set_:
+                raise InputError(name, "sets the packet engine; add --engine packet")
+        return None
+    if max_packets is not None and not max_packets > 0:
+        raise InputError("max_packets", f"must be > 0, got {max_packets:g}")
+    out: dict = {"kind": "packet", "window": window}
+    if packet_params is not None:
+        from hpnsim.scenario.engine import EngineSpec
+
+        try:
+            EngineSpec(kind="packet", params=packet_params)
+        except ValueError as exc:      # pydantic's, with the message the spec wrote
+            message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+            raise InputError("packet_params", message.removeprefix("params: ")) from None
+        out["params"] = packet_params
+    if max_packets is not None:
+        out["max_packets"] = max_packets
+    if watch:
+        out["watch"] = [w.strip() for w in watch.split(",") if w.strip()]
+    return out
+
+
+def _engine_name(path: str) -> str:
+    """Errors of the ``engine:`` key named by this command's options."""
+    from hpnsim.cli.common import option_of
+
+    if path.startswith("engine"):
+        last = path.rsplit(".", 1)[-1]
+        return {"params": "packet_params", "engine": "engine"}.get(last, last)
+    return option_of(path)
 
 
 def _status():
@@ -148,26 +207,78 @@ def register(app: typer.Typer) -> None:
                                 "NVLink bandwidth; default: NCCL's generic parameters."),
         json_out: bool = typer.Option(False, "--json", help="Print a JSON list, one object "
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
+        engine: str = typer.Option("flow", "--engine", help="flow (max-min, default) or "
+                                   "packet (queues, ECN, PFC, DCQCN; ring all-reduce, "
+                                   "all-gather, reduce-scatter; docs/packet.md)."),
+        packet_params: str = typer.Option(None, "--packet-params", help="packet: YAML file "
+                                          "of parameters (optional preset: connectx, "
+                                          "dcqcn_paper, simai; field overrides)."),
+        window: bool = typer.Option(True, "--window/--no-window", help="packet: simulate "
+                                    "ring steps until the per-step time is stable and "
+                                    "extrapolate (default), or every step."),
+        max_packets: float = typer.Option(None, "--max-packets", help="packet: refuse runs "
+                                          "estimated beyond this many packet hops (default "
+                                          "5e7, ~20-40 s)."),
+        watch: str = typer.Option(None, "--watch", help="packet: comma list of port (link) "
+                                  "names whose queues are sampled (default: the busiest "
+                                  "switch ports of the paths)."),
+        queue_plot: str = typer.Option(None, "--queue-plot", help="packet: save the queue at "
+                                       "the watched ports over time (largest size) to this "
+                                       "PNG/SVG."),
+        queue_trace: str = typer.Option(None, "--queue-trace", help="packet: write the queue "
+                                        "at the watched ports (largest size) as "
+                                        "Chrome-trace counters (open in Perfetto)."),
+        show_params: bool = typer.Option(False, "--show-params", help="packet: print the "
+                                         "parameters in effect with their sources and exit."),
         csv: str = csv_option(),
         parquet: str = parquet_option(),
     ) -> None:
         """Simulate a collective over a size sweep and print an nccl-tests-style table."""
-        from hpnsim.cli.common import errors_as_flags, option_of
-        from hpnsim.errors import check_seed
+        from hpnsim.cli.common import check_output_file, errors_as_flags
+        from hpnsim.errors import InputError, check_seed
         from hpnsim.scenario.runner import run
 
         check_seed(seed, "--seed")
         tables = TableFiles(csv, parquet)
+        settings = engine_settings(engine, packet_params, window, max_packets, watch)
+        for name, value in (("show_params", show_params), ("queue_plot", queue_plot),
+                            ("queue_trace", queue_trace)):
+            if value and settings is None:
+                raise InputError(name, "shows the packet engine; add --engine packet")
+        for name, value in (("queue_plot", queue_plot), ("queue_trace", queue_trace)):
+            if value:
+                check_output_file(value, name)
         scenario = collective_scenario(fabric, parse_extra_options(list(ctx.args)), op=op,
                                        gpus=gpus, sizes=sizes, algo=algo, protocol=protocol,
                                        routing=routing, channels=channels, qps=qps,
                                        root=root, seed=seed, calibration=calibration,
-                                       per_rail=per_rail, gpu=gpu)
-        with errors_as_flags(option_of), _status() as status:
+                                       per_rail=per_rail, gpu=gpu, engine=settings)
+        if show_params:
+            from hpnsim.packet import params_dict
+            from hpnsim.report.packet import params_table
+
+            params = params_dict(scenario.engine.packet_params())
+            if json_out:
+                emit_json(params)
+            else:
+                typer.echo(params_table(params))
+            return
+        with errors_as_flags(_engine_name), _status() as status:
             result = run(scenario, progress=status.update if status else None)
         run_ = result.collectives[0]
         results = run_.results
         tables.write(run_.rows())
+        if queue_plot or queue_trace:
+            from hpnsim.report.packet import plot_queue
+            from hpnsim.report.packet import queue_trace as trace_of
+            from hpnsim.report.trace import write_trace
+
+            last = max(results, key=lambda r: r.size).to_dict()
+            title = f"{results[0].op}, {int(last['size'])} B, {fabric}, routing {routing}"
+            if queue_plot:
+                plot_queue(last, queue_plot, title)
+            if queue_trace:
+                write_trace(trace_of(last["packet"]["queue"], title), queue_trace)
         if json_out:
             emit_json([r.to_dict() for r in results] if not per_rail else run_.to_dict())
             return
@@ -177,6 +288,17 @@ def register(app: typer.Typer) -> None:
         from hpnsim.report.text import collective_table
 
         typer.echo(collective_table(results, root))
+        if settings is not None:
+            from hpnsim.report.packet import packet_table, ports_table
+
+            rows = [r.to_dict() for r in results]
+            typer.echo("# packet engine (docs/packet.md)")
+            typer.echo(packet_table(rows))
+            last = max(rows, key=lambda r: r["size"])
+            typer.echo(f"# fullest queues at {int(last['size'])} B")
+            typer.echo(ports_table(last))
+            if queue_plot:
+                typer.echo(f"# queue figure: {queue_plot}")
         if per_rail:
             from hpnsim.report.text import rail_table
 

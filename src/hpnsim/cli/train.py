@@ -18,7 +18,13 @@ from hpnsim.routing.names import ROUTING_POLICIES
 
 
 def _fabric_options(ctx: typer.Context) -> dict:
-    return parse_extra_options(list(ctx.args))
+    options = parse_extra_options(list(ctx.args))
+    if "engine" in options:             # not a fabric option: say what runs where
+        from hpnsim.errors import InputError
+        from hpnsim.scenario.engine import JOBS_ON_FLOW
+
+        raise InputError("--engine", JOBS_ON_FLOW)
+    return options
 
 
 #: job keys whose flag is not the key with dashes (the flags keep their short names)

@@ -80,7 +80,8 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     capacity, delay : per link, bytes/s and seconds of propagation.
     paths : link ids per flow (a :class:`~hpnsim.routing.paths.Paths` or lists); the first
         link is the flow's NIC port: its QP's rate limiter feeds that link.
-    sizes, starts : bytes and start time per flow (scalars broadcast).
+    sizes, starts : bytes (rounded up to whole bytes) and start time per flow (scalars
+        broadcast).
     params : :class:`PacketParams` (default: the ``connectx`` set).
     switch_of : per link, the switch whose shared buffer holds the link's egress queue, or -1
         for a NIC/GPU (unbounded, no ECN, no PFC). Default: -1 for links that start a path,
@@ -135,6 +136,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     qp = np.arange(n, dtype=np.int64) if qp is None else np.asarray(qp, dtype=np.int64)
     if not (np.all(np.isfinite(size)) and np.all(size >= 0)):
         raise InputError("sizes", "must be finite and >= 0")
+    size = np.ceil(size)          # packets carry whole bytes (their records are integers)
     if not (np.all(np.isfinite(start)) and np.all(start >= 0)):
         raise InputError("starts", "must be finite and >= 0")
     if np.any((prio < 0) | (prio >= N_PRIO)):

@@ -13,7 +13,9 @@ piece of w wire bytes; with m chunks per step and ``(m-1) w/m / C >= d`` the nex
 first chunk is ready before the link frees, so the link never idles: ``T = S w/C + d``.
 
 Windowed: the steps of a ring repeat, so :func:`simulate_ring` first simulates K steps,
-doubling K until the last two per-step times agree within ``tol``; then
+doubling K until the last three per-step times agree within ``tol`` and none is shorter
+than the busiest link needs for one step's bytes (:func:`step_floor`: a faster step means
+buffers are still absorbing the excess, as behind an ECMP collision); then
 ``T = t_K + (S - K) * dt_K`` and ``extrapolated = (S - K) / S`` says how much was not
 simulated.
 """
@@ -29,7 +31,7 @@ from hpnsim.packet.api import simulate_flows
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
 
-__all__ = ["RingRun", "ring_flows", "simulate_ring", "NCCL_CHUNK_BYTES"]
+__all__ = ["RingRun", "ring_flows", "simulate_ring", "step_floor", "NCCL_CHUNK_BYTES"]
 
 #: NCCL's Simple protocol: NCCL_BUFFSIZE 4 MiB split into NCCL_STEPS = 8 slots (NCCL defaults)
 NCCL_CHUNK_BYTES = 4 * 2**20 // 8
@@ -44,6 +46,8 @@ class RingRun:
     steps, steps_simulated : steps of the collective, and how many were simulated.
     extrapolated : share of the steps not simulated, ``(steps - steps_simulated) / steps``.
     result : the packet run of the simulated steps.
+    stable : the last two simulated per-step times agreed within the tolerance (or every
+        step was simulated).
     """
 
     time: float
@@ -52,39 +56,73 @@ class RingRun:
     steps_simulated: int
     extrapolated: float
     result: PacketResult
+    stable: bool = True
 
 
 def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     """Flows of ``steps`` ring steps: ``(paths, sizes, deps, qp, step)``.
 
-    ``rings[g][r]`` is the path (link ids) from rank r to rank r+1 of ring g; flow order is
-    (ring, step, rank, chunk).
+    ``rings[g][r]`` is the path (link ids) from rank r to rank r+1 of ring g, or a tuple of
+    paths (legs) that each chunk crosses one after the other as separate flows (a PXN relay:
+    an NVLink hop to the GPU next to the right NIC, then the network); the next step waits
+    for the last leg. Flow order is (ring, step, rank, chunk, leg); each leg of a rank has
+    its own QP.
 
     >>> paths, sizes, deps, qp, step = ring_flows([[[0], [1], [2]]], 3.0, 2, 1)
     >>> [p[0] for p in paths], deps[3:], qp.tolist()
     ([0, 1, 2, 0, 1, 2], [[2], [0], [1]], [0, 1, 2, 0, 1, 2])
+    >>> paths, sizes, deps, qp, step = ring_flows([[([3], [0]), [1]]], 2.0, 2, 1)
+    >>> [p[0] for p in paths], deps, qp.tolist()
+    ([3, 0, 1, 3, 0, 1], [[], [0], [], [2], [3], [1]], [0, 1, 2, 0, 1, 2])
     """
     paths, sizes, deps, qps, step_of = [], [], [], [], []
     chunk = piece / chunks
-    base = 0
+    qp_of: dict[tuple, int] = {}
     for g, ring in enumerate(rings):
         n = len(ring)
+        legs = [tuple(x) if isinstance(x, tuple) else (x,) for x in ring]
+        last = np.full((n, chunks), -1, dtype=np.int64)
         for s in range(steps):
+            now = np.empty_like(last)
             for r in range(n):
                 for j in range(chunks):
-                    paths.append(ring[r])
-                    sizes.append(chunk)
-                    prev = base + ((s - 1) * n + (r - 1) % n) * chunks + j
-                    deps.append([prev] if s > 0 else [])
-                    qps.append(g * n + r)
-                    step_of.append(s)
-        base += steps * n * chunks
+                    before = [int(last[(r - 1) % n, j])] if s > 0 else []
+                    for leg, path in enumerate(legs[r]):
+                        paths.append(path)
+                        sizes.append(chunk)
+                        deps.append(before)
+                        qps.append(qp_of.setdefault((g, r, leg), len(qp_of)))
+                        step_of.append(s)
+                        before = [len(paths) - 1]
+                    now[r, j] = len(paths) - 1
+            last = now
     return paths, np.array(sizes), deps, np.array(qps, dtype=np.int64), np.array(step_of)
+
+
+def step_floor(capacity, rings: list[list], piece: float, chunks: int,
+               params: PacketParams) -> float:
+    """The shortest a steady ring step can take: the wire bytes one step puts on each link
+    (payload plus a header per packet) over its capacity, at the busiest link. A window whose
+    steps run faster than this is still filling buffers, not in steady state.
+
+    >>> step_floor(np.full(3, 1e9), [[[0, 2], [1, 2]]], 4096.0, 1, PacketParams())
+    8.316e-06
+    """
+    capacity = np.asarray(capacity, dtype=np.float64)
+    chunk = piece / chunks
+    wire = chunks * (chunk + np.ceil(chunk / params.mtu_bytes) * params.header_bytes)
+    load = np.zeros(capacity.size)
+    for ring in rings:
+        for path in ring:
+            for leg in (path if isinstance(path, tuple) else (path,)):
+                np.add.at(load, np.asarray(leg, dtype=np.int64), wire)
+    return float((load / capacity).max(initial=0.0))
 
 
 def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_bytes: float =
                   NCCL_CHUNK_BYTES, params: PacketParams | None = None, switch_of=None,
                   window: bool = True, tol: float = 0.01, first_window: int = 4,
+                  steps: int | None = None, max_window: int | None = None,
                   **options) -> RingRun:
     """All-reduce of ``size`` bytes per rank over ``rings`` (each carries ``size/len(rings)``).
 
@@ -95,8 +133,15 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
         ring has the same n ranks.
     chunk_bytes : pipelining unit: a piece of ``size / (len(rings) n)`` bytes moves as
         ``ceil(piece / chunk_bytes)`` chunks.
-    window : simulate steps until the per-step time is stable within ``tol`` (starting at
-        ``first_window`` steps, doubling) and extrapolate; False simulates all 2(n-1) steps.
+    window : simulate steps until the per-step time is stable (the last three step
+        intervals within ``tol`` of each other, and none shorter than :func:`step_floor`,
+        else buffers are still filling), starting at ``first_window`` steps, doubling, and
+        extrapolate; False simulates all steps.
+    steps : steps of the collective (default 2(n-1), an all-reduce; n-1 for an all-gather
+        or a reduce-scatter, whose pieces are the same ``size / (len(rings) n)``).
+    max_window : the window doubles to at most this many steps; when it is reached before
+        the per-step time is stable, the rest is extrapolated at the last per-step time or
+        :func:`step_floor`, whichever is longer (``RingRun.stable`` False).
 
     Examples
     --------
@@ -112,10 +157,14 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     n = len(rings[0])
     if n < 2 or any(len(r) != n for r in rings):
         raise InputError("rings", "every ring needs the same number (>= 2) of ranks")
-    steps = 2 * (n - 1)
+    steps = 2 * (n - 1) if steps is None else int(steps)
+    if steps < 1:
+        raise InputError("steps", f"must be >= 1, got {steps}")
     piece = size / len(rings) / n
     chunks = max(1, int(np.ceil(piece / chunk_bytes)))
-    k = min(first_window, steps) if window else steps
+    cap = steps if max_window is None else max(2, min(steps, int(max_window)))
+    k = min(first_window, cap) if window else steps
+    floor = step_floor(capacity, rings, piece, chunks, params or PacketParams())
     while True:
         paths, sizes, deps, qp, step_of = ring_flows(rings, piece, k, chunks)
         result = simulate_flows(capacity, delay, paths, sizes, params=params, qp=qp,
@@ -125,7 +174,11 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
         if k == steps:
             return RingRun(float(ends[-1]), ends, steps, k, 0.0, result)
         dt = np.diff(ends)
-        if k >= 3 and abs(dt[-1] - dt[-2]) <= tol * dt[-1]:
-            time = float(ends[-1] + (steps - k) * dt[-1])
-            return RingRun(time, ends, steps, k, (steps - k) / steps, result)
-        k = min(2 * k, steps)
+        stable = (k >= 4 and np.ptp(dt[-3:]) <= tol * dt[-1]
+                  and dt[-1] >= (1 - tol) * floor)
+        if stable or k >= cap:
+            # unsettled: the steps left cannot run faster than the busiest link allows
+            rest = dt[-1] if stable else max(dt[-1], floor)
+            time = float(ends[-1] + (steps - k) * rest)
+            return RingRun(time, ends, steps, k, (steps - k) / steps, result, bool(stable))
+        k = min(2 * k, cap)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from hpnsim.report.collective import collective_sections
 from hpnsim.report.fabric import fabric_section, fabric_table
 from hpnsim.report.iteration import job_sections
+from hpnsim.report.packet import packet_sections
 from hpnsim.report.section import Table
 from hpnsim.report.style import EXPOSED
 from hpnsim.report.text import collective_table
@@ -97,7 +98,7 @@ def run_sections(run: dict) -> list:
     """Every section a ``results.json`` has data for, in reading order."""
     sections = [fabric_section([run["fabric_report"]] if run.get("fabric_report") else [],
                                run.get("fabric"))]
-    sections += job_sections(run) + collective_sections(run)
+    sections += job_sections(run) + collective_sections(run) + packet_sections(run)
     if run.get("notes"):
         sections.append(("notes", "Notes", [Table(["note"], [[str(n)] for n in run["notes"]])]))
     return [s for s in sections if s]

@@ -347,6 +347,9 @@ def _collective_runs(scenario, fabric, nccl, say, lines=None) -> list[Collective
     from hpnsim.collectives import run_collective
     from hpnsim.units import format_bytes
 
+    engine = scenario.engine
+    if engine is not None and engine.kind == "packet":
+        return _packet_runs(scenario, fabric, nccl, say, lines or {})
     done: dict[int, CollectiveRun] = {}
     for i, spec in enumerate(scenario.collectives):
         if i in done:
@@ -363,6 +366,51 @@ def _collective_runs(scenario, fabric, nccl, say, lines=None) -> list[Collective
             results.append(run_collective(fabric, spec.op, gpus, size, options))
         done[i] = CollectiveRun(name=spec.name, gpus=gpus, results=results)
     return [done[i] for i in range(len(scenario.collectives))]
+
+
+def _packet_runs(scenario, fabric, nccl, say, lines) -> list[CollectiveRun]:
+    """Every collective through the packet engine
+    (:func:`~hpnsim.collectives.packet_run.run_collective_packet`), each alone, size by size;
+    every collective's largest size is checked first (ring, operation, packet budget), so a
+    refusal comes before anything runs. Errors name ``collectives[i].<key>`` or ``engine``."""
+    from hpnsim.collectives.packet_run import check_collective_packet, run_collective_packet
+    from hpnsim.units import format_bytes
+
+    def named(i, exc):
+        key = "engine.max_packets" if exc.field == "max_packets" else \
+            f"collectives[{i}].{exc.field}"
+        path = ("engine", "max_packets") if exc.field == "max_packets" else \
+            ("collectives", i, exc.field)
+        return located(InputError(key, exc.message), lines, path)
+
+    run_ = scenario.engine.packet_run(fabric)
+    plans = []
+    for i, spec in enumerate(scenario.collectives):
+        if spec.per_rail or spec.together:
+            key = "per_rail" if spec.per_rail else "together"
+            raise located(InputError(f"collectives[{i}].{key}", "the packet engine runs one "
+                                     "collective at a time; remove it or use engine: flow"),
+                          lines, ("collectives", i, key))
+        options = spec.options(scenario_options(scenario, collective_nccl(scenario, spec, nccl)))
+        gpus = spec.group(fabric.n_gpus)
+        try:
+            check_collective_packet(fabric, spec.op, gpus, max(spec.sizes), options, run_)
+        except InputError as exc:
+            raise named(i, exc) from None
+        plans.append((spec, options, gpus))
+    out = []
+    for i, (spec, options, gpus) in enumerate(plans):
+        results = []
+        for k, size in enumerate(spec.sizes):
+            say(f"{spec.name}: {spec.op} on {len(gpus):,} GPUs as packets, size {k + 1}/"
+                f"{len(spec.sizes)} ({format_bytes(size)})")
+            try:
+                results.append(run_collective_packet(fabric, spec.op, gpus, size, options,
+                                                     run_))
+            except InputError as exc:
+                raise named(i, exc) from None
+        out.append(CollectiveRun(name=spec.name, gpus=gpus, results=results))
+    return out
 
 
 def collective_nccl(scenario, spec, calibrated=None):
@@ -417,7 +465,10 @@ def _run_together(scenario, fabric, i: int, nccl, say, lines) -> dict[int, Colle
 def _echo(scenario) -> dict:
     """The scenario as a run reports it (renamed job keys under their old names, so the
     JSON output keeps its keys)."""
-    return scenario.model_dump(mode="json", by_alias=True)
+    out = scenario.model_dump(mode="json", by_alias=True)
+    if out.get("engine", 0) is None:
+        del out["engine"]              # no engine: key, the flow engine; echo as before it
+    return out
 
 
 def _fabric_summary(fabric) -> dict:

@@ -32,6 +32,7 @@ from hpnsim.errors import MAX_SEED, InputError, read_user_text
 from hpnsim.routing.names import ROUTING_POLICIES
 from hpnsim.scenario.cluster import ClusterSpec, check_cluster
 from hpnsim.scenario.collectives import CollectiveSpec, check_collectives, name_collectives
+from hpnsim.scenario.engine import EngineSpec
 from hpnsim.scenario.fabric import FabricSpec
 from hpnsim.scenario.faults import FailoverSpec, FaultSpec
 from hpnsim.scenario.jobs import JobSpec, check_jobs
@@ -82,6 +83,9 @@ class Scenario(BaseModel):
     calibration: str | None = Field(
         None, description="calibration file written by hpnsim calibrate: the NCCL "
                           "efficiencies and latency the collectives and jobs run with")
+    engine: EngineSpec | None = Field(
+        None, description="flow (max-min, default) or packet (collectives only): a name, or "
+                          "kind, params, window, max_packets, watch (hpnsim.scenario.engine)")
 
     def nccl_params(self):
         """The :class:`~hpnsim.collectives.nccl.NcclParams` of ``calibration`` (None without
@@ -113,6 +117,10 @@ class Scenario(BaseModel):
             raise ValueError(f"jobs: required: {unused[0]} sets how jobs and collectives run; "
                              f"give jobs or collectives, or leave {unused[0]} out for a "
                              f"fabric-only scenario")
+        if self.engine is not None and self.engine.kind == "packet" and self.jobs:
+            raise ValueError("engine: the packet engine runs collectives only; jobs (train, "
+                             "run), faults and cluster traces run on the flow engine: remove "
+                             "engine: packet or the jobs")
         if self.cluster is not None and not self.jobs:
             raise ValueError("cluster: schedules jobs; the scenario has no jobs")
         if self.faults and not self.jobs:

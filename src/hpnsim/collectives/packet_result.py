@@ -1,0 +1,105 @@
+"""What a collective run through the packet engine returns: :class:`PacketCollectiveResult`
+(:func:`hpnsim.collectives.packet_run.run_collective_packet`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpnsim.collectives.run import CollectiveResult
+
+__all__ = ["PACKET_ROW_FIELDS", "PacketCollectiveResult"]
+
+#: the packet columns of :meth:`PacketCollectiveResult.rows`
+PACKET_ROW_FIELDS = ("engine", "network_time", "nccl_latency", "steps", "steps_simulated",
+                     "extrapolated", "stable", "events", "ecn_marks", "cnps", "pfc_pauses",
+                     "paused_time", "drops")
+
+
+@dataclass
+class PacketCollectiveResult(CollectiveResult):
+    """:class:`~hpnsim.collectives.run.CollectiveResult` of a packet run, plus what the
+    fabric did. Queue and PFC figures are over the simulated steps (``steps_simulated`` of
+    ``steps``); ``link_bytes`` are scaled to the whole collective.
+
+    ``time`` is ``network_time`` (what the packets took) plus ``nccl_latency``: NCCL's
+    software latency terms the flow engine charges too (base, per NVLink and per network
+    step: :meth:`~hpnsim.collectives.nccl.NcclParams.latencies`), so that the two engines
+    differ by what the network does, and nothing else.
+
+    Attributes
+    ----------
+    network_time, nccl_latency : seconds (above).
+    steps, steps_simulated, extrapolated, stable : the ring's steps, how many were simulated,
+        the share extrapolated and whether the per-step time had settled.
+    packets_estimated, events : packet hops estimated before the run; events processed.
+    ecn_marks, cnps, pfc_pauses, paused_time, drops : totals over all ports and flows.
+    ports : the ports with the fullest queues (name, link, q_max, q_mean, q_p99 in bytes,
+        marks, pauses, paused_time in s).
+    watch, sample_times, samples : watched link ids, sample times (s) and their queues
+        (bytes, one column per watched link).
+    params : the packet parameters in effect.
+    """
+
+    engine: str = "packet"
+    network_time: float = 0.0
+    nccl_latency: float = 0.0
+    steps: int = 0
+    steps_simulated: int = 0
+    extrapolated: float = 0.0
+    stable: bool = True
+    packets_estimated: float = 0.0
+    events: int = 0
+    ecn_marks: int = 0
+    cnps: int = 0
+    pfc_pauses: int = 0
+    paused_time: float = 0.0
+    drops: int = 0
+    ports: list = field(default_factory=list, repr=False)
+    watch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    sample_times: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    samples: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
+    params: dict = field(default_factory=dict, repr=False)
+    watch_names: list = field(default_factory=list, repr=False)
+    watch_chosen: bool = False
+
+    def to_dict(self) -> dict:
+        """:meth:`CollectiveResult.to_dict` plus ``engine`` and a ``packet`` section."""
+        out = super().to_dict()
+        out["engine"] = self.engine
+        out["packet"] = {
+            "network_time": self.network_time, "nccl_latency": self.nccl_latency,
+            "steps": self.steps, "steps_simulated": self.steps_simulated,
+            "extrapolated": self.extrapolated, "stable": self.stable,
+            "packets_estimated": self.packets_estimated, "events": self.events,
+            "ecn_marks": self.ecn_marks, "cnps": self.cnps, "pfc_pauses": self.pfc_pauses,
+            "paused_time": self.paused_time, "drops": self.drops, "ports": self.ports,
+            "queue": self.queue()}
+        return out
+
+    def rows(self) -> list[dict]:
+        """:meth:`CollectiveResult.rows` plus the packet totals as flat columns
+        (:data:`PACKET_ROW_FIELDS`)."""
+        row, = super().rows()
+        row.update({name: getattr(self, name) for name in PACKET_ROW_FIELDS})
+        return [row]
+
+    def queue(self, ports: int = 2, points: int = 1000) -> dict:
+        """Queue over time at the watched ports: those the user chose (all of them), else
+        the ``ports`` whose sampled queue rose highest; at most ``points`` samples each.
+        ``{"ports": names, "time": seconds, "bytes": one list per port}``.
+
+        >>> PacketCollectiveResult(*[None] * 14, link_bytes=None).queue()["ports"]
+        []
+        """
+        if self.samples.size == 0:
+            return {"ports": [], "time": [], "bytes": []}
+        cols = np.arange(self.samples.shape[1])
+        if not self.watch_chosen:
+            peak = self.samples.max(axis=0)
+            cols = np.sort(np.argsort(-peak, kind="stable")[:ports])
+        stride = max(1, -(-self.samples.shape[0] // points))
+        return {"ports": [self.watch_names[c] for c in cols],
+                "time": self.sample_times[::stride].tolist(),
+                "bytes": [self.samples[::stride, c].tolist() for c in cols]}

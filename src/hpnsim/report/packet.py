@@ -1,0 +1,155 @@
+"""Packet-engine outputs: the per-size table of what the fabric did (queues, ECN marks, CNPs,
+PFC pauses), the queue at chosen ports over time (the kind of plot the HPN paper shows for a
+ToR's two downstream ports), and the HTML report's section.
+
+Everything reads the JSON form of a packet run
+(:meth:`~hpnsim.collectives.packet_run.PacketCollectiveResult.to_dict`: its ``packet`` key).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.section import Figure, Table
+
+__all__ = ["packet_table", "ports_table", "queue_figure", "plot_queue", "packet_sections",
+           "params_table", "queue_trace"]
+
+
+def packet_table(rows: list[dict]) -> str:
+    """One line per size: steps simulated, the share extrapolated, events, ECN marks, CNPs,
+    PFC pauses, time paused (all ports), drops, and the fullest queue.
+
+    >>> row = {"size": 1024, "packet": {"steps": 30, "steps_simulated": 4,
+    ...        "extrapolated": 0.867, "stable": True, "events": 10, "ecn_marks": 0, "cnps": 0,
+    ...        "pfc_pauses": 0, "paused_time": 0.0, "drops": 0, "ports": []}}
+    >>> packet_table([row]).splitlines()[1].split()[:4]
+    ['1024', '4/30', '86.7', '10']
+    """
+    head = (f"#{'size':>12} {'steps':>9} {'extrap%':>7} {'events':>10} {'marks':>8} "
+            f"{'CNPs':>7} {'pauses':>7} {'paused(us)':>10} {'drops':>5} {'q_max(KB)':>9}")
+    lines = [head]
+    for r in rows:
+        p = r["packet"]
+        q = max((port["q_max"] for port in p["ports"]), default=0.0)
+        steps = f"{p['steps_simulated']}/{p['steps']}" + ("" if p["stable"] else "*")
+        lines.append(f" {int(r['size']):>12d} {steps:>9} {100 * p['extrapolated']:>7.1f} "
+                     f"{p['events']:>10d} {p['ecn_marks']:>8d} {p['cnps']:>7d} "
+                     f"{p['pfc_pauses']:>7d} {p['paused_time'] * 1e6:>10.1f} {p['drops']:>5d} "
+                     f"{q / 1e3:>9.1f}")
+    if any(not r["packet"]["stable"] for r in rows):
+        lines.append("# *: the window reached its limit before the per-step time settled")
+    lines.append("# queue, mark and pause figures are over the simulated steps; time and "
+                 "busbw extrapolate the rest")
+    return "\n".join(lines)
+
+
+def ports_table(row: dict) -> str:
+    """The ports with the fullest queues of one size (name, max/mean/p99 queue in KB, marks,
+    pauses, time paused).
+
+    >>> ports_table({"packet": {"ports": [{"port": "a->b", "q_max": 8316.0, "q_mean": 1.0,
+    ...     "q_p99": 0.0, "marks": 0, "pauses": 0, "paused_time": 0.0}]}}).splitlines()[1]
+    '       8.3       0.0       0.0        0      0        0.0  a->b'
+    """
+    lines = [f"#{'q_max(KB)':>9} {'mean(KB)':>9} {'p99(KB)':>9} {'marks':>8} {'pauses':>6} "
+             f"{'paused(us)':>10}  port"]
+    for p in row["packet"]["ports"]:
+        lines.append(f" {p['q_max'] / 1e3:>9.1f} {p['q_mean'] / 1e3:>9.1f} "
+                     f"{p['q_p99'] / 1e3:>9.1f} {p['marks']:>8d} {p['pauses']:>6d} "
+                     f"{p['paused_time'] * 1e6:>10.1f}  {p['port']}")
+    return "\n".join(lines)
+
+
+def params_table(params: dict) -> str:
+    """The packet parameters in effect with their sources (``hpnsim.packet.params_dict``).
+
+    >>> params_table({"cc": {"value": True, "source": "on"}})
+    'cc                        True          on'
+    """
+    return "\n".join(f"{name:<25} {str(v['value']):<13} {v['source']}"
+                     for name, v in params.items())
+
+
+def queue_figure(queue: dict, title: str = ""):
+    """Egress queue (KB) over time (us) at the ports of ``queue`` (the ``packet.queue`` of a
+    packet run's JSON), one line per port.
+
+    >>> fig = queue_figure({"ports": ["tor->nic0", "tor->nic1"], "time": [0.0, 1e-6],
+    ...                     "bytes": [[0.0, 4158.0], [0.0, 0.0]]})
+    >>> len(fig.axes[0].lines)
+    2
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    t = [x * 1e6 for x in queue["time"]]
+    for name, series in zip(queue["ports"], queue["bytes"], strict=True):
+        ax.plot(t, [b / 1e3 for b in series], lw=1.0, label=name)
+    ax.set_xlabel("time (us)")
+    ax.set_ylabel("egress queue (KB)")
+    ax.set_title(title or "Queue at the watched ports", fontsize=10)
+    if queue["ports"]:
+        ax.legend(fontsize=7, loc="upper right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def queue_trace(queue: dict, name: str = "packet run") -> dict:
+    """The queue at the watched ports as Chrome-trace counter events (``ph: "C"``, one
+    counter track per port, KB), for Perfetto (:func:`hpnsim.report.trace.write_trace`).
+
+    >>> t = queue_trace({"ports": ["tor->nic0"], "time": [0.0, 1e-6], "bytes": [[0.0, 4158.0]]})
+    >>> [(e["ph"], e["ts"], e["args"]) for e in t["traceEvents"] if e["ph"] == "C"][1]
+    ('C', 1.0, {'KB': 4.158})
+    """
+    events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
+               "args": {"name": name}}]
+    for port, series in zip(queue["ports"], queue["bytes"], strict=True):
+        events += [{"name": f"queue {port}", "ph": "C", "ts": t * 1e6, "pid": 1, "tid": 0,
+                    "args": {"KB": b / 1e3}} for t, b in zip(queue["time"], series,
+                                                             strict=True)]
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def plot_queue(row: dict, path: str | Path, title: str = "") -> Path:
+    """Save :func:`queue_figure` of one size's JSON row to ``path`` (PNG or SVG)."""
+    return save(queue_figure(row["packet"]["queue"], title), path, dpi=150)
+
+
+def packet_sections(run: dict) -> list:
+    """The HTML report's packet section: per collective run as packets, the table of each
+    size and the queue at the watched ports of its largest size. Empty without packet runs.
+
+    >>> packet_sections({"collectives": [{"name": "c", "per_size": [{"size": 1}]}]})
+    []
+    """
+    parts = []
+    for c in run.get("collectives", []):
+        rows = [r for r in c.get("per_size", []) if "packet" in r]
+        if not rows:
+            continue
+        table = Table(["size (B)", "busbw (GB/s)", "steps simulated", "extrapolated",
+                       "ECN marks", "CNPs", "PFC pauses", "paused (us)", "drops",
+                       "max queue (KB)"],
+                      [[f"{r['size']:,.0f}", f"{r['busbw']:.2f}",
+                        f"{r['packet']['steps_simulated']}/{r['packet']['steps']}",
+                        f"{100 * r['packet']['extrapolated']:.0f}%",
+                        str(r["packet"]["ecn_marks"]), str(r["packet"]["cnps"]),
+                        str(r["packet"]["pfc_pauses"]),
+                        f"{r['packet']['paused_time'] * 1e6:.1f}", str(r["packet"]["drops"]),
+                        f"{max((p['q_max'] for p in r['packet']['ports']), default=0) / 1e3:.1f}"]
+                       for r in rows],
+                      caption=f"{c['name']}: packet engine, per size (queues, marks and "
+                              f"pauses over the simulated steps)")
+        parts.append(table)
+        last = max(rows, key=lambda r: r["size"])
+        queue = last["packet"].get("queue", {})
+        if queue.get("ports"):
+            parts.append(Figure(queue_figure(queue, f"{c['name']}: queue at the watched "
+                                                    f"ports, {last['size']:,.0f} B"),
+                                f"packet_queue_{c['name']}",
+                                "Egress queue over the simulated steps at the ports whose "
+                                "queue rose highest (or those chosen with watch)."))
+    return [("packet", "Packet engine: queues, marks, pauses", parts)] if parts else []

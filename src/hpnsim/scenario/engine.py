@@ -1,0 +1,107 @@
+"""The scenario's ``engine:`` key: which engine runs its collectives, and the packet engine's
+settings.
+
+``engine: flow`` (the default) shares bandwidth max-min fairly (:mod:`hpnsim.engine`);
+``engine: packet`` runs each collective as packets (:mod:`hpnsim.packet`, through
+:func:`hpnsim.collectives.packet_run.run_collective_packet`). The mapping form sets the packet
+engine's options::
+
+    engine:
+      kind: packet
+      params: packet.yaml       # PacketParams overrides (optional preset:), see docs/packet.md
+      window: true              # windowed steady state (false: every ring step)
+      max_packets: 5e7          # refuse a run estimated beyond this many packet hops
+      watch: [pod0/seg0/tor-r0-p0->pod0/seg0/host0/nic-r0[port0]]   # ports to sample
+
+Jobs (``train``, ``run`` with ``jobs:``), faults and cluster traces run on the flow engine
+only; a scenario with jobs and ``engine: packet`` is refused.
+
+>>> EngineSpec.model_validate("packet").kind
+'packet'
+>>> EngineSpec.model_validate({"kind": "packet", "max_packets": 1e6}).packet_run().max_packets
+1000000.0
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hpnsim.errors import InputError
+
+__all__ = ["ENGINES", "EngineSpec", "JOBS_ON_FLOW"]
+
+#: the engines a collective can run on
+ENGINES = ("flow", "packet")
+#: why training jobs refuse the packet engine
+JOBS_ON_FLOW = ("training jobs run on the flow engine only; the packet engine runs "
+                "collectives (hpnsim collective --engine packet, or engine: packet in a "
+                "scenario with collectives and no jobs)")
+
+
+class EngineSpec(BaseModel):
+    """The ``engine:`` key (a name, or a mapping with ``kind`` and the packet options)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal[ENGINES] = Field("flow", description="flow (max-min, default) or packet")
+    params: str | None = Field(None, description="YAML file of packet parameters (an "
+                                                 "optional preset: and field overrides)")
+    window: bool = Field(True, description="packet: windowed steady state (false: simulate "
+                                           "every ring step)")
+    max_packets: float = Field(5e7, gt=0, description="packet: refuse a run estimated "
+                                                      "beyond this many packet hops")
+    watch: list[str] = Field(default_factory=list, description="packet: port (link) names "
+                                                               "whose queues are sampled")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"kind": value}
+        return value
+
+    @model_validator(mode="after")
+    def _params(self) -> EngineSpec:
+        if self.kind == "flow" and (self.params or self.watch or not self.window):
+            raise ValueError("kind: params, window and watch set the packet engine; add "
+                             "kind: packet or leave them out")
+        if self.params is not None:
+            self.packet_params()          # a bad file fails here, before anything runs
+        return self
+
+    def packet_params(self):
+        """The :class:`~hpnsim.packet.PacketParams` in effect (the file's, else the
+        defaults); errors are named ``params`` (their field inside the file follows)."""
+        import yaml
+
+        from hpnsim.packet import PacketParams, load_params
+
+        if self.params is None:
+            return PacketParams()
+        try:
+            return load_params(self.params)
+        except InputError as exc:
+            raise ValueError(f"params: {self.params}: {exc}") from None
+        except yaml.YAMLError as exc:
+            raise ValueError(f"params: {self.params} is not YAML: {exc}") from None
+        except OSError as exc:
+            raise ValueError(f"params: cannot read {self.params}: {exc.strerror}") from None
+
+    def packet_run(self, fabric=None):
+        """The :class:`~hpnsim.collectives.packet_run.PacketRun` of these settings; ``watch``
+        names resolved on ``fabric`` (an unknown name is an :class:`InputError` named
+        ``engine.watch``)."""
+        from hpnsim.collectives.packet_run import PacketRun
+
+        watch = ()
+        if self.watch:
+            names = {fabric.link_name(k): k for k in range(fabric.n_links)}
+            missing = [w for w in self.watch if w not in names]
+            if missing:
+                raise InputError("engine.watch", f"no link named {missing[0]!r} (a link "
+                                                 f"name such as {fabric.link_name(0)!r})")
+            watch = tuple(int(names[w]) for w in self.watch)
+        return PacketRun(params=self.packet_params(), window=self.window,
+                         max_packets=float(self.max_packets), watch=watch)
