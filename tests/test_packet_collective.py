@@ -159,20 +159,20 @@ def test_cli_show_params_names_sources_and_the_users_file(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--engine", "packe"], "error: engine: must be flow or packet, got 'packe'"),
-    (["--no-window"], "error: no_window: sets the packet engine; add --engine packet"),
-    (["--engine", "packet", "--algo", "tree", "--sizes", "1M"], "error: algo: the packet "
+    (["--engine", "packe"], "error: --engine: must be flow or packet, got 'packe'"),
+    (["--no-window"], "error: --no-window: sets the packet engine; add --engine packet"),
+    (["--engine", "packet", "--algo", "tree", "--sizes", "1M"], "error: --algo: the packet "
      "engine runs ring only; got tree: use --algo ring or --engine flow"),
-    (["--engine", "packet", "--op", "alltoall", "--sizes", "1M"], "error: op: the packet "
+    (["--engine", "packet", "--op", "alltoall", "--sizes", "1M"], "error: --op: the packet "
      "engine runs allreduce, allgather, reducescatter (as rings); got alltoall"),
     (["--engine", "packet", "--sizes", "1M,1G", "--max-packets", "1e5"], "error: "
-     "max_packets: the run would simulate ~2.36e+06 packet hops, over the limit 1e+05: "
+     "--max-packets: the run would simulate ~2.36e+06 packet hops, over the limit 1e+05: "
      "raise --max-packets"),
-    (["--engine", "packet", "--per-rail", "--sizes", "1M"], "error: per_rail: the packet "
+    (["--engine", "packet", "--per-rail", "--sizes", "1M"], "error: --per-rail: the packet "
      "engine runs one collective at a time"),
-    (["--engine", "packet", "--packet-params", "/nonexistent.yaml"], "error: packet_params: "
+    (["--engine", "packet", "--packet-params", "/nonexistent.yaml"], "error: --packet-params: "
      "cannot read /nonexistent.yaml"),
-    (["--engine", "packet", "--watch", "nope", "--sizes", "1M"], "error: watch: no link "
+    (["--engine", "packet", "--watch", "nope", "--sizes", "1M"], "error: --watch: no link "
      "named 'nope'"),
 ])
 def test_cli_refuses_what_the_packet_engine_cannot_run(args, message):

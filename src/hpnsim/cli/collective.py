@@ -98,14 +98,14 @@ def engine_settings(engine: str, packet_params: str | None, window: bool,
     >>> engine_settings("flow", None, False, None, None)
     Traceback (most recent call last):
     ...
-    hpnsim.errors.InputError: no_window: sets the packet engine; add --engine packet
+    hpnsim.errors.InputError: --no-window: sets the packet engine; add --engine packet
     """
     from hpnsim.errors import InputError
     from hpnsim.scenario.engine import ENGINES
 
     if engine not in ENGINES:
         raise InputError("engine", f"must be {' or '.join(ENGINES)}, got {engine!r}")
-    given = {"packet_params": packet_params is not None, "no_window": not window,
+    given = {"packet_params": packet_params is not None, "--no-window": not window,
              "max_packets": max_packets is not None, "watch": watch is not None}
     if engine == "flow":
         for name, set_ in given.items():
