@@ -68,7 +68,8 @@ _JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--c
               "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap",
               "overlap_grad_reduce": "--overlap-grad-reduce",
               "selective_recompute": "--selective-recompute",
-              "overlap_param_gather": "--overlap-param-gather"}
+              "overlap_param_gather": "--overlap-param-gather",
+              "megatron_core": "--megatron-core"}
 _PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",
                 "first_stage_layers", "last_stage_layers", "account_for_embedding",
@@ -177,6 +178,10 @@ def register(app: typer.Typer) -> None:
         overlap_param_gather: bool = typer.Option(
             False, "--overlap-param-gather", help="ZeRO-1/2: gather updated parameters during "
                                                   "the next forward (Megatron-Core)."),
+        megatron_core: str = typer.Option(
+            None, "--megatron-core", help="Megatron-Core version the job runs, e.g. 0.13 "
+                                          "(default: the one docs/pipelines.md reads); an "
+                                          "option it lacks is refused."),
         bucket_params: int = typer.Option(None, "--bucket-params",
                                           help="Parameters per gradient bucket."),
         grad_bytes: int = typer.Option(2, "--grad-bytes", help="Bytes per gradient element."),
@@ -256,7 +261,8 @@ def register(app: typer.Typer) -> None:
                    "tp_comm_overlap": tp_comm_overlap or None,
                    "overlap_grad_reduce": None if overlap_grad_reduce else False,
                    "selective_recompute": selective_recompute or None,
-                   "overlap_param_gather": overlap_param_gather or None}
+                   "overlap_param_gather": overlap_param_gather or None,
+                   "megatron_core": megatron_core}
             if mfu is not None:
                 if compute_efficiency is not None:
                     raise InputError("--mfu", "give --compute-efficiency only (--mfu is its "

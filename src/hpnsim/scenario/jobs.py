@@ -29,6 +29,7 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
 from hpnsim.errors import InputError, read_user_text
 from hpnsim.scenario.yaml import format_path, located, seconds_field
+from hpnsim.training.job_options import DEFAULT_VERSION_TEXT
 
 __all__ = ["JobSpec", "check_jobs"]
 
@@ -114,6 +115,10 @@ class JobSpec(BaseModel):
     bucket_params: Positive | None = None
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = False
+    megatron_core: str | float | int = Field(
+        DEFAULT_VERSION_TEXT, exclude=True,   # not echoed: the job's own JSON names it when set
+        description="Megatron-Core version the job runs (quoted, e.g. '0.13'): an option it "
+                    "lacks is refused (hpnsim.training.frameworks)")
     stage_layers: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
         None, min_length=1, description="transformer layers of each virtual stage "
                                         "(u = chunk * pp + stage), summing to the model's layers")

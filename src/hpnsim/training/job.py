@@ -24,7 +24,7 @@ and with uniform routing a ``1/ep`` share of it goes to the GPU itself, so each 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpnsim.errors import InputError
@@ -32,18 +32,30 @@ from hpnsim.training.compute import KernelTable
 from hpnsim.training.cost import (
     BLOCK_SUMS,
     CONSTANT_OPTIMIZER_BYTES,
-    DTYPES,
     Block,
     ConstantEfficiency,
     OperationModel,
     StageCost,
 )
+from hpnsim.training.frameworks import MEGATRON_CORE_DEFAULT
+from hpnsim.training.job_options import (
+    DEFAULT_VERSION_TEXT,
+    ZERO_STAGES,  # noqa: F401  (kept importable from here)
+    check_combinations,
+    check_fits,
+    check_framework,
+    check_sizes,
+    compute_model,
+    compute_settings,
+    job_layout,
+    options_used,
+    parse_version,
+)
 from hpnsim.training.stages import layer_ranges, split_layers
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
-from hpnsim.workloads.layout import Layout, check_layout, make_layout
+from hpnsim.workloads.layout import Layout
 
-ZERO_STAGES = (0, 1, 2, 3)
 #: The constant model's optimizer bytes per parameter (kept under its old name).
 OPTIMIZER_BYTES_PER_PARAM = CONSTANT_OPTIMIZER_BYTES
 
@@ -145,6 +157,10 @@ class TrainJob:
         HBM bytes the optimizer step moves per local parameter, at the datasheet HBM
         bandwidth (0 leaves the step out); default: the compute model's (Adam's bytes at the
         measured HBM efficiency, FP8 weight casts; the constant model: 28 bytes).
+    megatron_core : str
+        The Megatron-Core version the job runs (``"0.13"``, ``"core_v0.13.0"``; default the
+        one docs/pipelines.md reads, 0.20): an option that version lacks is refused, naming
+        its keyword (:mod:`hpnsim.training.frameworks` says which release added each).
     layout : Layout, optional
         The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
         defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
@@ -182,6 +198,7 @@ class TrainJob:
     overlap_grad_reduce: bool
     selective_recompute: bool
     overlap_param_gather: bool
+    megatron_core: tuple[int, int]
     optimizer_bytes_per_param: float | None
     stage_layers: tuple[int, ...]
     _costs: dict = field(compare=False, repr=False)
@@ -201,18 +218,16 @@ class TrainJob:
                  selective_recompute: bool = False, overlap_param_gather: bool = False, *,
                  layout: Layout | None = None, dtype: str = "bf16",
                  compute_efficiency: float | None = None,
-                 kernel_table: KernelTable | str | Path | None = None):
+                 kernel_table: KernelTable | str | Path | None = None,
+                 megatron_core: str = DEFAULT_VERSION_TEXT):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
                                       "needs a transformer (layers, hidden size)")
         parallel = dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, micro_batch=micro_batch,
                         virtual_stages=virtual_stages)
-        for name, value in (*parallel.items(), ("grad_bytes", grad_bytes)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(name, f"must be a positive integer, got {value!r}")
-        if zero not in ZERO_STAGES:
-            raise InputError("zero", f"one of {', '.join(map(str, ZERO_STAGES))}, got {zero!r}")
+        check_sizes(parallel, grad_bytes, zero)
+        version = parse_version(megatron_core)
         set_ = object.__setattr__
         set_(self, "model", spec)
         if mfu is not None:
@@ -222,52 +237,30 @@ class TrainJob:
             if compute_efficiency is not None:
                 raise InputError("mfu", "give compute_efficiency only (mfu is its old name)")
             compute_efficiency = mfu
-        self._set_compute(get_gpu(gpu), dtype, compute_efficiency, kernel_table)
+        for name, value in zip(("gpu", "dtype", "compute_efficiency", "kernel_table"),
+                               compute_settings(get_gpu(gpu), dtype, compute_efficiency,
+                                                kernel_table), strict=True):
+            set_(self, name, value)
         set_(self, "seq_len", spec.seq_len if seq_len is None else seq_len)
         uneven = (stage_layers is not None or first_stage_layers is not None
                   or last_stage_layers is not None or account_for_embedding or account_for_loss)
-        if layout is None:
-            if global_batch is None:
-                global_batch = dp * micro_batch * 4 * pp
-            layout = make_layout(spec, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vpp=virtual_stages,
-                                 zero=zero, sequence_parallel=sequence_parallel,
-                                 micro_batch=micro_batch, global_batch=global_batch,
-                                 schedule=schedule, gpus_per_host=None,
-                                 even_layers=not uneven)
-        else:
-            given = {k: v for k, v in (*parallel.items(), ("zero", zero),
-                                       ("global_batch", global_batch), ("schedule", schedule),
-                                       ("sequence_parallel", sequence_parallel))
-                     if v != {"global_batch": None, "schedule": "", "zero": 0,
-                              "sequence_parallel": False}.get(k, 1)}
-            if given:
-                raise InputError("layout", f"give the parallel sizes either in the layout or "
-                                           f"as arguments, not both (got {', '.join(given)})")
-            if not isinstance(layout, Layout):
-                raise InputError("layout", f"must be a Layout, got {type(layout).__name__}")
-            check_layout(layout, spec, gpus_per_host=None, even_layers=not uneven)
-        if layout.schedule == "zb-h1" and layout.zero == 3:
-            raise InputError("schedule", "zb-h1 splits each backward in two; ZeRO-3's per-unit "
-                                         "gathers are modelled with 1f1b, gpipe or interleaved")
-        if layout.cp > 1 and self.seq_len % (2 * layout.cp):
-            raise InputError("cp", f"must split the sequence ({self.seq_len} tokens) into 2*cp "
-                                   f"equal chunks (causal load balancing), got cp={layout.cp}")
-        if layout.cp > 1 and layout.ep > 1:
-            raise InputError("cp", "context parallelism with expert parallelism is not "
-                                   f"modelled, got cp={layout.cp} with ep={layout.ep}")
-        if tp_comm_overlap and not (layout.sequence_parallel and layout.tp > 1):
-            raise InputError("tp_comm_overlap", "overlaps sequence parallelism's collectives: "
-                                                "needs sequence_parallel and tp > 1")
+        layout = job_layout(spec, layout, parallel, zero=zero, global_batch=global_batch,
+                            schedule=schedule, sequence_parallel=sequence_parallel,
+                            uneven=uneven)
+        check_combinations(layout, self.seq_len, tp_comm_overlap=tp_comm_overlap,
+                           overlap_grad_reduce=overlap_grad_reduce,
+                           selective_recompute=selective_recompute, recompute=recompute,
+                           overlap_param_gather=overlap_param_gather)
+        check_framework(version, options_used(
+            layout, recompute=recompute, selective_recompute=selective_recompute,
+            overlap_grad_reduce=overlap_grad_reduce, tp_comm_overlap=tp_comm_overlap,
+            overlap_param_gather=overlap_param_gather, first_stage_layers=first_stage_layers,
+            last_stage_layers=last_stage_layers, account_for_embedding=account_for_embedding,
+            account_for_loss=account_for_loss, stage_layers=stage_layers))
+        set_(self, "megatron_core", version)
         set_(self, "tp_comm_overlap", bool(tp_comm_overlap))
         set_(self, "overlap_grad_reduce", bool(overlap_grad_reduce))
-        if selective_recompute and recompute:
-            raise InputError("selective_recompute", "recomputes core attention only; full "
-                                                    "recompute already replays it: give one")
         set_(self, "selective_recompute", bool(selective_recompute))
-        if overlap_param_gather and (layout.zero not in (1, 2) or not overlap_grad_reduce):
-            raise InputError("overlap_param_gather", "needs the distributed optimizer (zero 1 "
-                                                     "or 2) and overlap_grad_reduce, as in "
-                                                     "Megatron-Core")
         set_(self, "overlap_param_gather", bool(overlap_param_gather))
         set_(self, "layout", layout)
         set_(self, "stage_layers", split_layers(
@@ -287,57 +280,7 @@ class TrainJob:
                              f"must be >= 0, got {optimizer_bytes_per_param!r}")
         if bucket_params < 1:
             raise InputError("bucket_params", f"must be >= 1, got {bucket_params}")
-        self._check_fits()
-
-    def _check_fits(self) -> None:
-        """Refuse a job whose smallest activation cannot sit on its GPU: the ``b x s x h``
-        hidden state of one micro-batch is whole on every GPU of a stage (the TP all-reduce
-        buffer; with sequence parallelism, the all-gathered GEMM input), so past the GPU's
-        memory no schedule runs it (``--seq-len 1e9`` reported a 490,679-hour iteration)."""
-        try:
-            need = self.model.hidden_state_bytes(self.layout.micro_batch, self.seq_len)
-        except InputError:   # not a transformer: no b x s x h tensor
-            return
-        if need > self.gpu.memory_bytes:
-            alone = need / self.seq_len * self.model.seq_len   # at the model's own seq_len
-            field = "micro_batch" if alone > self.gpu.memory_bytes else "seq_len"
-            raise InputError(field, f"one micro-batch's hidden state (micro_batch "
-                                        f"{self.layout.micro_batch} x seq_len {self.seq_len:,} x "
-                                        f"hidden {self.model.hidden:,} x {self.model.dtype_bytes:g} "
-                                        f"bytes = {need / 2**30:,.1f} GiB) is more than the "
-                                        f"{self.gpu.memory_bytes / 2**30:,.1f} GiB of a "
-                                        f"{self.gpu.name}; lower seq_len or micro_batch")
-
-    def _set_compute(self, gpu: GPUSpec, dtype, efficiency, table) -> None:
-        dtype = str(dtype).strip().lower()
-        if dtype not in DTYPES:
-            raise InputError("dtype", f"one of {', '.join(DTYPES)}, got {dtype!r}")
-        if gpu.tensor_peaks:
-            gpu.tensor_peak(dtype)   # FP8 on A100: refused, naming the dtype
-        elif dtype == "fp8":
-            raise InputError("dtype", f"{gpu.name} has no per-dtype tensor peaks; use bf16")
-        if efficiency is not None:
-            if isinstance(efficiency, bool) or not 0 < float(efficiency) <= 1:
-                raise InputError("compute_efficiency", f"must be in (0, 1], got {efficiency!r}")
-            if table is not None:
-                raise InputError("compute_efficiency", "give either a kernel table or a "
-                                                       "compute efficiency, not both")
-            efficiency = float(efficiency)
-            gpu = replace(gpu, mfu=efficiency)
-        if isinstance(table, (str, Path)):
-            try:
-                table = KernelTable.read_csv(table)
-            except InputError as error:   # named by what the user typed, with its line
-                where = "" if error.field == "kernel-table" else f"{error.field}: "
-                raise InputError("kernel_table", where + error.message) from None
-        elif table is not None and not isinstance(table, KernelTable):
-            raise InputError("kernel_table", f"must be a KernelTable or a CSV path, got "
-                                             f"{type(table).__name__}")
-        set_ = object.__setattr__
-        set_(self, "gpu", gpu)
-        set_(self, "dtype", dtype)
-        set_(self, "compute_efficiency", efficiency)
-        set_(self, "kernel_table", table)
+        check_fits(spec, self.gpu, layout.micro_batch, self.seq_len)
 
     @property
     def mfu(self) -> float | None:
@@ -348,11 +291,7 @@ class TrainJob:
     def compute_model(self) -> OperationModel | ConstantEfficiency:
         """The strategy timing this job's kernels: the per-operation model, or the constant
         efficiency (given, or the GPU's ``mfu`` for a spec without the compute fields)."""
-        if self.compute_efficiency is not None:
-            return ConstantEfficiency(self.compute_efficiency, self.dtype)
-        if not (self.gpu.tensor_peaks and self.gpu.sm_count and self.gpu.architecture):
-            return ConstantEfficiency(self.gpu.mfu, self.dtype)
-        return OperationModel(self.dtype, self.kernel_table)
+        return compute_model(self.gpu, self.dtype, self.compute_efficiency, self.kernel_table)
 
     # ----- the layout's sizes, read-only -------------------------------------------------
     tp = property(lambda self: self.layout.tp, doc="Tensor-parallel size.")
@@ -583,6 +522,8 @@ class TrainJob:
             **({} if self.overlap_grad_reduce else {"overlap_grad_reduce": False}),
             **({"selective_recompute": True} if self.selective_recompute else {}),
             **({"overlap_param_gather": True} if self.overlap_param_gather else {}),
+            **({"megatron_core": ".".join(map(str, self.megatron_core))}
+               if self.megatron_core != MEGATRON_CORE_DEFAULT else {}),
             **({"stage_layers": list(self.stage_layers)}
                if len(set(self.stage_layers)) > 1 else {}),
         }
