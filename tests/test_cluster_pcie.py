@@ -1,6 +1,8 @@
 """Jobs that meet inside a host: GPUs under one PCIe switch share its link to one NIC
 (dcn_plus ``gpus_per_pcie_switch``), and two jobs on such a switch contend on it."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from cluster_tiny import program
@@ -10,6 +12,7 @@ from hpnsim.cli.main import app
 from hpnsim.errors import InputError
 from hpnsim.fabrics import dcn_plus
 from hpnsim.fabrics.assembly import parse_pcie
+from hpnsim.fabrics.bom import bill_of_materials
 from hpnsim.fabrics.fabric import LinkKind, NodeKind
 from hpnsim.routing import route
 from hpnsim.sched.cluster.driver import ClusterJob, simulate_cluster
@@ -32,6 +35,7 @@ def test_gpus_under_one_switch_share_its_nic_link_and_port():
     # every PCIe link is PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 / 8 per direction
     pcie = f.link_capacity[f.link_kind == LinkKind.PCIE]
     assert pcie.size == 2 * (16 + 8) and np.allclose(pcie, 16e9 * 16 * 128 / 130 / 8)
+    assert bill_of_materials(f)["nic_ports"] == 8                     # one port per NIC
     for policy in ("ecmp", "precise", "spray"):
         p = route(f, [0, 1], [8, 9], policy=policy, seed=3)
         a, b = (p.links[p.ptr[i]:p.ptr[i + 1]] for i in range(2))
@@ -88,10 +92,17 @@ def test_two_jobs_on_one_pcie_switch_under_crux_and_fair_sharing():
     assert run.jobs[1].iterations == pytest.approx(alone[1], rel=1e-6)
 
 
-def test_a_switch_layout_the_host_cannot_have_is_refused():
+def test_a_switch_layout_the_host_cannot_have_is_refused(tmp_path):
     with pytest.raises(InputError, match="gpus_per_pcie_switch: must divide gpus_per_host=8"):
         _hosts(gpus_per_host=8, k=3)
     result = CliRunner().invoke(app, ["fabric", "dcn_plus", "--gpus-per-pcie-switch", "3"])
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --gpus-per-pcie-switch:")
+    testbed = Path(__file__).parents[1] / "examples" / "crux_testbed.yaml"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(testbed.read_text().replace("gpus_per_pcie_switch: 2", "gpus_per_pcie_switch: 3"))
+    result = CliRunner().invoke(app, ["cluster", str(bad)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: fabric.gpus_per_pcie_switch:")
