@@ -144,11 +144,17 @@ class Assembly:
 
 
 def add_hosts(asm: Assembly, host_pod, host_segment, gpus_per_host: int, *, nvlink: float,
-              pcie: float, latency: float, first_host: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Add hosts: GPUs, one NVSwitch per host (if > 1 GPU) and one NIC per GPU.
+              pcie: float, latency: float, first_host: int = 0,
+              gpus_per_switch: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Add hosts: GPUs, one NVSwitch per host (if > 1 GPU) and their NICs.
 
+    With ``gpus_per_switch == 1`` every GPU has its own NIC on its own PCIe link. With
+    ``gpus_per_switch = k > 1`` (an HGX/DGX-style host) every group of ``k`` GPUs hangs
+    off one PCIe switch (own ``pcie`` link each) that has one NIC below it (one ``pcie``
+    link): the ``k`` GPUs share the switch -> NIC link and the NIC's ports.
     ``nvlink`` is the *bidirectional* NVLink figure per GPU; each direction of a GPU⇄NVSwitch
-    link gets half. Returns ``(gpu_node, gpu_nic)`` indexed by GPU index (host-major).
+    link gets half. Returns ``(gpu_node, gpu_nic)`` indexed by GPU index (host-major); a
+    NIC node repeats in ``gpu_nic`` for every GPU that shares it.
     """
     host_pod = np.asarray(host_pod, np.int32)
     n_hosts = host_pod.size
@@ -158,8 +164,20 @@ def add_hosts(asm: Assembly, host_pod, host_segment, gpus_per_host: int, *, nvli
     segment = np.repeat(np.asarray(host_segment, np.int32), gpus_per_host)
     rail = np.tile(np.arange(gpus_per_host, dtype=np.int32), n_hosts)
     gpu = asm.nodes(NodeKind.GPU, n_gpus, tier=0, pod=pod, segment=segment, rail=rail, host=host)
-    nic = asm.nodes(NodeKind.NIC, n_gpus, tier=0, pod=pod, segment=segment, rail=rail, host=host)
-    asm.cables(gpu, nic, pcie, latency, LinkKind.PCIE)
+    k = gpus_per_switch
+    if k == 1:
+        nic = asm.nodes(NodeKind.NIC, n_gpus, tier=0, pod=pod, segment=segment, rail=rail,
+                        host=host)
+        asm.cables(gpu, nic, pcie, latency, LinkKind.PCIE)
+    else:
+        first = slice(None, None, k)  # attributes of each switch / NIC: its first GPU's
+        switch = asm.nodes(NodeKind.PCIE_SWITCH, n_gpus // k, tier=0, pod=pod[first],
+                           segment=segment[first], rail=rail[first] // k, host=host[first])
+        shared = asm.nodes(NodeKind.NIC, n_gpus // k, tier=0, pod=pod[first],
+                           segment=segment[first], rail=rail[first] // k, host=host[first])
+        asm.cables(gpu, np.repeat(switch, k), pcie, latency, LinkKind.PCIE)
+        asm.cables(switch, shared, pcie, latency, LinkKind.PCIE)
+        nic = np.repeat(shared, k)
     if gpus_per_host > 1:
         nvswitch = asm.nodes(NodeKind.NVSWITCH, n_hosts, tier=0, pod=host_pod,
                              segment=host_segment,

@@ -235,7 +235,8 @@ def bill_of_materials(fabric: Fabric, units: dict[str, dict[str, float]] | None 
              "backup_hosts": backup_hosts * fabric.gpus_per_host * gpu_w}
     cost = dict(back["cost_usd"])
     out = {k: back[k] for k in ("switches", "switch_ports", "reserved_ports")}
-    out["nic_ports"] = all_gpus * int(fabric.meta.get("ports_per_nic", 1))
+    nics = all_gpus // int(fabric.meta.get("gpus_per_pcie_switch", 1))  # shared NICs
+    out["nic_ports"] = nics * int(fabric.meta.get("ports_per_nic", 1))
     out.update({k: back[k] for k in ("cables", "transceivers", "fibres")})
     front_meta = fabric.meta.get("frontend")
     power["frontend_network"] = cost["frontend_network"] = 0.0

@@ -29,12 +29,19 @@ def dcn_plus(pods: int = 1, segments: int = 4, hosts_per_segment: int = 16,
              aggs_per_pod: int = 8, agg_core_uplinks: int = 64, dual_tor: str = "nonstacked",
              peer_links: int = 1, chip: str = "51.2T", core_ports: int | None = None,
              nvlink: str = "400GB/s", pcie: str = "Gen5x16", hop_latency: str = "1us",
-             host_latency: str = "0.5us") -> Fabric:
+             host_latency: str = "0.5us", gpus_per_pcie_switch: int = 1) -> Fabric:
     """Alibaba DCN+: 3-tier Clos, dual ToR, full bisection, not rail-optimized.
 
     Every NIC of a host connects (port 0 / port 1) to its segment's ToR pair: 16 hosts
     (128 GPUs) per pair, 4 segments (512 GPUs) and 8 Aggs per pod, pods joined by a core
     (32 pods = 16,384 GPUs with 128-port cores). ``dual_tor`` as in :func:`hpn7`.
+    ``gpus_per_pcie_switch = k > 1`` puts every ``k`` GPUs of a host under one PCIe switch
+    with one NIC (``gpus_per_host / k`` NICs per host, each ``ports_per_nic x
+    port_speed``): those GPUs share the switch's ``pcie`` link to the NIC and its ports.
+
+    >>> f = dcn_plus(segments=1, hosts_per_segment=2, gpus_per_pcie_switch=2)
+    >>> int(f.gpu_nic[0] == f.gpu_nic[1]), int(f.gpu_nic[1] == f.gpu_nic[2])
+    (1, 0)
 
     >>> f = dcn_plus(pods=2)
     >>> f.n_gpus, len(f.meta["tiers"]), f.meta["tiers"]["core"]["switches"]
@@ -58,6 +65,7 @@ def dcn_plus(pods: int = 1, segments: int = 4, hosts_per_segment: int = 16,
         core_ports=None if core_ports is None else positive_int(core_ports, "core_ports"),
         peer_links=positive_int(peer_links, "peer_links") if mode == "stacked" else 0,
         **_speeds(port_speed, uplink_speed, chip),
+        gpus_per_pcie_switch=positive_int(gpus_per_pcie_switch, "gpus_per_pcie_switch"),
         **common_speeds(nvlink, pcie, hop_latency, host_latency))
     return build_tiered(spec, dual_tor=mode, dual_plane=False)
 

@@ -127,6 +127,9 @@ def _simai_ids(fabric: Fabric) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
                                          != per_host).any():
         raise InputError("format", "simai export needs GPUs numbered host by host, "
                                    f"{per_host} per host")
+    if np.unique(fabric.gpu_nic).size < fabric.n_gpus:
+        raise InputError("format", "SimAI merges each GPU with its own NIC; this fabric's GPUs "
+                                   "share NICs behind PCIe switches (gpus_per_pcie_switch > 1)")
     if len(nvswitch) == 0 and per_host > 1:
         raise InputError("format", f"simai export needs one NVSwitch per host; this fabric "
                                    f"has {per_host} GPUs per host and none")

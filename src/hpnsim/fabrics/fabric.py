@@ -45,6 +45,7 @@ class NodeKind(IntEnum):
     CORE = 5
     HOST = 6
     STORAGE = 7
+    PCIE_SWITCH = 8   # a host's PCIe switch joining GPUs to a NIC they share (opt-in)
 
 
 #: ``node_network`` values: the training (backend) network and the separate frontend network
@@ -324,18 +325,21 @@ class Fabric(SwitchDistances):
     # --------------------------------------------------------- GPU mapping
     @cached_property
     def _gpu_ports(self) -> tuple[np.ndarray, np.ndarray]:
-        nic_gpu = np.full(self.n_nodes, -1, dtype=np.int64)
-        nic_gpu[self.gpu_nic] = np.arange(self.n_gpus)
+        # by NIC row, then per GPU through gpu_nic: GPUs under one PCIe switch share a NIC
+        nic_row = np.full(self.n_nodes, -1, dtype=np.int64)
+        nics = np.unique(self.gpu_nic)
+        nic_row[nics] = np.arange(nics.size)
         access = np.flatnonzero((self.link_kind == LinkKind.ACCESS)
-                                & (nic_gpu[self.link_src] >= 0))  # not frontend NICs
+                                & (nic_row[self.link_src] >= 0))  # not frontend NICs
         ports = max(int(self.link_port[access].max()) + 1, 1) if len(access) else 1
-        tor = np.full((self.n_gpus, ports), -1, dtype=np.int32)
-        link = np.full((self.n_gpus, ports), -1, dtype=np.int32)
-        gpu = nic_gpu[self.link_src[access]]
+        tor = np.full((nics.size, ports), -1, dtype=np.int32)
+        link = np.full((nics.size, ports), -1, dtype=np.int32)
+        row = nic_row[self.link_src[access]]
         port = self.link_port[access].astype(np.int64)
-        tor[gpu, port] = self.link_dst[access]
-        link[gpu, port] = access
-        return frozen(tor), frozen(link)
+        tor[row, port] = self.link_dst[access]
+        link[row, port] = access
+        gpu_row = nic_row[self.gpu_nic]
+        return frozen(tor[gpu_row]), frozen(link[gpu_row])
 
     @property
     def gpu_tor(self) -> np.ndarray:

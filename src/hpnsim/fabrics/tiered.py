@@ -56,6 +56,7 @@ class TieredSpec:
     segments_field: str = "segments"
     last_pod_segments: int | None = None   # segments of the last pod (None: ``segments``)
     frontend: FrontendSpec | None = None   # HPN frontend network (see frontend.py)
+    gpus_per_pcie_switch: int = 1          # GPUs sharing one PCIe switch and its NIC
     # For port-check errors: builder parameter of each spec field, and the spec values of
     # the builder's defaults. A switch over its chip budget then names the parameter that
     # pushes it over (see _check_switch); without them the error names hosts_field
@@ -97,7 +98,8 @@ def _shape(s: TieredSpec) -> tuple[int, int, int]:
 def _tor_ports(s: TieredSpec) -> dict[str, tuple[float, float]]:
     """Port groups of one ToR: (ports, speed)."""
     groups = _shape(s)[0]
-    host_ports = (s.gpus_per_host // groups) * (s.ports_per_nic // s.sides)
+    nics = s.gpus_per_host // s.gpus_per_pcie_switch
+    host_ports = (nics // groups) * (s.ports_per_nic // s.sides)
     return {"down": (s.hosts * host_ports, s.port_speed),
             "backup": (s.backups * host_ports, s.port_speed),
             "up": (s.tor_uplinks, s.up_speed), "peer": (s.peer_links, s.up_speed)}
@@ -159,11 +161,25 @@ def _check_switch(s: TieredSpec, tier: str, ports, fields: tuple[str, ...],
                                f"set by {', '.join(names)} ({why}): {fix}")
 
 
+def _check_pcie_switches(s: TieredSpec) -> None:
+    """Refuse a PCIe switch layout the host cannot have (before anything is built)."""
+    k = s.gpus_per_pcie_switch
+    if k == 1:
+        return
+    if s.gpus_per_host % k:
+        raise InputError("gpus_per_pcie_switch", f"must divide gpus_per_host="
+                                                 f"{s.gpus_per_host}, got {k}")
+    if s.rail_optimized:
+        raise InputError("gpus_per_pcie_switch", "shared PCIe switches are modelled on "
+                                                 "non-rail-optimized fabrics only; use 1")
+
+
 def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     """Build the fabric described by ``spec`` after checking every switch's ports."""
     s = spec
     groups, planes, _ = _shape(s)
     tor_ports_per_nic = s.ports_per_nic // s.sides
+    _check_pcie_switches(s)
     if s.tor_uplinks % s.aggs_per_plane:
         raise InputError("tor_uplinks", f"must be a multiple of the Aggs per plane "
                                         f"({s.aggs_per_plane}), got {s.tor_uplinks}")
@@ -183,8 +199,10 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     if PLAN_ONLY.get():
         raise Planned(n_segments * s.hosts * s.gpus_per_host)
     seg_of_host = np.repeat(np.arange(n_segments, dtype=np.int32), s.hosts)
+    k = s.gpus_per_pcie_switch
     gpu, nic = add_hosts(asm, seg_of_host // s.segments, seg_of_host % s.segments,
-                         s.gpus_per_host, nvlink=s.nvlink, pcie=s.pcie, latency=s.host_latency)
+                         s.gpus_per_host, nvlink=s.nvlink, pcie=s.pcie, latency=s.host_latency,
+                         gpus_per_switch=k)
 
     # ToRs, ordered (pod, segment, group, side)
     per_seg = groups * s.sides
@@ -199,8 +217,8 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     group_of_gpu = g % s.gpus_per_host if s.rail_optimized else 0
     first_tor = tor[0] + ((g // s.gpus_per_host) // s.hosts * groups + group_of_gpu) * s.sides
     bonded = tor_ports_per_nic * s.port_speed
-    for side in range(s.sides):
-        asm.cables(nic, first_tor + side, bonded, lat, LinkKind.ACCESS,
+    for side in range(s.sides):  # one cable per NIC: a shared NIC's first GPU's ToR
+        asm.cables(nic[::k], first_tor[::k] + side, bonded, lat, LinkKind.ACCESS,
                    port=side if s.sides > 1 else 0)
     if s.peer_links and s.sides == 2:
         asm.cables(tor[0::2], tor[1::2], s.peer_links * s.up_speed, lat, LinkKind.PEER)
@@ -239,6 +257,8 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
         "nic_bandwidth": s.ports_per_nic * s.port_speed, "tiers": tiers,
         "uplinks_built": {"tor": True, "agg": s.pods > 1},
     })
+    if k > 1:
+        meta["gpus_per_pcie_switch"] = k
     return asm.finish(gpu, nic, meta)
 
 

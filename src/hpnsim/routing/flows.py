@@ -211,9 +211,10 @@ class FlowBatch:
         return np.where(usable.any(axis=1), nth_true(usable, choice % count), 0)
 
     def head(self, port: np.ndarray | None) -> np.ndarray:
-        """(n, 4) in-host links before the switch walk: NVLink to relay, PCIe, ACCESS."""
+        """(n, 5) in-host links before the switch walk: NVLink to relay, PCIe, PCIe switch
+        -> NIC (-1 without a shared PCIe switch), ACCESS."""
         t, n = self.t, self.n
-        head = np.full((n, 4), -1, dtype=np.int32)
+        head = np.full((n, 5), -1, dtype=np.int32)
         in_host = self.intra & (self.src != self.dst)
         nv = in_host | self.via_relay
         far = np.where(in_host, self.dst, self.relay)
@@ -221,12 +222,15 @@ class FlowBatch:
         head[nv, 1] = t.nvlink_down[far[nv]]
         out = ~self.intra
         head[out, 2] = t.pcie_up[self.relay[out]]
+        head[out, 3] = t.switch_up[self.relay[out]]
         if port is not None:
-            head[out, 3] = t.access_up[self.relay[out], port[out]]
+            head[out, 4] = t.access_up[self.relay[out], port[out]]
         return head
 
     def tail(self) -> np.ndarray:
-        """(n, 1) in-host link after the network: PCIe NIC -> GPU (-1 inside a host)."""
-        tail = np.full((self.n, 1), -1, dtype=np.int32)
-        tail[~self.intra, 0] = self.t.pcie_down[self.dst[~self.intra]]
+        """(n, 2) in-host links after the network: NIC -> PCIe switch (-1 without one),
+        PCIe to the GPU (-1 inside a host)."""
+        tail = np.full((self.n, 2), -1, dtype=np.int32)
+        tail[~self.intra, 0] = self.t.switch_down[self.dst[~self.intra]]
+        tail[~self.intra, 1] = self.t.pcie_down[self.dst[~self.intra]]
         return tail

@@ -81,7 +81,7 @@ def spray_policy(flows: FlowBatch, options: dict) -> Paths:
         i = int(np.flatnonzero(~ok)[0])
         raise InputError("dst", f"GPU {int(dst[i])} is unreachable from GPU {int(relay[i])}")
     # per flow: NVLink/PCIe head, one ACCESS entry per port used, its pattern, PCIe tail
-    head = flows.head(None)[:, :3]
+    head = flows.head(None)[:, :4]
     access = np.full((flows.n, t.ports), -1, dtype=np.int32)
     access_w = np.zeros((flows.n, t.ports))
     access[out] = np.where(frac > 0, t.access_up[relay], -1)
@@ -91,7 +91,7 @@ def spray_policy(flows: FlowBatch, options: dict) -> Paths:
     exit_down = np.full((flows.n, t.ports), -1, dtype=np.int32)
     exit_down[out] = down
     ptr_all, links_all, weight_all = assemble(head, access, access_w, pattern_of, uptr, ulinks,
-                                              uweight, exit_down, flows.tail()[:, 0])
+                                              uweight, exit_down, flows.tail())
     port = np.full(flows.n, -1, dtype=np.int64)
     if forced is not None:
         port[out] = forced[out]
@@ -112,7 +112,8 @@ def assemble(head, access, access_w, pattern_of, uptr, ulinks, uweight, exit_dow
             count += access[i, k] >= 0
         if pattern_of[i] >= 0:
             count += uptr[pattern_of[i] + 1] - uptr[pattern_of[i]]
-        count += tail[i] >= 0
+        for k in range(tail.shape[1]):
+            count += tail[i, k] >= 0
         ptr[i + 1] = ptr[i] + count
     links = np.empty(ptr[n], dtype=np.int32)
     weight = np.empty(ptr[n], dtype=np.float64)
@@ -133,8 +134,10 @@ def assemble(head, access, access_w, pattern_of, uptr, ulinks, uweight, exit_dow
                 links[pos] = exit_down[i, -link - 1] if link < 0 else link
                 weight[pos] = uweight[e]
                 pos += 1
-        if tail[i] >= 0:
-            links[pos], weight[pos] = tail[i], 1.0
+        for k in range(tail.shape[1]):
+            if tail[i, k] >= 0:
+                links[pos], weight[pos] = tail[i, k], 1.0
+                pos += 1
     return ptr, links, weight
 
 

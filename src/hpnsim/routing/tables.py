@@ -39,8 +39,10 @@ class RoutingTables:
     gpu_tor: np.ndarray       # int32 (n_gpus, ports): ToR behind each NIC port, -1 if none
     access_up: np.ndarray     # int32 (n_gpus, ports): NIC -> ToR link per port
     access_down: np.ndarray   # int32 (n_gpus, ports): ToR -> NIC link per port
-    pcie_up: np.ndarray       # int32 (n_gpus,): GPU -> NIC
-    pcie_down: np.ndarray     # int32 (n_gpus,): NIC -> GPU
+    pcie_up: np.ndarray       # int32 (n_gpus,): GPU -> NIC (GPU -> PCIe switch if one)
+    pcie_down: np.ndarray     # int32 (n_gpus,): NIC -> GPU (PCIe switch -> GPU if one)
+    switch_up: np.ndarray     # int32 (n_gpus,): PCIe switch -> shared NIC, -1 if none
+    switch_down: np.ndarray   # int32 (n_gpus,): shared NIC -> PCIe switch, -1 if none
     nvlink_up: np.ndarray     # int32 (n_gpus,): GPU -> NVSwitch, -1 if none
     nvlink_down: np.ndarray   # int32 (n_gpus,): NVSwitch -> GPU, -1 if none
     gpu_host: np.ndarray      # int32 (n_gpus,)
@@ -176,6 +178,15 @@ def _all_up_tables(fabric: Fabric) -> RoutingTables:
     nvswitch = np.where(nvlink_up >= 0, fabric.link_dst[nvlink_up], -1)
     nvlink_down = fabric.link_ids(nvswitch, gpu)
 
+    pcie_up, pcie_down = fabric.link_ids(gpu, nic), fabric.link_ids(nic, gpu)
+    # GPUs that share a NIC reach it through their PCIe switch: GPU -> switch -> NIC
+    switch = np.where(pcie_up < 0, fabric.link_dst[_first_link_of_kind(fabric, gpu,
+                                                                        LinkKind.PCIE)], -1)
+    switch_up, switch_down = fabric.link_ids(switch, nic), fabric.link_ids(nic, switch)
+    bridged = switch_up >= 0
+    pcie_up = np.where(bridged, fabric.link_ids(gpu, switch), pcie_up).astype(np.int32)
+    pcie_down = np.where(bridged, fabric.link_ids(switch, gpu), pcie_down).astype(np.int32)
+
     host = fabric.node_host[gpu].astype(np.int32)
     rail = fabric.node_rail[gpu].astype(np.int32)
     n_hosts = int(host.max()) + 1 if len(host) else 0
@@ -188,7 +199,7 @@ def _all_up_tables(fabric: Fabric) -> RoutingTables:
         sw_ptr=sw_ptr, sw_links=order, pair_keys=pair[by_pair], pair_links=order[by_pair],
         row=row, distance=fabric.switch_distance,
         gpu_tor=fabric.gpu_tor.astype(np.int32), access_up=access_up, access_down=access_down,
-        pcie_up=fabric.link_ids(gpu, nic), pcie_down=fabric.link_ids(nic, gpu),
+        pcie_up=pcie_up, pcie_down=pcie_down, switch_up=switch_up, switch_down=switch_down,
         nvlink_up=nvlink_up, nvlink_down=nvlink_down, gpu_host=host, gpu_rail=rail,
         host_rail_gpu=host_rail_gpu,
         ip=(0x0A000000 + (nic.astype(np.int64) & 0xFFFFFF)),
