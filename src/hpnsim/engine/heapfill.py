@@ -22,6 +22,7 @@ def _less(key, a, b):
 
 @njit(cache=True)
 def _sift_down(heap, pos, key, i, n):
+    # callers pass np.int64 indices: a literal 0 would compile another specialisation
     item = heap[i]
     while True:
         c = 2 * i + 1
@@ -93,7 +94,7 @@ def fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws):
         lk = loc_links[j]
         key[j] = max(rem[lk] + rem_lo[lk], 0.0) / (denom[j] + denom_lo[j])
     for i in range(nl // 2 - 1, -1, -1):
-        _sift_down(heap, pos, key, i, nl)
+        _sift_down(heap, pos, key, np.int64(i), np.int64(nl))
     stale = np.zeros(nl, dtype=np.bool_)
     frozen = np.zeros(n_act, dtype=np.bool_)
     hn = nl
@@ -108,7 +109,7 @@ def fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws):
             else:
                 lk = loc_links[j]
                 key[j] = max(rem[lk] + rem_lo[lk], 0.0) / (denom[j] + denom_lo[j])
-            _sift_down(heap, pos, key, 0, hn)
+            _sift_down(heap, pos, key, np.int64(0), np.int64(hn))
             continue
         s = key[j]
         if s == np.inf:
@@ -117,7 +118,7 @@ def fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws):
         if hn > 0:
             heap[0] = heap[hn]
             pos[heap[0]] = 0
-            _sift_down(heap, pos, key, 0, hn)
+            _sift_down(heap, pos, key, np.int64(0), np.int64(hn))
         for k in range(lv_ptr[j], lv_ptr[j + 1]):
             i = lv_pos[k]
             if frozen[i]:

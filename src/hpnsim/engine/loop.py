@@ -44,6 +44,8 @@ from hpnsim.engine.taskgraph import DELAY
 #: completions closer than this (relative) to the event time are handled in the same event
 REL_TOL = 1e-12
 
+# passed to heap_push as np.int64(...): numba types a bare constant argument as a literal
+# and would compile heap_push once per constant (issue 21, cold start)
 _READY, _FLOW, _DELAY_DONE = 0, 1, 2
 
 
@@ -68,7 +70,7 @@ def push_ready(s, tasks, times):
     hn = s.count[HEAP_N]
     ht, ha, hb = s.ht, s.ha, s.hb
     for i in range(tasks.shape[0]):
-        hn = heap_push(ht, ha, hb, hn, times[i], tasks[i], _READY)
+        hn = heap_push(ht, ha, hb, hn, times[i], tasks[i], np.int64(_READY))
     s.count[HEAP_N] = hn
 
 
@@ -112,7 +114,7 @@ def _finish(status, finish, remaining, succ_ptr, succ, waiting, release, ht, ha,
         u = succ[k]
         waiting[u] -= 1
         if waiting[u] == 0:
-            hn = heap_push(ht, ha, hb, hn, max(release[u], t), u, _READY)
+            hn = heap_push(ht, ha, hb, hn, max(release[u], t), u, np.int64(_READY))
     return hn
 
 
@@ -203,9 +205,9 @@ def fire_timed_events(s, t_lim):
             start[v] = te
             status[v] = STARTED
             if kind[v] == DELAY:
-                hn = heap_push(ht, ha, hb, hn, te + amount[v], v, _DELAY_DONE)
+                hn = heap_push(ht, ha, hb, hn, te + amount[v], v, np.int64(_DELAY_DONE))
             else:
-                hn = heap_push(ht, ha, hb, hn, te + latency[v], v, _FLOW)
+                hn = heap_push(ht, ha, hb, hn, te + latency[v], v, np.int64(_FLOW))
         elif what == _FLOW and amount[v] > 0.0 and ptr[v + 1] > ptr[v]:
             status[v] = FLOWING
             last_t[v] = te

@@ -68,6 +68,13 @@ def tier_codes(options: dict, hashed_tiers=(1, 2, 3)) -> np.ndarray:
     return codes
 
 
+def _readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` marked read-only, as the routing tables' own arrays are: :func:`walk_one` then
+    compiles once for ECMP and precise routing alike (numba types read-only arrays apart)."""
+    a.flags.writeable = False
+    return a
+
+
 def walk(flows: FlowBatch, port: np.ndarray, keys: np.ndarray, codes: np.ndarray,
          seeds: np.ndarray, subset: np.ndarray) -> np.ndarray:
     """Switch links (padded table) of the flows in ``subset`` leaving on NIC ``port``.
@@ -78,7 +85,7 @@ def walk(flows: FlowBatch, port: np.ndarray, keys: np.ndarray, codes: np.ndarray
     t, fabric = flows.t, flows.fabric
     relay, dst, port = flows.relay[subset], flows.dst[subset], port[subset]
     table, status = ecmp_walk(t.gpu_tor[relay, port], flows.targets(subset),
-                              t.access_down[dst], keys[subset], dst.astype(np.int64),
+                              _readonly(t.access_down[dst]), keys[subset], dst.astype(np.int64),
                               t.topo(fabric), codes, seeds, t.max_hops + 2,
                               t.base_topo() if (codes[1:4] < 0).any() else None)
     stuck = np.flatnonzero(status)
@@ -86,8 +93,8 @@ def walk(flows: FlowBatch, port: np.ndarray, keys: np.ndarray, codes: np.ndarray
         b = t.base
         table[stuck], status[stuck] = ecmp_walk(
             b.gpu_tor[relay[stuck], port[stuck]], flows.targets(subset[stuck], base=True),
-            b.access_down[dst[stuck]], keys[subset[stuck]], dst[stuck].astype(np.int64),
-            b.topo(fabric), codes, seeds, t.max_hops + 2)
+            _readonly(b.access_down[dst[stuck]]), keys[subset[stuck]], dst[stuck].astype(np.int64),
+            b.topo(fabric), codes, seeds, t.max_hops + 2, None)
     bad = np.flatnonzero(status)
     if bad.size:
         i = bad[0]

@@ -32,6 +32,10 @@ from hpnsim.routing.hashing import hash_row
 
 UNREACHABLE = 1 << 30
 
+# Calls between kernels pass integers as np.int64(...): numba types a constant (or a
+# variable it infers to be one) as a literal and compiles the callee once per literal and
+# per int32/int64 mix, which a fresh install pays for in compile time (issue 21).
+
 
 @njit(cache=True)
 def max_out_degree(sw_ptr):
@@ -135,7 +139,7 @@ def _fixed_pick(cur, targets, dst_code, code, key, seeds, row, link_dst, cached,
     b_tags, b_counts, b_cached = base_cache
     d = target_distance(cur, targets, row, b_distance)
     if d < UNREACHABLE and d > 0:
-        b_slot = cached_candidates(cur, d, targets, b_ptr, b_links, link_dst, row,
+        b_slot = cached_candidates(np.int64(cur), np.int64(d), targets, b_ptr, b_links, link_dst, row,
                                    b_distance, b_keys, b_pair_links, row.shape[0], b_tags,
                                    b_counts, b_cached)
         if b_counts[b_slot] > 0:
@@ -174,7 +178,7 @@ def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, off
                     count += 1
             pick = 0
             if count > 1:
-                pick = np.int64(hash_row(4, key, seeds[cur])) % count
+                pick = np.int64(hash_row(np.int64(4), key, seeds[cur])) % count
             for p in range(targets.shape[0]):
                 if targets[p] == cur:
                     if pick == 0:
@@ -182,7 +186,7 @@ def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, off
                         break
                     pick -= 1
             return 0
-        slot = cached_candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance,
+        slot = cached_candidates(np.int64(cur), np.int64(d), targets, sw_ptr, sw_links, link_dst, row, distance,
                                  pair_keys, pair_links, row.shape[0], tags, counts, cached)
         count = counts[slot]
         if count == 0:
@@ -227,10 +231,11 @@ def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, topo, tier_code, seeds,
     if base is None:
         for i in range(n):
             status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i],
-                                 topo, tier_code, seeds, table[i], 0, cache)
+                                 topo, tier_code, seeds, table[i], np.int64(0), cache)
     else:
         base_cache = candidate_cache(dst_tors.shape[1], max_out_degree(base[0]))
         for i in range(n):
             status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i],
-                                 topo, tier_code, seeds, table[i], 0, cache, base, base_cache)
+                                 topo, tier_code, seeds, table[i], np.int64(0), cache, base,
+                                 base_cache)
     return table, status

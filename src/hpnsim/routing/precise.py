@@ -104,7 +104,7 @@ def precise_select(relay, dst, seed, base_sport, forced_port, ports, targets, gp
             row[:] = -1
             row[0] = access_up[r, port]
             status = walk_one(gpu_tor[r, port], targets[i], access_down[d], key, d, topo,
-                              tier_code, seeds, row, 1, cache)
+                              tier_code, seeds, row, np.int64(1), cache)
             if status != 0:
                 continue
             worst = 0.0

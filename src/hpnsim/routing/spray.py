@@ -145,7 +145,10 @@ def assemble(head, access, access_w, pattern_of, uptr, ulinks, uweight, exit_dow
 def _spray_flow(i, start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst, row,
                 distance, pair_keys, pair_links, tags, counts, cached, acc, pending, out_links,
                 out_weight, pos, fill):
-    """Per-packet spraying of flow i: split evenly at every switch, merge at every node."""
+    """Per-packet spraying of flow i: split evenly at every switch, merge at every node.
+
+    ``pos`` and ``fill`` come as np.int64 and np.bool_ (not literals: one compile).
+    """
     targets = dst_tors[i]
     n_pending = 0
     top = -1
@@ -181,7 +184,7 @@ def _spray_flow(i, start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link
                             out_weight[pos] = share / count
                         pos += 1
                 continue
-            slot = cached_candidates(node, level, targets, sw_ptr, sw_links, link_dst, row,
+            slot = cached_candidates(np.int64(node), np.int64(level), targets, sw_ptr, sw_links, link_dst, row,
                                       distance, pair_keys, pair_links, acc.shape[0], tags,
                                       counts, cached)
             count = counts[slot]
@@ -227,7 +230,7 @@ def spray_walk(start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst
         c = _spray_flow(i, start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst,
                         row, distance, pair_keys, pair_links, tags, counts, cached, acc,
                         pending, dummy_l,
-                        dummy_w, 0, False)
+                        dummy_w, np.int64(0), np.bool_(False))
         if c < 0:
             ok[i] = False
             c = 0
@@ -242,5 +245,5 @@ def spray_walk(start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst
             _spray_flow(i, start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst,
                         row, distance, pair_keys, pair_links, tags, counts, cached, acc,
                         pending, links,
-                        weight, ptr[i], True)
+                        weight, ptr[i], np.bool_(True))
     return ptr, links, weight, ok
