@@ -40,6 +40,7 @@ class PacketCollectiveResult(CollectiveResult):
     watch, sample_times, samples : watched link ids, sample times (s) and their queues
         (bytes, one column per watched link).
     params : the packet parameters in effect.
+    ring_step_end : end (s) of each simulated step, per ring (one per channel and QP).
     """
 
     engine: str = "packet"
@@ -63,6 +64,7 @@ class PacketCollectiveResult(CollectiveResult):
     params: dict = field(default_factory=dict, repr=False)
     watch_names: list = field(default_factory=list, repr=False)
     watch_chosen: bool = False
+    ring_step_end: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
 
     def to_dict(self) -> dict:
         """:meth:`CollectiveResult.to_dict` plus ``engine`` and a ``packet`` section."""

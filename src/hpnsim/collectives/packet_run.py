@@ -378,7 +378,7 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
         paths=[x for p in plans for x in p.paths])       # one wave: every stage starts at once
     max_flows, collisions = concurrent_link_flows(together, fabric, state)
     ports = _ports(fabric, res, switch_of)
-    return PacketCollectiveResult(
+    result = PacketCollectiveResult(
         op=op, algo=plan.algo, protocol=plan.protocol, routing=options.routing,
         n_gpus=n_gpus, size=float(size), time=time, algbw=algbw,
         busbw=algbw * busbw_factor(op, n_gpus),
@@ -397,6 +397,22 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
         paused_time=float(res.paused_time.sum()), drops=int(res.drops.sum()), ports=ports,
         watch=watch, sample_times=res.sample_times, samples=res.samples, params=res.params,
         watch_names=[fabric.link_name(int(k)) for k in watch], watch_chosen=bool(run.watch))
+    result.ring_step_end = _ring_step_end(rings, res.finish, ring_run.steps_simulated)
+    return result
+
+
+def _ring_step_end(rings, finish, k: int) -> np.ndarray:
+    """End of each simulated step per ring (rings x k): the flows of
+    :func:`~hpnsim.packet.ring.ring_flows` come ring by ring, step by step, each step of
+    ring g as ``chunks x (legs of its ranks)`` flows."""
+    legs = np.array([sum(len(p) if isinstance(p, tuple) else 1 for p in ring)
+                     for ring in rings], dtype=np.int64)
+    chunks = len(finish) // (k * int(legs.sum()))
+    per_step = np.repeat(legs * chunks, k)                  # (ring, step) blocks in order
+    block = np.repeat(np.arange(per_step.size), per_step)
+    ends = np.full(per_step.size, -np.inf)
+    np.maximum.at(ends, block, np.asarray(finish, dtype=np.float64))
+    return ends.reshape(len(rings), k)
 
 
 def _ports(fabric, res, switch_of) -> list[dict]:

@@ -1,0 +1,89 @@
+"""Several ring collectives in one packet run, each measured
+(:func:`run_groups_packet`): the HPN paper's Multi-AllReduce (one all-reduce per rail, all at
+once) and a scenario's ``together:`` collectives under ``engine: packet``.
+
+:func:`~hpnsim.collectives.packet_run.run_together_packet` runs the groups' rings in one
+packet simulation, so they meet in the same queues. Each group's time is when its own rings
+ended their last step: simulated, or, in the windowed mode, its last simulated step end plus
+the steps left at its own last per-step time (when the run's per-step time had not settled,
+at least the run's extrapolation rate). Each group's result carries the counters, ports and
+queues of the shared run; the slowest group is what a synchronous job waits for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from hpnsim.collectives.ops import busbw_factor
+from hpnsim.collectives.packet_result import PacketCollectiveResult
+from hpnsim.collectives.packet_run import PacketRun, run_together_packet
+
+__all__ = ["group_network_times", "run_groups_packet"]
+
+
+def group_network_times(shared: PacketCollectiveResult, sizes: list[int]) -> list[float]:
+    """Network time of each group of a shared run whose rings are, in order, ``sizes[j]``
+    rings per group (see the module docstring).
+
+    >>> from types import SimpleNamespace as S
+    >>> ends = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 5.0]])
+    >>> run = S(ring_step_end=ends, steps=5, steps_simulated=3, stable=True,
+    ...         network_time=9.0)
+    >>> group_network_times(run, [1, 1])              # 3 + 2 x 1 and 5 + 2 x 2
+    [5.0, 9.0]
+    """
+    ends = np.asarray(shared.ring_step_end, dtype=np.float64)
+    k, left = shared.steps_simulated, shared.steps - shared.steps_simulated
+    last = ends[:, -1].max()
+    rate = (shared.network_time - last) / left if left else 0.0
+    out, start = [], 0
+    for n in sizes:
+        g = ends[start:start + n].max(axis=0)
+        start += n
+        if not left:
+            out.append(float(g[-1]))
+            continue
+        dt = g[-1] - g[-2] if k >= 2 else g[-1]
+        out.append(float(g[-1] + left * (dt if shared.stable else max(dt, rate))))
+    return out
+
+
+def run_groups_packet(fabric, op: str, groups, size: float, options=None,
+                      run: PacketRun = PacketRun(), *, state=None,
+                      **keywords) -> list[PacketCollectiveResult]:
+    """Ring collectives of one operation and size on ``groups`` (lists of GPUs of one size),
+    run together as packets; one result per group, in order, each with its own time, algbw
+    and busbw and the shared run's counters (ECN marks, CNPs, PFC pauses, queues, ports).
+    Arguments as :func:`~hpnsim.collectives.packet_run.run_together_packet`; the work
+    estimate (``run.max_packets``) covers every group together.
+
+    Examples
+    --------
+    Four hosts of one HPN segment, one all-reduce per rail: rail r uses NIC r and ToR pair
+    r only, so every rail runs as fast as one rail alone.
+
+    >>> from hpnsim.collectives.concurrent import rail_groups
+    >>> from hpnsim.collectives.packet_run import run_collective_packet
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
+    >>> groups = [g.tolist() for g in rail_groups(range(32), 8)]
+    >>> rails = run_groups_packet(f, "allreduce", groups, 2**26, algo="ring",
+    ...                           routing="hpn_dual_plane")
+    >>> alone = run_collective_packet(f, "allreduce", groups[0], 2**26, algo="ring",
+    ...                               routing="hpn_dual_plane")
+    >>> len(rails), max(abs(r.busbw / alone.busbw - 1) for r in rails) < 0.01
+    (8, True)
+    """
+    shared = run_together_packet(fabric, op, groups, size, options, run, state=state,
+                                 **keywords)
+    per_group = shared.n_groups // len(groups)
+    times = group_network_times(shared, [per_group] * len(groups))
+    out = []
+    for gpus, network in zip(groups, times, strict=True):
+        time = network + shared.nccl_latency
+        algbw = size / time if time > 0 else np.inf
+        out.append(replace(shared, time=time, network_time=network, algbw=algbw,
+                           busbw=algbw * busbw_factor(shared.op, len(gpus))))
+    return out
