@@ -36,6 +36,7 @@ from hpnsim.engine import simulate
 from hpnsim.errors import InputError
 from hpnsim.results import CollectiveRun, JobResult, RunResult
 from hpnsim.scenario.collectives import scenario_options
+from hpnsim.scenario.groups import _gathered, _members, collective_nccl
 from hpnsim.scenario.prepare import (
     PreparedScenario,
     allocate,
@@ -349,7 +350,9 @@ def _collective_runs(scenario, fabric, nccl, say, lines=None) -> list[Collective
 
     engine = scenario.engine
     if engine is not None and engine.kind == "packet":
-        return _packet_runs(scenario, fabric, nccl, say, lines or {})
+        from hpnsim.scenario.packet_runs import packet_runs
+
+        return packet_runs(scenario, fabric, nccl, say, lines or {})
     done: dict[int, CollectiveRun] = {}
     for i, spec in enumerate(scenario.collectives):
         if i in done:
@@ -368,81 +371,14 @@ def _collective_runs(scenario, fabric, nccl, say, lines=None) -> list[Collective
     return [done[i] for i in range(len(scenario.collectives))]
 
 
-def _packet_runs(scenario, fabric, nccl, say, lines) -> list[CollectiveRun]:
-    """Every collective through the packet engine
-    (:func:`~hpnsim.collectives.packet_run.run_collective_packet`), each alone, size by size;
-    every collective's largest size is checked first (ring, operation, packet budget), so a
-    refusal comes before anything runs. Errors name ``collectives[i].<key>`` or ``engine``."""
-    from hpnsim.collectives.packet_run import check_collective_packet, run_collective_packet
-    from hpnsim.units import format_bytes
-
-    def named(i, exc):
-        key = "engine.max_packets" if exc.field == "max_packets" else \
-            f"collectives[{i}].{exc.field}"
-        path = ("engine", "max_packets") if exc.field == "max_packets" else \
-            ("collectives", i, exc.field)
-        return located(InputError(key, exc.message), lines, path)
-
-    run_ = scenario.engine.packet_run(fabric)
-    plans = []
-    for i, spec in enumerate(scenario.collectives):
-        if spec.per_rail or spec.together:
-            key = "per_rail" if spec.per_rail else "together"
-            raise located(InputError(f"collectives[{i}].{key}", "the packet engine runs one "
-                                     "collective at a time; remove it or use engine: flow"),
-                          lines, ("collectives", i, key))
-        options = spec.options(scenario_options(scenario, collective_nccl(scenario, spec, nccl)))
-        gpus = spec.group(fabric.n_gpus)
-        try:
-            check_collective_packet(fabric, spec.op, gpus, max(spec.sizes), options, run_)
-        except InputError as exc:
-            raise named(i, exc) from None
-        plans.append((spec, options, gpus))
-    out = []
-    for i, (spec, options, gpus) in enumerate(plans):
-        results = []
-        for k, size in enumerate(spec.sizes):
-            say(f"{spec.name}: {spec.op} on {len(gpus):,} GPUs as packets, size {k + 1}/"
-                f"{len(spec.sizes)} ({format_bytes(size)})")
-            try:
-                results.append(run_collective_packet(fabric, spec.op, gpus, size, options,
-                                                     run_))
-            except InputError as exc:
-                raise named(i, exc) from None
-        out.append(CollectiveRun(name=spec.name, gpus=gpus, results=results))
-    return out
-
-
-def collective_nccl(scenario, spec, calibrated=None):
-    """NCCL parameters of a scenario collective: the calibration if any, else those of its
-    ``gpu``, else of the jobs' GPU (one kind), else None (NCCL's generic parameters)."""
-    from hpnsim.collectives.nccl import NcclParams
-
-    if calibrated is not None:
-        return calibrated
-    kinds = {job.gpu for job in scenario.jobs}
-    gpu = spec.gpu or (kinds.pop() if len(kinds) == 1 else None)
-    return NcclParams.for_gpu(gpu) if gpu else None
-
-
 def _run_together(scenario, fabric, i: int, nccl, say, lines) -> dict[int, CollectiveRun]:
     """Collective ``i`` and those with its ``together`` label (or its rails, ``per_rail``),
     size by size in one simulation each: ``{index: CollectiveRun}``."""
-    from hpnsim.collectives.concurrent import Together, rail_groups, run_together, slowest
+    from hpnsim.collectives.concurrent import Together, run_together
 
     specs = scenario.collectives
     lead = specs[i]
-    if lead.per_rail:
-        try:
-            groups = [g.tolist() for g in rail_groups(lead.group(fabric.n_gpus),
-                                                      fabric.gpus_per_host)]
-        except InputError as exc:
-            raise located(InputError("", exc.message), lines,
-                          ("collectives", i, "gpus")) from None
-        members = [(i, g) for g in groups]
-    else:
-        members = [(j, s.group(fabric.n_gpus)) for j, s in enumerate(specs)
-                   if s.together == lead.together]
+    members = _members(scenario, fabric, i, lines)
     base = scenario_options(scenario, collective_nccl(scenario, lead, nccl))
     per_member: list[list] = [[] for _ in members]
     for k, size in enumerate(lead.sizes):
@@ -451,15 +387,7 @@ def _run_together(scenario, fabric, i: int, nccl, say, lines) -> dict[int, Colle
         batch = [Together(specs[j].op, g, size, specs[j].overrides()) for j, g in members]
         for out, r in zip(per_member, run_together(fabric, batch, base), strict=True):
             out.append(r)
-    if lead.per_rail:
-        rails = [CollectiveRun(name=f"{lead.name}/rail{int(g[0]) % fabric.gpus_per_host}",
-                               gpus=g, results=res)
-                 for (_, g), res in zip(members, per_member, strict=True)]
-        worst = [slowest([res[k] for res in per_member]) for k in range(len(lead.sizes))]
-        return {i: CollectiveRun(name=lead.name, gpus=lead.group(fabric.n_gpus),
-                                 results=worst, groups=rails)}
-    return {j: CollectiveRun(name=specs[j].name, gpus=g, results=res)
-            for (j, g), res in zip(members, per_member, strict=True)}
+    return _gathered(scenario, fabric, i, members, per_member)
 
 
 def _echo(scenario) -> dict:
