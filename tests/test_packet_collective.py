@@ -168,8 +168,9 @@ def test_cli_show_params_names_sources_and_the_users_file(tmp_path):
     (["--engine", "packet", "--sizes", "1M,1G", "--max-packets", "1e5"], "error: "
      "--max-packets: the run would simulate ~2.36e+06 packet hops, over the limit 1e+05: "
      "raise --max-packets"),
-    (["--engine", "packet", "--per-rail", "--sizes", "1M"], "error: --per-rail: the packet "
-     "engine runs one collective at a time"),
+    (["--engine", "packet", "--per-rail", "--sizes", "1M,1G", "--max-packets", "5e6"],
+     "error: --max-packets: the run would simulate ~8.39e+06 packet hops (8 collectives "
+     "together), over the limit 5e+06"),
     (["--engine", "packet", "--packet-params", "/nonexistent.yaml"], "error: --packet-params: "
      "cannot read /nonexistent.yaml"),
     (["--engine", "packet", "--watch", "nope", "--sizes", "1M"], "error: --watch: no link "

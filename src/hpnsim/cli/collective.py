@@ -201,7 +201,8 @@ def register(app: typer.Typer) -> None:
                                       "(the selected GPUs with the same local index on every "
                                       "host), all run together (the HPN paper's "
                                       "Multi-AllReduce): busbw of the slowest, and each "
-                                      "rail's."),
+                                      "rail's; with --engine packet, all rails in one packet "
+                                      "run (shared queues and counters)."),
         gpu: str = typer.Option(None, "--gpu", help="GPU model (a100, h100, h200, h800, "
                                 "b200): NCCL's parameters for it (NVLS on Hopper) and its "
                                 "NVLink bandwidth; default: NCCL's generic parameters."),
@@ -209,7 +210,8 @@ def register(app: typer.Typer) -> None:
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
         engine: str = typer.Option("flow", "--engine", help="flow (max-min, default) or "
                                    "packet (queues, ECN, PFC, DCQCN; ring all-reduce, "
-                                   "all-gather, reduce-scatter; docs/packet.md)."),
+                                   "all-gather, reduce-scatter, --per-rail too; "
+                                   "docs/packet.md)."),
         packet_params: str = typer.Option(None, "--packet-params", help="packet: YAML file "
                                           "of parameters (optional preset: connectx, "
                                           "dcqcn_paper, simai; field overrides)."),
