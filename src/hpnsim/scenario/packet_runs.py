@@ -75,7 +75,7 @@ def _alone(fabric, i, spec, options, gpus, run_, named):
 
 def _packet_batch(scenario, fabric, i: int, nccl, run_, named, lines):
     """Collective ``i`` with its rails (``per_rail``) or its ``together`` partners, checked
-    for one packet run (one operation, size sweep, options and group size; the work estimate
+    for one packet run (one operation, options and group size; the work estimate
     of every group together at the largest size); returns ``say -> {index: CollectiveRun}``,
     which runs it size by size."""
     from hpnsim.collectives.packet_groups import run_groups_packet
@@ -87,12 +87,11 @@ def _packet_batch(scenario, fabric, i: int, nccl, run_, named, lines):
     key = "per_rail" if lead.per_rail else "together"
     for j, _ in members:
         other = specs[j]
-        for field_ in ("op", "sizes"):
-            if getattr(other, field_) != getattr(lead, field_):
-                raise located(InputError(f"collectives[{j}].{field_}", f"collectives run "
-                                         f"together as packets share one {field_} (that of "
-                                         f"{lead.name}); use engine: flow"),
-                              lines, ("collectives", j, field_))
+        if other.op != lead.op:         # the sizes are one sweep already (spec.py)
+            raise located(InputError(f"collectives[{j}].op", f"collectives run together as "
+                                     f"packets share one op ({lead.op}, that of "
+                                     f"{lead.name}); use engine: flow"),
+                          lines, ("collectives", j, "op"))
         if other.overrides() != lead.overrides():
             raise located(InputError(f"collectives[{j}].together", f"collectives run together "
                                      f"as packets share their options (algo, protocol, "
