@@ -49,3 +49,39 @@ def test_a_stalled_job_is_drawn_at_zero_during_its_stall():
     assert xs[i - 1] == row["start"] and xs[i + 4] == row["end"]
     # the average over the stall (what was drawn before) is well above 0
     assert 0.0 < row["samples_per_s"] < rate
+
+
+def _size_rows():
+    # two routings give the same curve (NVLink-bound: routing has no say), two are close at
+    # the largest size: the shapes of the quick demo's busbw_by_size rows
+    curves = {("hpn7", "ecmp", "h800"): (0.59, 8.51, 53.41),
+              ("hpn7", "hpn_dual_plane", "h800"): (0.59, 8.51, 53.41),
+              ("dcn_plus", "ecmp", "h800"): (0.59, 8.62, 58.12),
+              ("dcn_plus", "ecmp", "h100"): (0.59, 8.65, 59.57)}
+    return [{"fabric": f, "routing": r, "host_gpu": g, "size": 2.0 ** (20 + 4 * k),
+             "busbw": b[k], "bottleneck_kind": "nvlink" if g == "h800" else "access"}
+            for (f, r, g), b in curves.items() for k in range(3)]
+
+
+def test_busbw_by_size_shows_every_size_every_series_and_apart_labels():
+    from hpnsim.report.collective import busbw_by_size_figure
+    from hpnsim.report.style import size_label
+
+    rows = _size_rows()
+    ax = busbw_by_size_figure(rows, "held").axes[0]
+    sizes = sorted({r["size"] for r in rows})
+    series = [line for line in ax.lines if line.get_linestyle() != "None"]
+    # no series drawn under another: the identical pair is one line, labelled with both
+    assert len(series) == 3
+    drawn = {tuple(line.get_ydata()) for line in series}
+    assert drawn == {(0.59, 8.51, 53.41), (0.59, 8.62, 58.12), (0.59, 8.65, 59.57)}
+    assert all(list(line.get_xdata()) == sizes for line in series)
+    legend = " ".join(t.get_text() for t in ax.figure.legends[0].get_texts())
+    assert "ecmp" in legend and "hpn_dual_plane" in legend and "identical" in legend
+    # every size ticked and labelled
+    assert [t.get_text() for t in ax.get_xticklabels()] == [size_label(s) for s in sizes]
+    # end values 58.1 and 59.6 sit 1.5 GB/s apart: their labels are pushed apart
+    heights = sorted(t.xyann[1] for t in ax.texts)
+    gap = 0.045 * ax.get_ylim()[1]
+    assert all(b - a >= gap - 1e-9 for a, b in zip(heights, heights[1:], strict=False))
+    assert sorted(t.get_text() for t in ax.texts) == ["53.4", "58.1", "59.6"]
