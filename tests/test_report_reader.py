@@ -85,3 +85,30 @@ def test_busbw_by_size_shows_every_size_every_series_and_apart_labels():
     gap = 0.045 * ax.get_ylim()[1]
     assert all(b - a >= gap - 1e-9 for a, b in zip(heights, heights[1:], strict=False))
     assert sorted(t.get_text() for t in ax.texts) == ["53.4", "58.1", "59.6"]
+
+
+def test_scheduler_section_says_they_give_the_same_result_and_why():
+    from hpnsim.demo.parts import cluster
+    from hpnsim.demo.pipeline import DemoConfig
+    from hpnsim.report.cluster import cluster_section
+
+    c = cluster(DemoConfig.quick(), lambda _: None)
+    none, crux = c["runs"]
+    # by hand from the jobs: every job finishes at the same time under both, none slowed
+    assert [j["jct"] for j in none["jobs"]] == [j["jct"] for j in crux["jobs"]]
+    assert all(j["slowdown"] <= 1.0 + 1e-2 for j in none["jobs"])
+    _, _, (_, table) = cluster_section({"cluster": c})
+    assert "none and crux give the same result: no job ran more than the tolerance slower " \
+        "than alone" in table.caption
+
+
+def test_scheduler_verdict_names_the_difference():
+    from hpnsim.report.cluster import scheduler_verdict
+
+    run = {"scheduler": "none", "makespan": 10.0, "mean_jct": 8.0, "gpu_utilization": 0.5,
+           "mean_slowdown": 1.3, "contended_job_share": 0.5}
+    crux = {**run, "scheduler": "crux", "mean_jct": 6.0, "makespan": 9.0}
+    assert scheduler_verdict([run, crux]).startswith("crux against none: mean JCT 6.000 s vs "
+                                                     "8.000 s (-25.0%)")
+    assert "the order the scheduler chose changed no job's finish" in scheduler_verdict(
+        [run, {**run, "scheduler": "crux"}])
