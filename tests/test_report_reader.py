@@ -17,13 +17,13 @@ def test_per_gpu_cost_divides_by_the_gpus_present_and_says_the_pod_is_part_built
     assert report["switches"]["agg"] == build_fabric("hpn7", {"gpus": 15360}).meta[
         "tiers"]["agg"]["switches"]
     assert built_for_gpus(report) == 15 * 1024
-    assert rows["Agg tier built for"].startswith("15,360 GPUs")
+    assert rows["Agg tier built for (a whole pod)"] == "15,360 GPUs"
 
 
 def test_whole_pods_have_no_part_built_row():
     report = fabric_report(build_fabric("dcn_plus", {"gpus": 2048}))
     assert built_for_gpus(report) is None
-    assert "Agg tier built for" not in dict(fabric_rows(report))
+    assert "Agg tier built for (a whole pod)" not in dict(fabric_rows(report))
 
 
 def test_a_stalled_job_is_drawn_at_zero_during_its_stall():

@@ -49,8 +49,7 @@ def fabric_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
              ("GPUs per MW (GPUs present ÷ total power)", f"{bom['gpus_per_mw']:,.0f}")]
     full = built_for_gpus(report)
     if full is not None:
-        rows += [("Agg tier built for", f"{full:,} GPUs (a full pod: {report['gpus']:,} "
-                                        "present, Aggs built whole)")]
+        rows += [("Agg tier built for (a whole pod)", f"{full:,} GPUs")]
     return rows
 
 
