@@ -188,7 +188,7 @@ def failure_figure(failure: dict, held: str):
                label=f"link down ({failure['fault']})")
     for i, d in enumerate(failure["designs"]):
         xs, ys = throughput_steps(d["timeline"], d.get("stalls", ()))
-        ax.plot(xs, ys, lw=1.6, color=FABRIC_COLORS[i],
+        ax.plot(xs, ys, lw=1.6, color=FABRIC_COLORS[i], ls="-" if i == 0 else "--",
                 label=f"{d['design']}: {d['time_lost']:.2f} s lost against no fault")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
@@ -219,5 +219,8 @@ def failure_section(demo: dict):
                   "time lost = finish - iterations x the fault-free iteration time.")
     return ("failure", "One access link fails", [
         Figure(failure_figure(f, held), "failure_timeline",
-               "Single ToR: the NIC's only ToR is gone, the job stalls until the repair. "
-               "Dual ToR: the other port carries on at half the NIC bandwidth."), table])
+               "Single ToR: the NIC's only ToR is gone, the job stalls until the repair, "
+               "drawn at 0; the iteration that waits it out is drawn, outside the stall, at "
+               "its samples over its unstalled time (above nominal when its computation went "
+               "on during the stall). Dual ToR (dashed): the other port carries on at half "
+               "the NIC bandwidth."), table])
