@@ -145,9 +145,8 @@ def print_compare(results, console) -> None:
     """Schedulers side by side (same jobs, allocator and seed)."""
     summaries = [r.summary() for r in results]
     console.print(compare_table(summaries))
-    verdict = scheduler_verdict(summaries)
-    if verdict:
-        console.print(verdict)
+    for other in summaries[1:]:   # one line per scheduler against the first
+        console.print(scheduler_verdict([summaries[0], other]))
 
 
 def utilization_steps(result) -> tuple[list[float], list[float]]:
