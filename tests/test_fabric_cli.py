@@ -222,7 +222,7 @@ def test_compare_keeps_row_groups_together():
     assert at("oversubscription core") == at("oversubscription agg") + 1
     assert at("transceivers 400G-SM") == at("transceivers 400G-MM") + 1
     assert at("network power") == at("transceivers 400G-SM") + 1
-    assert labels[-1] == "GPUs per MW"
+    assert labels[-1] == "GPUs per MW (GPUs present ÷ total power)"
 
 
 def test_gpus_that_do_not_fit_exactly_are_reported():

@@ -149,7 +149,7 @@ def failure(config, step) -> dict[str, Any]:
             "design": label, "dual_tor": design, "routing": routing, **d,
             "finish": t.finish,
             "time_lost": t.finish - config.failure_iterations * t.nominal,
-            "worst_samples_per_s": 0.0 if t.restarts else min(rates)})
+            "worst_samples_per_s": 0.0 if t.restarts or t.stalls else min(rates)})
     return out
 
 

@@ -156,6 +156,8 @@ class FaultRun:
         for change in changes:
             self.events.push(change.time, FaultEdge(change))
         self.blocked: set[int] = set()         # jobs cut off now
+        self.cut_since: dict[int, float] = {}  # when each job now cut off was cut
+        self.stalls: list[list[tuple[float, float]]] = [[] for _ in jobs]  # cut-off spans
         self.token = [0] * len(jobs)           # a job's watch: bumped when it is cut or not
         self.restarts: list[list[Restart]] = [[] for _ in jobs]
         self.routes_stale = False              # routing learnt a change at this instant
@@ -179,7 +181,7 @@ class FaultRun:
         self.sim.run()
         result = self.sim.result()
         return [job_timeline(plan, [c for c in self.attempts if c.job == j], result,
-                             self.restarts[j], self.nominal[j], self.faults)
+                             self.restarts[j], self.nominal[j], self.faults, self.stalls[j])
                 for j, plan in enumerate(self.jobs)]
 
     # --- handlers -------------------------------------------------------------------------
@@ -212,6 +214,7 @@ class FaultRun:
         ended = all(np.isfinite(finish[t]) for t in its[-1].stage_end) if its else True
         if event.token == self.token[j] and j in self.blocked and not ended:
             self.blocked.discard(j)
+            self.stalls[j].append((self.cut_since.pop(j), now))
             self.token[j] += 1
             self._fail(j, now)
 
@@ -222,10 +225,12 @@ class FaultRun:
         cut = self._cut_jobs()
         for j in cut - self.blocked:
             self.blocked.add(j)
+            self.cut_since[j] = now
             self.token[j] += 1
             self.events.push(now + self.recovery.timeout, CollectiveTimeout(j, self.token[j]))
         for j in self.blocked - cut:
             self.blocked.discard(j)
+            self.stalls[j].append((self.cut_since.pop(j), now))
             self.token[j] += 1
 
     def _cut_jobs(self) -> set[int]:

@@ -98,11 +98,14 @@ class JobTimeline:
     checkpoints: int = 0
     finish: float = 0.0
     windows: list[dict] = field(default_factory=list)
+    stalls: list[dict] = field(default_factory=list)   # spans the job was cut off (start, end)
 
     def to_dict(self) -> dict:
-        """JSON-ready: ``timeline`` rows, fault ``windows``, ``restarts``, ``lost_work``
-        (seconds, summed), ``nominal_iteration_time``, ``nominal_samples_per_s``."""
+        """JSON-ready: ``timeline`` rows, fault ``windows``, ``stalls`` (spans the job was cut
+        off: no transfer of it moves), ``restarts``, ``lost_work`` (seconds, summed),
+        ``nominal_iteration_time``, ``nominal_samples_per_s``."""
         return {"timeline": list(self.rows), "windows": list(self.windows),
+                "stalls": list(self.stalls),
                 "restarts": [r.to_dict() for r in self.restarts],
                 "lost_work": sum(r.lost_work for r in self.restarts),
                 "checkpoints": self.checkpoints, "nominal_iteration_time": self.nominal,
@@ -110,7 +113,7 @@ class JobTimeline:
 
 
 def job_timeline(plan: JobPlan, attempts, result, restarts: list[Restart], nominal: float,
-                 faults) -> JobTimeline:
+                 faults, stalls=()) -> JobTimeline:
     """The :class:`JobTimeline` of ``plan`` from its ``attempts`` (chains of iterations, in
     order) and the finished engine ``result``: a row per completed iteration, the last
     attempt's iteration of each index accounted."""
@@ -136,4 +139,5 @@ def job_timeline(plan: JobPlan, attempts, result, restarts: list[Restart], nomin
                for f in faults for a, b in f.windows()]
     finish = max((r["end"] for r in rows), default=0.0)
     return JobTimeline(plan.name, rows, iterations, restarts, nominal, samples,
-                       int(checkpoints), finish, windows)
+                       int(checkpoints), finish, windows,
+                       [{"start": a, "end": b} for a, b in stalls])

@@ -12,7 +12,8 @@ from hpnsim.report.style import FABRIC_COLORS
 from hpnsim.units import format_time
 
 __all__ = ["cluster_figure", "cluster_section", "compare_table", "jobs_table",
-           "plot_utilization", "print_cluster", "print_compare", "utilization_steps"]
+           "plot_utilization", "print_cluster", "print_compare", "scheduler_verdict",
+           "utilization_steps"]
 
 #: columns of the side-by-side table: (summary key, header, format)
 COMPARE_COLUMNS = (
@@ -32,6 +33,47 @@ def _row(summary: dict) -> dict:
     span = summary["makespan"]
     return {**summary, "extrapolated_share": summary["extrapolated_time"] / span
             if span > 0 else 0.0}
+
+
+def scheduler_verdict(summaries: list[dict]) -> str:
+    """Whether the schedulers' runs differ, and, when they do not, why: no job ran slower
+    than alone (nothing contended, nothing to order) or Crux's order changed no outcome.
+
+    >>> run = {"scheduler": "none", "makespan": 3.6, "mean_jct": 2.3,
+    ...        "gpu_utilization": 0.18, "mean_slowdown": 0.98, "contended_job_share": 0.0}
+    >>> scheduler_verdict([run, {**run, "scheduler": "crux"}])[:48]
+    'none and crux give the same result: no job ran m'
+    >>> scheduler_verdict([run, {**run, "scheduler": "crux", "mean_jct": 2.0,
+    ...                          "makespan": 3.4, "gpu_utilization": 0.19}])
+    'crux against none: mean JCT 2.000 s vs 2.300 s (-13.0%), makespan 3.400 s vs 3.600 s, GPU utilization 19.00% vs 18.00%.'
+    """
+    if len(summaries) < 2:
+        return ""
+    base = summaries[0]
+    keys = ("makespan", "mean_jct", "gpu_utilization")
+
+    def same(a, b):
+        return all(abs(a[k] - b[k]) <= 1e-9 * max(abs(a[k]), abs(b[k]), 1e-12) for k in keys)
+
+    names = " and ".join(s["scheduler"] for s in summaries)
+    if all(same(base, s) for s in summaries[1:]):
+        if max(s["contended_job_share"] for s in summaries) == 0.0:
+            why = ("no job ran more than the tolerance slower than alone (mean slowdown "
+                   f"{base['mean_slowdown']:.3f}x): the links had room for every job, so "
+                   "there was no contention for a scheduler to order")
+        else:
+            why = (f"{base['contended_job_share']:.0%} of jobs ran slower than alone, but "
+                   "the order the scheduler chose changed no job's finish")
+        return f"{names} give the same result: {why}."
+    out = []
+    for s in summaries[1:]:
+        change = (s["mean_jct"] - base["mean_jct"]) / base["mean_jct"] if base["mean_jct"] else 0.0
+        out.append(f"{s['scheduler']} against {base['scheduler']}: mean JCT "
+                   f"{format_time(s['mean_jct'])} vs {format_time(base['mean_jct'])} "
+                   f"({change:+.1%}), makespan {format_time(s['makespan'])} vs "
+                   f"{format_time(base['makespan'])}, GPU utilization "
+                   f"{s['gpu_utilization']:.2%} vs {base['gpu_utilization']:.2%}.")
+    return " ".join(out)
 
 
 def compare_table(summaries: list[dict], title: str = "Schedulers on the same trace"):
@@ -101,7 +143,10 @@ def print_cluster(result, console) -> None:
 
 def print_compare(results, console) -> None:
     """Schedulers side by side (same jobs, allocator and seed)."""
-    console.print(compare_table([r.summary() for r in results]))
+    summaries = [r.summary() for r in results]
+    console.print(compare_table(summaries))
+    for other in summaries[1:]:   # one line per scheduler against the first
+        console.print(scheduler_verdict([summaries[0], other]))
 
 
 def utilization_steps(result) -> tuple[list[float], list[float]]:
@@ -199,7 +244,7 @@ def cluster_section(demo: dict):
                     format_time(r["mean_jct"]), f"{r['mean_slowdown']:.3f}x",
                     format_time(r["makespan"])] for r in c["runs"]],
                   "Utilization: computation finished over cluster GPUs x makespan (Crux's "
-                  "metric).")
+                  "metric). " + scheduler_verdict(c["runs"]))
     return ("cluster", "A small shared cluster, with and without Crux", [
         Figure(cluster_figure(c, held), "cluster_utilization",
                "Between events the set of running jobs is fixed; their contention on the "

@@ -8,6 +8,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hpnsim.report.canvas import pyplot, save
 from hpnsim.report.section import Figure, Table
 from hpnsim.report.style import (
@@ -24,7 +26,8 @@ from hpnsim.report.style import (
 from hpnsim.units import format_time
 
 __all__ = ["allreduce_table", "busbw_by_size_figure", "busbw_figure", "busbw_size_figure",
-           "collective_sections", "generations_busbw_figure", "plot_busbw", "size_section"]
+           "collective_sections", "generations_busbw_figure", "plot_busbw", "size_section",
+           "spread"]
 
 
 def _bar_note(row: dict, short: bool = False) -> str:
@@ -198,26 +201,42 @@ def busbw_size_figure(curves: list[dict], title: str, held: str):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(9, 4.8), layout="constrained")
     sizes = sorted({s for c in curves for s in c["sizes"]})
-    for i, c in enumerate(curves):
+    top = 1.12 * max((max(c["busbw"]) for c in curves), default=1.0)
+    ends = spread([c["busbw"][-1] for c in curves], 0.045 * top)
+    for i, (c, end) in enumerate(zip(curves, ends, strict=True)):
         label = plain(c["label"]) + (f" (largest size: {c['bound']})" if c.get("bound") else "")
         ax.plot(c["sizes"], c["busbw"], marker="o", ms=4, color=f"C{i}", label=label)
         ax.annotate(f"{c['busbw'][-1]:.1f}", (c["sizes"][-1], c["busbw"][-1]),
-                    textcoords="offset points", xytext=(6, 0), va="center", fontsize=8,
+                    xytext=(c["sizes"][-1] * 1.15, end), va="center", fontsize=8,
                     color=f"C{i}")
     ax.set_xscale("log", base=2)
-    step = -(-len(sizes) // 8)   # at most 8 labels: they must not run together
+    step = -(-len(sizes) // 12)   # every size up to 12; beyond, labels would run together
     ax.set_xticks(sizes[::step], [size_label(s) for s in sizes[::step]])
     ax.minorticks_off()
     if sizes:
         ax.set_xlim(sizes[0] / 1.4, sizes[-1] * 2.2)   # room for the last value
-    ax.set_ylim(0, 1.12 * max((max(c["busbw"]) for c in curves), default=1.0))
-    ax.set_xlabel("message size (log scale: sizes double)")
+    ax.set_ylim(0, top)
+    ax.set_xlabel("message size (log scale)")
     ax.set_ylabel("bus bandwidth (GB/s, nccl-tests; axis from 0)")
     ax.grid(alpha=0.3)
     fig.suptitle(plain(title), fontsize=11)
     ax.set_title(textwrap.fill(plain(held), 120), fontsize=8, loc="left", color="#444444")
     fig.legend(loc="outside lower center", ncol=1, fontsize=8, frameon=False)
     return fig
+
+
+def spread(values: list[float], gap: float) -> list[float]:
+    """Label heights for ``values``: each as near its value as can be while labels stay at
+    least ``gap`` apart (kept in the values' order; pushed up from the lowest).
+
+    >>> spread([10.0, 10.5, 30.0, 10.2], 1.0)
+    [10.0, 12.0, 30.0, 11.0]
+    """
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = list(values)
+    for prev, i in zip(order, order[1:], strict=False):
+        out[i] = max(values[i], out[prev] + gap)
+    return out
 
 
 def busbw_by_size_figure(rows: list[dict], held: str):
@@ -239,11 +258,13 @@ def busbw_by_size_figure(rows: list[dict], held: str):
                      key=lambda r: r["size"])
         last = pts[-1].get("bottleneck_kind")
         hosts = f", {str(key[2]).upper()} hosts" if gens > 1 else ""
-        curves.append({"label": f"{FABRIC_NAMES.get(key[0], key[0])} / {key[1]}{hosts}",
+        curves.append({"label": f"{FABRIC_NAMES.get(key[0], key[0])} / {{}}{hosts}",
+                       "routings": [key[1]],
                        "sizes": [r["size"] for r in pts], "busbw": [r["busbw"] for r in pts],
                        "bound": f"busiest link {LINK_WORDS.get(last, last)}" if last else "",
                        "nvlink": [r.get("bottleneck_kind") == "nvlink" for r in pts]})
-    bound = sum(sum(c["nvlink"]) for c in curves)
+    curves = _merge_identical(curves)
+    bound = sum(sum(c["nvlink"]) * c["merged"] for c in curves)
     note = (f" Black rings: {bound} of {len(rows)} points whose busiest link is NVLink (bound "
             "inside the host; routing has no say there).") if bound else ""
     fig = busbw_size_figure(curves, "All-reduce bus bandwidth against message size",
@@ -255,6 +276,25 @@ def busbw_by_size_figure(rows: list[dict], held: str):
         if xs:
             ax.plot(xs, ys, ls="none", marker="o", ms=9, mfc="none", mec="black", mew=0.8)
     return fig
+
+
+def _merge_identical(curves: list[dict]) -> list[dict]:
+    """One line for curves of one fabric and hosts with the same points under different
+    routings (one would hide the other), the routings joined, ``merged`` counting them."""
+    out: list[dict] = []
+    for c in curves:
+        same = next((o for o in out if o["label"] == c["label"] and o["sizes"] == c["sizes"]
+                     and np.allclose(o["busbw"], c["busbw"], rtol=1e-9, atol=0.0)
+                     and o["bound"] == c["bound"]), None)
+        if same is None:
+            out.append({**c, "merged": 1})
+        else:
+            same["routings"] += c["routings"]
+            same["merged"] += 1
+    for c in out:
+        routings = " = ".join(c["routings"])
+        c["label"] = c["label"].format(routings + (" (identical)" if c["merged"] > 1 else ""))
+    return out
 
 
 def allreduce_table(rows: list[dict[str, Any]], title: str):

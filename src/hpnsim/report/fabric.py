@@ -8,7 +8,7 @@ from typing import Any
 from hpnsim.report.section import Table
 from hpnsim.units import format_bandwidth
 
-__all__ = ["fabric_rows", "fabric_section", "fabric_table", "frontend_rows", "merge_labels"]
+__all__ = ["built_for_gpus", "fabric_rows", "fabric_section", "fabric_table", "frontend_rows", "merge_labels"]
 
 
 def fabric_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
@@ -44,9 +44,40 @@ def fabric_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     rows += [("total power (GPUs + networks)", f"{bom['power_w']['total'] / 1e6:,.2f} MW"),
              ("  of which backup hosts", f"{bom['power_w']['backup_hosts'] / 1e6:,.2f} MW"),
              ("network cost", f"${bom['cost_usd']['network'] / 1e6:,.1f} M"),
-             ("network cost per GPU", f"${bom['network_cost_per_gpu_usd']:,.0f}"),
-             ("GPUs per MW", f"{bom['gpus_per_mw']:,.0f}")]
+             ("network cost per GPU (÷ GPUs present)",
+              f"${bom['network_cost_per_gpu_usd']:,.0f}"),
+             ("GPUs per MW (GPUs present ÷ total power)", f"{bom['gpus_per_mw']:,.0f}")]
+    full = built_for_gpus(report)
+    if full is not None:
+        rows += [("Agg tier built for (a whole pod)", f"{full:,} GPUs")]
     return rows
+
+
+def built_for_gpus(report: dict[str, Any]) -> int | None:
+    """GPUs of the full pod whose Agg tier a one-pod tiered fabric builds whole though it
+    holds fewer segments (:mod:`hpnsim.fabrics.tiered`: a pod's Aggs are all built); None
+    when the fabric is whole pods (or has no pods).
+
+    The per-GPU cost and GPUs per MW divide by the GPUs present: with a pod part-built, they
+    count the Aggs of GPUs that are not there.
+
+    >>> built_for_gpus({"template": "hpn7", "gpus": 2048,
+    ...                 "options": {"pods": 1, "segments": 2}})
+    15360
+    >>> built_for_gpus({"template": "hpn7", "gpus": 15360, "options": {"segments": 15}}) is None
+    True
+    """
+    from hpnsim.fabrics.registry import template_parameters
+
+    options = report.get("options") or {}
+    params = template_parameters(report["template"])
+    if "pods" not in params or "segments" not in params or options.get("pods", 1) != 1:
+        return None
+    segments = int(options.get("segments", params["segments"][1]))
+    full = int(params["segments"][1])
+    if segments >= full:
+        return None
+    return report["gpus"] // segments * full
 
 
 def frontend_rows(report: dict[str, Any]) -> list[tuple[str, str]]:

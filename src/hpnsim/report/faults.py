@@ -52,21 +52,42 @@ def print_fault_timeline(job, console) -> None:
                       f"{r['resumed_at']:.3f} s: lost work {r['lost_work']:.3f} s")
 
 
-def throughput_steps(rows) -> tuple[list[float], list[float]]:
+def throughput_steps(rows, stalls=()) -> tuple[list[float], list[float]]:
     """Step coordinates of samples/s per iteration; a gap between iterations (an abandoned
-    attempt, a restart) is drawn at 0: no sample is trained then.
+    attempt, a restart) is drawn at 0: no sample is trained then. So is a stall (``stalls``:
+    ``{"start", "end"}`` spans the job was cut off, :attr:`JobTimeline.stalls
+    <hpnsim.faults.timeline.JobTimeline>`): an iteration across one is drawn at 0 during it
+    and, the rest of its time, at its samples over the time it was not stalled (not as the
+    average over the stall).
 
     >>> throughput_steps([{"start": 0, "end": 1, "samples_per_s": 8},
     ...                   {"start": 3, "end": 4, "samples_per_s": 8}])
     ([0, 1, 1, 3, 3, 4], [8, 8, 0.0, 0.0, 8, 8])
+    >>> throughput_steps([{"start": 0, "end": 2, "samples_per_s": 4}], [{"start": 1, "end": 1.5}])
+    ([0, 1, 1, 1.5, 1.5, 2], [5.333333333333333, 5.333333333333333, 0.0, 0.0, 5.333333333333333, 5.333333333333333])
     """
+    spans = sorted((s["start"], s["end"]) for s in stalls)
     xs, ys, end = [], [], None
     for r in sorted(rows, key=lambda r: r["start"]):
         if end is not None and r["start"] > end + 1e-9:
             xs += [end, r["start"]]
             ys += [0.0, 0.0]
-        xs += [r["start"], r["end"]]
-        ys += [r["samples_per_s"]] * 2
+        cut = [(max(a, r["start"]), min(b, r["end"])) for a, b in spans
+               if min(b, r["end"]) > max(a, r["start"])]
+        active = (r["end"] - r["start"]) - sum(b - a for a, b in cut)
+        rate = (r["samples_per_s"] if not cut else
+                r["samples_per_s"] * (r["end"] - r["start"]) / active if active > 0 else 0.0)
+        at = r["start"]
+        for a, b in cut:
+            if a > at:
+                xs += [at, a]
+                ys += [rate] * 2
+            xs += [a, b]
+            ys += [0.0, 0.0]
+            at = b
+        if r["end"] > at or not cut:
+            xs += [at, r["end"]]
+            ys += [rate] * 2
         end = r["end"]
     return xs, ys
 
@@ -92,7 +113,7 @@ def plot_throughput_timeline(jobs, path: str | Path, labels=None, title: str = "
     labels = labels or [job.name for job in jobs]
     shaded = set()
     for job, label in zip(jobs, labels, strict=True):
-        xs, ys = throughput_steps(job.faults["timeline"])
+        xs, ys = throughput_steps(job.faults["timeline"], job.faults.get("stalls", ()))
         line, = ax.plot(xs, ys, label=label, lw=1.4)
         for r in job.faults["restarts"]:
             ax.axvline(r["failed_at"], color=line.get_color(), ls=":", lw=1)
@@ -130,7 +151,7 @@ def plot_failure_study(panels: dict, path: str | Path, title: str = "", dpi: int
     for ax, (name, lines) in zip(axes[:, 0], panels.items(), strict=True):
         shaded = set()
         for label, faults in lines.items():
-            xs, ys = throughput_steps(faults["timeline"])
+            xs, ys = throughput_steps(faults["timeline"], faults.get("stalls", ()))
             line, = ax.plot(xs, ys, label=label, lw=1.3)
             for r in faults["restarts"]:
                 ax.axvspan(r["failed_at"], r["resumed_at"], color=line.get_color(), alpha=0.1)
@@ -166,8 +187,8 @@ def failure_figure(failure: dict, held: str):
     ax.axvspan(start, start + duration, color="red", alpha=0.12, lw=0,
                label=f"link down ({failure['fault']})")
     for i, d in enumerate(failure["designs"]):
-        xs, ys = throughput_steps(d["timeline"])
-        ax.plot(xs, ys, lw=1.6, color=FABRIC_COLORS[i],
+        xs, ys = throughput_steps(d["timeline"], d.get("stalls", ()))
+        ax.plot(xs, ys, lw=1.6, color=FABRIC_COLORS[i], ls="-" if i == 0 else "--",
                 label=f"{d['design']}: {d['time_lost']:.2f} s lost against no fault")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
@@ -198,5 +219,8 @@ def failure_section(demo: dict):
                   "time lost = finish - iterations x the fault-free iteration time.")
     return ("failure", "One access link fails", [
         Figure(failure_figure(f, held), "failure_timeline",
-               "Single ToR: the NIC's only ToR is gone, the job stalls until the repair. "
-               "Dual ToR: the other port carries on at half the NIC bandwidth."), table])
+               "Single ToR: the NIC's only ToR is gone, the job stalls until the repair, "
+               "drawn at 0; the iteration that waits it out is drawn, outside the stall, at "
+               "its samples over its unstalled time (above nominal when its computation went "
+               "on during the stall). Dual ToR (dashed): the other port carries on at half "
+               "the NIC bandwidth."), table])
