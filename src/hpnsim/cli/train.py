@@ -15,6 +15,7 @@ from hpnsim.cli.common import (
     table_console,
 )
 from hpnsim.routing.names import ROUTING_POLICIES
+from hpnsim.workloads.gpus import GPUS
 
 
 def _fabric_options(ctx: typer.Context) -> dict:
@@ -44,6 +45,19 @@ def _flag(path: str) -> str:
     if path.startswith("jobs[") and path.rsplit(".", 1)[-1] in _RENAMED_FLAGS:
         return _RENAMED_FLAGS[path.rsplit(".", 1)[-1]]
     return "--timeout" if path.startswith("failover.") else flag_of(path)
+
+
+#: the compute options train and scaling share (one definition, one help text)
+GPU_OPTION = typer.Option("h800", "--gpu", help=f"GPU model: {', '.join(GPUS)}.")
+DTYPE_OPTION = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: bf16, "
+                                                    "fp16, fp8 (Hopper, Blackwell).")
+KERNEL_TABLE_OPTION = typer.Option(None, "--kernel-table",
+                                   help="Measured kernel CSV (tools/measure_kernels.py) "
+                                        "overriding the compute model on that GPU.")
+COMPUTE_EFFICIENCY_OPTION = typer.Option(
+    None, "--compute-efficiency",
+    help="Override the per-operation compute model: every kernel at this fraction of peak "
+         "(the old constant model).")
 
 
 def _note(message: str) -> None:
@@ -128,16 +142,10 @@ def register(app: typer.Typer) -> None:
         global_batch: int = typer.Option(None, "--global-batch",
                                          help="Sequences per iteration (default dp*mb*4*pp)."),
         seq_len: int = typer.Option(None, "--seq-len", help="Sequence length (model default)."),
-        gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
-        dtype: str = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: "
-                                                         "bf16, fp16, fp8 (Hopper, Blackwell)."),
-        kernel_table: str = typer.Option(None, "--kernel-table",
-                                         help="Measured kernel CSV (tools/measure_kernels.py) "
-                                              "overriding the compute model on that GPU."),
-        compute_efficiency: float = typer.Option(
-            None, "--compute-efficiency",
-            help="Override the per-operation compute model: every kernel at this fraction of "
-                 "peak (the old constant model)."),
+        gpu: str = GPU_OPTION,
+        dtype: str = DTYPE_OPTION,
+        kernel_table: str = KERNEL_TABLE_OPTION,
+        compute_efficiency: float = COMPUTE_EFFICIENCY_OPTION,
         mfu: float = typer.Option(None, "--mfu", hidden=True,
                                   help="Deprecated: --compute-efficiency."),
         schedule: str = typer.Option("", "--schedule", help="1f1b, interleaved, gpipe or zb-h1 "
@@ -341,16 +349,10 @@ def register(app: typer.Typer) -> None:
         fabrics: str = typer.Option("hpn7,dcn_plus", "--fabrics", help="Comma list of templates."),
         micro_batches: int = typer.Option(None, "--micro-batches",
                                           help="Micro-batches per pipeline (default 4*pp)."),
-        gpu: str = typer.Option("h800", "--gpu", help="a100, h100, h800 or b200."),
-        dtype: str = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: "
-                                                         "bf16, fp16, fp8 (Hopper, Blackwell)."),
-        kernel_table: str = typer.Option(None, "--kernel-table",
-                                         help="Measured kernel CSV overriding the compute "
-                                              "model on that GPU."),
-        compute_efficiency: float = typer.Option(
-            None, "--compute-efficiency",
-            help="Override the per-operation compute model: every kernel at this fraction of "
-                 "peak (the old constant model)."),
+        gpu: str = GPU_OPTION,
+        dtype: str = DTYPE_OPTION,
+        kernel_table: str = KERNEL_TABLE_OPTION,
+        compute_efficiency: float = COMPUTE_EFFICIENCY_OPTION,
         routing: str = typer.Option("native", "--routing",
                                     help="native (each fabric its own: hpn_dual_plane on hpn7, "
                                          f"ecmp elsewhere), {', '.join(ROUTING_POLICIES)}."),
@@ -374,9 +376,7 @@ def register(app: typer.Typer) -> None:
             dp_list = [int(x) for x in dps.split(",") if x.strip()]
         except ValueError:
             raise InputError("dp", f"a comma list of integers, got {dps!r}") from None
-        compute_flags = {"dtype": "--dtype", "kernel_table": "--kernel-table",
-                         "compute_efficiency": "--compute-efficiency"}
-        with errors_as_flags(lambda field: compute_flags.get(field, field)):
+        with errors_as_flags(lambda field: _JOB_FLAGS.get(field, field)):
             result = scaling_linearity(
                 model, tp=tp, pp=pp, dps=dp_list,
                 fabrics=[f.strip() for f in fabrics.split(",") if f.strip()],
