@@ -30,10 +30,11 @@ raises it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from hpnsim.collectives.concurrent import group_seed
 from hpnsim.collectives.ops import busbw_factor
 from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.collectives.packet_result import PACKET_ROW_FIELDS, PacketCollectiveResult
@@ -301,7 +302,10 @@ def run_together_packet(fabric, op: str, groups, size: float,
     packets (the HPN paper's Multi-AllReduce: one ring collective per rail, all at once);
     their rings share one packet run, so they meet in the same queues. Returns the run as
     one result: ``time`` is the slowest collective's, ``n_gpus`` one group's; counters and
-    ports cover them all.
+    ports cover them all. Group ``j`` routes with
+    :func:`~hpnsim.collectives.concurrent.group_seed` ``(options.seed, j)``, as
+    :func:`~hpnsim.collectives.concurrent.run_together` does, so both engines route it on
+    the same paths.
 
     >>> from hpnsim.collectives.concurrent import rail_groups
     >>> from hpnsim.fabrics import hpn7
@@ -313,7 +317,10 @@ def run_together_packet(fabric, op: str, groups, size: float,
     (4, 16, 0, 0)
     """
     options = CollectiveOptions.build(options, **keywords)
-    checked = [_checked(fabric, op, g, size, options, run, state) for g in groups]
+    # group j routes with the seed the flow engine gives it (run_together), so both
+    # engines put each group's connections on the same paths
+    checked = [_checked(fabric, op, g, size, replace(options, seed=group_seed(options.seed, j)),
+                        run, state) for j, g in enumerate(groups)]
     shapes = {(c[5], len(c[3][0]), c[4], c[6]) for c in checked}
     if len(shapes) > 1:
         raise InputError("gpus", "collectives run together as packets need groups of one "
