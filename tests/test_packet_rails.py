@@ -16,7 +16,9 @@ from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
 from hpnsim.fabrics import hpn7
 from hpnsim.packet import PacketParams
 
-HEADER = PacketParams().header_bytes
+# line bytes per packet beyond its payload: the RoCEv2 frame's headers plus preamble, SFD
+# and gap (82 B, what NCCL's network_efficiency counts)
+HEADER = PacketParams().header_bytes + PacketParams().framing_bytes
 MTU = PacketParams().mtu_bytes
 SIZE = 2**26
 HOSTS = 4

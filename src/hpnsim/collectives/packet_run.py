@@ -341,14 +341,15 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
     from types import SimpleNamespace
 
     from hpnsim.packet import PacketParams
-    from hpnsim.packet.adapter import fabric_switches
+    from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.ring import simulate_ring
     from hpnsim.routing.diagnostics import port_imbalance
 
     plan = plans[0]
     params = (run.params or PacketParams()).validate()
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
-    switch_of = fabric_switches(fabric)
+    links = fabric_links(fabric)
+    switch_of = links["switch_of"]
     capacity = _packet_capacity(fabric, plan.nccl, params, state)
     watch = _watch(fabric, rings, switch_of, run)
     n = len(rings[0])
@@ -359,7 +360,8 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
     interval = max(t_est / run.samples, 1e-8)
     ring_run = simulate_ring(capacity, fabric.link_latency, rings, piece / efficiency * n
                              * len(rings), chunk_bytes=chunk / efficiency, params=params,
-                             switch_of=switch_of, window=run.window, steps=steps,
+                             switch_of=switch_of, reverse=links["reverse"],
+                             framed=links["framed"], window=run.window, steps=steps,
                              max_window=_window_cap(estimate, steps, run),
                              watch=watch, sample_interval=interval,
                              max_samples=2 * run.samples + 16, pct=(99.0,))
