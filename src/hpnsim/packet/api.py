@@ -246,7 +246,8 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     hist = np.zeros((n_links if histograms else 0, N_BINS))
     samples = np.zeros((n_samples, watch.size))
     flow_samples = np.zeros((n_samples, watch_flows.size))
-    reserve = 16 + int(np.diff(succ_ptr).max(initial=0))   # a finish wakes every successor
+    # a finish wakes every successor; the first loss arms every flow's retransmission timer
+    reserve = 16 + int(np.diff(succ_ptr).max(initial=0)) + (n if p.retransmit else 0)
     ht, hk, ms = heap.new_heap(4 * n_links + 2 * n + 4 * n_qps + 2 * reserve)
     ms[Ms.RESERVE] = reserve
     pk, pt = pool.new_pool(int(pool_size), ms)

@@ -121,6 +121,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
                     kick = nxt
                 else:
                     pool.release(pk, ms, p)
+                    transport.on_loss(now, fi, ff, ht, hk, ms, cfg)
             elif pk[p, FLAGS] & CONTROL:                       # a CNP or NACK at the sender
                 transport.deliver_control(p, now, pk, lk, lf, fi, ff, qf, qi, path_links, ht,
                                           hk, ms, cfg)

@@ -187,7 +187,9 @@ class Ms(IntEnum):
     N_DONE = 4
     EVENTS = 5      # events processed
     SAMPLES = 6     # samples taken
-    RESERVE = 7     # free heap slots one event may need (16 + most successors of a flow)
+    RESERVE = 7     # free heap slots one event may need (16 + most successors of a flow
+                    # + every flow: the first loss arms all pending retransmission timers)
+    LOSSES = 8      # packets dropped so far (retransmission timers run once one is lost)
 
 
 class Cfg(IntEnum):

@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from hpnsim.packet import dcqcn, heap, pool, stats, switch
-from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Pf, Pkt, Pq, Qp, QpI
+from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Ms, Pf, Pkt, Pq, Qp, QpI
 
 FLOW, HOP, SIZE, FLAGS, NEXT = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(Pkt.FLAGS),
                                 int(Pkt.NEXT))
@@ -38,6 +38,7 @@ NEXT_PSN, EXPECT, RTO_MARK = int(Fi.NEXT_PSN), int(Fi.EXPECT), int(Fi.RTO_MARK)
 QHEAD_F, QTAIL_F, RR_NEXT = int(QpI.HEAD), int(QpI.TAIL), int(QpI.RR_NEXT)
 FSIZE, SENT, RTO_DUE = int(Ff.SIZE), int(Ff.SENT), int(Ff.RTO_DUE)
 RC, NEXT_TX = int(Qp.RC), int(Qp.NEXT_TX)
+LOSSES = int(Ms.LOSSES)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -152,10 +153,11 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
                 qi[q, QHEAD_F] = fi[f, FNEXT]
                 if fi[f, FNEXT] < 0:
                     qi[q, QTAIL_F] = -1
-                if cfg[Cfg.RETRANSMIT] > 0:        # its retransmission timer starts
-                    ff[f, RTO_DUE] = now + cfg[Cfg.RTO]
-                    fi[f, RTO_MARK] = fi[f, EXPECT]
-                    heap.push(ht, hk, ms, ff[f, RTO_DUE], f, Event.RTO)
+                if cfg[Cfg.RETRANSMIT] > 0:        # its retransmission timer starts; the
+                    ff[f, RTO_DUE] = now + cfg[Cfg.RTO]    # event only once a packet was
+                    fi[f, RTO_MARK] = fi[f, EXPECT]        # lost (transport.on_loss)
+                    if ms[LOSSES] > 0:
+                        heap.push(ht, hk, ms, ff[f, RTO_DUE], f, Event.RTO)
             if qi[q, QHEAD_F] >= 0:
                 _rr_push(link, q, lk, qi)
             else:

@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from hpnsim.packet import dcqcn, heap, link, pool
-from hpnsim.packet.kinds import CNP, ECN_CE, NACK, Cfg, Event, Ff, Fi, Lf, Pkt, Qp
+from hpnsim.packet.kinds import CNP, ECN_CE, NACK, Cfg, Event, Ff, Fi, Lf, Ms, Pkt, Qp
 
 FLOW, SIZE, FLAGS, PSN, PPRIO, BASE, END, HOP = (
     int(Pkt.FLOW), int(Pkt.SIZE), int(Pkt.FLAGS), int(Pkt.PSN), int(Pkt.PRIO),
@@ -49,6 +49,7 @@ FSIZE, SENT, RECV, FINISH, FB_CONST, FB_PER_BYTE, RESENT, RTO_DUE, FIRST_CNP = (
     int(Ff.SIZE), int(Ff.SENT), int(Ff.RECV), int(Ff.FINISH), int(Ff.FB_CONST),
     int(Ff.FB_PER_BYTE), int(Ff.RESENT), int(Ff.RTO_DUE), int(Ff.FIRST_CNP))
 LAST_CNP = int(Qp.LAST_CNP)
+LOSSES = int(Ms.LOSSES)
 WAKE_AT = int(Lf.WAKE_AT)
 
 
@@ -149,6 +150,19 @@ def deliver_control(p, now, pk, lk, lf, fi, ff, qf, qi, path_links, ht, hk, ms, 
     else:
         rewind(f, pk[p, PSN], now, lk, lf, fi, ff, qi, path_links, ht, hk, ms, cfg)
     pool.release(pk, ms, p)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def on_loss(now, fi, ff, ht, hk, ms, cfg):
+    """A packet was dropped. Retransmission timers are kept as times until the first loss
+    (a lossless run then never holds one timer event per flow in its heap); the first loss
+    puts every pending timer on the heap."""
+    if ms[LOSSES] == 0 and cfg[Cfg.RETRANSMIT] > 0:
+        for f in range(fi.shape[0]):
+            if ff[f, RTO_DUE] < np.inf and ff[f, FINISH] == np.inf:
+                ff[f, RTO_DUE] = max(ff[f, RTO_DUE], now)
+                heap.push(ht, hk, ms, ff[f, RTO_DUE], f, Event.RTO)
+    ms[LOSSES] += 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
