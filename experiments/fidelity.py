@@ -226,9 +226,9 @@ def markdown(rows: list[dict], seconds: float, iteration: list[str] = ()) -> str
             "- **Packet engine.** The same two rings as packets (docs/packet.md: NCCL's "
             "rings and paths, queues, ECN, PFC, DCQCN; NVLink at NCCL's efficiency; NCCL's "
             "latency terms added): uncongested, they reach what the flow engine reaches, "
-            "less the chunk pipeline's fill (NVLink-bound H100 pair) or plus the smaller "
-            "per-packet framing (62 B against the flow engine's 82 B, which counts preamble "
-            "and inter-frame gap; the network-bound DGX-A100 pair): the packet engine "
+            "less the chunk pipeline's fill (NVLink-bound H100 pair; the network-bound "
+            "DGX-A100 pair within 0.1%: both engines put 82 B of RoCEv2 headers, preamble "
+            "and inter-frame gap on the wire per 4096-B packet): the packet engine "
             "changes nothing where nothing queues, as it should.",
             "- **One HPN segment.** Same-rail traffic is one hop, so a segment-wide ring's "
             "bandwidth equals two hosts' (latencies switched off for this ratio: with NCCL's "
