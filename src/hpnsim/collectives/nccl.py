@@ -33,6 +33,9 @@ from hpnsim.errors import InputError
 #: most channels (rings or trees) one NCCL communicator runs: ``#define MAXCHANNELS 32`` in
 #: NCCL's src/include/devcomm.h (the channel arrays of ncclDevComm are this long)
 MAXCHANNELS = 32
+#: most queue pairs of one NCCL network connection: ``#define NCCL_IB_MAX_QPS 128`` in
+#: NCCL's src/transport/net_ib.cc (v2.18.3-1; the QP numbers exchanged per connection)
+MAX_QPS = 128
 
 #: RoCEv2 framing per packet, bytes: Ethernet header 14 + FCS 4 + preamble/SFD 8 + minimum
 #: inter-frame gap 12 (IEEE 802.3), IPv4 20 (RFC 791), UDP 8 (RFC 768), InfiniBand BTH 12 +
@@ -151,10 +154,11 @@ class NcclParams:
             if isinstance(value, bool) or not isinstance(value, int | float | np.number) \
                     or not low <= float(value) <= high:
                 raise InputError(f"nccl.{name}", f"must be in [{low}, {high}], got {value!r}")
-        for name in ("channels_per_net_peer", "qps_per_connection"):
+        for name, most in (("channels_per_net_peer", 64), ("qps_per_connection", MAX_QPS)):
             value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or not 1 <= value <= 64:
-                raise InputError(f"nccl.{name}", f"must be an integer in 1..64, got {value!r}")
+            if isinstance(value, bool) or int(value) != value or not 1 <= value <= most:
+                raise InputError(f"nccl.{name}", f"must be an integer in 1..{most}, got "
+                                                 f"{value!r}")
         cpn = self.channels_per_nic
         if cpn is not None and (isinstance(cpn, bool) or int(cpn) != cpn or not 1 <= cpn <= 64):
             raise InputError("nccl.channels_per_nic", f"must be an integer in 1..64, got {cpn!r}")
