@@ -174,3 +174,38 @@ def test_packet_engine_agrees_with_the_flow_engine(fabric, port_down, channels, 
     k = channels * qps
     assert busbw["degraded"] / busbw["healthy"] == pytest.approx(math.ceil(k / 2) / k,
                                                                   rel=0.02)
+
+
+def test_fault_run_keeps_the_lag_mode_across_the_reroute(fabric):
+    """A DP-only job through the port going down: under queue affinity (= balanced on a
+    ring) the DP ring halves; under hash mode this seed already puts a NIC's two channels
+    on one port, so the job's nominal iteration is the degraded one and nothing is lost."""
+    from hpnsim.faults.events import parse_fault
+    from hpnsim.faults.runner import JobPlan, simulate_with_faults
+    from hpnsim.training.job import TrainJob
+
+    job = TrainJob("llama3-8b", tp=1, dp=4, global_batch=4)
+    plan = JobPlan("dp", job, np.array(RING), iterations=4)
+    fault = [parse_fault(f"link:gpu{DEGRADED_GPU}.port0@0.01s+100s")]
+    times = {}
+    for mode in ("balanced", "queue_affinity", "hash"):
+        [t] = simulate_with_faults(fabric, [plan], fault, routing="hpn_dual_plane",
+                                   routing_options={"lag": mode})
+        times[mode] = (t.nominal, t.rows[-1]["end"] - t.rows[-1]["start"])
+    assert times["balanced"] == pytest.approx(times["queue_affinity"])
+    nominal, degraded = times["queue_affinity"]
+    assert degraded > nominal * 1.05                       # the ring at half on the network
+    src, dst = ring_flows(2)
+    hashed = port_counts(route(fabric, src, dst, "ecmp"), src)
+    assert max(max(c) for c in hashed.values()) == 2       # a NIC with both QPs on a port
+    assert times["hash"][0] == pytest.approx(degraded, rel=0.01)
+    assert times["hash"][1] == pytest.approx(degraded, rel=0.01)
+
+
+def test_train_lag_flag_is_checked():
+    result = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--tp", "8", "--dp",
+                                      "2", "--global-batch", "2", "--routing",
+                                      "hpn_dual_plane", "--lag", "per_packet"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--lag" in lines[0], result.output

@@ -244,9 +244,15 @@ def scenario_options(scenario, nccl=None):
     calibration)."""
     from hpnsim.collectives.options import CollectiveOptions
 
-    lag = None if scenario.lag == "balanced" else {"lag": scenario.lag}
-    return CollectiveOptions(routing=scenario.routing, seed=scenario.seed, routing_options=lag,
+    return CollectiveOptions(routing=scenario.routing, seed=scenario.seed,
+                             routing_options=routing_options(scenario),
                              nccl=scenario.nccl_params() if nccl is None else nccl)
+
+
+def routing_options(scenario) -> dict | None:
+    """The options of :func:`hpnsim.routing.route` a scenario sets: its ``lag`` (None when
+    it is the routing's default, ``balanced``)."""
+    return None if scenario.lag == "balanced" else {"lag": scenario.lag}
 
 
 def name_collectives(collectives: list[CollectiveSpec], jobs: list) -> None:
