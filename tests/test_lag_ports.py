@@ -209,3 +209,21 @@ def test_train_lag_flag_is_checked():
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "--lag" in lines[0], result.output
+
+
+@pytest.mark.parametrize(("changes", "says"), [
+    ({"lag": "bogus"}, "'balanced', 'queue_affinity' or 'hash'"),
+    ({"lag": "hash", "routing": "ecmp"}, "routing hpn_dual_plane"),
+])
+def test_scenario_lag_is_named(changes, says):
+    from pathlib import Path
+
+    import yaml
+
+    from hpnsim.scenario.runner import run as run_scenario
+
+    data = yaml.safe_load((Path(__file__).parent.parent / "examples" / "failure.yaml")
+                          .read_text())
+    with pytest.raises(InputError) as err:
+        run_scenario({**data, **changes})
+    assert err.value.field == "lag" and says in err.value.message
