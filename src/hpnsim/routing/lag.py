@@ -18,9 +18,10 @@ so the strategy is a rule giving each flow a port:
     counter++ mod ports + 1`` (Linux ``drivers/infiniband/hw/mlx5/qp.c``,
     ``get_tx_affinity_rr``), so a NIC's QPs alternate over its ports in creation order; the
     receive side is whatever the senders chose. hpnsim counts the flows that leave each NIC
-    in the order planned (NCCL creates the QPs of one channel after another; the counter also
-    counts receive and flush QPs, which send no data: the alternation of a real host can be
-    offset by them, the loads per port of an even QP count are the same).
+    in the order they are planned (channel by channel); a real host's counter also counts
+    its receive and flush QPs, which send no data, and NCCL's proxy creates QPs in an order
+    hpnsim does not follow, so a real alternation can be offset (docs/failures.md, "What is
+    not modelled").
 ``hash`` (mlx5 RoCE LAG in hash mode)
     The port select flow table hashes each packet's headers; a QP's packets share their
     5-tuple (its UDP source port), so a QP lands on a port by hash and two QPs of a NIC can
