@@ -83,6 +83,15 @@ def test_hash_mode_is_the_bond_hash(fabric, port_down):
         assert lag.port.tolist() == bond.port.tolist()
 
 
+def test_hash_mode_with_flows_inside_a_host(fabric):
+    """Flows that stay on NVLink take no port; the others still get the bond hash."""
+    src, dst = [0, 0, 1, 8, 9], [8, 1, 9, 9, 17]
+    lag = route(fabric, src, dst, "hpn_dual_plane", lag="hash")
+    bond = route(fabric, src, dst, "ecmp")
+    assert lag.port.tolist() == bond.port.tolist()
+    assert lag.port[1] == -1 and lag.port[3] == -1
+
+
 def closed_form_busbw(counts: dict[int, list[int]], qps_per_nic: int) -> float:
     """busbw of a ring whose QPs share their NIC ports fairly and move in lockstep."""
     busiest = max(max(c) for c in counts.values())

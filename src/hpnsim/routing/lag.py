@@ -116,5 +116,5 @@ def lag_ports(flows: FlowBatch, out: np.ndarray, mode: LagMode, bond_hash: str =
     if mode is LagMode.QUEUE_AFFINITY:
         return flows.choose_port(out, rank_within(flows.relay[out]))
     hash_code(bond_hash, "hash_nic")
-    h = hash_keys(bond_hash, flows.keys(flows.sport[out])).astype(np.int64)
-    return flows.choose_port(out, h)
+    h = hash_keys(bond_hash, flows.keys(flows.sport)).astype(np.int64)
+    return flows.choose_port(out, h[out])
