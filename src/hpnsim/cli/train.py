@@ -196,6 +196,10 @@ def register(app: typer.Typer) -> None:
         fabric: str = typer.Option("hpn7", "--fabric",
                                    help="Fabric template; extra --name value options go to it."),
         routing: str = typer.Option("ecmp", "--routing", help=f"{', '.join(ROUTING_POLICIES)}."),
+        lag: str = typer.Option("balanced", "--lag", help="hpn_dual_plane: how each bonded "
+                                "NIC puts its collectives' QPs on its ports: balanced, "
+                                "queue_affinity (mlx5 round-robin per QP) or hash (mlx5 "
+                                "hash mode); docs/failures.md."),
         tp_algo: str = typer.Option("auto", "--tp-algo", help="TP all-reduce algorithm."),
         dp_algo: str = typer.Option("auto", "--dp-algo", help="DP collective algorithm."),
         seed: int = typer.Option(0, "--seed", help="Routing hash seed."),
@@ -288,6 +292,8 @@ def register(app: typer.Typer) -> None:
                  "jobs": [{k: v for k, v in job.items() if v is not None}]}
         if calibration is not None:
             flags["calibration"] = calibration
+        if lag != "balanced":
+            flags["lag"] = lag
         if fault_list:
             flags["faults"] = [{k: v for k, v in (("kind", f.kind), ("target", f.target),
                                                   ("at", f.at), ("duration", f.duration

@@ -35,7 +35,7 @@ from pathlib import Path
 from hpnsim.engine import simulate
 from hpnsim.errors import InputError
 from hpnsim.results import CollectiveRun, JobResult, RunResult
-from hpnsim.scenario.collectives import scenario_options
+from hpnsim.scenario.collectives import routing_options, scenario_options
 from hpnsim.scenario.groups import _gathered, _members, collective_nccl
 from hpnsim.scenario.prepare import (
     PreparedScenario,
@@ -256,7 +256,8 @@ class JobsTogether:
         self._say(f"simulating {len(plans)} job(s) through {len(scenario.faults)} fault(s)")
         timelines = simulate_with_faults(p.fabric, plans, list(p.faults),
                                          routing=scenario.routing, seed=scenario.seed,
-                                         failover=failover, recovery=recovery)
+                                         failover=failover, recovery=recovery,
+                                         routing_options=routing_options(scenario))
         jobs = [JobResult(name=spec.name, model=spec.model, gpus=p.placements[i].tolist(),
                           arrival=spec.arrival, finish=t.finish, iterations=t.iterations,
                           faults=t.to_dict())

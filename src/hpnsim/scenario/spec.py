@@ -66,6 +66,10 @@ class Scenario(BaseModel):
         None, description="report the fabric (counts, oversubscription, path choices, bill "
                           "of materials; default: when there are no jobs and no collectives)")
     routing: Literal[ROUTING_POLICIES] = "ecmp"
+    lag: Literal["balanced", "queue_affinity", "hash"] = Field(
+        "balanced", description="how each bonded NIC puts its QPs on its two ports under "
+        "hpn_dual_plane routing (hpnsim.routing.lag: balanced, queue_affinity = mlx5 "
+        "round-robin per QP, hash = mlx5 hash mode); the scenario's collectives use it")
     seed: Annotated[int, Field(ge=0, le=MAX_SEED, strict=True)] = 0
     compare_alone: bool | None = Field(
         None, description="also run each job alone to report its slowdown (default: when "
@@ -96,6 +100,13 @@ class Scenario(BaseModel):
         from hpnsim.collectives.calibrate import load_calibration
 
         return load_calibration(self.calibration)
+
+    @model_validator(mode="after")
+    def _lag_routing(self) -> Scenario:
+        if self.lag != "balanced" and self.routing != "hpn_dual_plane":
+            raise ValueError(f"lag: {self.lag!r} places QPs under routing hpn_dual_plane; "
+                             f"routing {self.routing} has its own port choice")
+        return self
 
     @model_validator(mode="after")
     def _job_names(self) -> Scenario:
