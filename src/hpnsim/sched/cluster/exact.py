@@ -209,7 +209,7 @@ class ExactCluster:
             early = {j: t for j, t in done.items() if math.isfinite(t) and t <= until}
             t_end = min(ended.values(), default=math.inf)
             t = min(early.values(), default=math.inf)
-            if t_end < t or (t_end == t and t_end < math.inf and t_end < until):
+            if ended and t_end <= t:              # ties: the next iteration first
                 if t_end < until:
                     self._replay(t_end)
                 for j in [j for j, e in ended.items() if e == t_end]:
