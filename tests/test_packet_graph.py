@@ -1,0 +1,104 @@
+"""Task graphs through the packet engine (hpnsim.packet.graph): waits, gates and member
+flows against store-and-forward by hand, and against the flow engine's max-min result on
+the same graph where FIFO queues share as max-min does."""
+
+import numpy as np
+import pytest
+
+from hpnsim.engine import TaskGraph, simulate
+from hpnsim.errors import InputError
+from hpnsim.packet import PacketParams
+from hpnsim.packet.graph import graph_flows, simulate_graph
+
+#: congestion control, ECN and PFC off, no buffer limit, no headers: packets move bytes only
+PLAIN = PacketParams(cc=False, ecn=False, pfc=False, buffer_bytes=np.inf, header_bytes=0)
+
+
+def _members(graph):
+    task, ptr, links, weight = graph.member_paths()
+    return task, [(links[ptr[i]:ptr[i + 1]],) for i in range(task.size)], weight
+
+
+def _run(graph, capacity, delay, switch_of, params=PLAIN):
+    return simulate_graph(capacity, delay, graph.arrays(len(capacity)), *_members(graph),
+                          params=params, switch_of=switch_of)
+
+
+def test_compute_flow_compute_chain_is_store_and_forward_by_hand():
+    """compute 3 us -> (1 us latency) 5 packets over a 10 GB/s then a 5 GB/s link ->
+    compute 2 us: the first packet arrives after w/C0 + d0 + w/C1 + d1, the other four
+    follow w/C1 apart (the slower link is the pipeline's pace)."""
+    w, c0, c1, d0, d1 = 4096.0, 10e9, 5e9, 1e-6, 2e-6
+    g = TaskGraph()
+    a = g.add_delay(3e-6, name="fwd")
+    b = g.add_transfer_paths([[0, 1]], 5 * w, deps=[a], latency=1e-6)
+    c = g.add_delay(2e-6, deps=[b], name="bwd")
+    run = _run(g, [c0, c1], [d0, d1], [-1, 0])
+    arrive = 3e-6 + 1e-6 + (w / c0 + d0 + w / c1 + d1) + 4 * w / c1
+    assert run.start[[a, b, c]] == pytest.approx([0.0, 3e-6, arrive], rel=1e-12)
+    assert run.finish[[a, b, c]] == pytest.approx([3e-6, arrive, arrive + 2e-6], rel=1e-12)
+    assert run.result.received[0] == 5 * w
+
+
+def test_release_times_and_a_join_of_several_predecessors():
+    """A wait released at 10 us starts then, not at 0; a compute after two transfers starts
+    when the later one ends (one packet each: w/C + d per hop)."""
+    w, c, d = 4096.0, 1e9, 1e-6
+    g = TaskGraph()
+    x = g.add_transfers([[0, 2], [1, 3, 4]], w)
+    late = g.add_delay(1e-6, release=10e-6)
+    y = g.add_delay(1e-6, deps=[*x.tolist(), late])
+    run = _run(g, [c] * 5, d, [-1, -1, 0, 1, 2])
+    one_hop = w / c + d
+    assert run.finish[x].tolist() == pytest.approx([2 * one_hop, 3 * one_hop], rel=1e-12)
+    assert run.start[late] == 10e-6
+    assert run.start[y] == pytest.approx(max(3 * one_hop, 11e-6), rel=1e-12)
+
+
+def test_long_flows_in_a_graph_take_the_flow_engines_time_within_one_percent():
+    """compute 1 ms; then a coupled transfer of two members and a plain transfer share the
+    receiver's port (three equal flows into one FIFO: C/3 each, as max-min); a compute after
+    both; then one transfer alone. Every task's start and finish within 1% of
+    hpnsim.engine.simulate on the same graph (propagation and one packet's pipeline,
+    microseconds, are what the packet engine adds)."""
+    cap = np.full(5, 12.5e9)
+    g = TaskGraph()
+    a = g.add_delay(1e-3)
+    t1 = g.add_transfer_paths([[0, 3], [1, 3]], 8e6, deps=[a], latency=5e-6)
+    t2, = g.add_transfers([[2, 3]], 8e6, deps=[a]).tolist()
+    b = g.add_delay(0.5e-3, deps=[t1, t2])
+    t3 = g.add_transfer_paths([[0, 4]], 16e6, deps=[b], latency=10e-6)
+    flow = simulate(g, cap)
+    packet = _run(g, cap, 1e-6, [-1, -1, -1, 0, 0])
+    # the port is busy from 1 ms until its 24 MB are through (t2 starts alone, 5 us early)
+    assert flow.finish[t3] == pytest.approx(1e-3 + 24e6 / 12.5e9 + 0.5e-3 + 10e-6
+                                            + 16e6 / 12.5e9, rel=1e-9)
+    assert packet.finish == pytest.approx(flow.finish, rel=0.01)
+    assert packet.start == pytest.approx(flow.start, rel=0.01)
+    assert packet.makespan > flow.finish.max()         # packets add propagation, never less
+
+
+def test_graph_flows_gate_member_legs_and_join():
+    """Each transfer: a gate wait (its latency), one flow per leg chained, a zero wait
+    joining several members; a delay is one wait; a zero-byte member moves nothing."""
+    g = TaskGraph()
+    a = g.add_delay(1.0)
+    g.add_transfer_paths([[0], [1], [2]], 10.0, deps=[a], latency=0.5)
+    arrays = g.arrays(3)
+    fl = graph_flows(arrays, [1, 1, 1], [([0],), ([1], [2]), ([2],)], [1.0, 1.0, 0.0])
+    assert fl.n_flows == 3                                 # member 0, member 1's two legs
+    assert fl.waits.tolist() == [1.0, 0.5, 0.0]            # compute, gate, join
+    gate, join = fl.gate[1], fl.done[1]
+    assert fl.deps[0] == [gate] and fl.deps[1] == [gate] and fl.deps[2] == [1]
+    assert fl.deps[join] == [0, 2] and fl.deps[gate] == [fl.done[0]]
+
+
+def test_refusals_name_what_the_packet_engine_cannot_run():
+    g = TaskGraph()
+    g.add_transfer([0], 1.0, 1e3)                          # no member paths
+    with pytest.raises(InputError, match="graph: transfer task 0 has no member paths"):
+        graph_flows(g.arrays(1), [], [], [])
+    g = TaskGraph()
+    g.add_transfers([[0], [0]], 1e3, priority=[0, 1])
+    with pytest.raises(InputError, match="priority: the packet engine runs a graph in one"):
+        _run(g, [1e9], 1e-6, [-1])
