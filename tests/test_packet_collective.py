@@ -161,13 +161,18 @@ def test_cli_show_params_names_sources_and_the_users_file(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--engine", "packe"], "error: --engine: must be flow or packet, got 'packe'"),
     (["--no-window"], "error: --no-window: sets the packet engine; add --engine packet"),
-    (["--engine", "packet", "--algo", "tree", "--sizes", "1M"], "error: --algo: the packet "
-     "engine runs ring only; got tree: use --algo ring or --engine flow"),
-    (["--engine", "packet", "--op", "alltoall", "--sizes", "1M"], "error: --op: the packet "
-     "engine runs allreduce, allgather, reducescatter (as rings); got alltoall"),
-    (["--engine", "packet", "--sizes", "1M,1G", "--max-packets", "1e5"], "error: "
-     "--max-packets: the run would simulate ~2.36e+06 packet hops, over the limit 1e+05: "
-     "raise --max-packets"),
+    (["--engine", "packet", "--per-rail", "--algo", "tree", "--sizes", "1M"], "error: --algo: "
+     "collectives run together as packets are rings; got tree: use --algo ring or --engine "
+     "flow"),
+    (["--engine", "packet", "--per-rail", "--op", "alltoall", "--sizes", "1M"], "error: --op: "
+     "collectives run together as packets are rings of allreduce, allgather, reducescatter; "
+     "got alltoall"),
+    (["--engine", "packet", "--algo", "ring", "--sizes", "1M,1G", "--max-packets", "1e5"],
+     "error: --max-packets: the run would simulate ~2.36e+06 packet hops, over the limit "
+     "1e+05: raise --max-packets"),
+    (["--engine", "packet", "--algo", "tree", "--sizes", "1M,1G", "--max-packets", "1e5"],
+     "error: --max-packets: the tree allreduce would simulate ~1.57e+07 packet hops, over the "
+     "limit 1e+05: raise --max-packets"),
     (["--engine", "packet", "--per-rail", "--sizes", "1M,1G", "--max-packets", "5e6"],
      "error: --max-packets: the run would simulate ~8.39e+06 packet hops (8 collectives "
      "together), over the limit 5e+06"),
