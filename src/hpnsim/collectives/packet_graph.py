@@ -28,8 +28,9 @@ import numpy as np
 
 from hpnsim.errors import InputError
 
-__all__ = ["GraphPacketRun", "chain_latency", "check_graph_packet", "graph_members", "graph_plan",
-           "member_legs", "run_collective_graph_packet", "run_graph_packet"]
+__all__ = ["GraphPacketRun", "GraphWork", "chain_latency", "check_graph_packet",
+           "check_graph_work", "graph_members", "graph_plan", "member_legs", "packet_summary",
+           "run_collective_graph_packet", "run_graph_packet"]
 
 
 def member_legs(fabric, task, ptr, links, weight) -> tuple[np.ndarray, list, np.ndarray]:
@@ -116,10 +117,52 @@ def _watch(fabric, legs, switch_of, watch, max_watch) -> np.ndarray:
     return np.sort(busy[np.argsort(-load[busy], kind="stable")][:max_watch])
 
 
+@dataclass
+class GraphWork:
+    """A graph checked for the packet engine (:func:`check_graph_work`): its frozen arrays,
+    packet members (task, legs, weight), flows and the packet parameters."""
+
+    arrays: object
+    members: tuple
+    flows: object
+    params: object
+
+
+def check_graph_work(fabric, graph, run, *, state=None, what: str = "the graph",
+                     flag: str = "--max-packets") -> GraphWork:
+    """Build the packet flows of ``graph`` and refuse them, in one line named
+    ``max_packets`` (naming ``flag``), when their packet hops exceed ``run.max_packets``;
+    nothing is simulated.
+
+    >>> from hpnsim.collectives import compile_into
+    >>> from hpnsim.collectives.packet_run import PacketRun
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> g = TaskGraph()
+    >>> c = compile_into(g, f, "alltoall", [0, 8], 2**20)
+    >>> check_graph_work(f, g, PacketRun(max_packets=10))
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: max_packets: the graph would simulate ~560 packet hops, over the limit 10: raise --max-packets
+    """
+    from hpnsim.packet import PacketParams
+    from hpnsim.packet.graph import graph_flows
+
+    params = (run.params or PacketParams()).validate()
+    arrays = graph.arrays(fabric.n_links)
+    members = graph_members(fabric, graph, state)
+    flows = graph_flows(arrays, *members, params.mtu_bytes)
+    if flows.packet_hops > run.max_packets:
+        raise InputError("max_packets", f"{what} would simulate ~{flows.packet_hops:.3g} "
+                                        f"packet hops, over the limit {run.max_packets:.3g}: "
+                                        f"raise {flag}")
+    return GraphWork(arrays, members, flows, params)
+
+
 def run_graph_packet(fabric, graph, nccl, run, *, state=None, horizon: float | None = None,
-                     what: str = "the graph") -> GraphPacketRun:
-    """Run ``graph`` (built for ``fabric``) as packets; refuse it first, in one line named
-    ``max_packets``, when its packet hops exceed ``run.max_packets``.
+                     what: str = "the graph", work: GraphWork | None = None) -> GraphPacketRun:
+    """Run ``graph`` (built for ``fabric``) as packets, after :func:`check_graph_work`.
 
     Parameters
     ----------
@@ -136,6 +179,8 @@ def run_graph_packet(fabric, graph, nccl, run, *, state=None, horizon: float | N
         Expected run time, to space the queue samples (default: from the bytes).
     what : str
         How the refusal names the work.
+    work : GraphWork, optional
+        Already checked (:func:`check_graph_work`).
 
     Returns
     -------
@@ -153,37 +198,55 @@ def run_graph_packet(fabric, graph, nccl, run, *, state=None, horizon: float | N
     >>> r = run_graph_packet(f, g, c.nccl, PacketRun())
     >>> bool(r.run.finish[c.final[0]] > 0), int(r.run.result.drops.sum())
     (True, 0)
-    >>> run_graph_packet(f, g, c.nccl, PacketRun(max_packets=10))
-    Traceback (most recent call last):
-    ...
-    hpnsim.errors.InputError: max_packets: the graph would simulate ~560 packet hops, over the limit 10: raise --max-packets
     """
     from hpnsim.collectives.packet_run import _packet_capacity
-    from hpnsim.packet import PacketParams
     from hpnsim.packet.adapter import fabric_switches
-    from hpnsim.packet.graph import graph_flows, simulate_graph
+    from hpnsim.packet.graph import simulate_graph
 
-    params = (run.params or PacketParams()).validate()
-    arrays = graph.arrays(fabric.n_links)
-    task, legs, weight = graph_members(fabric, graph, state)
-    flows = graph_flows(arrays, task, legs, weight, params.mtu_bytes)
-    if flows.packet_hops > run.max_packets:
-        raise InputError("max_packets", f"{what} would simulate ~{flows.packet_hops:.3g} "
-                                        f"packet hops, over the limit {run.max_packets:.3g}: "
-                                        f"raise --max-packets")
+    work = work or check_graph_work(fabric, graph, run, state=state, what=what)
+    arrays, flows = work.arrays, work.flows
     switch_of = fabric_switches(fabric)
-    capacity = _packet_capacity(fabric, nccl, params, state)
-    watch = _watch(fabric, legs, switch_of, run.watch, run.max_watch)
+    capacity = _packet_capacity(fabric, nccl, work.params, state)
+    watch = _watch(fabric, work.members[1], switch_of, run.watch, run.max_watch)
     if horizon is None:
         horizon = float(np.sum(flows.sizes)) / float(np.max(capacity)) + float(
             np.sum(arrays.amount[arrays.kind == 1]))
     interval = max(horizon / run.samples, 1e-8)
-    result = simulate_graph(capacity, fabric.link_latency, arrays, task, legs, weight, params,
+    result = simulate_graph(capacity, fabric.link_latency, arrays, *work.members, work.params,
                             flows=flows, switch_of=switch_of, watch=watch,
                             sample_interval=interval, max_samples=4 * run.samples + 16,
                             pct=(99.0,))
     return GraphPacketRun(result, watch, [fabric.link_name(int(k)) for k in watch],
                           flows.packet_hops, capacity, switch_of)
+
+
+def packet_summary(fabric, out: GraphPacketRun, watch_chosen: bool = False) -> dict:
+    """The packet figures of a graph run, as a collective's JSON ``packet`` section has
+    them: events, ECN marks, CNPs, PFC pauses, time paused, drops, the fullest ports and the
+    queue over time at the watched ports.
+
+    >>> from hpnsim.collectives import compile_into
+    >>> from hpnsim.collectives.packet_run import PacketRun
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> g = TaskGraph(); c = compile_into(g, f, "alltoall", [0, 8], 2**20)
+    >>> s = packet_summary(f, run_graph_packet(f, g, c.nccl, PacketRun()))
+    >>> s["ecn_marks"], s["pfc_pauses"], s["drops"], s["events"] > 0
+    (0, 0, 0, True)
+    """
+    from hpnsim.collectives.packet_result import PacketCollectiveResult
+    from hpnsim.collectives.packet_run import _ports
+
+    res = out.run.result
+    view = PacketCollectiveResult(*[None] * 14, link_bytes=None, watch=out.watch,
+                                  sample_times=res.sample_times, samples=res.samples,
+                                  watch_names=out.watch_names, watch_chosen=watch_chosen)
+    return {"packets_estimated": out.packets_estimated, "events": res.events,
+            "ecn_marks": int(res.marks.sum()), "cnps": int(res.cnps.sum()),
+            "pfc_pauses": int(res.pauses.sum()), "paused_time": float(res.paused_time.sum()),
+            "drops": int(res.drops.sum()), "ports": _ports(fabric, res, out.switch_of),
+            "queue": view.queue(), "params": res.params}
 
 
 def chain_latency(plan) -> float:
@@ -256,18 +319,9 @@ def check_graph_packet(fabric, plan, run, state=None) -> float:
     ...
     hpnsim.errors.InputError: max_packets: the tree allreduce would simulate ~1.57e+07 packet hops, over the limit 1e+05: raise --max-packets
     """
-    from hpnsim.packet import PacketParams
-    from hpnsim.packet.graph import graph_flows
-
-    params = (run.params or PacketParams()).validate()
     graph, _ = _compiled(fabric, plan, state)
-    flows = graph_flows(graph.arrays(fabric.n_links), *graph_members(fabric, graph, state),
-                        params.mtu_bytes)
-    if flows.packet_hops > run.max_packets:
-        raise InputError("max_packets", f"the {plan.algo} {plan.schedule.op} would simulate "
-                                        f"~{flows.packet_hops:.3g} packet hops, over the "
-                                        f"limit {run.max_packets:.3g}: raise --max-packets")
-    return flows.packet_hops
+    return check_graph_work(fabric, graph, run, state=state,
+                            what=f"the {plan.algo} {plan.schedule.op}").flows.packet_hops
 
 
 def run_collective_graph_packet(fabric, plan, size: float, routing: str, run,
@@ -293,12 +347,13 @@ def run_collective_graph_packet(fabric, plan, size: float, routing: str, run,
     from hpnsim.engine import simulate
     from hpnsim.routing.diagnostics import port_imbalance
 
-    check_graph_packet(fabric, plan, run, state)
     graph, compiled = _compiled(fabric, plan, state)
+    work = check_graph_work(fabric, graph, run, state=state,
+                            what=f"the {plan.algo} {plan.schedule.op}")
     flow = simulate(graph, fabric.link_capacity if state is None else state.capacity)
     horizon = 2 * float(flow.finish[compiled.final].max())
     out = run_graph_packet(fabric, graph, plan.nccl, run, state=state, horizon=horizon,
-                           what=f"the {plan.algo} {plan.schedule.op}")
+                           work=work)
     res = out.run.result
     time = float(out.run.finish[compiled.final].max())
     latency = chain_latency(plan)

@@ -14,7 +14,7 @@ from hpnsim.report.canvas import pyplot, save
 from hpnsim.report.section import Figure, Table
 
 __all__ = ["packet_table", "ports_table", "queue_figure", "plot_queue", "packet_sections",
-           "params_table", "queue_trace"]
+           "params_table", "queue_trace", "jobs_packet_text"]
 
 
 def packet_table(rows: list[dict]) -> str:
@@ -60,6 +60,27 @@ def ports_table(row: dict) -> str:
                      f"{p['q_p99'] / 1e3:>9.1f} {p['marks']:>8d} {p['pauses']:>6d} "
                      f"{p['paused_time'] * 1e6:>10.1f}  {p['port']}")
     return "\n".join(lines)
+
+
+def jobs_packet_text(packet: dict) -> str:
+    """What the fabric did while the jobs ran as packets (a run's ``packet`` figures): the
+    run's time beside the flow engine's for the same graph, events, marks, CNPs, pauses,
+    drops, then the fullest ports (:func:`ports_table`).
+
+    >>> text = jobs_packet_text({"makespan": 2.0, "flow_makespan": 1.0, "events": 10,
+    ...     "packets_estimated": 5.0, "ecn_marks": 1, "cnps": 1, "pfc_pauses": 0,
+    ...     "paused_time": 0.0, "drops": 0, "ports": []})
+    >>> text.splitlines()[1]
+    '# packets: 2 s (flow engine: 1 s, x2.000); 10 events, 1 ECN marks, 1 CNPs, 0 PFC pauses (0.0 us paused), 0 drops'
+    """
+    ratio = packet["makespan"] / packet["flow_makespan"] if packet["flow_makespan"] else 1.0
+    return "\n".join([
+        "# packet engine (docs/packet.md): the jobs' task graph as packets",
+        f"# packets: {packet['makespan']:.4g} s (flow engine: {packet['flow_makespan']:.4g} s, "
+        f"x{ratio:.3f}); {packet['events']} events, {packet['ecn_marks']} ECN marks, "
+        f"{packet['cnps']} CNPs, {packet['pfc_pauses']} PFC pauses "
+        f"({packet['paused_time'] * 1e6:.1f} us paused), {packet['drops']} drops",
+        ports_table({"packet": packet})])
 
 
 def params_table(params: dict) -> str:
