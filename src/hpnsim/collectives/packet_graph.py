@@ -13,7 +13,7 @@ What each member path becomes (:func:`member_legs`):
   ``up`` bytes GPU -> NVSwitch, ``down`` bytes NVSwitch -> GPU) runs as one one-link flow per
   link, all at once.
 
-Link rates are those of :func:`~hpnsim.collectives.packet_run._packet_capacity`: network
+Link rates are those of :func:`~hpnsim.collectives.packet_ports.packet_capacity`: network
 links at line rate (headers simulated per packet), NVLink and PCIe at NCCL's efficiency.
 A transfer's bytes are the graph's (payload over the protocol's efficiency for collectives);
 its ``latency`` (NCCL's software terms; a pipeline message's propagation, which the packets
@@ -199,14 +199,14 @@ def run_graph_packet(fabric, graph, nccl, run, *, state=None, horizon: float | N
     >>> bool(r.run.finish[c.final[0]] > 0), int(r.run.result.drops.sum())
     (True, 0)
     """
-    from hpnsim.collectives.packet_run import _packet_capacity
+    from hpnsim.collectives.packet_ports import packet_capacity
     from hpnsim.packet.adapter import fabric_switches
     from hpnsim.packet.graph import simulate_graph
 
     work = work or check_graph_work(fabric, graph, run, state=state, what=what)
     arrays, flows = work.arrays, work.flows
     switch_of = fabric_switches(fabric)
-    capacity = _packet_capacity(fabric, nccl, work.params, state)
+    capacity = packet_capacity(fabric, nccl, work.params, state)
     watch = _watch(fabric, work.members[1], switch_of, run.watch, run.max_watch)
     if horizon is None:
         horizon = float(np.sum(flows.sizes)) / float(np.max(capacity)) + float(
@@ -235,8 +235,8 @@ def packet_summary(fabric, out: GraphPacketRun, watch_chosen: bool = False) -> d
     >>> s["ecn_marks"], s["pfc_pauses"], s["drops"], s["events"] > 0
     (0, 0, 0, True)
     """
+    from hpnsim.collectives.packet_ports import top_ports
     from hpnsim.collectives.packet_result import PacketCollectiveResult
-    from hpnsim.collectives.packet_run import _ports
 
     res = out.run.result
     view = PacketCollectiveResult(*[None] * 14, link_bytes=None, watch=out.watch,
@@ -245,7 +245,7 @@ def packet_summary(fabric, out: GraphPacketRun, watch_chosen: bool = False) -> d
     return {"packets_estimated": out.packets_estimated, "events": res.events,
             "ecn_marks": int(res.marks.sum()), "cnps": int(res.cnps.sum()),
             "pfc_pauses": int(res.pauses.sum()), "paused_time": float(res.paused_time.sum()),
-            "drops": int(res.drops.sum()), "ports": _ports(fabric, res, out.switch_of),
+            "drops": int(res.drops.sum()), "ports": top_ports(fabric, res, out.switch_of),
             "queue": view.queue(), "params": res.params}
 
 
@@ -285,7 +285,7 @@ def graph_plan(fabric, op: str, gpus, size: float, options, state=None):
     'direct'
     """
     from hpnsim.collectives.ops import AUTO, normalize_algorithm, normalize_op
-    from hpnsim.collectives.packet_run import PACKET_OPS
+    from hpnsim.collectives.packet_ports import PACKET_OPS
     from hpnsim.collectives.plan import plan_collective
 
     op, algo = normalize_op(op), normalize_algorithm(options.algo)
@@ -341,8 +341,8 @@ def run_collective_graph_packet(fabric, plan, size: float, routing: str, run,
     ('direct', 'packet', 0.0, True)
     """
     from hpnsim.collectives.ops import busbw_factor
+    from hpnsim.collectives.packet_ports import top_ports
     from hpnsim.collectives.packet_result import PacketCollectiveResult
-    from hpnsim.collectives.packet_run import _ports
     from hpnsim.collectives.run import concurrent_link_flows
     from hpnsim.engine import simulate
     from hpnsim.routing.diagnostics import port_imbalance
@@ -383,6 +383,6 @@ def run_collective_graph_packet(fabric, plan, size: float, routing: str, run,
         packets_estimated=out.packets_estimated, events=res.events,
         ecn_marks=int(res.marks.sum()), cnps=int(res.cnps.sum()),
         pfc_pauses=int(res.pauses.sum()), paused_time=float(res.paused_time.sum()),
-        drops=int(res.drops.sum()), ports=_ports(fabric, res, out.switch_of),
+        drops=int(res.drops.sum()), ports=top_ports(fabric, res, out.switch_of),
         watch=out.watch, sample_times=res.sample_times, samples=res.samples,
         params=res.params, watch_names=out.watch_names, watch_chosen=bool(run.watch))

@@ -39,6 +39,9 @@ import numpy as np
 
 from hpnsim.collectives.ops import busbw_factor
 from hpnsim.collectives.options import CollectiveOptions
+from hpnsim.collectives.packet_ports import PACKET_OPS
+from hpnsim.collectives.packet_ports import packet_capacity as _packet_capacity
+from hpnsim.collectives.packet_ports import top_ports as _ports
 from hpnsim.collectives.packet_result import PACKET_ROW_FIELDS, PacketCollectiveResult
 from hpnsim.collectives.run import concurrent_link_flows
 from hpnsim.errors import InputError
@@ -47,13 +50,9 @@ __all__ = ["PACKET_OPS", "PACKET_ROW_FIELDS", "DEFAULT_MAX_PACKETS", "PacketColl
            "PacketRun", "check_collective_packet", "estimate_packets", "packet_rings",
            "run_collective_packet", "run_together_packet"]
 
-#: the operations the packet engine builds, all as NCCL rings
-PACKET_OPS = ("allreduce", "allgather", "reducescatter")
 #: packet hops one run may simulate by default: ~4 events each, ~10 M events/s on one core
 #: (docs/packet.md, measured): about 20-40 s
 DEFAULT_MAX_PACKETS = 5e7
-#: ports listed per result, the fullest queues first
-TOP_PORTS = 10
 
 
 @dataclass(frozen=True)
@@ -141,22 +140,6 @@ def relayed_legs(fabric, paths) -> list:
         relay = head[kind[head] == LinkKind.NVLINK]
         out.append((relay, leg) if relay.size and kind[leg[0]] != LinkKind.NVLINK else leg)
     return out
-
-
-def _packet_capacity(fabric, nccl, params, state=None) -> np.ndarray:
-    """Link capacities the packet engine runs: NVLink (and PCIe) at the payload rate NCCL
-    reaches (``nvlink_efficiency``), grown by the packet header the engine adds; network
-    links at their line rate (their headers are simulated)."""
-    from hpnsim.fabrics.fabric import LinkKind
-
-    cap = np.array(fabric.link_capacity if state is None else state.capacity,
-                   dtype=np.float64)
-    cap[cap <= 0] = 1.0         # down links carry no path (checked); the engine needs C > 0
-    grow = (params.mtu_bytes + params.header_bytes) / params.mtu_bytes
-    kind = np.asarray(fabric.link_kind)
-    cap[kind == LinkKind.NVLINK] *= nccl.nvlink_efficiency * grow
-    cap[kind == LinkKind.PCIE] *= nccl.pcie_efficiency * grow
-    return cap
 
 
 def estimate_packets(rings, piece: float, steps: int, chunk: float, params,
@@ -430,13 +413,3 @@ def _ring_step_end(rings, finish, k: int) -> np.ndarray:
     ends = np.full(per_step.size, -np.inf)
     np.maximum.at(ends, block, np.asarray(finish, dtype=np.float64))
     return ends.reshape(len(rings), k)
-
-
-def _ports(fabric, res, switch_of) -> list[dict]:
-    """The switch ports with the fullest queues (then the most pauses), as dicts."""
-    candidates = np.flatnonzero((switch_of >= 0) & ((res.q_max > 0) | (res.pauses > 0)))
-    order = candidates[np.lexsort((-res.pauses[candidates], -res.q_max[candidates]))]
-    return [{"port": fabric.link_name(int(k)), "link": int(k), "q_max": float(res.q_max[k]),
-             "q_mean": float(res.q_mean[k]), "q_p99": float(res.q_pct[k, 0]),
-             "marks": int(res.marks[k]), "pauses": int(res.pauses[k]),
-             "paused_time": float(res.paused_time[k])} for k in order[:TOP_PORTS]]
