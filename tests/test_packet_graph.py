@@ -186,3 +186,72 @@ def test_cli_runs_a_tree_as_packets(tmp_path):
     assert row["algo"] == "tree" and row["engine"] == "packet"
     assert row["packet"]["steps_simulated"] == row["packet"]["steps"]
     assert row["packet"]["events"] > 0 and row["busbw"] > 0
+
+
+# --- training jobs (train --engine packet, run with engine: packet) ----------------------
+
+TRAIN = ["train", "--model", "bert-large", "--dp", "16", "--global-batch", "64", "--fabric",
+         "hpn7", "--segments", "1", "--hosts-per-segment", "2", "--backup-hosts", "0",
+         "--routing", "hpn_dual_plane"]
+
+
+def _train(*args):
+    from typer.testing import CliRunner
+
+    from hpnsim.cli.main import app
+
+    return CliRunner().invoke(app, [*TRAIN, *args])
+
+
+def test_train_as_packets_on_a_collision_free_segment_takes_the_flow_engines_time():
+    """BERT-large, DP 16 on two HPN hosts (dual-plane routing: no two flows share a switch
+    queue): the iteration as packets takes the flow engine's time within 1% (the gradient
+    all-reduce's whole-step flows run at their max-min rates), with no mark, pause or drop;
+    the JSON carries the packet figures and the flow engine's time for the same graph."""
+    import json
+
+    flow = _train("--json")
+    pkt = _train("--json", "--engine", "packet")
+    assert flow.exit_code == 0 and pkt.exit_code == 0, pkt.output
+    flow, pkt = json.loads(flow.stdout), json.loads(pkt.stdout)
+    assert "packet" not in flow
+    p = pkt["packet"]
+    assert pkt["iteration_time"] == pytest.approx(flow["iteration_time"], rel=0.01)
+    assert p["flow_makespan"] == pytest.approx(flow["iteration_time"], rel=1e-9)
+    assert p["makespan"] == pytest.approx(pkt["iteration_time"], rel=1e-9)
+    assert (p["ecn_marks"], p["pfc_pauses"], p["drops"]) == (0, 0, 0) and p["events"] > 0
+    assert pkt["exposed_comm"]["dp"] == pytest.approx(flow["exposed_comm"]["dp"], rel=0.02)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--engine", "packe"], "error: --engine: must be flow or packet, got 'packe'"),
+    (["--max-packets", "1e3"], "error: --max-packets: sets the packet engine; add --engine "
+                               "packet"),
+    (["--packet-params", "p.yaml"], "error: --packet-params: sets the packet engine; add "
+                                    "--engine packet"),
+    (["--engine", "packet", "--max-packets", "1e3"], "error: --max-packets: the jobs' "
+     "iterations would simulate ~"),
+    (["--engine", "packet", "--watch", "nope"], "error: --watch: no link named 'nope'"),
+])
+def test_train_refuses_packet_options_in_one_line(args, message):
+    result = _train(*args)
+    assert result.exit_code == 2
+    assert result.output.strip().startswith(message), result.output
+    assert len(result.output.strip().splitlines()) == 1
+    if "1e3" in args and "packet" in args:
+        assert result.output.strip().endswith("over the limit 1e+03: raise --max-packets")
+
+
+def test_scenario_jobs_under_engine_packet_report_the_packet_run(tmp_path):
+    from hpnsim.scenario.runner import run
+
+    scenario = {"fabric": {"template": "hpn7", "segments": 1, "hosts_per_segment": 2,
+                           "backup_hosts": 0}, "routing": "hpn_dual_plane",
+                "jobs": [{"model": "bert-large", "dp": 16, "global_batch": 64}]}
+    flow = run(scenario)
+    pkt = run({**scenario, "engine": {"kind": "packet", "max_packets": 1e8}})
+    assert flow.packet is None and "packet" not in flow.to_dict()
+    assert pkt.jobs[0].iteration_time == pytest.approx(flow.jobs[0].iteration_time, rel=0.01)
+    assert pkt.to_dict()["packet"]["flow_makespan"] == pytest.approx(flow.makespan, rel=1e-9)
+    with pytest.raises(InputError, match=r"engine.max_packets: the jobs' iterations would"):
+        run({**scenario, "engine": {"kind": "packet", "max_packets": 10}})

@@ -56,8 +56,7 @@ def simulate_jobs_packet(prepared, graph, built: dict) -> tuple[dict, dict, dict
     scenario, fabric = prepared.scenario, prepared.fabric
     run_ = scenario.engine.packet_run(fabric)
     try:
-        work = check_graph_work(fabric, graph, run_, what="the jobs' iterations",
-                                flag="--max-packets (engine.max_packets)")
+        work = check_graph_work(fabric, graph, run_, what="the jobs' iterations")
     except InputError as exc:
         path = ("engine", "max_packets") if exc.field == "max_packets" else ("engine",)
         raise located(InputError(".".join(path), exc.message), prepared.lines,
