@@ -195,7 +195,8 @@ def test_scenario_with_faults_refuses_the_packet_engine():
     with pytest.raises(InputError, match="engine: faults and cluster traces run on the flow "
                                          "engine only"):
         parse_scenario({"jobs": [{"model": "llama3-8b", "tp": 8, "iterations": 2}],
-                        "faults": [{"kind": "link", "target": "gpu0.port0", "at": 1}],
+                        "faults": [{"kind": "link", "target": "gpu0.port0", "at": 1,
+                                    "duration": 1}],
                         "engine": "packet"})
     s = parse_scenario({"collectives": [{"gpus": 4}], "engine": {"kind": "packet",
                                                                  "window": False}})
