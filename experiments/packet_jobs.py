@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,14 +52,15 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    params = Path(tempfile.mkdtemp(prefix="packet_jobs_"))     # the parameter files
     engines = {
         "flow (max-min)": None,
         "packets: no CC, ECN, PFC; unlimited buffer": {
             "kind": "packet", "max_packets": 1e8, "params": _params_file(
-                out, "packet_plain", "cc: false\necn: false\npfc: false\nbuffer_bytes: .inf\n")},
+                params, "packet_plain", "cc: false\necn: false\npfc: false\nbuffer_bytes: .inf\n")},
         "packets: SimAI's DCQCN set + PFC": {
             "kind": "packet", "max_packets": 1e8,
-            "params": _params_file(out, "packet_simai", "preset: simai\n")},
+            "params": _params_file(params, "packet_simai", "preset: simai\n")},
         "packets: defaults (ConnectX DCQCN + PFC)": {"kind": "packet", "max_packets": 1e8},
     }
     rows = []
