@@ -253,5 +253,9 @@ def test_scenario_jobs_under_engine_packet_report_the_packet_run(tmp_path):
     assert flow.packet is None and "packet" not in flow.to_dict()
     assert pkt.jobs[0].iteration_time == pytest.approx(flow.jobs[0].iteration_time, rel=0.01)
     assert pkt.to_dict()["packet"]["flow_makespan"] == pytest.approx(flow.makespan, rel=1e-9)
+    from hpnsim.report.packet import packet_sections
+
+    (_, _, parts), = packet_sections(pkt.to_dict())          # the HTML report's section
+    assert parts[0].rows[0][2] == f"{pkt.packet['events']:,}"
     with pytest.raises(InputError, match=r"engine.max_packets: the jobs' iterations would"):
         run({**scenario, "engine": {"kind": "packet", "max_packets": 10}})

@@ -173,4 +173,20 @@ def packet_sections(run: dict) -> list:
                                 f"packet_queue_{c['name']}",
                                 "Egress queue over the simulated steps at the ports whose "
                                 "queue rose highest (or those chosen with watch)."))
+    jobs = run.get("packet")
+    if jobs:
+        q_max = max((p["q_max"] for p in jobs["ports"]), default=0.0)
+        parts.append(Table(["packets (s)", "flow engine (s)", "events", "ECN marks", "CNPs",
+                            "PFC pauses", "paused (us)", "drops", "max queue (KB)"],
+                           [[f"{jobs['makespan']:.6g}", f"{jobs['flow_makespan']:.6g}",
+                             f"{jobs['events']:,}", str(jobs["ecn_marks"]), str(jobs["cnps"]),
+                             str(jobs["pfc_pauses"]), f"{jobs['paused_time'] * 1e6:.1f}",
+                             str(jobs["drops"]), f"{q_max / 1e3:.1f}"]],
+                           caption="the jobs' iterations as packets, beside the flow "
+                                   "engine's time for the same task graph"))
+        queue = jobs.get("queue", {})
+        if queue.get("ports"):
+            parts.append(Figure(queue_figure(queue, "jobs: queue at the watched ports"),
+                                "packet_queue_jobs", "Egress queue over the jobs' run at the "
+                                "ports whose queue rose highest (or those chosen with watch)."))
     return [("packet", "Packet engine: queues, marks, pauses", parts)] if parts else []
