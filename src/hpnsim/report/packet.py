@@ -40,8 +40,9 @@ def packet_table(rows: list[dict]) -> str:
                      f"{q / 1e3:>9.1f}")
     if any(not r["packet"]["stable"] for r in rows):
         lines.append("# *: the window reached its limit before the per-step time settled")
-    lines.append("# queue, mark and pause figures are over the simulated steps; time and "
-                 "busbw extrapolate the rest")
+    if any(r["packet"]["extrapolated"] > 0 for r in rows):
+        lines.append("# queue, mark and pause figures are over the simulated steps; time and "
+                     "busbw extrapolate the rest")
     return "\n".join(lines)
 
 
