@@ -259,3 +259,18 @@ def test_scenario_jobs_under_engine_packet_report_the_packet_run(tmp_path):
     assert parts[0].rows[0][2] == f"{pkt.packet['events']:,}"
     with pytest.raises(InputError, match=r"engine.max_packets: the jobs' iterations would"):
         run({**scenario, "engine": {"kind": "packet", "max_packets": 10}})
+
+
+def test_waits_in_the_kernel_release_their_successors_and_refuse_bad_durations():
+    """simulate_flows with waits: flow 0 (one 4096 B packet over two 1 GB/s links of 1 us),
+    then a 5 us wait, then flow 1: 10.192 + 5 + 10.192 us."""
+    from hpnsim.packet import simulate_flows
+
+    p = PacketParams(header_bytes=0, cc=False, pfc=False)
+    r = simulate_flows([1e9, 1e9], 1e-6, [[0, 1], [0, 1]], 4096, params=p, switch_of=[-1, 0],
+                       waits=[5e-6], deps=[[], [2], [0]])
+    assert r.finish.tolist() == pytest.approx([10.192e-6, 25.384e-6, 15.192e-6], rel=1e-12)
+    with pytest.raises(InputError, match="waits: durations must be finite and >= 0"):
+        simulate_flows([1e9], 1e-6, [[0]], 1.0, waits=[-1.0])
+    with pytest.raises(InputError, match="deps: needs one list per flow"):
+        simulate_flows([1e9], 1e-6, [[0]], 1.0, waits=[1.0], deps=[[]])

@@ -7,7 +7,8 @@ engine's run is (:func:`hpnsim.training.account` on its start and finish times).
 Before anything is simulated the graph's packet hops are counted and a run beyond
 ``engine.max_packets`` (``--max-packets``) is refused in one line. The flow engine then runs
 the same graph once, for the comparison the result carries (``flow_makespan``) and to space
-the queue samples; the packet run follows.
+the queue samples; the packet run follows. NVLink and PCIe run at the first job's NCCL
+efficiencies (jobs of one GPU model share them).
 """
 
 from __future__ import annotations
