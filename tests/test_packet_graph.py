@@ -274,3 +274,34 @@ def test_waits_in_the_kernel_release_their_successors_and_refuse_bad_durations()
         simulate_flows([1e9], 1e-6, [[0]], 1.0, waits=[-1.0])
     with pytest.raises(InputError, match="deps: needs one list per flow"):
         simulate_flows([1e9], 1e-6, [[0]], 1.0, waits=[1.0], deps=[[]])
+
+
+def test_nvls_tree_parent_port_queues_what_two_line_rate_senders_leave_behind():
+    """NVLS-tree all-reduce over 4 HPN hosts (32 H800 GPUs, 64 MiB, dual plane): in a tree
+    stage a parent's NIC port receives two children's whole-step flows of S = 2 MiB at once
+    (wire S x 4158/4096). Two line-rate senders into one port of the same rate leave S
+    queued when they stop: without CC, ECN and PFC the fullest port holds S (within two
+    packets), it is a ToR port toward a tree parent's NIC, and the run takes the flow
+    engine's time (1%), which shares the port evenly and shows no queue. With the default
+    DCQCN and ECN (Kmin 800 KB < S) that queue is marked and the senders cut: marks and CNPs
+    at that port, never faster than the plain run."""
+    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.collectives.run import run_collective
+    from hpnsim.fabrics import hpn7
+
+    f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
+    kw = dict(algo="nvlstree", protocol="simple", routing="hpn_dual_plane",
+              nccl=NcclParams.for_gpu("h800"))
+    plain = run_collective_packet(f, "allreduce", range(32), 2**26,
+                                  run=PacketRun(params=NO_CC), **kw)
+    wire = 2**21 * 4158 / 4096
+    top = plain.ports[0]
+    assert wire <= top["q_max"] <= wire + 2 * 4158
+    assert "->" in top["port"] and "/nic-" in top["port"].split("->")[1]
+    assert plain.time == pytest.approx(run_collective(f, "allreduce", range(32), 2**26,
+                                                      **kw).time, rel=0.01)
+    dcqcn = run_collective_packet(f, "allreduce", range(32), 2**26, **kw)
+    marked = {p["port"]: p["marks"] for p in dcqcn.ports}
+    assert marked.get(top["port"], 0) > 0 and dcqcn.cnps > 0
+    assert dcqcn.time >= plain.time
