@@ -215,15 +215,15 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print a JSON list, one object "
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
         engine: str = typer.Option("flow", "--engine", help="flow (max-min, default) or "
-                                   "packet (queues, ECN, PFC, DCQCN; ring all-reduce, "
-                                   "all-gather, reduce-scatter, --per-rail too; "
-                                   "docs/packet.md)."),
+                                   "packet (queues, ECN, PFC, DCQCN; rings as NCCL's "
+                                   "chunked steps, other algorithms as their task graph's "
+                                   "flows; --per-rail rings too; docs/packet.md)."),
         packet_params: str = typer.Option(None, "--packet-params", help="packet: YAML file "
                                           "of parameters (optional preset: connectx, "
                                           "dcqcn_paper, simai; field overrides)."),
         window: bool = typer.Option(True, "--window/--no-window", help="packet: simulate "
                                     "ring steps until the per-step time is stable and "
-                                    "extrapolate (default), or every step."),
+                                    "extrapolate (default), or every step (rings only)."),
         max_packets: float = typer.Option(None, "--max-packets", help="packet: refuse runs "
                                           "estimated beyond this many packet hops (default "
                                           "5e7, ~20-40 s)."),

@@ -28,6 +28,7 @@ class Event(IntEnum):
     PAUSE_ON = 7     # link * N_PRIO + priority: an XOFF frame reaches the link's sender
     PAUSE_OFF = 8    # link * N_PRIO + priority: an XON frame reaches the link's sender
     SAMPLE = 9       # 0: record the queues of the watched ports
+    WAIT_DONE = 10   # flow id: a wait (a flow without links) has run its duration
 
 
 class Pkt(IntEnum):
@@ -144,7 +145,7 @@ class Fi(IntEnum):
 class Ff(IntEnum):
     """Columns of the float flow state ``ff[n_flows, 5]``."""
 
-    SIZE = 0       # bytes
+    SIZE = 0       # bytes (a wait: its duration, s)
     SENT = 1       # payload bytes handed to the NIC port
     RECV = 2       # payload bytes delivered
     FINISH = 3     # when the last byte was delivered (inf until then)

@@ -128,10 +128,11 @@ class Scenario(BaseModel):
             raise ValueError(f"jobs: required: {unused[0]} sets how jobs and collectives run; "
                              f"give jobs or collectives, or leave {unused[0]} out for a "
                              f"fabric-only scenario")
-        if self.engine is not None and self.engine.kind == "packet" and self.jobs:
-            raise ValueError("engine: the packet engine runs collectives only; jobs (train, "
-                             "run), faults and cluster traces run on the flow engine: remove "
-                             "engine: packet or the jobs")
+        if self.engine is not None and self.engine.kind == "packet" and (
+                self.faults or self.cluster is not None):
+            raise ValueError("engine: faults and cluster traces run on the flow engine only; "
+                             "the packet engine runs collectives and jobs: remove engine: "
+                             "packet, or the faults and the cluster section")
         if self.cluster is not None and not self.jobs:
             raise ValueError("cluster: schedules jobs; the scenario has no jobs")
         if self.faults and not self.jobs:
