@@ -5,6 +5,9 @@ Two settings (Cao et al., SIGCOMM 2024; reference/crux.md):
 - ``testbed``: ``examples/crux_testbed.yaml`` (12 hosts x 8 A100, 800G of NICs per host,
   a 2-layer Clos with ECMP), a GPT-style job beside one, two and three BERT jobs, each spread
   over ToRs; utilization over the scenario's window.
+- ``pcie``: ``examples/crux_testbed_pcie.yaml``, the same testbed with the paper's PCIe cases:
+  the GPT-style job beside one and two BERT jobs whose GPUs are the PCIe-switch partners of
+  its GPUs (two jobs under one switch share its link to one NIC and the NIC's port).
 - ``trace``: a 2-layer Clos with ECMP where contention is common (one DCN+ pod: 8 ToRs of 8
   hosts x 8 GPUs, 512 GPUs, 200G per GPU down and 2:1 oversubscribed ToR uplinks), the seeded
   Lingjun-shaped mix (``lingjun_mix``) scaled to its GPUs, random allocation (jobs spread
@@ -17,7 +20,7 @@ compiled once and shared (one ``TemplateCache``). Writes ``crux_paper.json`` and
 table between the ``crux_paper`` markers of ``docs/cluster.md``.
 
 Usage: python experiments/crux_paper.py [--jobs 40] [--hours 2] [--seed 0] [--out DIR]
-       [--settings testbed,trace] [--docs]
+       [--settings testbed,pcie,trace] [--docs]
 """
 
 from __future__ import annotations
@@ -42,13 +45,15 @@ from hpnsim.workloads.jobmix import lingjun_mix
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTBED = ROOT / "examples" / "crux_testbed.yaml"
+TESTBED_PCIE = ROOT / "examples" / "crux_testbed_pcie.yaml"
 DOC = ROOT / "docs" / "cluster.md"
 BEGIN, END = "<!-- crux_paper:begin -->", "<!-- crux_paper:end -->"
 
 
-def testbed_runs(n_bert: int) -> list[dict]:
-    """Every scheduler on the testbed with the GPT job and ``n_bert`` BERT jobs."""
-    data = yaml.safe_load(TESTBED.read_text())
+def testbed_runs(n_bert: int, scenario: Path = TESTBED) -> list[dict]:
+    """Every scheduler on the testbed ``scenario`` with the GPT job and ``n_bert`` BERT
+    jobs."""
+    data = yaml.safe_load(scenario.read_text())
     data["jobs"] = data["jobs"][: 1 + n_bert]
     spec = parse_scenario(data)
     fabric = build_scenario_fabric(spec, {})
@@ -116,6 +121,17 @@ def figure(results: dict, path: Path) -> Path:
     return save(fig, path, 120)
 
 
+def merged(path: Path, results: dict) -> dict:
+    """The rows of an earlier run at ``path`` whose setting was not run now, and the new
+    ones: running some ``--settings`` keeps the other settings' figures (in the table order
+    testbed, PCIe cases, trace)."""
+    rows = json.loads(path.read_text()) if path.exists() else {}
+    rows.update(results)
+    rank = ("testbed,", "testbed PCIe", "trace")
+    return dict(sorted(rows.items(), key=lambda kv: next(
+        (i for i, prefix in enumerate(rank) if kv[0].startswith(prefix)), len(rank))))
+
+
 def write_docs(text: str) -> None:
     doc = DOC.read_text()
     head, rest = doc.split(BEGIN)
@@ -129,7 +145,7 @@ def main() -> None:
     parser.add_argument("--hours", type=float, default=2.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(ROOT / "experiments" / "out"))
-    parser.add_argument("--settings", default="testbed,trace")
+    parser.add_argument("--settings", default="testbed,pcie,trace")
     parser.add_argument("--docs", action="store_true")
     args = parser.parse_args()
     out = Path(args.out)
@@ -140,12 +156,17 @@ def main() -> None:
         if setting == "testbed":
             for n in (1, 2, 3):
                 results[f"testbed, GPT + {n} BERT"] = testbed_runs(n)
+        elif setting == "pcie":
+            for n in (1, 2):
+                results[f"testbed PCIe, GPT + {n} BERT on its switches"] = testbed_runs(
+                    n, TESTBED_PCIE)
         elif setting == "trace":
             results[f"trace, 2-layer Clos ({args.jobs} jobs)"] = trace_runs(
                 args.jobs, args.hours, args.seed)
         else:
-            raise SystemExit(f"--settings: testbed or trace, got {setting!r}")
+            raise SystemExit(f"--settings: testbed, pcie or trace, got {setting!r}")
         print(f"{setting}: {time.perf_counter() - t0:.1f} s", flush=True)
+    results = merged(out / "crux_paper.json", results)
     (out / "crux_paper.json").write_text(json.dumps(to_jsonable(results), indent=1))
     print(table(results))
     print(f"wrote {figure(results, out / 'crux_paper.png')}")

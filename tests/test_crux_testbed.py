@@ -29,3 +29,18 @@ def test_the_testbed_scenario_matches_the_paper():
     for job in spec.jobs:
         gpus = job.placement(f.gpus_per_host)
         assert np.unique(tor[gpus]).size >= 2
+
+
+def test_the_pcie_cases_put_two_jobs_under_each_switch():
+    pcie = yaml.safe_load(TESTBED.with_name("crux_testbed_pcie.yaml").read_text())
+    assert pcie["fabric"] == yaml.safe_load(TESTBED.read_text())["fabric"]   # same testbed
+    spec = parse_scenario(pcie)
+    f = build_scenario_fabric(spec, {})
+    gpt, *berts = (np.array(j.placement(f.gpus_per_host)) for j in spec.jobs)
+    held = np.concatenate([gpt, *berts])
+    assert np.unique(held).size == held.size                  # no GPU held twice
+    assert all(np.unique(f.gpu_tor[g, 0]).size >= 2 for g in (gpt, *berts))
+    for bert in berts:
+        # every BERT GPU's PCIe switch (its NIC) also holds a GPT GPU
+        assert np.isin(f.gpu_nic[bert], f.gpu_nic[gpt]).all()
+        assert np.unique(f.node_host[f.gpu_node[bert]]).size == 2

@@ -163,13 +163,18 @@ def test_cli_show_params_names_sources_and_the_users_file(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--engine", "packe"], "error: --engine: must be flow or packet, got 'packe'"),
     (["--no-window"], "error: --no-window: sets the packet engine; add --engine packet"),
-    (["--engine", "packet", "--algo", "tree", "--sizes", "1M"], "error: --algo: the packet "
-     "engine runs ring only; got tree: use --algo ring or --engine flow"),
-    (["--engine", "packet", "--op", "alltoall", "--sizes", "1M"], "error: --op: the packet "
-     "engine runs allreduce, allgather, reducescatter (as rings); got alltoall"),
-    (["--engine", "packet", "--sizes", "1M,1G", "--max-packets", "1e5"], "error: "
-     "--max-packets: the run would simulate ~2.36e+06 packet hops, over the limit 1e+05: "
-     "raise --max-packets"),
+    (["--engine", "packet", "--per-rail", "--algo", "tree", "--sizes", "1M"], "error: --algo: "
+     "collectives run together as packets are rings; got tree: use --algo ring or --engine "
+     "flow"),
+    (["--engine", "packet", "--per-rail", "--op", "alltoall", "--sizes", "1M"], "error: --op: "
+     "collectives run together as packets are rings of allreduce, allgather, reducescatter; "
+     "got alltoall"),
+    (["--engine", "packet", "--algo", "ring", "--sizes", "1M,1G", "--max-packets", "1e5"],
+     "error: --max-packets: the run would simulate ~2.36e+06 packet hops, over the limit "
+     "1e+05: raise --max-packets"),
+    (["--engine", "packet", "--algo", "tree", "--sizes", "1M,1G", "--max-packets", "1e5"],
+     "error: --max-packets: the tree allreduce would simulate ~1.57e+07 packet hops, over the "
+     "limit 1e+05: raise --max-packets"),
     (["--engine", "packet", "--per-rail", "--sizes", "1M,1G", "--max-packets", "5e6"],
      "error: --max-packets: the run would simulate ~8.39e+06 packet hops (8 collectives "
      "together), over the limit 5e+06"),
@@ -185,15 +190,20 @@ def test_cli_refuses_what_the_packet_engine_cannot_run(args, message):
     assert len(result.output.strip().splitlines()) == 1
 
 
-def test_scenario_with_jobs_refuses_the_packet_engine():
+def test_scenario_with_faults_refuses_the_packet_engine():
     from hpnsim.errors import InputError
     from hpnsim.scenario.spec import parse_scenario
 
-    with pytest.raises(InputError, match="engine: the packet engine runs collectives only"):
-        parse_scenario({"jobs": [{"model": "llama3-8b", "tp": 8}], "engine": "packet"})
+    with pytest.raises(InputError, match="engine: faults and cluster traces run on the flow "
+                                         "engine only"):
+        parse_scenario({"jobs": [{"model": "llama3-8b", "tp": 8, "iterations": 2}],
+                        "faults": [{"kind": "link", "target": "gpu0.port0", "at": 1,
+                                    "duration": 1}],
+                        "engine": "packet"})
     s = parse_scenario({"collectives": [{"gpus": 4}], "engine": {"kind": "packet",
                                                                  "window": False}})
     assert s.engine.kind == "packet" and not s.engine.window
+
 
 
 def test_fractional_flow_sizes_finish():
@@ -243,13 +253,13 @@ def test_a_down_nic_port_halves_the_rail_ring_in_both_engines():
     assert (down.ecn_marks, down.pfc_pauses, down.drops) == (0, 0, 0)
 
 
-def test_train_refuses_the_packet_engine_in_one_line():
-    result = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--engine", "packet"])
+def test_train_with_faults_refuses_the_packet_engine_in_one_line():
+    result = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--engine", "packet",
+                                      "--fault", "link:gpu0.port0@1s+1s"])
     assert result.exit_code == 2
-    assert result.output.strip() == ("error: --engine: training jobs run on the flow engine "
-                                     "only; the packet engine runs collectives (hpnsim "
-                                     "collective --engine packet, or engine: packet in a "
-                                     "scenario with collectives and no jobs)")
+    assert result.output.strip() == ("error: --engine: faults run on the flow engine only (a "
+                                     "failure re-routes and re-plans collectives mid-run); "
+                                     "drop --fault or --engine packet")
 
 
 def test_multi_allreduce_rails_together_halve_on_dcn_where_the_bond_hash_collides():

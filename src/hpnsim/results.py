@@ -320,6 +320,10 @@ class RunResult:
     collectives: list[CollectiveRun] = field(default_factory=list)
     fabric_report: dict | None = None
     built_fabric: Any = field(default=None, repr=False, compare=False)
+    #: the packet engine's figures of the jobs' run (``engine: packet``; None on the flow
+    #: engine): events, ECN marks, CNPs, PFC pauses, drops, fullest ports, queue samples,
+    #: and ``flow_makespan``, the flow engine's time for the same graph
+    packet: dict | None = None
 
     def job(self, name: str) -> JobResult:
         """The result of the job called ``name``."""
@@ -348,11 +352,14 @@ class RunResult:
         return [row for job in self.jobs for row in job.rows()]
 
     def to_dict(self, timeline: bool = False) -> dict:
-        return {"scenario": self.scenario, "fabric": self.fabric, "makespan": self.makespan,
-                "n_tasks": self.n_tasks, "n_events": self.n_events, "notes": list(self.notes),
-                "jobs": [job.to_dict(timeline=timeline) for job in self.jobs],
-                "collectives": [run.to_dict() for run in self.collectives],
-                "fabric_report": self.fabric_report}
+        out = {"scenario": self.scenario, "fabric": self.fabric, "makespan": self.makespan,
+               "n_tasks": self.n_tasks, "n_events": self.n_events, "notes": list(self.notes),
+               "jobs": [job.to_dict(timeline=timeline) for job in self.jobs],
+               "collectives": [run.to_dict() for run in self.collectives],
+               "fabric_report": self.fabric_report}
+        if self.packet is not None:
+            out["packet"] = self.packet
+        return out
 
     def to_frame(self):
         return to_frame(self.rows())

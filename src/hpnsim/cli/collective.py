@@ -34,7 +34,7 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
                         channels: int = 0, qps: int = 1, root: int = Defaults.root,
                         seed: int = Defaults.seed, calibration: str | None = None,
                         per_rail: bool = False, gpu: str | None = None,
-                        engine: dict | None = None):
+                        engine: dict | None = None, lag: str = "balanced"):
     """The scenario ``hpnsim collective`` runs: one collective (``gpus``: a count, 0 for every
     GPU, or indices and ranges such as ``"0-127,1024-1151"``, read as the scenario's
     ``collectives[].gpus``) on the fabric ``fabric`` with builder ``options``; errors named by
@@ -81,6 +81,8 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
         spec["gpu"] = gpu
     data = {"fabric": {**options, "template": fabric}, "routing": routing, "seed": seed,
             "collectives": [spec]}
+    if lag != "balanced":
+        data["lag"] = lag
     if calibration is not None:
         data["calibration"] = calibration
     if engine is not None:
@@ -187,6 +189,10 @@ def register(app: typer.Typer) -> None:
         protocol: str = typer.Option(Defaults.protocol, "--protocol",
                                      help=f"{', '.join(PROTOCOLS)} or {Defaults.protocol}."),
         routing: str = typer.Option(Defaults.routing, "--routing", help=f"{', '.join(ROUTING_POLICIES)}."),
+        lag: str = typer.Option("balanced", "--lag", help="hpn_dual_plane: how each bonded "
+                                "NIC puts its QPs on its ports: balanced, queue_affinity "
+                                "(mlx5 round-robin per QP) or hash (mlx5 hash mode); "
+                                "docs/failures.md."),
         sizes: str = typer.Option("1M:1G", "--sizes", help="MIN:MAX[:FACTOR] or a comma list "
                                   "(bare prefixes are binary, as in nccl-tests)."),
         channels: int = typer.Option(0, "--channels", help="Parallel rings/trees (0 = one per "
@@ -209,15 +215,15 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="Print a JSON list, one object "
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
         engine: str = typer.Option("flow", "--engine", help="flow (max-min, default) or "
-                                   "packet (queues, ECN, PFC, DCQCN; ring all-reduce, "
-                                   "all-gather, reduce-scatter, --per-rail too; "
-                                   "docs/packet.md)."),
+                                   "packet (queues, ECN, PFC, DCQCN; rings as NCCL's "
+                                   "chunked steps, other algorithms as their task graph's "
+                                   "flows; --per-rail rings too; docs/packet.md)."),
         packet_params: str = typer.Option(None, "--packet-params", help="packet: YAML file "
                                           "of parameters (optional preset: connectx, "
                                           "dcqcn_paper, simai; field overrides)."),
         window: bool = typer.Option(True, "--window/--no-window", help="packet: simulate "
                                     "ring steps until the per-step time is stable and "
-                                    "extrapolate (default), or every step."),
+                                    "extrapolate (default), or every step (rings only)."),
         max_packets: float = typer.Option(None, "--max-packets", help="packet: refuse runs "
                                           "estimated beyond this many packet hops (default "
                                           "5e7, ~20-40 s)."),
@@ -254,7 +260,7 @@ def register(app: typer.Typer) -> None:
                                        gpus=gpus, sizes=sizes, algo=algo, protocol=protocol,
                                        routing=routing, channels=channels, qps=qps,
                                        root=root, seed=seed, calibration=calibration,
-                                       per_rail=per_rail, gpu=gpu, engine=settings)
+                                       per_rail=per_rail, gpu=gpu, engine=settings, lag=lag)
         if show_params:
             from hpnsim.packet import params_dict
             from hpnsim.report.packet import params_table

@@ -19,13 +19,7 @@ from hpnsim.workloads.gpus import GPUS
 
 
 def _fabric_options(ctx: typer.Context) -> dict:
-    options = parse_extra_options(list(ctx.args))
-    if "engine" in options:             # not a fabric option: say what runs where
-        from hpnsim.errors import InputError
-        from hpnsim.scenario.engine import JOBS_ON_FLOW
-
-        raise InputError("--engine", JOBS_ON_FLOW)
-    return options
+    return parse_extra_options(list(ctx.args))
 
 
 #: job keys whose flag is not the key with dashes (the flags keep their short names)
@@ -42,6 +36,10 @@ def _flag(path: str) -> str:
 
     if path.startswith("faults["):
         return "--fault"
+    if path.startswith("engine"):
+        from hpnsim.cli.collective import _engine_name
+
+        return "--" + _engine_name(path).replace("_", "-")
     if path.startswith("jobs[") and path.rsplit(".", 1)[-1] in _RENAMED_FLAGS:
         return _RENAMED_FLAGS[path.rsplit(".", 1)[-1]]
     return "--timeout" if path.startswith("failover.") else flag_of(path)
@@ -196,6 +194,10 @@ def register(app: typer.Typer) -> None:
         fabric: str = typer.Option("hpn7", "--fabric",
                                    help="Fabric template; extra --name value options go to it."),
         routing: str = typer.Option("ecmp", "--routing", help=f"{', '.join(ROUTING_POLICIES)}."),
+        lag: str = typer.Option("balanced", "--lag", help="hpn_dual_plane: how each bonded "
+                                "NIC puts its collectives' QPs on its ports: balanced, "
+                                "queue_affinity (mlx5 round-robin per QP) or hash (mlx5 "
+                                "hash mode); docs/failures.md."),
         tp_algo: str = typer.Option("auto", "--tp-algo", help="TP all-reduce algorithm."),
         dp_algo: str = typer.Option("auto", "--dp-algo", help="DP collective algorithm."),
         seed: int = typer.Option(0, "--seed", help="Routing hash seed."),
@@ -219,6 +221,18 @@ def register(app: typer.Typer) -> None:
                                                         "https://ui.perfetto.dev)."),
         calibration: str = typer.Option(None, "--calibration", help="Calibration file from "
                                         "`hpnsim calibrate` (NCCL efficiencies, latency)."),
+        engine: str = typer.Option("flow", "--engine", help="flow (max-min, default) or "
+                                   "packet (the iteration's task graph as packets: queues, "
+                                   "ECN, PFC, DCQCN; docs/packet.md)."),
+        packet_params: str = typer.Option(None, "--packet-params", help="packet: YAML file "
+                                          "of parameters (optional preset: connectx, "
+                                          "dcqcn_paper, simai; field overrides)."),
+        max_packets: float = typer.Option(None, "--max-packets", help="packet: refuse runs "
+                                          "estimated beyond this many packet hops (default "
+                                          "5e7)."),
+        watch: str = typer.Option(None, "--watch", help="packet: comma list of port (link) "
+                                  "names whose queues are sampled (default: the busiest "
+                                  "switch ports of the paths)."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         csv: str = csv_option(),
         parquet: str = parquet_option(),
@@ -228,6 +242,7 @@ def register(app: typer.Typer) -> None:
         Example: hpnsim train --model llama3-70b --tp 8 --pp 8 --dp 16 --global-batch 2048
         --fabric hpn7 --json. MoE: --model mixtral-8x7b --tp 8 --dp 8 --ep 8; FSDP: --zero 3.
         """
+        from hpnsim.cli.collective import engine_settings
         from hpnsim.cli.common import (
             check_figure_file,
             check_output_file,
@@ -240,6 +255,11 @@ def register(app: typer.Typer) -> None:
         from hpnsim.workloads.sizing import check_fabric_for_job
 
         check_seed(seed, "--seed")
+        settings = engine_settings(engine, packet_params, True, max_packets, watch)
+        if settings is not None and faults:
+            from hpnsim.scenario.engine import FAULTS_ON_FLOW
+
+            raise InputError("--engine", FAULTS_ON_FLOW)
         if plot:
             check_figure_file(plot)
         if trace:
@@ -288,6 +308,10 @@ def register(app: typer.Typer) -> None:
                  "jobs": [{k: v for k, v in job.items() if v is not None}]}
         if calibration is not None:
             flags["calibration"] = calibration
+        if lag != "balanced":
+            flags["lag"] = lag
+        if settings is not None:
+            flags["engine"] = settings
         if fault_list:
             flags["faults"] = [{k: v for k, v in (("kind", f.kind), ("target", f.target),
                                                   ("at", f.at), ("duration", f.duration
@@ -305,7 +329,8 @@ def register(app: typer.Typer) -> None:
                                            _fabric_options(ctx), note=_note)
             scenario.fabric = scenario_from_flags(
                 {"template": fabric, **options}, model=FabricSpec, section="fabric")
-            outcome = run(scenario).jobs[0]
+            ran = run(scenario)
+            outcome = ran.jobs[0]
         if trace:
             from hpnsim.report.trace import iteration_trace, jobs_trace, write_trace
 
@@ -332,11 +357,16 @@ def register(app: typer.Typer) -> None:
 
             plot_gantt(result, plot)
         if json_out:
-            emit_json(result.to_dict(timeline=timeline))
+            emit_json(result.to_dict(timeline=timeline) | ({"packet": ran.packet}
+                                                             if ran.packet else {}))
         else:
             from hpnsim.report.iteration import print_iteration
 
             print_iteration(result, table_console())
+            if ran.packet:
+                from hpnsim.report.packet import jobs_packet_text
+
+                typer.echo(jobs_packet_text(ran.packet))
 
     @app.command(context_settings=PASS_THROUGH)
     @guarded

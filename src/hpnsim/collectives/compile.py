@@ -134,7 +134,10 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
     >>> len(c.final), len(g) > len(c.stage_tasks)     # one barrier after the member flows
     (1, True)
     """
+    from hpnsim.collectives.paths import payload_paths
+
     sch = plan.schedule
+    payload = payload_paths(sch, plan.paths, plan.nccl)
     base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
     label = name or f"{sch.op}/{plan.algo}"
@@ -151,13 +154,14 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
         wire = stage.size / plan.qps / efficiency
         opts = dict(priority=priority, weight=weight, latency=latency, release=release)
         if stage.coupled:
-            task = graph.add_transfer_paths(paths, wire, deps=stage_deps,
+            task = graph.add_transfer_paths(paths, wire, deps=stage_deps, members=payload[i],
                                             name=f"{label}/{stage.name}", **opts)
             stage_tasks.append(np.array([task], dtype=np.int64))
             continue
         if len(stage_deps) > 1:  # one barrier instead of flows x deps edges
             stage_deps = [graph.add_delay(0.0, deps=stage_deps, name=f"{label}/sync{i}")]
-        stage_tasks.append(graph.add_transfers(paths, wire, deps=stage_deps, **opts))
+        stage_tasks.append(graph.add_transfers(paths, wire, deps=stage_deps,
+                                               members=payload[i], **opts))
 
     final = [int(t) for i in sch.final for t in stage_tasks[i]]
     if len(final) > 1:

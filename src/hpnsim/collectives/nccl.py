@@ -17,7 +17,8 @@ How each efficiency acts:
 Sources: NCCL ``src/graph/tuning.cc`` (protocol factors, NVLS efficiency, latencies, LL128
 and tree caps) and ``src/graph/topo.h`` (NCCL's usable NVLink bandwidth per link), the
 RoCEv2 and Ethernet framing standards (header bytes), and NCCL's environment variables
-(``NCCL_NCHANNELS_PER_NET_PEER``, ``NCCL_IB_QPS_PER_CONNECTION``, ``NCCL_IB_SPLIT_DATA_ON_QPS``).
+(``NCCL_NCHANNELS_PER_NET_PEER``, ``NCCL_IB_QPS_PER_CONNECTION``, ``NCCL_IB_SPLIT_DATA_ON_QPS``,
+defaults of NCCL 2.18.3, the HPN paper's version).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from hpnsim.errors import InputError
 #: most channels (rings or trees) one NCCL communicator runs: ``#define MAXCHANNELS 32`` in
 #: NCCL's src/include/devcomm.h (the channel arrays of ncclDevComm are this long)
 MAXCHANNELS = 32
+#: most queue pairs of one NCCL network connection: ``#define NCCL_IB_MAX_QPS 128`` in
+#: NCCL's src/transport/net_ib.cc (v2.18.3-1; the QP numbers exchanged per connection)
+MAX_QPS = 128
 
 #: RoCEv2 framing per packet, bytes: Ethernet header 14 + FCS 4 + preamble/SFD 8 + minimum
 #: inter-frame gap 12 (IEEE 802.3), IPv4 20 (RFC 791), UDP 8 (RFC 768), InfiniBand BTH 12 +
@@ -105,9 +109,12 @@ class NcclParams:
         send/recv between two GPUs on different hosts.
     qps_per_connection : NCCL_IB_QPS_PER_CONNECTION (NCCL default 1): queue pairs per
         connection, each its own UDP source port, so its own ECMP hash.
-    split_data_on_qps : NCCL_IB_SPLIT_DATA_ON_QPS (NCCL default 0): each message split over
-        all QPs (True) or messages round-robin over QPs (False); either way each QP carries
-        1/qps of the bytes, so it changes latency only, not the flow model.
+    split_data_on_qps : NCCL_IB_SPLIT_DATA_ON_QPS: each message split over all QPs (True;
+        NCCL 2.18.3's default, ``ncclIbMultiSend`` in net_ib.cc cuts it into ``nqps`` pieces
+        of 128-byte multiples and the receive completes when all ``nqps`` have arrived) or
+        messages round-robin over the QPs (False; the default from 2.20.3 on); either way
+        each QP carries 1/qps of the bytes and a channel moves at qps times its slowest
+        QP's rate, so it changes latency only, not the flow model.
 
     Examples
     --------
@@ -140,7 +147,7 @@ class NcclParams:
     channels_per_nic: int | None = None
     channels_per_net_peer: int = 2
     qps_per_connection: int = 1
-    split_data_on_qps: bool = False
+    split_data_on_qps: bool = True
 
     def __post_init__(self) -> None:
         if self.network_efficiency is None:
@@ -151,10 +158,11 @@ class NcclParams:
             if isinstance(value, bool) or not isinstance(value, int | float | np.number) \
                     or not low <= float(value) <= high:
                 raise InputError(f"nccl.{name}", f"must be in [{low}, {high}], got {value!r}")
-        for name in ("channels_per_net_peer", "qps_per_connection"):
+        for name, most in (("channels_per_net_peer", 64), ("qps_per_connection", MAX_QPS)):
             value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or not 1 <= value <= 64:
-                raise InputError(f"nccl.{name}", f"must be an integer in 1..64, got {value!r}")
+            if isinstance(value, bool) or int(value) != value or not 1 <= value <= most:
+                raise InputError(f"nccl.{name}", f"must be an integer in 1..{most}, got "
+                                                 f"{value!r}")
         cpn = self.channels_per_nic
         if cpn is not None and (isinstance(cpn, bool) or int(cpn) != cpn or not 1 <= cpn <= 64):
             raise InputError("nccl.channels_per_nic", f"must be an integer in 1..64, got {cpn!r}")

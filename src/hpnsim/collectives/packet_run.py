@@ -21,8 +21,11 @@ does not simulate) are added to the packet engine's network time (serialization,
 propagation, queues), as the flow engine adds them to its bandwidth time: the engines then
 differ by what the network does.
 
-Only ring all-reduce, all-gather and reduce-scatter are built as packets
-(:data:`PACKET_OPS`); ``algo: auto`` means ring here. The work is bounded before the run:
+Ring all-reduce, all-gather and reduce-scatter run this way (:data:`PACKET_OPS`, also
+when ``algo: auto`` picks ring); every other collective (tree, NVLS, NVLS-tree, all-to-all,
+...) runs as the flow engine's compiled task graph, moved as packets
+(:func:`hpnsim.collectives.packet_graph.run_collective_graph_packet`). Collectives run
+together (:func:`run_together_packet`) are rings. The work is bounded before the run:
 :func:`estimate_packets` counts the packet hops of the steps the run would simulate and
 :func:`run_collective_packet` refuses a run beyond ``max_packets`` naming the option that
 raises it.
@@ -37,6 +40,9 @@ import numpy as np
 from hpnsim.collectives.concurrent import group_seed
 from hpnsim.collectives.ops import busbw_factor
 from hpnsim.collectives.options import CollectiveOptions
+from hpnsim.collectives.packet_ports import PACKET_OPS
+from hpnsim.collectives.packet_ports import packet_capacity as _packet_capacity
+from hpnsim.collectives.packet_ports import top_ports as _ports
 from hpnsim.collectives.packet_result import PACKET_ROW_FIELDS, PacketCollectiveResult
 from hpnsim.collectives.run import concurrent_link_flows
 from hpnsim.errors import InputError
@@ -45,13 +51,9 @@ __all__ = ["PACKET_OPS", "PACKET_ROW_FIELDS", "DEFAULT_MAX_PACKETS", "PacketColl
            "PacketRun", "check_collective_packet", "estimate_packets", "packet_rings",
            "run_collective_packet", "run_together_packet"]
 
-#: the operations the packet engine builds, all as NCCL rings
-PACKET_OPS = ("allreduce", "allgather", "reducescatter")
 #: packet hops one run may simulate by default: ~4 events each, ~10 M events/s on one core
 #: (docs/packet.md, measured): about 20-40 s
 DEFAULT_MAX_PACKETS = 5e7
-#: ports listed per result, the fullest queues first
-TOP_PORTS = 10
 
 
 @dataclass(frozen=True)
@@ -141,22 +143,6 @@ def relayed_legs(fabric, paths) -> list:
     return out
 
 
-def _packet_capacity(fabric, nccl, params, state=None) -> np.ndarray:
-    """Link capacities the packet engine runs: NVLink (and PCIe) at the payload rate NCCL
-    reaches (``nvlink_efficiency``), grown by the packet header the engine adds; network
-    links at their line rate (their headers are simulated)."""
-    from hpnsim.fabrics.fabric import LinkKind
-
-    cap = np.array(fabric.link_capacity if state is None else state.capacity,
-                   dtype=np.float64)
-    cap[cap <= 0] = 1.0         # down links carry no path (checked); the engine needs C > 0
-    grow = (params.mtu_bytes + params.header_bytes) / params.mtu_bytes
-    kind = np.asarray(fabric.link_kind)
-    cap[kind == LinkKind.NVLINK] *= nccl.nvlink_efficiency * grow
-    cap[kind == LinkKind.PCIE] *= nccl.pcie_efficiency * grow
-    return cap
-
-
 def estimate_packets(rings, piece: float, steps: int, chunk: float, params,
                      window: bool, first_window: int = 4) -> float:
     """Packet hops the run simulates: packets per step (chunks of at most an MTU) times
@@ -204,12 +190,12 @@ def _checked(fabric, op, gpus, size, options, run: PacketRun, state=None):
 
     op = normalize_op(op)
     if op not in PACKET_OPS:
-        raise InputError("op", f"the packet engine runs {', '.join(PACKET_OPS)} (as rings); "
-                               f"got {op}: use --engine flow")
+        raise InputError("op", f"collectives run together as packets are rings of "
+                               f"{', '.join(PACKET_OPS)}; got {op}: use --engine flow")
     algo = normalize_algorithm(options.algo)
     if algo not in ("auto", "ring"):
-        raise InputError("algo", f"the packet engine runs ring only; got {algo}: use --algo "
-                                 f"ring or --engine flow")
+        raise InputError("algo", f"collectives run together as packets are rings; got "
+                                 f"{algo}: use --algo ring or --engine flow")
     options = replace(options, algo="ring")
     params = (run.params or PacketParams()).validate()
     plan = plan_collective(fabric, op, gpus, size, options, state=state)
@@ -234,24 +220,30 @@ def _checked(fabric, op, gpus, size, options, run: PacketRun, state=None):
 
 def check_collective_packet(fabric, op: str, gpus, size: float,
                             options: CollectiveOptions | None = None,
-                            run: PacketRun = PacketRun()) -> float:
-    """Refuse what :func:`run_collective_packet` cannot run (an operation or algorithm other
-    than a ring, a run beyond ``run.max_packets``) before running it: an
-    :class:`~hpnsim.errors.InputError` named ``op``, ``algo`` or ``max_packets``; else the
-    estimated packet hops.
+                            run: PacketRun = PacketRun(), *, together: bool = False) -> float:
+    """Refuse what :func:`run_collective_packet` cannot run (a run beyond
+    ``run.max_packets``) before running it: an :class:`~hpnsim.errors.InputError` named
+    ``max_packets``; else the estimated packet hops (of the ring's simulated steps, or of the
+    whole task graph of another algorithm). ``together``: checked as one of several
+    collectives run together (:func:`run_together_packet`: rings only, ``auto`` a ring).
 
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
-    >>> check_collective_packet(f, "alltoall", range(16), 2**20)
-    Traceback (most recent call last):
-    ...
-    hpnsim.errors.InputError: op: the packet engine runs allreduce, allgather, reducescatter (as rings); got alltoall: use --engine flow
-    >>> check_collective_packet(f, "allreduce", range(16), 2**30, run=PacketRun(max_packets=1e5))
+    >>> check_collective_packet(f, "alltoall", range(16), 2**20)         # its whole graph
+    22528.0
+    >>> ring = CollectiveOptions(algo="ring")
+    >>> check_collective_packet(f, "allreduce", range(16), 2**30, ring, PacketRun(max_packets=1e5))
     Traceback (most recent call last):
     ...
     hpnsim.errors.InputError: max_packets: the run would simulate ~2.36e+06 packet hops, over the limit 1e+05: raise --max-packets
     """
-    return _checked(fabric, op, gpus, size, CollectiveOptions.build(options), run)[-1]
+    from hpnsim.collectives.packet_graph import check_graph_packet, graph_plan
+
+    options = CollectiveOptions.build(options)
+    plan = None if together else graph_plan(fabric, op, gpus, size, options)
+    if plan is not None:
+        return check_graph_packet(fabric, plan, run)
+    return _checked(fabric, op, gpus, size, options, run)[-1]
 
 
 def run_collective_packet(fabric, op: str, gpus, size: float,
@@ -262,7 +254,9 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     Parameters
     ----------
     fabric, op, gpus, size, options, keywords
-        As :func:`~hpnsim.collectives.run.run_collective`; ``algo`` auto means ring.
+        As :func:`~hpnsim.collectives.run.run_collective`; what is not a ring (``algo``
+        given, or what ``auto`` picks) runs as its task graph
+        (:func:`~hpnsim.collectives.packet_graph.run_collective_graph_packet`).
     run : PacketRun
         Packet parameters, windowed mode, the work limit and the watched ports.
     state : hpnsim.fabrics.FabricState, optional
@@ -289,8 +283,14 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     >>> bool(abs(r.network_time / (30 * step) - 1) < 0.02)
     True
     """
+    from hpnsim.collectives.packet_graph import graph_plan, run_collective_graph_packet
+
+    options = CollectiveOptions.build(options, **keywords)
+    graph = graph_plan(fabric, op, gpus, size, options, state)
+    if graph is not None:
+        return run_collective_graph_packet(fabric, graph, size, options.routing, run, state)
     op, options, plan, rings, piece, steps, chunk, estimate = _checked(
-        fabric, op, gpus, size, CollectiveOptions.build(options, **keywords), run, state)
+        fabric, op, gpus, size, options, run, state)
     return _simulate(fabric, op, size, options, [plan], rings, piece, steps, chunk, estimate,
                      run, state)
 
@@ -422,13 +422,3 @@ def _ring_step_end(rings, finish, k: int) -> np.ndarray:
     ends = np.full(per_step.size, -np.inf)
     np.maximum.at(ends, block, np.asarray(finish, dtype=np.float64))
     return ends.reshape(len(rings), k)
-
-
-def _ports(fabric, res, switch_of) -> list[dict]:
-    """The switch ports with the fullest queues (then the most pauses), as dicts."""
-    candidates = np.flatnonzero((switch_of >= 0) & ((res.q_max > 0) | (res.pauses > 0)))
-    order = candidates[np.lexsort((-res.pauses[candidates], -res.q_max[candidates]))]
-    return [{"port": fabric.link_name(int(k)), "link": int(k), "q_max": float(res.q_max[k]),
-             "q_mean": float(res.q_mean[k]), "q_p99": float(res.q_pct[k, 0]),
-             "marks": int(res.marks[k]), "pauses": int(res.pauses[k]),
-             "paused_time": float(res.paused_time[k])} for k in order[:TOP_PORTS]]

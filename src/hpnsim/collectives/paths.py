@@ -20,7 +20,7 @@ from hpnsim.collectives.nccl import NcclParams
 from hpnsim.collectives.schedule import Schedule, Stage
 from hpnsim.errors import InputError
 
-__all__ = ["route_schedule", "routing_order", "wire_paths"]
+__all__ = ["payload_paths", "route_schedule", "routing_order", "wire_paths"]
 
 
 def wire_paths(fabric, sch: Schedule, paths: tuple, nccl: NcclParams) -> tuple:
@@ -66,6 +66,34 @@ def wire_paths(fabric, sch: Schedule, paths: tuple, nccl: NcclParams) -> tuple:
             weight = weight / nccl.nvls_efficiency
         out.append(Paths(p.ptr, p.links, weight, src=p.src, dst=p.dst, port=p.port,
                          sport=p.sport, policy=p.policy))
+    return tuple(out)
+
+
+def payload_paths(sch: Schedule, paths: tuple, nccl: NcclParams) -> tuple:
+    """``paths`` weighted by the bytes each member moves on a link per byte of its stage's
+    size, before any link's efficiency: 1 (or the sprayed fraction), NVLS stages their
+    multicast loads over ``nccl.nvls_efficiency``. What an engine that simulates every
+    member on its own path (:mod:`hpnsim.packet`) sends; the link efficiencies it simulates
+    or applies to the link itself.
+
+    >>> from hpnsim.collectives.algorithms import build_schedule
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> sch = build_schedule("allgather", [0, 8], 2**20, "ring", channels=1)
+    >>> payload, = payload_paths(sch, route_schedule(f, sch, "ecmp", qps=1, seed=0,
+    ...                                               options={}), NcclParams())
+    >>> payload.weight.tolist() == [1.0] * payload.links.size
+    True
+    """
+    from hpnsim.routing.paths import Paths
+
+    out = []
+    for stage, p in zip(sch.stages, paths, strict=True):
+        if p is None or stage.switch is None:
+            out.append(p)
+            continue
+        out.append(Paths(p.ptr, p.links, p.weight / nccl.nvls_efficiency, src=p.src,
+                         dst=p.dst, port=p.port, sport=p.sport, policy=p.policy))
     return tuple(out)
 
 

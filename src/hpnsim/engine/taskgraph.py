@@ -76,6 +76,9 @@ class TaskGraph:
         # the last freeze, (arrays, n_links, entry chunks, dep entries): tasks added since
         # only bring rows and dependencies of their own, so the next freeze appends theirs
         self._frozen = None
+        # member routes of transfers added from paths, for engines that move each member on
+        # its own path (hpnsim.packet): (task of each row, ptr, links, bytes per member byte)
+        self._members: list[tuple] = []
 
     def __len__(self) -> int:
         return len(self._kind)
@@ -164,22 +167,29 @@ class TaskGraph:
         self._entry_usage.append(merged_usage)
         return task
 
-    def add_transfer_paths(self, paths, size, **options) -> int:
+    def add_transfer_paths(self, paths, size, *, members=None, **options) -> int:
         """Add one transfer group from its member paths (``Paths``: CSR ptr/links/weight).
 
         Every member's path loads its links with the member's weight (1, or the sprayed
-        fraction); see :meth:`add_transfer` for the options.
+        fraction); see :meth:`add_transfer` for the options. The member paths are kept
+        (:meth:`member_paths`), or ``members`` instead: the same routes weighted by payload
+        bytes per member byte, where ``paths`` carry wire-byte weights.
 
         >>> g = TaskGraph()
         >>> g.add_transfer_paths([[0, 1], [1, 2]], 8e6, name="ring-step")
         0
         """
         _, links, weight = paths_arrays(paths)
-        return self.add_transfer(links, weight, size, **options)
+        task = self.add_transfer(links, weight, size, **options)
+        ptr, links, weight = paths_arrays(paths if members is None else members)
+        self._members.append((np.full(ptr.size - 1, task, dtype=np.int64), ptr, links, weight))
+        return task
 
     def add_transfers(self, paths, sizes, *, priority=0, weight=1.0, latency=0.0,
-                      release=0.0, names=None, deps=()) -> np.ndarray:
+                      release=0.0, names=None, deps=(), members=None) -> np.ndarray:
         """Add one independent transfer per path (plain flows); returns their task ids.
+        Each path is kept as its transfer's member (or the path of ``members``, as in
+        :meth:`add_transfer_paths`).
 
         ``sizes``, ``priority``, ``weight``, ``latency`` and ``release`` are scalars or one
         value per path; every transfer waits for all the task ids in ``deps``. Every argument
@@ -235,10 +245,36 @@ class TaskGraph:
         self._latency.extend(lat.tolist())
         self._release.extend(rel.tolist())
         self._names.extend([""] * n if names is None else [str(x) for x in names])
+        m_ptr, m_links, m_weight = (ptr, link_ids, coef) if members is None \
+            else paths_arrays(members)
+        self._members.append((np.arange(first, first + n, dtype=np.int64), m_ptr, m_links,
+                              m_weight))
         if dep_ids.size:
             self._dep_task.extend(np.repeat(np.arange(first, first + n), dep_ids.size).tolist())
             self._dep_on.extend(np.tile(dep_ids, n).tolist())
         return np.arange(first, first + n, dtype=np.int64)
+
+    def member_paths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(task, ptr, links, weight)``: every kept member path (CSR ``ptr``/``links``),
+        the transfer it belongs to and the bytes it moves per byte of the transfer's size.
+        Transfers added by :meth:`add_transfer` or copied (:meth:`append_chain`) have none.
+
+        >>> g = TaskGraph(); _ = g.add_delay(1.0)
+        >>> _ = g.add_transfer_paths([[0, 1], [1, 2]], 8.0); _ = g.add_transfers([[3]], 1.0)
+        >>> task, ptr, links, weight = g.member_paths()
+        >>> task.tolist(), ptr.tolist(), links.tolist()
+        ([1, 1, 2], [0, 2, 4, 5], [0, 1, 1, 2, 3])
+        """
+        if not self._members:
+            z = np.zeros(0, dtype=np.int64)
+            return z, np.zeros(1, dtype=np.int64), z, np.zeros(0)
+        tasks = np.concatenate([m[0] for m in self._members])
+        offsets = np.cumsum([0] + [m[1][-1] for m in self._members])
+        ptr = np.concatenate([[0]] + [m[1][1:] + o for m, o in zip(self._members, offsets,
+                                                                     strict=False)])
+        links = np.concatenate([np.asarray(m[2], dtype=np.int64) for m in self._members])
+        weight = np.concatenate([np.asarray(m[3], dtype=np.float64) for m in self._members])
+        return tasks, ptr.astype(np.int64), links, weight
 
     def add_delay(self, duration, *, deps=(), release=0.0, name="") -> int:
         """Add a fixed wait (compute, a timer); returns its task id.

@@ -143,6 +143,27 @@ class Assembly:
         return Fabric(nodes, links, gpu_node, gpu_nic, meta)
 
 
+def pcie_nics_per_host(gpus_per_host: int, gpus_per_pcie_switch, host_field: str) -> int:
+    """Validate a host's PCIe layout; returns its NICs (one per PCIe switch).
+
+    Every builder with hosts takes ``gpus_per_pcie_switch`` (``k``): ``k = 1`` is one NIC
+    per GPU on its own PCIe link, ``k > 1`` puts every ``k`` GPUs under one PCIe switch
+    with one NIC (:func:`add_hosts`). ``k`` must divide the host's GPUs, named by
+    ``host_field`` (the builder's parameter: ``gpus_per_host`` or ``rails``).
+
+    >>> pcie_nics_per_host(8, 2, "rails")
+    4
+    >>> pcie_nics_per_host(8, 3, "rails")
+    Traceback (most recent call last):
+    hpnsim.errors.InputError: gpus_per_pcie_switch: must divide rails=8 (the host's GPUs), got 3
+    """
+    k = positive_int(gpus_per_pcie_switch, "gpus_per_pcie_switch")
+    if gpus_per_host % k:
+        raise InputError("gpus_per_pcie_switch", f"must divide {host_field}={gpus_per_host} "
+                                                 f"(the host's GPUs), got {k}")
+    return gpus_per_host // k
+
+
 def add_hosts(asm: Assembly, host_pod, host_segment, gpus_per_host: int, *, nvlink: float,
               pcie: float, latency: float, first_host: int = 0,
               gpus_per_switch: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ keyword parameters and states its topology.
 from __future__ import annotations
 
 from hpnsim.errors import InputError
-from hpnsim.fabrics.assembly import choice, common_speeds, positive_int
+from hpnsim.fabrics.assembly import choice, common_speeds, pcie_nics_per_host, positive_int
 from hpnsim.fabrics.fabric import Fabric
 from hpnsim.fabrics.hpn import DUAL_TOR_MODES
 from hpnsim.fabrics.tiered import TieredSpec, build_tiered
@@ -76,12 +76,14 @@ def rail_optimized(pods: int = 1, segments: int = 8, hosts_per_segment: int = 64
                    agg_core_uplinks: int = 64, chip: str = "51.2T",
                    core_ports: int | None = None, nvlink: str = "400GB/s",
                    pcie: str = "Gen5x16", hop_latency: str = "1us",
-                   host_latency: str = "0.5us") -> Fabric:
+                   host_latency: str = "0.5us", gpus_per_pcie_switch: int = 1) -> Fabric:
     """Rail-optimized 3-tier Clos (NVIDIA SuperPod / Spectrum-X style), single ToR per rail.
 
     One 400G NIC port per GPU; a segment is ``rails`` ToRs serving ``hosts_per_segment``
     hosts (8 x 64 = 512 GPUs); every ToR links to every Agg (spine) of its pod; pods are
-    joined through a core.
+    joined through a core. ``gpus_per_pcie_switch = k > 1``: every ``k`` GPUs of a host
+    share one PCIe switch and its NIC, so a host has ``rails / k`` NICs and a segment
+    ``rails / k`` ToRs (a rail per NIC).
 
     >>> f = rail_optimized(segments=2)
     >>> f.n_gpus, f.meta["tiers"]["tor"]["switches"]
@@ -98,7 +100,8 @@ def rail_optimized(pods: int = 1, segments: int = 8, hosts_per_segment: int = 64
         agg_uplinks=positive_int(agg_core_uplinks, "agg_core_uplinks"),
         core_ports=None if core_ports is None else positive_int(core_ports, "core_ports"),
         peer_links=0, **_speeds(port_speed, uplink_speed, chip),
-        **common_speeds(nvlink, pcie, hop_latency, host_latency))
+        gpus_per_pcie_switch=positive_int(gpus_per_pcie_switch, "gpus_per_pcie_switch"),
+        gpus_field="rails", **common_speeds(nvlink, pcie, hop_latency, host_latency))
     return build_tiered(spec, dual_tor="single", dual_plane=False)
 
 
@@ -106,11 +109,13 @@ def rail_only(segments: int = 16, hosts_per_segment: int = 64, backup_hosts: int
               rails: int = 8, port_speed: str = "400G", uplink_speed: str = "400G",
               tor_uplinks: int = 64, aggs_per_rail: int = 8, chip: str = "51.2T",
               nvlink: str = "400GB/s", pcie: str = "Gen5x16", hop_latency: str = "1us",
-              host_latency: str = "0.5us") -> Fabric:
+              host_latency: str = "0.5us", gpus_per_pcie_switch: int = 1) -> Fabric:
     """Rail-only: one two-tier network per rail; cross-rail traffic only through NVLink.
 
     Each segment has one ToR per rail; the ToR of rail ``r`` links only to the
     ``aggs_per_rail`` Aggs of rail ``r`` (the Aggs are partitioned into per-rail planes).
+    ``gpus_per_pcie_switch = k > 1``: ``k`` GPUs share a PCIe switch and its NIC, one rail
+    (ToR, Agg plane) per NIC: ``rails / k`` rails.
 
     >>> f = rail_only(segments=2)
     >>> f.n_gpus, f.meta["planes"]
@@ -125,17 +130,22 @@ def rail_only(segments: int = 16, hosts_per_segment: int = 64, backup_hosts: int
         aggs_per_plane=positive_int(aggs_per_rail, "aggs_per_rail"), plane_by="group",
         agg_uplinks=0, core_ports=None, peer_links=0,
         **_speeds(port_speed, uplink_speed, chip),
-        **common_speeds(nvlink, pcie, hop_latency, host_latency))
+        gpus_per_pcie_switch=positive_int(gpus_per_pcie_switch, "gpus_per_pcie_switch"),
+        gpus_field="rails", **common_speeds(nvlink, pcie, hop_latency, host_latency))
     return build_tiered(spec, dual_tor="single", dual_plane=False)
 
 
 def fat_tree(k: int, gpus_per_host: int = 1, link_speed: str = "400G", chip: str = "51.2T",
              nvlink: str = "400GB/s", pcie: str = "Gen5x16", hop_latency: str = "1us",
-             host_latency: str = "0.5us") -> Fabric:
+             host_latency: str = "0.5us", gpus_per_pcie_switch: int = 1) -> Fabric:
     """k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2 Agg switches, (k/2)^2 cores.
 
-    k^3/4 NICs (one per GPU); ``gpus_per_host`` GPUs share a host (and an edge switch) and
-    must divide k/2. Every link runs at ``link_speed``; switches have k ports.
+    k^3/4 NICs, one per edge port; ``gpus_per_host`` GPUs share a host (and an edge switch).
+    By default every GPU has its own NIC (k^3/4 GPUs) and ``gpus_per_host`` must divide
+    k/2; with ``gpus_per_pcie_switch = p > 1`` every ``p`` GPUs of a host share one PCIe
+    switch and its NIC, so a host takes ``gpus_per_host / p`` edge ports (which must divide
+    k/2) and the fabric holds ``p`` k^3/4 GPUs. Every link runs at ``link_speed``; switches
+    have k ports.
 
     >>> f = fat_tree(4)
     >>> f.n_gpus, f.switches().size
@@ -146,14 +156,20 @@ def fat_tree(k: int, gpus_per_host: int = 1, link_speed: str = "400G", chip: str
         raise InputError("k", f"must be an even integer >= 2, got {k}")
     gpus_per_host = positive_int(gpus_per_host, "gpus_per_host")
     half = k // 2
-    if half % gpus_per_host:
+    nics = pcie_nics_per_host(gpus_per_host, gpus_per_pcie_switch, "gpus_per_host")
+    if half % nics and nics == gpus_per_host:
         raise InputError("gpus_per_host", f"must divide k/2 = {half}, got {gpus_per_host}")
+    if half % nics:
+        raise InputError("gpus_per_pcie_switch", f"leaves {nics} NICs per host, which must "
+                                                 f"divide k/2 = {half} (edge ports), got "
+                                                 f"{gpus_per_pcie_switch}")
     speed = parse_bandwidth(link_speed, "link_speed")
     spec = TieredSpec(
-        template="fat_tree", pods=k, segments=half, hosts=half // gpus_per_host, backups=0,
+        template="fat_tree", pods=k, segments=half, hosts=half // nics, backups=0,
         gpus_per_host=gpus_per_host, rail_optimized=False, sides=1, ports_per_nic=1,
         port_speed=speed, tor_uplinks=half, aggs_per_plane=half, plane_by="none",
         agg_uplinks=half, up_speed=speed, chip=parse_bandwidth(chip, "chip"), core_ports=k,
         peer_links=0, hosts_field="k", segments_field="k",
+        gpus_per_pcie_switch=gpus_per_host // nics,
         **common_speeds(nvlink, pcie, hop_latency, host_latency))
     return build_tiered(spec, dual_tor="single", dual_plane=False, k=k)

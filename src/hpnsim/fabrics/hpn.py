@@ -40,7 +40,7 @@ def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None
          frontend_hosts_per_tor: int = 64, frontend_port_speed: str = "200G",
          frontend_tor_uplinks: int | None = None, frontend_aggs_per_pod: int | None = None,
          frontend_agg_uplinks: int | None = None, frontend_core_ports: int | None = None,
-         storage_hosts: int | None = None) -> Fabric:
+         storage_hosts: int | None = None, gpus_per_pcie_switch: int = 1) -> Fabric:
     """Build an HPN 7.0 fabric (defaults: the published 15,360-GPU pod).
 
     Parameters
@@ -71,6 +71,9 @@ def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None
     frontend_core_ports : ports per frontend core switch (default chip / uplink_speed).
     storage_hosts : storage hosts (default: enough NIC bandwidth to write a 30 GB per GPU
         checkpoint of every GPU in 100 s).
+    gpus_per_pcie_switch : ``k`` GPUs of a host under one PCIe switch with one NIC (its
+        ``ports_per_nic`` ports to the ToRs of its rail); ``rails / k`` NICs per host, ToRs
+        per segment and rail. Default 1: one NIC per GPU (the published host).
 
     Examples
     --------
@@ -123,7 +126,8 @@ def hpn7(pods: int = 1, segments: int = 15, hosts_per_segment: int | None = None
         frontend=FrontendSpec(frontend_hosts_per_tor, frontend_port_speed,
                               frontend_tor_uplinks, frontend_aggs_per_pod, frontend_agg_uplinks,
                               storage_hosts, frontend_core_ports) if frontend else None,
-        **common_speeds(nvlink, pcie, hop_latency, host_latency),
+        gpus_per_pcie_switch=positive_int(gpus_per_pcie_switch, "gpus_per_pcie_switch"),
+        gpus_field="rails", **common_speeds(nvlink, pcie, hop_latency, host_latency),
         param_names=_PARAM_NAMES, reference=_reference(mode, default_hosts, default_backup))
     return build_tiered(spec, dual_tor=mode, dual_plane=spec.plane_by == "side")
 

@@ -21,6 +21,7 @@ from hpnsim.fabrics.assembly import (
     add_hosts,
     check_ports,
     common_speeds,
+    pcie_nics_per_host,
     positive_int,
     tier_plan,
 )
@@ -53,11 +54,12 @@ def from_lingjun(path: str = DEFAULT_PATH, gpus_per_host: int = 8, port_speed: s
                  ports_per_nic: int = 2, uplink_speed: str = "400G", tor_uplinks: int = 64,
                  aggs_per_psw: int = 64, agg_uplinks: int | None = None, chip: str = "51.2T",
                  nvlink: str = "400GB/s", pcie: str = "Gen5x16", hop_latency: str = "1us",
-                 host_latency: str = "0.5us") -> Fabric:
+                 host_latency: str = "0.5us", gpus_per_pcie_switch: int = 1) -> Fabric:
     """Build the Lingjun cluster: hosts -> ToR (PSW, ASW) -> PSW Aggs -> DSW cores.
 
     Each GPU's NIC has one ACCESS link pair to its host's ToR carrying ``ports_per_nic`` x
-    ``port_speed``. ``agg_uplinks`` (per Agg, default: as many as the cores' ports allow, at
+    ``port_speed`` (with ``gpus_per_pcie_switch = k > 1`` every ``k`` GPUs of a host share
+    one PCIe switch and its NIC: :func:`~hpnsim.fabrics.assembly.add_hosts`). ``agg_uplinks`` (per Agg, default: as many as the cores' ports allow, at
     most one per ToR below it) go to the core of the Agg's index.
 
     >>> f = from_lingjun()
@@ -65,6 +67,8 @@ def from_lingjun(path: str = DEFAULT_PATH, gpus_per_host: int = 8, port_speed: s
     (6776, 847, 119)
     """
     gpus_per_host = positive_int(gpus_per_host, "gpus_per_host")
+    nics = pcie_nics_per_host(gpus_per_host, gpus_per_pcie_switch, "gpus_per_host")
+    k = gpus_per_host // nics
     ports_per_nic = positive_int(ports_per_nic, "ports_per_nic")
     tor_uplinks = positive_int(tor_uplinks, "tor_uplinks")
     aggs = positive_int(aggs_per_psw, "aggs_per_psw")
@@ -88,7 +92,7 @@ def from_lingjun(path: str = DEFAULT_PATH, gpus_per_host: int = 8, port_speed: s
                                  core_ports // n_psw))
     agg_uplinks = positive_int(agg_uplinks, "agg_uplinks")
     per_pair = tor_uplinks // aggs
-    max_host_ports = int(hosts_per_tor.max()) * gpus_per_host * ports_per_nic
+    max_host_ports = int(hosts_per_tor.max()) * nics * ports_per_nic
     check_ports("ToR", "port_speed", chip_bw, down=(max_host_ports, port),
                 up=(tor_uplinks, up))
     agg_down = int(tors_per_psw.max()) * per_pair
@@ -98,11 +102,13 @@ def from_lingjun(path: str = DEFAULT_PATH, gpus_per_host: int = 8, port_speed: s
     asm = Assembly()
     tor_index = host_tor - np.searchsorted(tor_psw, host_psw)  # ToR index within its PSW
     gpu, nic = add_hosts(asm, host_psw, tor_index, gpus_per_host, nvlink=speeds["nvlink"],
-                         pcie=speeds["pcie"], latency=speeds["host_latency"])
+                         pcie=speeds["pcie"], latency=speeds["host_latency"],
+                         gpus_per_switch=k)
     lat = speeds["hop_latency"]
     tor = asm.nodes(NodeKind.TOR, n_tor, tier=1, pod=tor_psw,
                     segment=np.arange(n_tor) - np.searchsorted(tor_psw, tor_psw))
-    asm.cables(nic, tor[np.repeat(host_tor, gpus_per_host)], nic_bw, lat, LinkKind.ACCESS, port=0)
+    asm.cables(nic[::k], tor[np.repeat(host_tor, gpus_per_host)][::k], nic_bw, lat,
+               LinkKind.ACCESS, port=0)
     a = np.arange(n_psw * aggs, dtype=np.int32)
     agg = asm.nodes(NodeKind.AGG, len(a), tier=2, pod=a // aggs, index=a % aggs)
     slots = np.arange(tor_uplinks, dtype=np.int32) // per_pair
@@ -120,11 +126,13 @@ def from_lingjun(path: str = DEFAULT_PATH, gpus_per_host: int = 8, port_speed: s
         "tiers": {
             "tor": dict(tier_plan(n_tor, chip_bw, down=(max_host_ports, port),
                                   up=(tor_uplinks, up)),
-                        total_down_ports=n_hosts * gpus_per_host * ports_per_nic),
+                        total_down_ports=n_hosts * nics * ports_per_nic),
             "agg": dict(tier_plan(len(agg), chip_bw, down=(agg_down, up), up=(agg_uplinks, up)),
                         total_down_ports=n_tor * tor_uplinks),
             "core": tier_plan(aggs, chip_bw, down=(n_psw * agg_uplinks, up)),
         },
         "uplinks_built": {"tor": True, "agg": True},
     }
+    if k > 1:
+        meta["gpus_per_pcie_switch"] = k
     return asm.finish(gpu, nic, meta)

@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from hpnsim.errors import InputError
-from hpnsim.fabrics.assembly import Assembly, add_hosts, check_ports, tier_plan
+from hpnsim.fabrics.assembly import (
+    Assembly,
+    add_hosts,
+    check_ports,
+    pcie_nics_per_host,
+    tier_plan,
+)
 from hpnsim.fabrics.fabric import Fabric, LinkKind, NodeKind
 from hpnsim.fabrics.frontend import FrontendSpec, add_frontend
 from hpnsim.units import format_bandwidth
@@ -57,6 +63,7 @@ class TieredSpec:
     last_pod_segments: int | None = None   # segments of the last pod (None: ``segments``)
     frontend: FrontendSpec | None = None   # HPN frontend network (see frontend.py)
     gpus_per_pcie_switch: int = 1          # GPUs sharing one PCIe switch and its NIC
+    gpus_field: str = "gpus_per_host"      # the builder's parameter for GPUs per host
     # For port-check errors: builder parameter of each spec field, and the spec values of
     # the builder's defaults. A switch over its chip budget then names the parameter that
     # pushes it over (see _check_switch); without them the error names hosts_field
@@ -89,8 +96,9 @@ _FIX = {"plane_by": "set {} true", "aggs_per_plane": "raise {}", "chip": "raise 
 
 
 def _shape(s: TieredSpec) -> tuple[int, int, int]:
-    """(ToR groups per segment, planes, ToRs of one plane per segment)."""
-    groups = s.gpus_per_host if s.rail_optimized else 1
+    """(ToR groups per segment, planes, ToRs of one plane per segment). Rail-optimized:
+    one group per NIC of a host (per GPU, or per PCIe switch when GPUs share a NIC)."""
+    groups = s.gpus_per_host // s.gpus_per_pcie_switch if s.rail_optimized else 1
     planes = {"side": s.sides, "group": groups, "none": 1}[s.plane_by]
     return groups, planes, groups * s.sides // planes
 
@@ -161,25 +169,12 @@ def _check_switch(s: TieredSpec, tier: str, ports, fields: tuple[str, ...],
                                f"set by {', '.join(names)} ({why}): {fix}")
 
 
-def _check_pcie_switches(s: TieredSpec) -> None:
-    """Refuse a PCIe switch layout the host cannot have (before anything is built)."""
-    k = s.gpus_per_pcie_switch
-    if k == 1:
-        return
-    if s.gpus_per_host % k:
-        raise InputError("gpus_per_pcie_switch", f"must divide gpus_per_host="
-                                                 f"{s.gpus_per_host}, got {k}")
-    if s.rail_optimized:
-        raise InputError("gpus_per_pcie_switch", "shared PCIe switches are modelled on "
-                                                 "non-rail-optimized fabrics only; use 1")
-
-
 def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     """Build the fabric described by ``spec`` after checking every switch's ports."""
     s = spec
+    pcie_nics_per_host(s.gpus_per_host, s.gpus_per_pcie_switch, s.gpus_field)
     groups, planes, _ = _shape(s)
     tor_ports_per_nic = s.ports_per_nic // s.sides
-    _check_pcie_switches(s)
     if s.tor_uplinks % s.aggs_per_plane:
         raise InputError("tor_uplinks", f"must be a multiple of the Aggs per plane "
                                         f"({s.aggs_per_plane}), got {s.tor_uplinks}")
@@ -214,7 +209,7 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
                     plane=tor_side if s.sides > 1 else -1)
     lat = s.hop_latency
     g = np.arange(len(gpu), dtype=np.int32)
-    group_of_gpu = g % s.gpus_per_host if s.rail_optimized else 0
+    group_of_gpu = (g % s.gpus_per_host) // k if s.rail_optimized else 0
     first_tor = tor[0] + ((g // s.gpus_per_host) // s.hosts * groups + group_of_gpu) * s.sides
     bonded = tor_ports_per_nic * s.port_speed
     for side in range(s.sides):  # one cable per NIC: a shared NIC's first GPU's ToR

@@ -32,8 +32,10 @@ class Template:
     nominal: float
 
 
-def compile_template(plan: JobPlan, fabric, routing: str, seed: int) -> Template:
-    """Compile one iteration of ``plan`` and run a copy of it alone, released at 0."""
+def compile_template(plan: JobPlan, fabric, routing: str, seed: int,
+                     routing_options: dict | None = None) -> Template:
+    """Compile one iteration of ``plan`` and run a copy of it alone, released at 0
+    (collectives planned with ``routing_options``, :func:`hpnsim.routing.route`'s)."""
     from hpnsim.engine import TaskGraph, simulate
     from hpnsim.engine.taskgraph import TRANSFER
     from hpnsim.training import account, build_iteration_graph
@@ -42,7 +44,7 @@ def compile_template(plan: JobPlan, fabric, routing: str, seed: int) -> Template
     # a release > 0 gives the iteration a start task (id 0) that copies re-anchor
     it = build_iteration_graph(plan.job, fabric, routing=routing, tp_algo=plan.tp_algo,
                                dp_algo=plan.dp_algo, gpus=plan.gpus, seed=seed,
-                               graph=scratch, release=1.0)
+                               graph=scratch, release=1.0, routing_options=routing_options)
     arrays = scratch.arrays(fabric.n_links)
     if np.any(arrays.priority[arrays.kind == TRANSFER] != 0):
         raise AssertionError("copies put every transfer in class 0; the compiled "
@@ -124,8 +126,9 @@ class TemplateCopies:
 class FreshCompiles:
     """Every iteration compiled on its own, as ``simulate_iteration`` would."""
 
-    def __init__(self, fabric, routing: str, seed: int):
+    def __init__(self, fabric, routing: str, seed: int, routing_options: dict | None = None):
         self.fabric, self.routing, self.seed = fabric, routing, seed
+        self.routing_options = routing_options
 
     def append(self, j: int, plan: JobPlan, graph, release: float, after):
         from hpnsim.training import build_iteration_graph
@@ -133,4 +136,5 @@ class FreshCompiles:
         return build_iteration_graph(plan.job, self.fabric, routing=self.routing,
                                      tp_algo=plan.tp_algo, dp_algo=plan.dp_algo,
                                      gpus=plan.gpus, seed=self.seed, graph=graph,
-                                     release=release, after=after)
+                                     release=release, after=after,
+                                     routing_options=self.routing_options)

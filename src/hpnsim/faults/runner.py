@@ -84,8 +84,13 @@ class CollectiveTimeout:
 
 def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = "ecmp",
                          seed: int = 0, failover: FailoverPolicy | None = None,
-                         recovery: RecoveryPolicy | None = None) -> list[JobTimeline]:
+                         recovery: RecoveryPolicy | None = None,
+                         routing_options: dict | None = None) -> list[JobTimeline]:
     """Run ``jobs`` together through ``faults`` (see the module docstring).
+
+    ``routing_options`` are options of :func:`hpnsim.routing.route` the jobs' collectives
+    are planned with, before and after every fault (e.g. ``{"lag": "queue_affinity"}``:
+    how each bonded NIC puts its QPs on its ports, :mod:`hpnsim.routing.lag`).
 
     Examples
     --------
@@ -101,7 +106,7 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
     (3, [])
     """
     return FaultRun(fabric, jobs, faults, routing=routing, seed=seed, failover=failover,
-                    recovery=recovery).run()
+                    recovery=recovery, routing_options=routing_options).run()
 
 
 class FaultRun:
@@ -109,14 +114,16 @@ class FaultRun:
 
     Parameters
     ----------
-    fabric, jobs, faults, routing, seed, failover, recovery : as :func:`simulate_with_faults`
+    fabric, jobs, faults, routing, seed, failover, recovery, routing_options : as
+        :func:`simulate_with_faults`
     copy_iterations : build every iteration as a copy of its job's template (False: compile
         each one, the build the copies are checked against)
     """
 
     def __init__(self, fabric, jobs: list[JobPlan], faults, *, routing: str = "ecmp",
                  seed: int = 0, failover: FailoverPolicy | None = None,
-                 recovery: RecoveryPolicy | None = None, copy_iterations: bool = True):
+                 recovery: RecoveryPolicy | None = None, copy_iterations: bool = True,
+                 routing_options: dict | None = None):
         from hpnsim.engine import Simulation, TaskGraph
 
         self.fabric, self.jobs, self.routing, self.seed = fabric, jobs, routing, seed
@@ -139,12 +146,13 @@ class FaultRun:
                           for i in self.fault_links}
         self.host_level = {c.fault: c.host_level for c in changes}
 
-        templates = [compile_template(plan, fabric, routing, seed) for plan in jobs]
+        templates = [compile_template(plan, fabric, routing, seed, routing_options)
+                     for plan in jobs]
         self.nominal = [t.nominal for t in templates]
         self.save_every = [max(1, round(self.recovery.checkpoint_interval / t0))
                            for t0 in self.nominal]
         self.build = TemplateCopies(templates) if copy_iterations \
-            else FreshCompiles(fabric, routing, seed)
+            else FreshCompiles(fabric, routing, seed, routing_options)
         self.attempts: list[Attempt] = []
         self.live: dict[int, Attempt] = {}
         for j, plan in enumerate(jobs):

@@ -95,7 +95,7 @@ def _deps_csr(deps, n: int):
 
 def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketParams | None = None,
                    *, switch_of=None, reverse=None, framed=None, priority=None, qp=None,
-                   deps=None, watch=(),
+                   deps=None, waits=(), watch=(),
                    watch_flows=(), sample_interval: float = 1e-6, max_samples: int = 100_000,
                    t_end: float = np.inf, pct=(50.0, 90.0, 99.0), histograms: bool = True,
                    pool_size: int = 1 << 14
@@ -123,7 +123,11 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     priority : PFC priority per flow (default ``params.data_priority``); strict priority at
         every egress, higher first.
     qp : QP id per flow (flows of one QP share its DCQCN state; default: one QP per flow).
-    deps : per flow, flows that must finish before it starts (after its start time).
+    deps : per flow (and wait), flows and waits that must finish before it starts (after its
+        start time).
+    waits : durations (s) of waits: nodes without links, ids ``n_flows ..`` after the flows,
+        that finish their duration after they start (compute between transfers). With waits,
+        ``starts`` and ``deps`` cover them too, and ``finish`` has their finish times.
     watch, watch_flows : links whose occupancy and flows whose received bytes are sampled
         every ``sample_interval`` (at most ``max_samples`` samples).
     t_end : stop at this time (unfinished flows keep ``finish = inf``).
@@ -163,9 +167,13 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         raise InputError("paths", f"link ids must be in 0..{n_links - 1}")
     if np.any(capacity <= 0):
         raise InputError("capacity", "the packet engine needs every link's capacity > 0")
+    waits = np.asarray(waits, dtype=np.float64).reshape(-1)
+    total = n + waits.size                                 # flows, then waits
+    if not (np.all(np.isfinite(waits)) and np.all(waits >= 0)):
+        raise InputError("waits", "durations must be finite and >= 0")
     size = np.ascontiguousarray(np.broadcast_to(np.asarray(sizes, dtype=np.float64), (n,)))
-    start = np.zeros(n) if starts is None else np.ascontiguousarray(
-        np.broadcast_to(np.asarray(starts, dtype=np.float64), (n,)))
+    start = np.zeros(total) if starts is None else np.ascontiguousarray(
+        np.broadcast_to(np.asarray(starts, dtype=np.float64), (total,)))
     prio = np.full(n, p.data_priority, dtype=np.int64) if priority is None else \
         np.ascontiguousarray(np.broadcast_to(np.asarray(priority, dtype=np.int64), (n,)))
     qp = np.arange(n, dtype=np.int64) if qp is None else np.asarray(qp, dtype=np.int64)
@@ -178,8 +186,9 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         raise InputError("priority", f"must be 0..{N_PRIO - 1}")
     if switch_of is not None and np.shape(switch_of) != (n_links,):
         raise InputError("switch_of", f"needs one entry per link ({n_links})")
-    if deps is not None and (len(deps) != n or any(not 0 <= int(g) < n for x in deps for g in x)):
-        raise InputError("deps", f"needs one list per flow of flow ids in 0..{n - 1}")
+    if deps is not None and (len(deps) != total
+                             or any(not 0 <= int(g) < total for x in deps for g in x)):
+        raise InputError("deps", f"needs one list per flow (and wait) of ids in 0..{total - 1}")
     first = links[ptr[:-1]]
     if qp.shape != (n,) or (n and qp.min() < 0):
         raise InputError("qp", "needs one QP id >= 0 per flow")
@@ -210,6 +219,17 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         np.zeros(0)
     fb_per_byte = np.add.reduceat(1.0 / capacity[links], ptr[:-1]) if n else np.zeros(0)
     links, rptr0, rptr1 = _reverse_paths(reverse, ptr, links, link_buf, n_links)
+    if waits.size:           # waits: no links, one shared QP, their duration as size
+        ptr = np.concatenate([ptr, np.full(waits.size, ptr[-1])])
+        size = np.concatenate([size, waits])
+        prio = np.concatenate([prio, np.full(waits.size, p.data_priority, dtype=np.int64)])
+        qp = np.concatenate([qp, np.full(waits.size, int(qp.max(initial=-1)) + 1)])
+        fb_const = np.concatenate([fb_const, np.zeros(waits.size)])
+        fb_per_byte = np.concatenate([fb_per_byte, np.zeros(waits.size)])
+        rptr0 = np.concatenate([rptr0, np.full(waits.size, links.size)])
+        rptr1 = np.concatenate([rptr1, np.full(waits.size, links.size)])
+        first = np.concatenate([first, np.full(waits.size, first[0] if n else 0)])
+        n = total
     succ_ptr, succ, n_pred = _deps_csr(deps, n)
     watch = np.asarray(watch, dtype=np.int64).reshape(-1)
     watch_flows = np.asarray(watch_flows, dtype=np.int64).reshape(-1)

@@ -54,8 +54,12 @@ DONE, ROOM = 0, 1          # statuses of run()
 
 
 @njit(cache=True, _nrt=False)
-def _activate(f, now, lk, lf, fi, qi, path_links, ht, hk, ms):
-    """Flow ``f`` may send: queue it at its QP and wake its NIC port now."""
+def _activate(f, now, lk, lf, fi, ff, qi, path_links, ht, hk, ms):
+    """Flow ``f`` may send: queue it at its QP and wake its NIC port now. A wait (a flow
+    without links) instead finishes ``ff[f, SIZE]`` seconds from now."""
+    if fi[f, PATH0] == fi[f, PATH1]:
+        heap.push(ht, hk, ms, now + ff[f, FSIZE], f, Event.WAIT_DONE)
+        return
     first = path_links[fi[f, PATH0]]
     link.add_flow(first, f, lk, fi, qi)
     if now < lf[first, WAKE_AT]:
@@ -73,7 +77,7 @@ def _finished(f, now, lk, lf, fi, ff, qf, qi, path_links, succ, ht, hk, ms):
         g = succ[e]
         fi[g, PENDING] -= 1
         if fi[g, PENDING] == 0 and fi[g, RELEASED]:
-            _activate(g, now, lk, lf, fi, qi, path_links, ht, hk, ms)
+            _activate(g, now, lk, lf, fi, ff, qi, path_links, ht, hk, ms)
 
 
 @njit(cache=True, _nrt=False)
@@ -138,7 +142,9 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
         elif kind == Event.FLOW_START:
             fi[ident, RELEASED] = 1                  # a zero-byte flow sends one header
             if fi[ident, PENDING] == 0:
-                _activate(ident, now, lk, lf, fi, qi, path_links, ht, hk, ms)
+                _activate(ident, now, lk, lf, fi, ff, qi, path_links, ht, hk, ms)
+        elif kind == Event.WAIT_DONE:
+            _finished(ident, now, lk, lf, fi, ff, qf, qi, path_links, succ, ht, hk, ms)
         elif kind == Event.CNP_ARRIVE:
             transport.on_cnp(ident, now, fi, ff, qf, ht, hk, ms, cfg)
         elif kind == Event.ALPHA_TIMER:

@@ -28,8 +28,9 @@ class Event(IntEnum):
     PAUSE_ON = 7     # link * N_PRIO + priority: an XOFF frame reaches the link's sender
     PAUSE_OFF = 8    # link * N_PRIO + priority: an XON frame reaches the link's sender
     SAMPLE = 9       # 0: record the queues of the watched ports
-    NACK_ARRIVE = 10  # flow id: a NACK reaches the sender (no reverse path: fixed delay)
-    RTO = 11          # flow id: its retransmission timer fires
+    WAIT_DONE = 10   # flow id: a wait (a flow without links) has run its duration
+    NACK_ARRIVE = 11  # flow id: a NACK reaches the sender (no reverse path: fixed delay)
+    RTO = 12          # flow id: its retransmission timer fires
 
 
 class Pkt(IntEnum):
@@ -166,7 +167,7 @@ class Fi(IntEnum):
 class Ff(IntEnum):
     """Columns of the float flow state ``ff[n_flows, 9]``."""
 
-    SIZE = 0       # bytes
+    SIZE = 0       # bytes (a wait: its duration, s)
     SENT = 1       # payload bytes handed to the NIC port (rewound by go-back-N)
     RECV = 2       # payload bytes delivered in sequence
     FINISH = 3     # when the last byte was delivered (inf until then)

@@ -14,7 +14,7 @@ from hpnsim.report.canvas import pyplot, save
 from hpnsim.report.section import Figure, Table
 
 __all__ = ["packet_table", "ports_table", "queue_figure", "plot_queue", "packet_sections",
-           "params_table", "queue_trace"]
+           "params_table", "queue_trace", "jobs_packet_text"]
 
 
 def packet_table(rows: list[dict]) -> str:
@@ -40,8 +40,9 @@ def packet_table(rows: list[dict]) -> str:
                      f"{q / 1e3:>9.1f}")
     if any(not r["packet"]["stable"] for r in rows):
         lines.append("# *: the window reached its limit before the per-step time settled")
-    lines.append("# queue, mark and pause figures are over the simulated steps; time and "
-                 "busbw extrapolate the rest")
+    if any(r["packet"]["extrapolated"] > 0 for r in rows):
+        lines.append("# queue, mark and pause figures are over the simulated steps; time and "
+                     "busbw extrapolate the rest")
     return "\n".join(lines)
 
 
@@ -60,6 +61,27 @@ def ports_table(row: dict) -> str:
                      f"{p['q_p99'] / 1e3:>9.1f} {p['marks']:>8d} {p['pauses']:>6d} "
                      f"{p['paused_time'] * 1e6:>10.1f}  {p['port']}")
     return "\n".join(lines)
+
+
+def jobs_packet_text(packet: dict) -> str:
+    """What the fabric did while the jobs ran as packets (a run's ``packet`` figures): the
+    run's time beside the flow engine's for the same graph, events, marks, CNPs, pauses,
+    drops, then the fullest ports (:func:`ports_table`).
+
+    >>> text = jobs_packet_text({"makespan": 2.0, "flow_makespan": 1.0, "events": 10,
+    ...     "packets_estimated": 5.0, "ecn_marks": 1, "cnps": 1, "pfc_pauses": 0,
+    ...     "paused_time": 0.0, "drops": 0, "ports": []})
+    >>> text.splitlines()[1]
+    '# packets: 2 s (flow engine: 1 s, x2.000); 10 events, 1 ECN marks, 1 CNPs, 0 PFC pauses (0.0 us paused), 0 drops'
+    """
+    ratio = packet["makespan"] / packet["flow_makespan"] if packet["flow_makespan"] else 1.0
+    return "\n".join([
+        "# packet engine (docs/packet.md): the jobs' task graph as packets",
+        f"# packets: {packet['makespan']:.4g} s (flow engine: {packet['flow_makespan']:.4g} s, "
+        f"x{ratio:.3f}); {packet['events']} events, {packet['ecn_marks']} ECN marks, "
+        f"{packet['cnps']} CNPs, {packet['pfc_pauses']} PFC pauses "
+        f"({packet['paused_time'] * 1e6:.1f} us paused), {packet['drops']} drops",
+        ports_table({"packet": packet})])
 
 
 def params_table(params: dict) -> str:
@@ -152,4 +174,20 @@ def packet_sections(run: dict) -> list:
                                 f"packet_queue_{c['name']}",
                                 "Egress queue over the simulated steps at the ports whose "
                                 "queue rose highest (or those chosen with watch)."))
+    jobs = run.get("packet")
+    if jobs:
+        q_max = max((p["q_max"] for p in jobs["ports"]), default=0.0)
+        parts.append(Table(["packets (s)", "flow engine (s)", "events", "ECN marks", "CNPs",
+                            "PFC pauses", "paused (us)", "drops", "max queue (KB)"],
+                           [[f"{jobs['makespan']:.6g}", f"{jobs['flow_makespan']:.6g}",
+                             f"{jobs['events']:,}", str(jobs["ecn_marks"]), str(jobs["cnps"]),
+                             str(jobs["pfc_pauses"]), f"{jobs['paused_time'] * 1e6:.1f}",
+                             str(jobs["drops"]), f"{q_max / 1e3:.1f}"]],
+                           caption="the jobs' iterations as packets, beside the flow "
+                                   "engine's time for the same task graph"))
+        queue = jobs.get("queue", {})
+        if queue.get("ports"):
+            parts.append(Figure(queue_figure(queue, "jobs: queue at the watched ports"),
+                                "packet_queue_jobs", "Egress queue over the jobs' run at the "
+                                "ports whose queue rose highest (or those chosen with watch)."))
     return [("packet", "Packet engine: queues, marks, pauses", parts)] if parts else []

@@ -84,6 +84,11 @@ def print_run(result, console) -> None:
         console.print(run_table(result))
         if result.n_tasks:   # a run through faults is many simulations: no one count
             console.print(f"tasks {result.n_tasks:,}   events {result.n_events:,}")
+        if result.packet:
+            from hpnsim.report.packet import jobs_packet_text
+
+            console.print(jobs_packet_text(result.packet), markup=False, highlight=False,
+                          soft_wrap=True)
     if result.collectives:
         console.print(collective_text(result), markup=False, highlight=False,
                       soft_wrap=True)

@@ -7,7 +7,9 @@ that every NIC's send ports *and* receive ports carry counts within one of each 
 source's send count first and the destination's receive count on ties, then an
 alternating-trail repair; only flows that leave the host count). On a fabric that is not
 dual-plane the receive port is not the host's to choose and the NIC hands its connections
-to its ports round-robin. The ToR hashes the 5-tuple over its uplinks; aggregation and core
+to its ports round-robin. The option ``lag`` replaces that port choice by another
+:class:`~hpnsim.routing.lag.LagMode` of the NIC's bond (``queue_affinity``: the QPs of
+each NIC alternate over its ports; ``hash``: the bond hashes each QP's 5-tuple). The ToR hashes the 5-tuple over its uplinks; aggregation and core
 switches forward by a fixed per-destination mapping.
 
 Under a :class:`~hpnsim.fabrics.state.FabricState` with links down: the port choice runs
@@ -22,13 +24,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.routing.ecmp import hashed_paths, switch_seeds, tier_codes
+from hpnsim.routing.ecmp import HASH_DEFAULTS, hashed_paths, switch_seeds, tier_codes
 from hpnsim.routing.flows import FlowBatch, rank_within
+from hpnsim.routing.lag import LagMode, lag_ports
 from hpnsim.routing.paths import Paths
-from hpnsim.routing.port_balance import balanced_ports
 
-#: the options of :func:`dual_plane_policy` (besides the common pxn, sport, port)
-OPTIONS = {"hash_tor", "seed_mode"}
+#: the options of :func:`dual_plane_policy` (besides the common pxn, sport, port); ``lag``
+#: is the NIC's :class:`~hpnsim.routing.lag.LagMode` (default ``balanced``), ``hash_nic``
+#: the bond hash of its ``hash`` mode
+OPTIONS = {"hash_tor", "seed_mode", "lag", "hash_nic"}
 
 
 def dual_plane_policy(flows: FlowBatch, options: dict) -> Paths:
@@ -52,9 +56,10 @@ def dual_plane_policy(flows: FlowBatch, options: dict) -> Paths:
         # NVLink-only flows take no port and no turn
         out = np.flatnonzero(~flows.intra)
         port = np.zeros(flows.n, dtype=np.int64)
-        if flows.fabric.meta.get("dual_plane"):
-            port[out] = balanced_ports(flows.relay[out], flows.dst[out],
-                                       flows.usable_ports(out), flows.fabric.n_gpus)
+        mode = LagMode.parse(options.get("lag", LagMode.BALANCED))
+        if flows.fabric.meta.get("dual_plane") or mode is not LagMode.BALANCED:
+            port[out] = lag_ports(flows, out, mode,
+                                  options.get("hash_nic", HASH_DEFAULTS["hash_nic"]))
         else:
             port[out] = flows.choose_port(out, rank_within(flows.relay[out]))
     seeds = switch_seeds(flows.fabric, flows.seed, options.get("seed_mode", "per_switch"))

@@ -108,7 +108,9 @@ class CollectiveSpec(BaseModel):
     channels: Annotated[int, Field(ge=0, le=MAXCHANNELS, strict=True)] = Field(
         0, description=f"parallel rings/trees, at most NCCL's MAXCHANNELS ({MAXCHANNELS}); "
                        f"0: one per rail")
-    qps: Annotated[int, Field(ge=1, strict=True)] = Field(1, description="connections per peer")
+    # NCCL_IB_MAX_QPS 128: the most QPs one NCCL connection holds (net_ib.cc, v2.18.3-1)
+    qps: Annotated[int, Field(ge=1, le=128, strict=True)] = Field(
+        1, description="queue pairs per connection (NCCL_IB_QPS_PER_CONNECTION, 1..128)")
     root: Annotated[int, Field(ge=0, strict=True)] = Field(
         0, description="root rank of broadcast and reduce")
     gpu: Literal["a100", "h100", "h200", "h800", "b200"] | None = Field(
@@ -243,7 +245,14 @@ def scenario_options(scenario, nccl=None):
     from hpnsim.collectives.options import CollectiveOptions
 
     return CollectiveOptions(routing=scenario.routing, seed=scenario.seed,
+                             routing_options=routing_options(scenario),
                              nccl=scenario.nccl_params() if nccl is None else nccl)
+
+
+def routing_options(scenario) -> dict | None:
+    """The options of :func:`hpnsim.routing.route` a scenario sets: its ``lag`` (None when
+    it is the routing's default, ``balanced``)."""
+    return None if scenario.lag == "balanced" else {"lag": scenario.lag}
 
 
 def name_collectives(collectives: list[CollectiveSpec], jobs: list) -> None:

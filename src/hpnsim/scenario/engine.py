@@ -3,8 +3,9 @@ settings.
 
 ``engine: flow`` (the default) shares bandwidth max-min fairly (:mod:`hpnsim.engine`);
 ``engine: packet`` runs each collective as packets (:mod:`hpnsim.packet`, through
-:func:`hpnsim.collectives.packet_run.run_collective_packet`). The mapping form sets the packet
-engine's options::
+:func:`hpnsim.collectives.packet_run.run_collective_packet`) and the jobs' iterations as
+their task graph moved as packets (:mod:`hpnsim.scenario.packet_jobs`). The mapping form sets
+the packet engine's options::
 
     engine:
       kind: packet
@@ -13,8 +14,8 @@ engine's options::
       max_packets: 5e7          # refuse a run estimated beyond this many packet hops
       watch: [pod0/seg0/tor-r0-p0->pod0/seg0/host0/nic-r0[port0]]   # ports to sample
 
-Jobs (``train``, ``run`` with ``jobs:``), faults and cluster traces run on the flow engine
-only; a scenario with jobs and ``engine: packet`` is refused.
+Faults and cluster traces run on the flow engine only; a scenario with them and
+``engine: packet`` is refused.
 
 >>> EngineSpec.model_validate("packet").kind
 'packet'
@@ -30,14 +31,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hpnsim.errors import InputError
 
-__all__ = ["ENGINES", "EngineSpec", "JOBS_ON_FLOW"]
+__all__ = ["ENGINES", "EngineSpec", "FAULTS_ON_FLOW"]
 
-#: the engines a collective can run on
+#: the engines a collective or a job can run on
 ENGINES = ("flow", "packet")
-#: why training jobs refuse the packet engine
-JOBS_ON_FLOW = ("training jobs run on the flow engine only; the packet engine runs "
-                "collectives (hpnsim collective --engine packet, or engine: packet in a "
-                "scenario with collectives and no jobs)")
+#: why faults refuse the packet engine
+FAULTS_ON_FLOW = ("faults run on the flow engine only (a failure re-routes and re-plans "
+                  "collectives mid-run); drop --fault or --engine packet")
 
 
 class EngineSpec(BaseModel):

@@ -104,8 +104,8 @@ def _packet_batch(scenario, fabric, i: int, nccl, run_, named, lines):
     options = lead.options(scenario_options(scenario, collective_nccl(scenario, lead, nccl)))
     groups = [list(g) for _, g in members]
     try:
-        hops = sum(check_collective_packet(fabric, lead.op, g, max(lead.sizes), options, run_)
-                   for g in groups)
+        hops = sum(check_collective_packet(fabric, lead.op, g, max(lead.sizes), options, run_,
+                                           together=True) for g in groups)
     except InputError as exc:
         raise named(i, exc) from None
     if hops > run_.max_packets:

@@ -35,7 +35,7 @@ from pathlib import Path
 from hpnsim.engine import simulate
 from hpnsim.errors import InputError
 from hpnsim.results import CollectiveRun, JobResult, RunResult
-from hpnsim.scenario.collectives import scenario_options
+from hpnsim.scenario.collectives import routing_options, scenario_options
 from hpnsim.scenario.groups import _gathered, _members, collective_nccl
 from hpnsim.scenario.prepare import (
     PreparedScenario,
@@ -64,12 +64,14 @@ class SharedRun:
     iterations : job index -> its :class:`~hpnsim.training.iteration.IterationResult` list
     finish : job index -> when its last iteration ended (seconds)
     n_tasks, n_events : size of the shared task graph and engine events
+    packet : the packet engine's figures (``engine: packet``; None on the flow engine)
     """
 
     iterations: dict[int, list]
     finish: dict[int, float]
     n_tasks: int
     n_events: int
+    packet: dict | None = None
 
 
 def check_task_floor(scenario, every_iteration: bool = True, few: int = 10) -> None:
@@ -201,6 +203,12 @@ class JobsTogether:
 
         graph = TaskGraph()
         built = self.compile(jobs, graph)
+        engine = self.prepared.scenario.engine
+        if engine is not None and engine.kind == "packet":
+            from hpnsim.scenario.packet_jobs import simulate_jobs_packet
+
+            iterations, finish, packet = simulate_jobs_packet(self.prepared, graph, built)
+            return SharedRun(iterations, finish, len(graph), packet["events"], packet)
         sim = simulate(graph, self.prepared.fabric.link_capacity)
         return SharedRun(
             iterations={i: [account(it, sim.start, sim.finish) for it in its]
@@ -241,7 +249,8 @@ class JobsTogether:
             notes.extend(f"{job.name}: {n}" for n in dict.fromkeys(job.iterations[0].notes))
         return RunResult(scenario=_echo(p.scenario), fabric=_fabric_summary(p.fabric),
                          jobs=jobs, makespan=max(shared.finish.values()),
-                         n_tasks=shared.n_tasks, n_events=shared.n_events, notes=notes)
+                         n_tasks=shared.n_tasks, n_events=shared.n_events, notes=notes,
+                         packet=shared.packet)
 
     def through_faults(self) -> RunResult:
         """Every job together through the scenario's faults (:mod:`hpnsim.faults.runner`)."""
@@ -256,7 +265,8 @@ class JobsTogether:
         self._say(f"simulating {len(plans)} job(s) through {len(scenario.faults)} fault(s)")
         timelines = simulate_with_faults(p.fabric, plans, list(p.faults),
                                          routing=scenario.routing, seed=scenario.seed,
-                                         failover=failover, recovery=recovery)
+                                         failover=failover, recovery=recovery,
+                                         routing_options=routing_options(scenario))
         jobs = [JobResult(name=spec.name, model=spec.model, gpus=p.placements[i].tolist(),
                           arrival=spec.arrival, finish=t.finish, iterations=t.iterations,
                           faults=t.to_dict())

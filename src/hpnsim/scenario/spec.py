@@ -66,6 +66,10 @@ class Scenario(BaseModel):
         None, description="report the fabric (counts, oversubscription, path choices, bill "
                           "of materials; default: when there are no jobs and no collectives)")
     routing: Literal[ROUTING_POLICIES] = "ecmp"
+    lag: Literal["balanced", "queue_affinity", "hash"] = Field(
+        "balanced", description="how each bonded NIC puts its QPs on its two ports under "
+        "hpn_dual_plane routing (hpnsim.routing.lag: balanced, queue_affinity = mlx5 "
+        "round-robin per QP, hash = mlx5 hash mode); the scenario's collectives use it")
     seed: Annotated[int, Field(ge=0, le=MAX_SEED, strict=True)] = 0
     compare_alone: bool | None = Field(
         None, description="also run each job alone to report its slowdown (default: when "
@@ -98,6 +102,13 @@ class Scenario(BaseModel):
         return load_calibration(self.calibration)
 
     @model_validator(mode="after")
+    def _lag_routing(self) -> Scenario:
+        if self.lag != "balanced" and self.routing != "hpn_dual_plane":
+            raise ValueError(f"lag: {self.lag!r} places QPs under routing hpn_dual_plane; "
+                             f"routing {self.routing} has its own port choice")
+        return self
+
+    @model_validator(mode="after")
     def _job_names(self) -> Scenario:
         seen: set[str] = set()
         for i, job in enumerate(self.jobs):
@@ -117,10 +128,11 @@ class Scenario(BaseModel):
             raise ValueError(f"jobs: required: {unused[0]} sets how jobs and collectives run; "
                              f"give jobs or collectives, or leave {unused[0]} out for a "
                              f"fabric-only scenario")
-        if self.engine is not None and self.engine.kind == "packet" and self.jobs:
-            raise ValueError("engine: the packet engine runs collectives only; jobs (train, "
-                             "run), faults and cluster traces run on the flow engine: remove "
-                             "engine: packet or the jobs")
+        if self.engine is not None and self.engine.kind == "packet" and (
+                self.faults or self.cluster is not None):
+            raise ValueError("engine: faults and cluster traces run on the flow engine only; "
+                             "the packet engine runs collectives and jobs: remove engine: "
+                             "packet, or the faults and the cluster section")
         if self.cluster is not None and not self.jobs:
             raise ValueError("cluster: schedules jobs; the scenario has no jobs")
         if self.faults and not self.jobs:

@@ -55,7 +55,10 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
     """
     base, nvlink_hop, net_hop = hop_latencies(compiled.algo, compiled.protocol, compiled.nccl)
     efficiency = compiled.nccl.protocol_efficiency(compiled.protocol) * compiled.qps
+    from hpnsim.collectives.paths import payload_paths
+
     paths = compiled.wire_paths     # links weighted by wire bytes per payload byte
+    payload = payload_paths(compiled.schedule, compiled.paths, compiled.nccl)
     label = name or f"{compiled.schedule.op}/{compiled.algo}"
     deps = [int(d) for d in deps]
     stage_tasks: list[list[int]] = []
@@ -69,10 +72,11 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
         wire = stage.size / efficiency
         if stage.coupled:
             stage_tasks.append([graph.add_transfer_paths(paths[i], wire, deps=stage_deps,
-                                                         latency=latency,
+                                                         latency=latency, members=payload[i],
                                                          name=f"{label}/{stage.name}")])
             continue
-        tasks = graph.add_transfers(paths[i], wire, latency=latency).tolist()
+        tasks = graph.add_transfers(paths[i], wire, latency=latency,
+                                    members=payload[i]).tolist()
         if len(stage_deps) > 1:
             stage_deps = [graph.add_delay(0.0, deps=stage_deps, name=f"{label}/sync{i}")]
         for t in tasks:

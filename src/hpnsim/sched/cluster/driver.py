@@ -12,8 +12,9 @@ start before it), then the scheduler decides for the running jobs that use the n
   capacity, those already placed and its own (:func:`~hpnsim.sched.cluster.decide.least_loaded`).
 - **priority class**: the scheduler's class (:func:`~hpnsim.sched.policies.schedule`), set
   on every transfer of the job;
-- **offset** (CASSINI): a delay before the job's first iteration (exact mode: when it is
-  placed; steady-state mode: at the start of every interval, where all jobs start an
+- **offset and gate** (CASSINI): iteration ``k`` starts no earlier than ``offset + k x
+  gate`` (exact mode: from the job's placement, re-anchored when the jobs sharing its links
+  change; steady-state mode: from the start of every interval, where all jobs start an
   iteration).
 
 Crux's inputs are measured: ``W_j`` = GPUs x compute time per iteration and the bytes per

@@ -87,8 +87,11 @@ class ExactMode:
         self.templates = templates
         self.end = end
         self.sized: dict[int, int] = {}
+        #: per gated (CASSINI) job, the jobs it shares links with when its slots were set
+        self.sharing: dict[int, frozenset] = {}
 
     def advance(self, running, placed, t, limit):
+        sharing = _sharing(running, self.templates)
         for j, r in running.items():
             tpl = self.templates.of(r)
             if j in placed:
@@ -96,6 +99,14 @@ class ExactMode:
                 self.engine.place(j, tpl, n, r.start, r.offset, r.priority, r.gate)
             else:
                 self.engine.decide(j, r.priority, tpl)
+                if r.gate > 0 and j in self.engine.slots and sharing[j] != self.sharing[j]:
+                    # CASSINI recomputes its shifts when the jobs on its links change; a
+                    # job left alone on them has nothing to interleave with: no slots
+                    alone = len(sharing[j]) == 1
+                    self.engine.reslot(j, 0.0 if alone else r.offset,
+                                       0.0 if alone else r.gate)
+            if r.gate > 0:
+                self.sharing[j] = sharing[j]
         counted = {j: r.spec.iterations for j, r in running.items()
                    if r.spec.iterations is not None and r.spec.iterations <= self.sized[j]}
         t_new, leaving = self.engine.advance(limit, counted)
@@ -220,6 +231,16 @@ class SteadyMode:
 
     def extrapolation(self):
         return self.counters
+
+
+def _sharing(running: dict[int, RunningJob], templates: TemplateCache) -> dict[int, frozenset]:
+    """Per running job, the running jobs of its component of link-sharing jobs."""
+    jobs = list(running)
+    out = {}
+    for comp in components([templates.of(running[j]).links for j in jobs]):
+        group = frozenset(jobs[c] for c in comp)
+        out.update({j: group for j in group})
+    return out
 
 
 def _copies(run: RunningJob, tpl, end: float) -> int:
