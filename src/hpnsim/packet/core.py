@@ -42,10 +42,10 @@ PAUSED_TIME, FIRST_PAUSED, PAUSE_SINCE, WAKE_AT, QTOT = (
     int(Lf.QTOT))
 N_PAUSED = int(Lk.N_PAUSED)
 PAUSED = int(Pq.PAUSED)
-QP, PATH0, PENDING, RELEASED, SUCC0, SUCC1, NACK_PSN = (
-    int(Fi.QP), int(Fi.PATH0), int(Fi.PENDING), int(Fi.RELEASED), int(Fi.SUCC0), int(Fi.SUCC1),
-    int(Fi.NACK_PSN))
-RECV, FINISH = int(Ff.RECV), int(Ff.FINISH)
+QP, PATH0, PATH1, PENDING, RELEASED, SUCC0, SUCC1, NACK_PSN = (
+    int(Fi.QP), int(Fi.PATH0), int(Fi.PATH1), int(Fi.PENDING), int(Fi.RELEASED), int(Fi.SUCC0),
+    int(Fi.SUCC1), int(Fi.NACK_PSN))
+FSIZE, RECV, FINISH = int(Ff.SIZE), int(Ff.RECV), int(Ff.FINISH)
 LEFT = int(Qp.LEFT)
 HEAP_N, FREE_N, N_DONE, EVENTS, SAMPLES, RESERVE = (
     int(Ms.HEAP_N), int(Ms.FREE_N), int(Ms.N_DONE), int(Ms.EVENTS), int(Ms.SAMPLES),
