@@ -241,8 +241,8 @@ def markdown(rows: list[dict], seconds: float, iteration: list[str] = ()) -> str
             "packets take the flow engine's time (0.1% on BERT-large DP32 on HPN, tested "
             "within 1%), so the iteration rows of this table hold for both engines where "
             "nothing queues; where queues form (a tree parent's 3:1 incast, an ECMP "
-            "collision) the difference is DCQCN's and PFC's, with cited defaults (+1% to "
-            "+8% on HPN, x1.4 to x10 on a 1:1 DCN+ in that example).",
+            "collision) the difference is DCQCN's and PFC's, with cited defaults (+1.5% to "
+            "+20% on HPN, x1.4 to x10 on a 1:1 DCN+ in that example).",
             "- **One HPN segment.** Same-rail traffic is one hop, so a segment-wide ring's "
             "bandwidth equals two hosts' (latencies switched off for this ratio: with NCCL's "
             "latencies a 1,024-GPU ring loses ~15% of its 4 GiB busbw to 2(n-1) steps), with "
