@@ -226,9 +226,9 @@ def markdown(rows: list[dict], seconds: float, iteration: list[str] = ()) -> str
             "- **Packet engine.** The same two rings as packets (docs/packet.md: NCCL's "
             "rings and paths, queues, ECN, PFC, DCQCN; NVLink at NCCL's efficiency; NCCL's "
             "latency terms added): uncongested, they reach what the flow engine reaches, "
-            "less the chunk pipeline's fill (NVLink-bound H100 pair) or plus the smaller "
-            "per-packet framing (62 B against the flow engine's 82 B, which counts preamble "
-            "and inter-frame gap; the network-bound DGX-A100 pair): the packet engine "
+            "less the chunk pipeline's fill (NVLink-bound H100 pair; the network-bound "
+            "DGX-A100 pair within 0.1%: both engines put 82 B of RoCEv2 headers, preamble "
+            "and inter-frame gap on the wire per 4096-B packet): the packet engine "
             "changes nothing where nothing queues, as it should.",
             "- **Packet engine, beyond rings.** Other collectives and training iterations "
             "run as packets through their task graph (docs/packet.md, \"Task graphs through "
@@ -241,8 +241,8 @@ def markdown(rows: list[dict], seconds: float, iteration: list[str] = ()) -> str
             "packets take the flow engine's time (0.1% on BERT-large DP32 on HPN, tested "
             "within 1%), so the iteration rows of this table hold for both engines where "
             "nothing queues; where queues form (a tree parent's 3:1 incast, an ECMP "
-            "collision) the difference is DCQCN's and PFC's, with cited defaults (+1% to "
-            "+8% on HPN, x1.4 to x10 on a 1:1 DCN+ in that example).",
+            "collision) the difference is DCQCN's and PFC's, with cited defaults (+1.5% to "
+            "+20% on HPN, x1.4 to x10 on a 1:1 DCN+ in that example).",
             "- **One HPN segment.** Same-rail traffic is one hop, so a segment-wide ring's "
             "bandwidth equals two hosts' (latencies switched off for this ratio: with NCCL's "
             "latencies a 1,024-GPU ring loses ~15% of its 4 GiB busbw to 2(n-1) steps), with "

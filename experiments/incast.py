@@ -10,8 +10,8 @@ same ToR (one rail), so the only congested hop is the ToR's downlink to the rece
 Swept: N (2..32), DCQCN with the engine's default ConnectX firmware parameters, with SimAI's
 shipped set, or off (PFC on in all three: a lossless RoCE fabric), the ToR's shared
 buffer (8 MB .. 128 MB: SimAI's 32 MB default; 51.2T chips carry 100-160 MB by secondary
-sources), and one lossy row per N (PFC off, no DCQCN: drops; the engine has no
-retransmission, so dropped flows never finish). Parameters otherwise the packet engine's
+sources), and one lossy row per N (PFC off, no DCQCN: drops, recovered by go-back-N: a
+NACK when a later packet arrives, the 1.07 s retransmission timeout when the tail was lost). Parameters otherwise the packet engine's
 defaults (ConnectX DCQCN, SimAI's 400G ECN thresholds; docs/packet.md), none tuned.
 
 Per run: completion time of the last sender against the ideal ``N S w / (C m)`` (the port
@@ -57,7 +57,7 @@ def incast(fabric, n: int, params: PacketParams, *, watch_queue: bool = False) -
     last = int(next(k for k in flows[0][::-1] if tier[fabric.link_src[k]] >= 1))  # ToR->NIC
     first = [int(next(k for k in f if tier[fabric.link_dst[k]] >= 1)) for f in flows]
     cap = float(fabric.link_capacity[last])
-    wire = (params.mtu_bytes + params.header_bytes) / params.mtu_bytes
+    wire = (params.mtu_bytes + params.header_bytes + params.framing_bytes) / params.mtu_bytes
     ideal = n * SIZE * wire / cap
     start = time.perf_counter()
     r = simulate_paths(fabric, paths, SIZE, params=params, watch=[last] if watch_queue else (),
@@ -71,6 +71,8 @@ def incast(fabric, n: int, params: PacketParams, *, watch_queue: bool = False) -
         "pauses": int(r.pauses.sum()), "senders_paused_ms": float(r.paused_time[first].sum()
                                                                    / n * 1e3),
         "drops": int(r.drops.sum()), "unfinished": int(np.isinf(r.finish).sum()),
+        "rewinds": int(r.rewinds.sum()), "timeouts": int(r.timeouts.sum()),
+        "resent_MB": float(r.resent.sum()) / 1e6,
         "events": int(r.events), "wall_s": round(time.perf_counter() - start, 2),
         "port": fabric.link_name(last)}
     if watch_queue:
@@ -104,8 +106,9 @@ def _line(row: dict) -> str:
 
 def markdown(rows: list[dict]) -> str:
     head = ("| N | DCQCN | PFC | buffer MB | finish ms | ideal ms | slowdown | last-hop q max MB "
-            "| q mean MB | ECN marks | CNPs | PFC pauses | sender paused ms (mean) | drops |")
-    lines = [head, "|" + "---|" * 14]
+            "| q mean MB | ECN marks | CNPs | PFC pauses | sender paused ms (mean) | drops "
+            "| go-back-N rewinds / timeouts | resent MB |")
+    lines = [head, "|" + "---|" * 16]
     for r in rows:
         finish = f"{r['finish_ms']:.2f}" if r["finish_ms"] is not None else \
             f"never ({r['unfinished']} flows)"
@@ -114,7 +117,8 @@ def markdown(rows: list[dict]) -> str:
                      f"{'on' if r['pfc'] else 'off'} | {r['buffer_MB']:.0f} | {finish} | "
                      f"{r['ideal_ms']:.2f} | {slowdown} | {r['q_max_MB']:.2f} | "
                      f"{r['q_mean_MB']:.2f} | {r['marks']} | {r['cnps']} | {r['pauses']} | "
-                     f"{r['senders_paused_ms']:.2f} | {r['drops']} |")
+                     f"{r['senders_paused_ms']:.2f} | {r['drops']} | "
+                     f"{r['rewinds']} / {r['timeouts']} | {r['resent_MB']:.1f} |")
     return "\n".join(lines)
 
 

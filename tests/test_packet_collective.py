@@ -17,7 +17,9 @@ from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
 from hpnsim.fabrics import build_fabric, hpn7
 from hpnsim.packet import PacketParams
 
-HEADER = PacketParams().header_bytes
+# line bytes per packet beyond its payload: the RoCEv2 frame's headers plus preamble, SFD
+# and gap (82 B, what NCCL's network_efficiency counts)
+HEADER = PacketParams().header_bytes + PacketParams().framing_bytes
 MTU = PacketParams().mtu_bytes
 
 
@@ -53,7 +55,7 @@ def test_nvlink_bound_hpn_ring_matches_the_flow_engine_and_the_closed_form():
     assert pkt.extrapolated > 0.5 and pkt.stable
 
 
-def test_network_bound_rail_ring_matches_the_flow_engine_within_its_header():
+def test_network_bound_rail_ring_matches_the_flow_engine_with_the_same_framing():
     # one GPU per host on rail 0 of 4 hosts: every hop crosses the network from a 200G port;
     # 2 channels (one per NIC port), 6 steps of piece = size / 2 / 4
     f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
@@ -68,9 +70,9 @@ def test_network_bound_rail_ring_matches_the_flow_engine_within_its_header():
                                         routing="hpn_dual_plane")
     assert flow_net == pytest.approx(flow_closed, rel=0.005)
     assert pkt.network_time == pytest.approx(pkt_closed, rel=0.01)
-    # the engines differ by their framing only: 82 B per packet in NCCL's efficiency
-    # (preamble and gap included) against the packet engine's 62 B
-    assert pkt.network_time / flow_net == pytest.approx(pkt_closed / flow_closed, rel=0.01)
+    # both engines put 82 B per 4096-B packet on the wire (frame headers, preamble, gap)
+    assert pkt_closed == pytest.approx(flow_closed, rel=1e-12)
+    assert pkt.network_time / flow_net == pytest.approx(1.0, rel=0.01)
     assert pkt.time / flow.time == pytest.approx(1.0, rel=0.01)
     assert pkt.steps_simulated == pkt.steps == 6 and pkt.extrapolated == 0.0
 
@@ -206,11 +208,11 @@ def test_scenario_with_faults_refuses_the_packet_engine():
 
 def test_fractional_flow_sizes_finish():
     # LL128 wire bytes (payload / 0.92) are fractional; packet records hold whole bytes, so
-    # a size rounds up: 101 B + 62 B header over two 1 GB/s links of 1 us
+    # a size rounds up: 101 B + 62 B header + 20 B framing over two 1 GB/s links of 1 us
     from hpnsim.packet import simulate_flows
 
     r = simulate_flows([1e9, 1e9], 1e-6, [[0, 1]], [100.5], switch_of=[-1, 0])
-    assert r.finish[0] == pytest.approx(2 * (163 / 1e9 + 1e-6))
+    assert r.finish[0] == pytest.approx(2 * (183 / 1e9 + 1e-6))
 
 
 def test_cli_writes_the_queue_figure_and_perfetto_counters(tmp_path):

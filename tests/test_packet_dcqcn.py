@@ -43,13 +43,14 @@ from hpnsim.packet import preset, simulate_flows
 
 C = 40e9 / 8                                           # the paper's 40 Gb/s, bytes/s
 PARAMS = preset("dcqcn_paper", mtu_bytes=1000)
-WIRE = PARAMS.mtu_bytes + PARAMS.header_bytes
+WIRE = PARAMS.mtu_bytes + PARAMS.header_bytes          # frame bytes: the rate limiter's unit
+LINE = WIRE + PARAMS.framing_bytes                     # line bytes: the link's unit
 
 
 def fluid_fixed_point(n: int, p=PARAMS, capacity: float = C) -> float:
     """p* of the CoNEXT'16 fluid model for n flows on a link of ``capacity`` bytes/s
     (module docstring)."""
-    rc = capacity / WIRE / n
+    rc = capacity / LINE / n
     tau, taup, timer_s = p.cnp_interval_s, p.alpha_interval_s, p.rp_timer_s
     b, f, rai = p.byte_counter_bytes / WIRE, p.fast_recovery_steps, p.rate_ai_bytes_s / WIRE
 
@@ -75,7 +76,7 @@ def test_fluid_fixed_point_matches_the_papers_closed_form_approximation():
     # CoNEXT'16: p* ~ cbrt(R_AI N^2 / (tau' C^2) (1/B + N/(T C))^2), C in packets/s; it
     # drops terms, so it is only an approximation (it overestimates by 10-25% here)
     p = PARAMS
-    c = C / WIRE
+    c = C / LINE
     for n in (2, 4, 8):
         closed = np.cbrt(p.rate_ai_bytes_s / WIRE * n**2 / (p.alpha_interval_s * c**2)
                          * (WIRE / p.byte_counter_bytes + n / (p.rp_timer_s * c)) ** 2)
@@ -93,10 +94,10 @@ def test_dcqcn_flows_share_a_bottleneck_fairly_near_the_fluid_fixed_point(n, gbp
     late = r.sample_times >= t_end / 3
     got = r.flow_samples[late]
     rate = (got[-1] - got[0]) / (r.sample_times[late][-1] - r.sample_times[late][0])
-    fair = cap / n * PARAMS.mtu_bytes / WIRE              # payload share of the wire rate
+    fair = cap / n * PARAMS.mtu_bytes / LINE              # payload share of the line rate
     np.testing.assert_allclose(rate, fair, rtol=0.12)
     p_star = fluid_fixed_point(n, capacity=cap)
-    rc, tau = cap / WIRE / n, PARAMS.cnp_interval_s
+    rc, tau = cap / LINE / n, PARAMS.cnp_interval_s
     cnp_rate = r.cnps / t_end                                    # per flow, CNPs/s
     p_eff = 1 - (1 - tau * cnp_rate) ** (1 / (tau * rc))
     assert p_eff.mean() == pytest.approx(p_star, rel=0.25)

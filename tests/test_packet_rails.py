@@ -16,7 +16,9 @@ from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
 from hpnsim.fabrics import hpn7
 from hpnsim.packet import PacketParams
 
-HEADER = PacketParams().header_bytes
+# line bytes per packet beyond its payload: the RoCEv2 frame's headers plus preamble, SFD
+# and gap (82 B, what NCCL's network_efficiency counts)
+HEADER = PacketParams().header_bytes + PacketParams().framing_bytes
 MTU = PacketParams().mtu_bytes
 SIZE = 2**26
 HOSTS = 4
@@ -108,3 +110,44 @@ def test_scenario_together_under_the_packet_engine_and_its_refusals():
     with pytest.raises(InputError, match=r"collectives\[0\].together: collectives run "
                                          r"together as packets need groups of one size"):
         run({**base, "collectives": [pair[0], {**pair[1], "gpus": "1,9,2"}]})
+
+
+def test_groups_route_with_the_flow_engines_group_seeds_on_ecmp(monkeypatch):
+    # DCN+ hashes every cross-segment connection over ECMP uplinks, so a group's paths depend
+    # on its routing seed. Record every plan each engine makes: group j must be routed on the
+    # same paths by both (the flow engine seeds it group_seed(seed, j)); and the test can
+    # fail: routed with the shared seed instead, some group's paths differ.
+    import numpy as np
+
+    from hpnsim.collectives import compile as compile_mod
+    from hpnsim.collectives import plan as plan_mod
+    from hpnsim.fabrics import dcn_plus
+
+    f = dcn_plus(segments=2, hosts_per_segment=2, tor_uplinks=4, aggs_per_pod=4)
+    groups = [[0, 16], [1, 17], [2, 18]]           # 3 rails over 2 hosts in two segments
+    keys = dict(algo="ring", protocol="simple", routing="ecmp", seed=5)
+    seen: list = []
+    original = plan_mod.plan_collective
+
+    def recording(fabric, op, gpus, size, options=None, **kw):
+        plan = original(fabric, op, gpus, size, options, **kw)
+        seen.append((tuple(int(g) for g in gpus),
+                     [(np.asarray(p.ptr).tolist(), np.asarray(p.links).tolist())
+                      for p in plan.paths]))
+        return plan
+
+    monkeypatch.setattr(plan_mod, "plan_collective", recording)
+    monkeypatch.setattr(compile_mod, "plan_collective", recording)
+    run_together(f, [Together("allreduce", g, 2**22) for g in groups], **keys)
+    flow = dict(seen)
+    seen.clear()
+    run_groups_packet(f, "allreduce", groups, 2**22, run=PacketRun(window=False), **keys)
+    packet = dict(seen)
+    assert set(flow) == set(packet) == {tuple(g) for g in groups}
+    for g in groups:
+        assert packet[tuple(g)] == flow[tuple(g)]
+    shared_seed = [original(f, "allreduce", g, 2**22, None, **keys).paths for g in groups]
+    assert any(
+        [np.asarray(p.links).tolist() for p in shared] !=
+        [links for _, links in flow[tuple(g)]]
+        for g, shared in zip(groups, shared_seed, strict=True))

@@ -8,12 +8,13 @@ import pytest
 
 from hpnsim.benchmarks.packet import fabric_rings
 from hpnsim.packet import PacketParams
-from hpnsim.packet.adapter import fabric_switches
+from hpnsim.packet.adapter import fabric_links
 from hpnsim.packet.ring import ring_flows, simulate_ring
 
 P = PacketParams(cc=False, header_bytes=0)
 C, D, N = 10e9, 2e-6, 4                       # a ring of 4 NICs on direct 80 Gb/s links
 RING = [[[r] for r in range(N)]]
+LINE = 1 + P.framing_bytes / P.mtu_bytes      # line bytes per payload byte (whole packets)
 
 
 def test_unchunked_steps_wait_for_the_whole_piece():
@@ -23,7 +24,7 @@ def test_unchunked_steps_wait_for_the_whole_piece():
                         switch_of=[-1] * N, window=False)
     steps = 2 * (N - 1)
     assert run.steps == steps and run.extrapolated == 0.0
-    assert run.time == pytest.approx(steps * (piece / C + D), rel=1e-9)
+    assert run.time == pytest.approx(steps * (piece * LINE / C + D), rel=1e-9)
 
 
 def test_chunked_steps_pipeline_and_keep_the_link_busy():
@@ -33,8 +34,8 @@ def test_chunked_steps_pipeline_and_keep_the_link_busy():
     assert (m - 1) * piece / m / C >= D
     run = simulate_ring(np.full(N, C), D, RING, N * piece, chunk_bytes=piece / m, params=P,
                         switch_of=[-1] * N, window=False)
-    assert run.time == pytest.approx(2 * (N - 1) * piece / C + D, rel=1e-9)
-    np.testing.assert_allclose(np.diff(run.step_end), piece / C, rtol=1e-9)
+    assert run.time == pytest.approx(2 * (N - 1) * piece * LINE / C + D, rel=1e-9)
+    np.testing.assert_allclose(np.diff(run.step_end), piece * LINE / C, rtol=1e-9)
 
 
 def test_ring_flow_dependencies_follow_the_data():
@@ -51,7 +52,7 @@ def test_windowed_ring_on_an_hpn_segment_matches_the_full_run():
 
     f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2, aggs_per_plane=2)
     rings = fabric_rings(f, range(16), 2)
-    kw = dict(switch_of=fabric_switches(f), histograms=False)
+    kw = dict(**fabric_links(f), histograms=False)
     size = 2 * 16 * 2**20 / 8                       # 2 channels x 16 ranks x 256 KiB pieces
     full = simulate_ring(f.link_capacity, f.link_latency, rings, size, window=False, **kw)
     fast = simulate_ring(f.link_capacity, f.link_latency, rings, size, **kw)
@@ -61,7 +62,7 @@ def test_windowed_ring_on_an_hpn_segment_matches_the_full_run():
     # each ring crosses the network from one NIC port per host: per step, a piece at the
     # port's rate bounds the step from below
     d = PacketParams()                              # the run used the defaults
-    piece_wire = size / 2 / 16 * (1 + d.header_bytes / d.mtu_bytes)
+    piece_wire = size / 2 / 16 * (1 + (d.header_bytes + d.framing_bytes) / d.mtu_bytes)
     port = f.link_capacity[f.gpu_access_link[0, 0]]
     assert np.diff(full.step_end).min() >= piece_wire / port * (1 - 1e-9)
 
@@ -75,9 +76,9 @@ def test_uncongested_hpn_ring_steps_take_one_piece_at_the_nic_port_rate():
     rings = fabric_rings(f, range(16), 8)
     size = 8 * 16 * 2**20 / 4                            # 256 KiB pieces
     run = simulate_ring(f.link_capacity, f.link_latency, rings, size, window=False,
-                        switch_of=fabric_switches(f), histograms=False)
+                        histograms=False, **fabric_links(f))
     d = PacketParams()
-    piece_wire = size / 8 / 16 * (1 + d.header_bytes / d.mtu_bytes)
+    piece_wire = size / 8 / 16 * (1 + (d.header_bytes + d.framing_bytes) / d.mtu_bytes)
     port = f.link_capacity[f.gpu_access_link[0, 0]]
     np.testing.assert_allclose(np.diff(run.step_end), piece_wire / port, rtol=1e-6)
     assert run.result.marks.sum() == 0 and run.result.pauses.sum() == 0
@@ -97,13 +98,14 @@ def test_uncongested_ring_takes_what_the_flow_engine_says_plus_headers():
     rings = fabric_rings(f, range(16), 2)
     size = 2 * 16 * 2**20                                 # 1 MiB pieces, 2 chunks each
     run = simulate_ring(f.link_capacity, f.link_latency, rings, size, window=False,
-                        switch_of=fabric_switches(f), histograms=False)
+                        histograms=False, **fabric_links(f))
     d = PacketParams()
     piece = size / 2 / 16
     paths, sizes, deps, _, _ = ring_flows(rings, piece, 30, int(np.ceil(piece / NCCL_CHUNK_BYTES)))
     graph, ids = TaskGraph(), []
     for path, chunk, before in zip(paths, sizes, deps, strict=True):
-        ids.append(graph.add_transfer(path, 1.0, chunk * (1 + d.header_bytes / d.mtu_bytes),
+        ids.append(graph.add_transfer(path, 1.0, chunk * (1 + (d.header_bytes + d.framing_bytes)
+                                                          / d.mtu_bytes),
                                       deps=[ids[g] for g in before]))
     flow = simulate(graph, f.link_capacity)
     assert run.time == pytest.approx(flow.makespan, rel=0.01)

@@ -1,7 +1,8 @@
 """Packet-engine benchmarks: events per second, and a 16-GPU ring all-reduce on HPN 7.0.
 
 * ``incast``: 8 senders at 400 Gb/s into one 400 Gb/s port, 50 MB each, ConnectX DCQCN and
-  SimAI's 400G ECN/PFC settings: the event rate of the whole NIC/switch/DCQCN path.
+  SimAI's 400G ECN/PFC settings, CNPs as packets on the reverse links: the event rate of
+  the whole NIC/switch/DCQCN path.
 * ``lossy incast``: the same without CC, PFC and buffer limit: the bare link/queue path.
 * ``ring``: 256 MiB all-reduce over the 16 GPUs of two hosts of one HPN 7.0 segment
   (published segment: 128 hosts, 200G NIC ports), 8 NCCL channels (one per rail, PXN),
@@ -56,9 +57,13 @@ def _incast(n: int, size: float, lossless: bool):
 
     p = PacketParams() if lossless else PacketParams(cc=False, ecn=False, pfc=False,
                                                      buffer_bytes=np.inf)
+    # links 0..n-1 senders -> switch, n switch -> receiver; n+1..2n+1 their reverses, which
+    # carry the CNPs (and NACKs) back as packets
     paths = [[i, n] for i in range(n)]
-    return lambda: simulate_flows(np.full(n + 1, LINE_RATE), 0.5e-6, paths, size, params=p,
-                                  switch_of=[-1] * n + [0], histograms=False)
+    reverse = np.concatenate([np.arange(n + 1, 2 * (n + 1)), np.arange(n + 1)])
+    return lambda: simulate_flows(np.full(2 * (n + 1), LINE_RATE), 0.5e-6, paths, size,
+                                  params=p, switch_of=[-1] * n + [0] * (n + 1) + [-1],
+                                  reverse=reverse, histograms=False)
 
 
 def fabric_rings(fabric, gpus, channels: int, *, policy: str | None = None,
@@ -92,14 +97,14 @@ def fabric_rings(fabric, gpus, channels: int, *, policy: str | None = None,
 
 def _ring(size: float, window: bool):
     from hpnsim.fabrics import hpn7
-    from hpnsim.packet.adapter import fabric_switches
+    from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.ring import simulate_ring
 
     fabric = hpn7(segments=1)
     rings = fabric_rings(fabric, range(16), 8)
-    switches = fabric_switches(fabric)
+    links = fabric_links(fabric)
     return lambda: simulate_ring(fabric.link_capacity, fabric.link_latency, rings, size,
-                                 switch_of=switches, window=window, histograms=False)
+                                 window=window, histograms=False, **links)
 
 
 def run(quick: bool = False) -> list[Measurement]:

@@ -200,12 +200,13 @@ def run_graph_packet(fabric, graph, nccl, run, *, state=None, horizon: float | N
     (True, 0)
     """
     from hpnsim.collectives.packet_ports import packet_capacity
-    from hpnsim.packet.adapter import fabric_switches
+    from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.graph import simulate_graph
 
     work = work or check_graph_work(fabric, graph, run, state=state, what=what)
     arrays, flows = work.arrays, work.flows
-    switch_of = fabric_switches(fabric)
+    links = fabric_links(fabric)          # buffers, reverse links (CNPs, NACKs), framing
+    switch_of = links["switch_of"]
     capacity = packet_capacity(fabric, nccl, work.params, state)
     watch = _watch(fabric, work.members[1], switch_of, run.watch, run.max_watch)
     if horizon is None:
@@ -213,7 +214,8 @@ def run_graph_packet(fabric, graph, nccl, run, *, state=None, horizon: float | N
             np.sum(arrays.amount[arrays.kind == 1]))
     interval = max(horizon / run.samples, 1e-8)
     result = simulate_graph(capacity, fabric.link_latency, arrays, *work.members, work.params,
-                            flows=flows, switch_of=switch_of, watch=watch,
+                            flows=flows, switch_of=switch_of, reverse=links["reverse"],
+                            framed=links["framed"], watch=watch,
                             sample_interval=interval, max_samples=4 * run.samples + 16,
                             pct=(99.0,))
     return GraphPacketRun(result, watch, [fabric.link_name(int(k)) for k in watch],

@@ -33,10 +33,11 @@ raises it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from hpnsim.collectives.concurrent import group_seed
 from hpnsim.collectives.ops import busbw_factor
 from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.collectives.packet_ports import PACKET_OPS
@@ -301,7 +302,10 @@ def run_together_packet(fabric, op: str, groups, size: float,
     packets (the HPN paper's Multi-AllReduce: one ring collective per rail, all at once);
     their rings share one packet run, so they meet in the same queues. Returns the run as
     one result: ``time`` is the slowest collective's, ``n_gpus`` one group's; counters and
-    ports cover them all.
+    ports cover them all. Group ``j`` routes with
+    :func:`~hpnsim.collectives.concurrent.group_seed` ``(options.seed, j)``, as
+    :func:`~hpnsim.collectives.concurrent.run_together` does, so both engines route it on
+    the same paths.
 
     >>> from hpnsim.collectives.concurrent import rail_groups
     >>> from hpnsim.fabrics import hpn7
@@ -313,7 +317,10 @@ def run_together_packet(fabric, op: str, groups, size: float,
     (4, 16, 0, 0)
     """
     options = CollectiveOptions.build(options, **keywords)
-    checked = [_checked(fabric, op, g, size, options, run, state) for g in groups]
+    # group j routes with the seed the flow engine gives it (run_together), so both
+    # engines put each group's connections on the same paths
+    checked = [_checked(fabric, op, g, size, replace(options, seed=group_seed(options.seed, j)),
+                        run, state) for j, g in enumerate(groups)]
     shapes = {(c[5], len(c[3][0]), c[4], c[6]) for c in checked}
     if len(shapes) > 1:
         raise InputError("gpus", "collectives run together as packets need groups of one "
@@ -334,14 +341,15 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
     from types import SimpleNamespace
 
     from hpnsim.packet import PacketParams
-    from hpnsim.packet.adapter import fabric_switches
+    from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.ring import simulate_ring
     from hpnsim.routing.diagnostics import port_imbalance
 
     plan = plans[0]
     params = (run.params or PacketParams()).validate()
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
-    switch_of = fabric_switches(fabric)
+    links = fabric_links(fabric)
+    switch_of = links["switch_of"]
     capacity = _packet_capacity(fabric, plan.nccl, params, state)
     watch = _watch(fabric, rings, switch_of, run)
     n = len(rings[0])
@@ -352,7 +360,8 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
     interval = max(t_est / run.samples, 1e-8)
     ring_run = simulate_ring(capacity, fabric.link_latency, rings, piece / efficiency * n
                              * len(rings), chunk_bytes=chunk / efficiency, params=params,
-                             switch_of=switch_of, window=run.window, steps=steps,
+                             switch_of=switch_of, reverse=links["reverse"],
+                             framed=links["framed"], window=run.window, steps=steps,
                              max_window=_window_cap(estimate, steps, run),
                              watch=watch, sample_interval=interval,
                              max_samples=2 * run.samples + 16, pct=(99.0,))

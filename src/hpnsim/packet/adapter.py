@@ -6,7 +6,9 @@ documented array columns and imports nothing from :mod:`hpnsim.fabrics`: ``link_
 host, 1 ToR, 2 Agg, 3 Core). Every link that leaves a switch (tier >= 1) queues in that
 switch's shared buffer; links leaving a NIC, GPU or NVSwitch (tier 0) have no buffer limit,
 no ECN and send no pause (NVLink and PCIe are credit-based, not RoCE). An access link joins
-tier 0 and tier >= 1. A flow that crosses the network starts at its NIC port: its GPU->NIC
+tier 0 and tier >= 1. Links that touch a switch are Ethernet (their frames carry preamble,
+SFD and gap on the wire); a flow's control packets (CNPs, NACKs) return over the reverse of
+its links (a fabric builds every cable as links ``l`` and ``l ^ 1``). A flow that crosses the network starts at its NIC port: its GPU->NIC
 (PCIe) and NIC->GPU legs and a PXN NVLink hop before the NIC are cut, since DCQCN paces at
 the NIC. A flow inside a host keeps its NVLink path.
 """
@@ -19,7 +21,7 @@ from hpnsim.packet.api import simulate_flows
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
 
-__all__ = ["fabric_switches", "network_legs", "simulate_paths"]
+__all__ = ["fabric_links", "fabric_switches", "network_legs", "simulate_paths"]
 
 
 def fabric_switches(fabric) -> np.ndarray:
@@ -36,6 +38,26 @@ def fabric_switches(fabric) -> np.ndarray:
     switch_id = np.full(is_switch.size, -1, dtype=np.int64)
     switch_id[is_switch] = np.arange(int(is_switch.sum()))
     return switch_id[np.asarray(fabric.link_src)]
+
+
+def fabric_links(fabric) -> dict:
+    """The per-link keywords of :func:`~hpnsim.packet.api.simulate_flows` for ``fabric``:
+    ``switch_of`` (:func:`fabric_switches`), ``reverse`` (``l ^ 1``) and ``framed`` (links
+    with a switch at either end: Ethernet).
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
+    ...          aggs_per_plane=2)
+    >>> k = fabric_links(f)
+    >>> up = f.gpu_access_link[0, 0]
+    >>> bool(k["reverse"][up] == up ^ 1), bool(k["framed"][up]), bool(k["framed"].all())
+    (True, True, False)
+    """
+    tier = np.asarray(fabric.node_tier)
+    src, dst = tier[np.asarray(fabric.link_src)], tier[np.asarray(fabric.link_dst)]
+    n = src.size
+    return {"switch_of": fabric_switches(fabric), "reverse": np.arange(n) ^ 1,
+            "framed": (src >= 1) | (dst >= 1)}
 
 
 def network_legs(fabric, paths) -> list[np.ndarray]:
@@ -79,4 +101,4 @@ def simulate_paths(fabric, paths, sizes, starts=None, params: PacketParams | Non
     (True, 0)
     """
     return simulate_flows(fabric.link_capacity, fabric.link_latency, network_legs(fabric, paths),
-                          sizes, starts, params, switch_of=fabric_switches(fabric), **options)
+                          sizes, starts, params, **{**fabric_links(fabric), **options})

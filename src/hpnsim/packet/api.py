@@ -1,7 +1,7 @@
 """`simulate_flows`: the packet engine on flat arrays, and `simulate_paths` on a Fabric.
 
 >>> r = simulate_flows([1e9, 1e9], [1e-6, 1e-6], [[0, 1]], [4096], switch_of=[-1, 0],
-...                    params=PacketParams(header_bytes=0))
+...                    params=PacketParams(header_bytes=0, framing_bytes=0))
 >>> round(float(r.finish[0]) * 1e6, 3)       # 2 x (4096 B / 1 GB/s + 1 us)
 10.192
 """
@@ -37,7 +37,9 @@ def config_vector(p: PacketParams, sample_dt: float, t_end: float) -> np.ndarray
               Cfg.PFC_ALPHA: p.pfc_alpha, Cfg.PFC_XOFF: p.pfc_xoff_bytes,
               Cfg.PFC_RESUME: p.pfc_resume_bytes, Cfg.EGRESS_ALPHA: p.egress_alpha,
               Cfg.SAMPLE_DT: sample_dt, Cfg.T_END: t_end,
-              Cfg.CLAMP: p.clamp_target_rate}
+              Cfg.CLAMP: p.clamp_target_rate, Cfg.CNP_PRIO: p.cnp_priority,
+              Cfg.CNP_BYTES: p.cnp_bytes, Cfg.ACK_BYTES: p.ack_bytes,
+              Cfg.RETRANSMIT: p.retransmit, Cfg.RTO: p.rto_s, Cfg.RETRY: p.retry_count}
     for k, v in values.items():
         c[k] = float(v)
     return c
@@ -55,6 +57,30 @@ def _csr(paths):
     return ptr, links.astype(np.int64)
 
 
+def _reverse_paths(reverse, ptr, links, link_buf, n_links: int):
+    """Each flow's reverse path (the reverse of its links, last first) appended to the
+    link-id array, as ``(links, rptr0, rptr1)``; an empty range where ``reverse`` is None or
+    a link has no reverse (-1): its control packets then take the fixed delay."""
+    n = ptr.size - 1
+    if reverse is None:
+        return links, ptr[1:].copy(), ptr[1:].copy()
+    rev = np.asarray(reverse, dtype=np.int64)
+    if rev.shape != (n_links,) or rev.max(initial=-1) >= n_links:
+        raise InputError("reverse", f"needs one link id (or -1) per link ({n_links})")
+    ok = np.logical_and.reduceat(rev[links] >= 0, ptr[:-1]) if n else np.zeros(0, bool)
+    first = rev[links[ptr[1:] - 1]]                  # the receiver's end of the last link
+    if np.any(ok & (link_buf[np.maximum(first, 0)] >= 0)):
+        raise InputError("reverse", "a reverse path must start at the receiver's NIC port "
+                                    "(a link without switch buffer)")
+    lengths = np.where(ok, np.diff(ptr), 0)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    # positions of each kept flow's links, last first
+    pos = np.repeat(ptr[1:] - 1, lengths) - (np.arange(starts[-1]) - np.repeat(starts[:-1],
+                                                                              lengths))
+    rptr = links.size + starts
+    return np.concatenate([links, rev[links[pos]]]).astype(np.int64), rptr[:-1], rptr[1:]
+
+
 def _deps_csr(deps, n: int):
     succ_lists = [[] for _ in range(n)]
     n_pred = np.zeros(n, dtype=np.int64)
@@ -68,7 +94,8 @@ def _deps_csr(deps, n: int):
 
 
 def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketParams | None = None,
-                   *, switch_of=None, priority=None, qp=None, deps=None, waits=(), watch=(),
+                   *, switch_of=None, reverse=None, framed=None, priority=None, qp=None,
+                   deps=None, waits=(), watch=(),
                    watch_flows=(), sample_interval: float = 1e-6, max_samples: int = 100_000,
                    t_end: float = np.inf, pct=(50.0, 90.0, 99.0), histograms: bool = True,
                    pool_size: int = 1 << 14
@@ -86,6 +113,13 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     switch_of : per link, the switch whose shared buffer holds the link's egress queue, or -1
         for a NIC/GPU (unbounded, no ECN, no PFC). Default: -1 for links that start a path,
         else each link its own one-port switch.
+    reverse : per link, the link that carries traffic the other way (-1: none). Control
+        packets (CNPs, NACKs) of a flow whose links all have one cross the reverse path, last
+        link first, queued like any packet (CNPs in ``params.cnp_priority``, NACKs in the
+        flow's); without it they arrive after the path's delay plus one serialization per
+        hop, unqueued. The reverse path must start at an unbuffered link (the receiver's NIC).
+    framed : per link, True where frames carry Ethernet's preamble, SFD and gap
+        (``params.framing_bytes`` of line time per frame; default every link).
     priority : PFC priority per flow (default ``params.data_priority``); strict priority at
         every egress, higher first.
     qp : QP id per flow (flows of one QP share its DCQCN state; default: one QP per flow).
@@ -108,14 +142,15 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     Examples
     --------
     Two 1 MB flows into one 100 Gb/s port, no congestion control: together they take
-    the port's time for 2 MB plus headers (256 packets of 4096 B, 62 B each), plus one
-    packet's serialization and the two links' delays. The port receives at 2C and sends at
-    C, so when the senders stop (after 256 packets each) about half of it waits: 257 packets.
+    the port's time for 2 MB plus headers (256 packets of 4096 B, 62 B of headers and 20 B
+    of preamble and gap each), plus one packet's serialization and the two links' delays.
+    The port receives at 2C and sends at C, so when the senders stop (after 256 packets
+    each) about half of it waits: 257 frames of 4158 B.
 
     >>> p = PacketParams(cc=False)
     >>> r = simulate_flows([12.5e9] * 3, 1e-6, [[0, 2], [1, 2]], 2**20, params=p,
     ...                    switch_of=[-1, -1, 0])
-    >>> expected = (2 * 256 + 1) * (4096 + 62) / 12.5e9 + 2e-6
+    >>> expected = (2 * 256 + 1) * (4096 + 62 + 20) / 12.5e9 + 2e-6
     >>> bool(abs(r.makespan - expected) < 1e-12), int(r.drops.sum()), float(r.q_max[2] / 4158)
     (True, 0, 257.0)
     """
@@ -177,14 +212,22 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         np.subtract.at(buf_shared, pairs[:, 1], headroom[pairs[:, 0]])
         if np.any(buf_shared <= 0):
             raise InputError("buffer_bytes", "smaller than the PFC headroom its ports reserve")
-    hop_cost = delay + p.control_bytes / capacity
-    feedback = np.add.reduceat(hop_cost[links], ptr[:-1]) if n else np.zeros(0)
+    framing = np.full(n_links, float(p.framing_bytes)) if framed is None else \
+        np.where(np.broadcast_to(np.asarray(framed, dtype=bool), (n_links,)),
+                 float(p.framing_bytes), 0.0)
+    fb_const = np.add.reduceat((delay + framing / capacity)[links], ptr[:-1]) if n else \
+        np.zeros(0)
+    fb_per_byte = np.add.reduceat(1.0 / capacity[links], ptr[:-1]) if n else np.zeros(0)
+    links, rptr0, rptr1 = _reverse_paths(reverse, ptr, links, link_buf, n_links)
     if waits.size:           # waits: no links, one shared QP, their duration as size
         ptr = np.concatenate([ptr, np.full(waits.size, ptr[-1])])
         size = np.concatenate([size, waits])
         prio = np.concatenate([prio, np.full(waits.size, p.data_priority, dtype=np.int64)])
         qp = np.concatenate([qp, np.full(waits.size, int(qp.max(initial=-1)) + 1)])
-        feedback = np.concatenate([feedback, np.zeros(waits.size)])
+        fb_const = np.concatenate([fb_const, np.zeros(waits.size)])
+        fb_per_byte = np.concatenate([fb_per_byte, np.zeros(waits.size)])
+        rptr0 = np.concatenate([rptr0, np.full(waits.size, links.size)])
+        rptr1 = np.concatenate([rptr1, np.full(waits.size, links.size)])
         first = np.concatenate([first, np.full(waits.size, first[0] if n else 0)])
         n = total
     succ_ptr, succ, n_pred = _deps_csr(deps, n)
@@ -197,6 +240,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     lk[:, Lk.BUF] = link_buf
     lf = np.zeros((n_links, len(Lf)))
     lf[:, Lf.CAP], lf[:, Lf.DELAY], lf[:, Lf.HEADROOM] = capacity, delay, headroom
+    lf[:, Lf.FRAMING] = framing
     lf[:, [Lf.WAKE_AT, Lf.FIRST_XOFF, Lf.FIRST_PAUSED]] = np.inf
     pq = np.zeros((n_links * N_PRIO, len(Pq)), dtype=np.int64)
     pq[:, [Pq.HEAD, Pq.TAIL]] = -1
@@ -205,8 +249,10 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     fi[:, Fi.PRIO], fi[:, Fi.QP], fi[:, Fi.NEXT] = prio, qp, -1
     fi[:, Fi.PATH0], fi[:, Fi.PATH1], fi[:, Fi.PENDING] = ptr[:-1], ptr[1:], n_pred
     fi[:, Fi.SUCC0], fi[:, Fi.SUCC1] = succ_ptr[:-1], succ_ptr[1:]
+    fi[:, Fi.RPATH0], fi[:, Fi.RPATH1], fi[:, Fi.LAST_REWIND] = rptr0, rptr1, -1
     ff = np.zeros((n, len(Ff)))
-    ff[:, Ff.SIZE], ff[:, Ff.FINISH], ff[:, Ff.FEEDBACK] = size, np.inf, feedback
+    ff[:, Ff.SIZE], ff[:, [Ff.FINISH, Ff.RTO_DUE, Ff.FIRST_CNP]] = size, np.inf
+    ff[:, Ff.FB_CONST], ff[:, Ff.FB_PER_BYTE] = fb_const, fb_per_byte
     n_qps = int(qp.max(initial=-1)) + 1
     qf = np.zeros((n_qps, len(Qp)))
     qp_line = np.zeros(n_qps)
@@ -220,7 +266,8 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     hist = np.zeros((n_links if histograms else 0, N_BINS))
     samples = np.zeros((n_samples, watch.size))
     flow_samples = np.zeros((n_samples, watch_flows.size))
-    reserve = 16 + int(np.diff(succ_ptr).max(initial=0))   # a finish wakes every successor
+    # a finish wakes every successor; the first loss arms every flow's retransmission timer
+    reserve = 16 + int(np.diff(succ_ptr).max(initial=0)) + (n if p.retransmit else 0)
     ht, hk, ms = heap.new_heap(4 * n_links + 2 * n + 4 * n_qps + 2 * reserve)
     ms[Ms.RESERVE] = reserve
     pk, pt = pool.new_pool(int(pool_size), ms)
@@ -242,6 +289,8 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     end, taken = float(now), int(ms[Ms.SAMPLES])
     return PacketResult(
         finish=ff[:, Ff.FINISH], received=ff[:, Ff.RECV], cnps=fi[:, Fi.CNPS],
+        resent=ff[:, Ff.RESENT], rewinds=fi[:, Fi.REWINDS], timeouts=fi[:, Fi.TIMEOUTS],
+        discards=fi[:, Fi.DISCARDS], first_cnp=ff[:, Ff.FIRST_CNP],
         packets=lk[:, Lk.PACKETS], marks=lk[:, Lk.MARKS], drops=lk[:, Lk.DROPS],
         pauses=lk[:, Lk.XOFF], paused_time=lf[:, Lf.PAUSED_TIME],
         first_xoff=lf[:, Lf.FIRST_XOFF], first_paused=lf[:, Lf.FIRST_PAUSED],

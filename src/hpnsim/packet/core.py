@@ -31,21 +31,22 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hpnsim.packet import dcqcn, heap, link, pool
-from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Ms, Pkt, Pq, Qp
+from hpnsim.packet import dcqcn, heap, link, pool, transport
+from hpnsim.packet.kinds import CONTROL, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Ms, Pkt, Pq, Qp
 from hpnsim.packet.stats import charge
 
-FLOW, HOP, SIZE, FLAGS = int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(Pkt.FLAGS)
+FLOW, HOP, FLAGS, BASE, END = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.FLAGS), int(Pkt.BASE),
+                               int(Pkt.END))
 PAUSED_TIME, FIRST_PAUSED, PAUSE_SINCE, WAKE_AT, QTOT = (
     int(Lf.PAUSED_TIME), int(Lf.FIRST_PAUSED), int(Lf.PAUSE_SINCE), int(Lf.WAKE_AT),
     int(Lf.QTOT))
 N_PAUSED = int(Lk.N_PAUSED)
 PAUSED = int(Pq.PAUSED)
-PRIO, QP, PATH0, PATH1, PENDING, RELEASED, CNPS, SUCC0, SUCC1 = (
-    int(Fi.PRIO), int(Fi.QP), int(Fi.PATH0), int(Fi.PATH1), int(Fi.PENDING), int(Fi.RELEASED),
-    int(Fi.CNPS), int(Fi.SUCC0), int(Fi.SUCC1))
-FSIZE, RECV, FINISH, FEEDBACK = int(Ff.SIZE), int(Ff.RECV), int(Ff.FINISH), int(Ff.FEEDBACK)
-LAST_CNP, LEFT = int(Qp.LAST_CNP), int(Qp.LEFT)
+QP, PATH0, PATH1, PENDING, RELEASED, SUCC0, SUCC1, NACK_PSN = (
+    int(Fi.QP), int(Fi.PATH0), int(Fi.PATH1), int(Fi.PENDING), int(Fi.RELEASED), int(Fi.SUCC0),
+    int(Fi.SUCC1), int(Fi.NACK_PSN))
+FSIZE, RECV, FINISH = int(Ff.SIZE), int(Ff.RECV), int(Ff.FINISH)
+LEFT = int(Qp.LEFT)
 HEAP_N, FREE_N, N_DONE, EVENTS, SAMPLES, RESERVE = (
     int(Ms.HEAP_N), int(Ms.FREE_N), int(Ms.N_DONE), int(Ms.EVENTS), int(Ms.SAMPLES),
     int(Ms.RESERVE))
@@ -100,7 +101,6 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
     so every array stays owned by the caller and no call pays for atomic increments.
     """
     n_flows = fi.shape[0]
-    header = cfg[Cfg.HEADER]
     max_samples = samples.shape[0]
     while ms[HEAP_N] > 0 and ms[N_DONE] < n_flows:
         if ms[HEAP_N] + ms[RESERVE] > ht.shape[0] or ms[FREE_N] < 4:
@@ -116,26 +116,24 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
             kick = ident
         elif kind == Event.ARRIVE:
             p = link.arrive(ident, pk, pt, lk, ht, hk, ms)
-            f = pk[p, FLOW]
             hop = pk[p, HOP] + 1
-            if fi[f, PATH0] + hop < fi[f, PATH1]:               # on to the next link
-                nxt = path_links[fi[f, PATH0] + hop]
+            if pk[p, BASE] + hop < pk[p, END]:                 # on to the next link
+                nxt = path_links[pk[p, BASE] + hop]
                 pk[p, HOP] = hop
                 if link.enqueue(nxt, p, ident, now, pk, lk, lf, pq, pf, fi, sw, ht, hk, ms,
                                 hist, cfg, rng):
                     kick = nxt
                 else:
                     pool.release(pk, ms, p)
-            else:                                               # delivered
-                ff[f, RECV] += pk[p, SIZE] - header
-                q = fi[f, QP]
-                if (pk[p, FLAGS] & ECN_CE) and cfg[Cfg.CC] > 0 and \
-                        now - qf[q, LAST_CNP] >= cfg[Cfg.CNP_DT]:   # notification point
-                    qf[q, LAST_CNP] = now
-                    fi[f, CNPS] += 1
-                    heap.push(ht, hk, ms, now + ff[f, FEEDBACK], q, Event.CNP_ARRIVE)
-                pool.release(pk, ms, p)
-                if ff[f, RECV] >= ff[f, FSIZE]:
+                    transport.on_loss(now, fi, ff, ht, hk, ms, cfg)
+            elif pk[p, FLAGS] & CONTROL:                       # a CNP or NACK at the sender
+                transport.deliver_control(p, now, pk, lk, lf, fi, ff, qf, qi, path_links, ht,
+                                          hk, ms, cfg)
+            else:                                              # data at the receiver
+                f = pk[p, FLOW]
+                kick, done = transport.deliver_data(p, now, pk, lk, lf, pq, pf, fi, ff, qf, sw,
+                                                    path_links, ht, hk, ms, hist, cfg, rng)
+                if done:
                     _finished(f, now, lk, lf, fi, ff, qf, qi, path_links, succ, ht, hk, ms)
         elif kind == Event.LINK_WAKE:
             if lf[ident, WAKE_AT] == now:
@@ -148,7 +146,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
         elif kind == Event.WAIT_DONE:
             _finished(ident, now, lk, lf, fi, ff, qf, qi, path_links, succ, ht, hk, ms)
         elif kind == Event.CNP_ARRIVE:
-            dcqcn.on_cnp(qf, ident, now, cfg, ht, hk, ms)
+            transport.on_cnp(ident, now, fi, ff, qf, ht, hk, ms, cfg)
         elif kind == Event.ALPHA_TIMER:
             dcqcn.on_alpha_timer(qf, ident, now, cfg, ht, hk, ms, qf[ident, LEFT] > 0)
         elif kind == Event.INC_TIMER:
@@ -169,6 +167,11 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
                 if lk[lk_id, N_PAUSED] == 0:
                     lf[lk_id, PAUSED_TIME] += now - lf[lk_id, PAUSE_SINCE]
                 kick = lk_id
+        elif kind == Event.NACK_ARRIVE:
+            transport.rewind(ident, fi[ident, NACK_PSN], now, lk, lf, fi, ff, qi, path_links,
+                             ht, hk, ms, cfg)
+        elif kind == Event.RTO:
+            transport.on_timeout(ident, now, lk, lf, fi, ff, qi, path_links, ht, hk, ms, cfg)
         elif kind == Event.SAMPLE:
             k = ms[SAMPLES]
             for i in range(watch.shape[0]):

@@ -27,7 +27,8 @@ other than 1 is refused (the packet engine shares ports by its queues, not by we
 >>> task, ptr, links, weight = g.member_paths()
 >>> legs = [(links[ptr[i]:ptr[i + 1]],) for i in range(task.size)]
 >>> run = simulate_graph([1e9, 1e9], 1e-6, g.arrays(2), task, legs, weight,
-...                      params=PacketParams(header_bytes=0), switch_of=[-1, 0])
+...                      params=PacketParams(header_bytes=0, framing_bytes=0),
+...                      switch_of=[-1, 0])
 >>> [round(float(x) * 1e6, 3) for x in run.finish]   # 2 + 1 + 2 x (4.096 + 1) + 3
 [2.0, 13.192, 16.192]
 """

@@ -22,26 +22,35 @@ class Event(IntEnum):
     ARRIVE = 1       # link id: the head of its in-flight FIFO reaches the far end
     LINK_WAKE = 2    # link id: a paced flow on this NIC port may send again
     FLOW_START = 3   # flow id: its start time has come (its predecessors may still hold it)
-    CNP_ARRIVE = 4   # QP id: a congestion notification reaches the sender
+    CNP_ARRIVE = 4   # flow id: a CNP reaches its sender (no reverse path: fixed delay)
     ALPHA_TIMER = 5  # QP id: DCQCN alpha update period ends
     INC_TIMER = 6    # QP id: DCQCN rate-increase timer fires
     PAUSE_ON = 7     # link * N_PRIO + priority: an XOFF frame reaches the link's sender
     PAUSE_OFF = 8    # link * N_PRIO + priority: an XON frame reaches the link's sender
     SAMPLE = 9       # 0: record the queues of the watched ports
     WAIT_DONE = 10   # flow id: a wait (a flow without links) has run its duration
+    NACK_ARRIVE = 11  # flow id: a NACK reaches the sender (no reverse path: fixed delay)
+    RTO = 12          # flow id: its retransmission timer fires
 
 
 class Pkt(IntEnum):
-    """Columns of the integer packet pool ``pk[n, 5]``."""
+    """Columns of the integer packet pool ``pk[n, 9]``."""
 
     FLOW = 0   # flow id
-    HOP = 1    # index of the link it is on, within its flow's path
-    SIZE = 2   # wire bytes (payload + headers)
-    FLAGS = 3  # bit 0: ECN congestion experienced
+    HOP = 1    # index of the link it is on, within its path (path_links[BASE:END])
+    SIZE = 2   # frame bytes (payload + headers; preamble and gap are charged on the wire)
+    FLAGS = 3  # ECN_CE, CNP, NACK bits
     NEXT = 4   # next packet in the same FIFO (queue, in-flight list or free list), -1 ends
+    PSN = 5    # packet sequence number in its flow (a NACK: the PSN it asks for)
+    PRIO = 6   # priority class it is queued in
+    BASE = 7   # its path: path_links[BASE:END] (the flow's path, or its reverse for control)
+    END = 8
 
 
-ECN_CE = 1
+ECN_CE = 1   # FLAGS bits: congestion experienced (set by a switch)
+CNP = 2      # a congestion notification packet, receiver -> sender
+NACK = 4     # a NAK (PSN sequence error), receiver -> sender
+CONTROL = CNP | NACK
 
 
 class Qp(IntEnum):
@@ -92,7 +101,7 @@ class Lk(IntEnum):
 
 
 class Lf(IntEnum):
-    """Columns of the float link state and statistics ``lf[n_links, 14]``."""
+    """Columns of the float link state and statistics ``lf[n_links, 15]``."""
 
     CAP = 0             # bytes/s
     DELAY = 1           # propagation, s
@@ -108,6 +117,7 @@ class Lf(IntEnum):
     HEADROOM_MAX = 11   # most PFC headroom its traffic held at the far end, bytes
     TX_BYTES = 12       # bytes it carried
     PAUSE_SINCE = 13    # when its current pause began
+    FRAMING = 14        # line bytes per frame beyond the frame (preamble, SFD, gap), bytes
 
 
 class Pq(IntEnum):
@@ -128,7 +138,7 @@ class Pf(IntEnum):
 
 
 class Fi(IntEnum):
-    """Columns of the integer flow state ``fi[n_flows, 10]``."""
+    """Columns of the integer flow state ``fi[n_flows, 22]``."""
 
     PRIO = 0
     QP = 1
@@ -140,16 +150,32 @@ class Fi(IntEnum):
     CNPS = 7       # CNPs its receiver sent
     SUCC0 = 8      # its successors are succ[SUCC0:SUCC1]
     SUCC1 = 9
+    RPATH0 = 10    # its reverse path (control packets) path_links[RPATH0:RPATH1]; empty:
+    RPATH1 = 11    # control packets take the fixed delay FB_CONST + size * FB_PER_BYTE
+    NEXT_PSN = 12  # sender: PSN of the next packet it sends
+    EXPECT = 13    # receiver: PSN it expects next
+    NACKED = 14    # receiver: 1 once it sent a NACK for EXPECT (one per sequence error)
+    NACK_PSN = 15  # the PSN of a NACK on its fixed-delay way (no reverse path)
+    LAST_REWIND = 16  # sender: PSN of its last go-back-N rewind (-1: none)
+    REWINDS = 17   # go-back-N rewinds (NACK or timeout)
+    TIMEOUTS = 18  # retransmission timeouts (consecutive ones in RETRIES)
+    RETRIES = 19
+    DISCARDS = 20  # packets its receiver discarded (out of sequence or duplicate)
+    RTO_MARK = 21  # EXPECT when the retransmission timer was armed
 
 
 class Ff(IntEnum):
-    """Columns of the float flow state ``ff[n_flows, 5]``."""
+    """Columns of the float flow state ``ff[n_flows, 9]``."""
 
     SIZE = 0       # bytes (a wait: its duration, s)
-    SENT = 1       # payload bytes handed to the NIC port
-    RECV = 2       # payload bytes delivered
+    SENT = 1       # payload bytes handed to the NIC port (rewound by go-back-N)
+    RECV = 2       # payload bytes delivered in sequence
     FINISH = 3     # when the last byte was delivered (inf until then)
-    FEEDBACK = 4   # CNP trip back to the sender, s
+    FB_CONST = 4   # fixed-delay control trip (no reverse path): FB_CONST + bytes * FB_PER_BYTE
+    FB_PER_BYTE = 5
+    RESENT = 6     # payload bytes sent again after go-back-N rewinds
+    RTO_DUE = 7    # when its pending retransmission timer fires
+    FIRST_CNP = 8  # when the first CNP for it reached its sender (inf: none)
 
 
 class Ms(IntEnum):
@@ -162,7 +188,9 @@ class Ms(IntEnum):
     N_DONE = 4
     EVENTS = 5      # events processed
     SAMPLES = 6     # samples taken
-    RESERVE = 7     # free heap slots one event may need (16 + most successors of a flow)
+    RESERVE = 7     # free heap slots one event may need (16 + most successors of a flow
+                    # + every flow: the first loss arms all pending retransmission timers)
+    LOSSES = 8      # packets dropped so far (retransmission timers run once one is lost)
 
 
 class Cfg(IntEnum):
@@ -193,3 +221,9 @@ class Cfg(IntEnum):
     SAMPLE_DT = 22
     T_END = 23
     CLAMP = 24
+    CNP_PRIO = 25
+    CNP_BYTES = 26
+    ACK_BYTES = 27
+    RETRANSMIT = 28
+    RTO = 29
+    RETRY = 30

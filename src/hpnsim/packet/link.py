@@ -19,28 +19,34 @@ import numpy as np
 from numba import njit
 
 from hpnsim.packet import dcqcn, heap, pool, stats, switch
-from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Pf, Pkt, Pq, Qp, QpI
+from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Ms, Pf, Pkt, Pq, Qp, QpI
 
 FLOW, HOP, SIZE, FLAGS, NEXT = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(Pkt.FLAGS),
                                 int(Pkt.NEXT))
+PSN, PPRIO, BASE, END = int(Pkt.PSN), int(Pkt.PRIO), int(Pkt.BASE), int(Pkt.END)
 BUSY, PIPE, RR_HEAD, RR_TAIL, RR_LEN, BUF = (int(Lk.BUSY), int(Lk.PIPE_HEAD), int(Lk.RR_HEAD),
                                              int(Lk.RR_TAIL), int(Lk.RR_LEN), int(Lk.BUF))
 PACKETS, MARKS, DROPS = int(Lk.PACKETS), int(Lk.MARKS), int(Lk.DROPS)
 CAP, DELAY, HEADROOM, WAKE_AT, TX_BYTES = (int(Lf.CAP), int(Lf.DELAY), int(Lf.HEADROOM),
                                            int(Lf.WAKE_AT), int(Lf.TX_BYTES))
+FRAMING = int(Lf.FRAMING)
 QHEAD, PAUSED = int(Pq.HEAD), int(Pq.PAUSED)
 QBYTES = int(Pf.BYTES)
-PRIO, QP, FNEXT, PATH0 = int(Fi.PRIO), int(Fi.QP), int(Fi.NEXT), int(Fi.PATH0)
+PRIO, QP, FNEXT, PATH0, PATH1 = (int(Fi.PRIO), int(Fi.QP), int(Fi.NEXT), int(Fi.PATH0),
+                                 int(Fi.PATH1))
+NEXT_PSN, EXPECT, RTO_MARK = int(Fi.NEXT_PSN), int(Fi.EXPECT), int(Fi.RTO_MARK)
 QHEAD_F, QTAIL_F, RR_NEXT = int(QpI.HEAD), int(QpI.TAIL), int(QpI.RR_NEXT)
-FSIZE, SENT = int(Ff.SIZE), int(Ff.SENT)
+FSIZE, SENT, RTO_DUE = int(Ff.SIZE), int(Ff.SENT), int(Ff.RTO_DUE)
 RC, NEXT_TX = int(Qp.RC), int(Qp.NEXT_TX)
+LOSSES = int(Ms.LOSSES)
 
 
 @njit(cache=True, inline="always", _nrt=False)
 def transmit(link, p, now, pk, lk, lf, ht, hk, ms):
-    """Start serializing packet ``p`` on ``link``."""
+    """Start serializing packet ``p`` on ``link`` (its frame plus the link's framing)."""
     lk[link, BUSY] = p
-    heap.push(ht, hk, ms, now + pk[p, SIZE] / lf[link, CAP], link, Event.TX_DONE)
+    heap.push(ht, hk, ms, now + (pk[p, SIZE] + lf[link, FRAMING]) / lf[link, CAP], link,
+              Event.TX_DONE)
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -74,8 +80,7 @@ def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, h
     stats.change(lf, hist, link, now, -size, False)
     b = lk[link, BUF]
     if b >= 0:
-        f = pk[p, FLOW]
-        ingress = path_links[fi[f, PATH0] + pk[p, HOP] - 1]
+        ingress = path_links[pk[p, BASE] + pk[p, HOP] - 1]
         k_in = ingress * N_PRIO + (k - link * N_PRIO)
         switch.free_bytes(b, k_in, size, sw, pf)
         switch.pfc_check(b, k_in, now, sw, pf, pq, lf, lk, ht, hk, ms, cfg)
@@ -136,6 +141,11 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
             ff[f, SENT] += payload
             wire = int(payload + cfg[Cfg.HEADER])
             p = pool.alloc(pk, ms, f, wire)
+            pk[p, PSN] = fi[f, NEXT_PSN]
+            fi[f, NEXT_PSN] += 1
+            pk[p, PPRIO] = fi[f, PRIO]
+            pk[p, BASE] = fi[f, PATH0]
+            pk[p, END] = fi[f, PATH1]
             qf[q, NEXT_TX] = now + wire / qf[q, RC]
             if cfg[Cfg.CC] > 0:
                 dcqcn.on_sent(qf, q, wire, cfg)
@@ -143,6 +153,11 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
                 qi[q, QHEAD_F] = fi[f, FNEXT]
                 if fi[f, FNEXT] < 0:
                     qi[q, QTAIL_F] = -1
+                if cfg[Cfg.RETRANSMIT] > 0:        # its retransmission timer starts; the
+                    ff[f, RTO_DUE] = now + cfg[Cfg.RTO]    # event only once a packet was
+                    fi[f, RTO_MARK] = fi[f, EXPECT]        # lost (transport.on_loss)
+                    if ms[LOSSES] > 0:
+                        heap.push(ht, hk, ms, ff[f, RTO_DUE], f, Event.RTO)
             if qi[q, QHEAD_F] >= 0:
                 _rr_push(link, q, lk, qi)
             else:
@@ -161,7 +176,7 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
 def enqueue(link, p, ingress, now, pk, lk, lf, pq, pf, fi, sw, ht, hk, ms, hist, cfg, rng):
     """Packet ``p`` arrived over ``ingress`` and waits for ``link``: admit it to the
     switch buffer (or drop it), maybe mark it, and queue it. Returns False if dropped."""
-    pr = fi[pk[p, FLOW], PRIO]
+    pr = pk[p, PPRIO]
     k = link * N_PRIO + pr
     size = pk[p, SIZE]
     b = lk[link, BUF]

@@ -31,7 +31,8 @@ def _f(value, source: str):
     return field(default=value, metadata={"source": source})
 
 
-_CX = "NVIDIA ConnectX firmware default (mlxconfig / DOCA DCQCN CC parameters)"
+_CX = ("NVIDIA ConnectX firmware default (NVConfig; NVIDIA DOCA 3.4.0 'DCQCN CC Parameters', "
+       "and as 'mlxconfig query' reports it)")
 _SIMAI400 = "SimAI ns-3 backend as shipped, 400G ports (aliyun/SimAI SimAI.conf)"
 
 
@@ -44,29 +45,65 @@ class PacketParams:
     """
 
     # --- packets ---------------------------------------------------------------------
-    mtu_bytes: int = _f(4096, "largest RoCE path MTU, 4096 B (InfiniBand spec vol. 1 §7.7; "
-                               "ConnectX active_mtu on jumbo-frame Ethernet)")
-    header_bytes: int = _f(62, "RoCEv2 framing: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + "
-                                "ICRC 4 + FCS 4 (IBTA Annex A17)")
-    control_bytes: int = _f(64, "minimum Ethernet frame, 64 B (IEEE 802.3): CNP size")
-    data_priority: int = _f(3, "RoCE lossless traffic class 3 (NVIDIA RoCE configuration "
-                                "default)")
+    mtu_bytes: int = _f(4096, "RoCE path MTU 4096 B: the largest IB MTU (IBV_MTU_4096, "
+                               "rdma-core ibv_modify_qp(3)); a RoCE port's active_mtu is the "
+                               "largest IB MTU that fits the Ethernet MTU less the RoCE "
+                               "headers (Linux include/rdma/ib_addr.h iboe_get_mtu), 4096 on "
+                               "a 9000-B jumbo port; NCCL 2.18.3 src/transport/net_ib.cc sets "
+                               "path_mtu to the smaller active_mtu of the two ports")
+    header_bytes: int = _f(62, "RoCEv2 frame of an RDMA WRITE middle packet: Ethernet 14 + "
+                                "IPv4 20 + UDP 8 + BTH 12 + ICRC 4 (Linux "
+                                "include/rdma/ib_pack.h IB_*_BYTES) + FCS 4 (IEEE 802.3 "
+                                "clause 3.2.9); no VLAN tag (DSCP-based priority); the RETH "
+                                "(16 B) of a WRITE's first packet is left out")
+    framing_bytes: int = _f(20, "Ethernet line overhead per frame outside the frame: "
+                                 "preamble 7 + SFD 1 (IEEE 802.3 clauses 3.2.1-3.2.2) + minimum "
+                                 "inter-packet gap 12 (96 bit times, clause 4.4.2); on the wire "
+                                 "of Ethernet links, not in buffers")
+    cnp_bytes: int = _f(78, "RoCEv2 CNP frame: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 "
+                             "(opcode 0x81) + 16 reserved + ICRC 4 + FCS 4 (IBTA RoCEv2 "
+                             "Annex A17 CNP format, as scapy's contrib/roce.py builds it)")
+    ack_bytes: int = _f(66, "RoCEv2 ACK/NAK frame: Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + "
+                             "AETH 4 + ICRC 4 + FCS 4 (AETH: InfiniBand Architecture "
+                             "Specification vol. 1, ACK extended transport header)")
+    data_priority: int = _f(3, "RoCE lossless class: priority 3 (DSCP 26) with PFC on it, the "
+                                "vendors' RoCE configuration (Broadcom Thor2 default 'RoCE "
+                                "traffic DSCP 26 on priority 3', Juniper AI-DC JVD; Dell OS10 "
+                                "default map DSCP 24/26 -> TC 3); NCCL itself sends traffic "
+                                "class 0 unless NCCL_IB_TC is set (NCCL 2.18.3 net_ib.cc "
+                                "NCCL_IB_TC 0), so the class comes from the NIC's RoCE ToS")
+    cnp_priority: int = _f(6, "ConnectX firmware CNP_802P_PRIO 6 with CNP_DSCP 48, as a "
+                               "device's 'mlxconfig query' reports them (set at run time as "
+                               "np_cnp_prio / np_cnp_dscp, Linux drivers/infiniband/hw/mlx5/"
+                               "cong.c): CNPs ride their own class, above the data's")
+    # --- reliable transport (RC QP at the NIC) ---------------------------------------
+    retransmit: bool = _f(True, "on: go-back-N as RoCE NICs do (IRN, Mittal et al. "
+                                "SIGCOMM'18 sec. 2: the receiver discards out-of-order "
+                                "packets and NAKs the expected PSN; the sender resends from it)")
+    rto_s: float = _f(4.096e-6 * 2**18, "local ACK timeout 4.096 us x 2^timeout "
+                                         "(ibv_modify_qp(3)) with NCCL 2.18.3's NCCL_IB_TIMEOUT "
+                                         "18 (net_ib.cc): 1.07 s (NCCL 2.27 uses 20: 4.3 s)")
+    retry_count: int = _f(7, "NCCL 2.18.3 NCCL_IB_RETRY_CNT 7 (net_ib.cc): after 7 timeouts "
+                              "in a row the QP fails (the flow stays unfinished)")
     # --- DCQCN reaction point (sender NIC) --------------------------------------------
     cc: bool = _f(True, "on: DCQCN is the RoCE congestion control of ConnectX NICs")
     g: float = _f(5 / 1024, f"{_CX}: DCE_TCP_G 1019, g = (1024 - 1019)/1024")
-    alpha_interval_s: float = _f(1e-6, f"{_CX}: alpha update timer 1 us")
-    rate_decrease_interval_s: float = _f(4e-6, f"{_CX}: rate-reduce monitor period 4 us")
-    rp_timer_s: float = _f(300e-6, f"{_CX}: rate increase timer 300 us")
-    byte_counter_bytes: float = _f(32767.0, f"{_CX}: byte reset 32,767 B")
-    fast_recovery_steps: int = _f(5, "DCQCN paper F = 5 (Zhu et al. SIGCOMM'15)")
-    rate_ai_bytes_s: float = _f(5e6 / 8, f"{_CX}: AI 5 Mb/s")
-    rate_hai_bytes_s: float = _f(50e6 / 8, f"{_CX}: HAI 50 Mb/s")
-    min_rate_bytes_s: float = _f(1e6 / 8, f"{_CX}: minimum rate 1 Mb/s")
-    clamp_target_rate: bool = _f(False, f"{_CX}: clamp_tgt_rate 0 with "
-                                        "clamp_tgt_rate_after_time_inc 1: a cut sets Rt = Rc only "
+    alpha_interval_s: float = _f(1e-6, f"{_CX}: DCE_TCP_RTT 1 us (alpha update period)")
+    rate_decrease_interval_s: float = _f(4e-6, f"{_CX}: RATE_REDUCE_MONITOR_PERIOD 4 us")
+    rp_timer_s: float = _f(300e-6, f"{_CX}: RPG_TIME_RESET 300 us")
+    byte_counter_bytes: float = _f(32767.0, f"{_CX}: RPG_BYTE_RESET 32,767 B")
+    fast_recovery_steps: int = _f(5, "DCQCN paper F = 5 (Zhu et al. SIGCOMM'15); ConnectX's "
+                                     "RPG_THRESHOLD is the same count, its default unsettled "
+                                     "in the sources found (5 in an mlxconfig help text, 1 in "
+                                     "a device's query)")
+    rate_ai_bytes_s: float = _f(5e6 / 8, f"{_CX}: RPG_AI_RATE 5 Mb/s")
+    rate_hai_bytes_s: float = _f(50e6 / 8, f"{_CX}: RPG_HAI_RATE 50 Mb/s")
+    min_rate_bytes_s: float = _f(1e6 / 8, f"{_CX}: RPG_MIN_RATE 1 Mb/s")
+    clamp_target_rate: bool = _f(False, f"{_CX}: CLAMP_TGT_RATE 0 with "
+                                        "CLAMP_TGT_RATE_AFTER_TIME_INC 1: a cut sets Rt = Rc only "
                                         "after a timer increase (ns-3 'mlx' DCQCN, SimAI)")
     # --- DCQCN notification point (receiver NIC) ---------------------------------------
-    cnp_interval_s: float = _f(4e-6, f"{_CX}: minimum time between CNPs 4 us")
+    cnp_interval_s: float = _f(4e-6, f"{_CX}: MIN_TIME_BETWEEN_CNPS 4 us")
     # --- switch: ECN (RED on egress occupancy) -----------------------------------------
     ecn: bool = _f(True, "on: DCQCN needs ECN marking at switches")
     kmin_bytes: float = _f(800e3, f"{_SIMAI400}: Kmin 800 KB")
@@ -98,8 +135,14 @@ class PacketParams:
         """InputError for values no run can use; returns self."""
         if self.mtu_bytes <= 0 or self.header_bytes < 0:
             raise InputError("mtu_bytes", "needs mtu_bytes > 0 and header_bytes >= 0")
-        if not 0 <= self.data_priority < 8:
-            raise InputError("data_priority", f"must be 0..7, got {self.data_priority}")
+        for name in ("data_priority", "cnp_priority"):
+            if not 0 <= getattr(self, name) < 8:
+                raise InputError(name, f"must be 0..7, got {getattr(self, name)}")
+        for name in ("framing_bytes", "cnp_bytes", "ack_bytes", "retry_count"):
+            if getattr(self, name) < 0:
+                raise InputError(name, f"must be >= 0, got {getattr(self, name)}")
+        if not self.rto_s > 0:
+            raise InputError("rto_s", f"must be > 0, got {self.rto_s}")
         if not (0 <= self.kmin_bytes <= self.kmax_bytes and 0 <= self.pmax <= 1):
             raise InputError("kmin_bytes", "needs 0 <= kmin <= kmax and 0 <= pmax <= 1")
         if not 0 < self.g <= 1:

@@ -14,9 +14,14 @@ class PacketResult:
     Attributes
     ----------
     finish : float64 (n_flows,): when the flow's last byte reached its receiver (inf: not
-        finished by the end time, or a packet was dropped: no retransmission is modelled).
-    received : bytes delivered per flow.
+        finished by the end time, or its QP gave up after ``retry_count`` timeouts, or a
+        packet was dropped with ``retransmit`` off).
+    received : bytes delivered in sequence per flow.
     cnps : CNPs its receiver sent per flow.
+    resent, rewinds, timeouts, discards : per flow, payload bytes sent again by go-back-N,
+        its rewinds (on a NACK or a timeout), its retransmission timeouts, and the packets its
+        receiver discarded (out of sequence or duplicate).
+    first_cnp : per flow, when the first CNP for it reached its sender (inf: none).
     packets, marks, drops : per link, packets admitted to its egress queue at a switch, of
         them ECN-marked, and packets dropped there.
     pauses : per link, XOFF frames its far end sent toward its sender.
@@ -47,6 +52,11 @@ class PacketResult:
     q_max: np.ndarray
     q_mean: np.ndarray
     q_pct: np.ndarray
+    resent: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    rewinds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    timeouts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    discards: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    first_cnp: np.ndarray = field(default_factory=lambda: np.zeros(0))
     pct: tuple = (50.0, 90.0, 99.0)
     sample_times: np.ndarray = field(default_factory=lambda: np.zeros(0))
     samples: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
@@ -71,4 +81,5 @@ class PacketResult:
         return {"events": self.events, "end_time": self.end_time, "makespan": self.makespan,
                 "ecn_marks": int(self.marks.sum()), "cnps": int(self.cnps.sum()),
                 "pfc_pauses": int(self.pauses.sum()), "drops": int(self.drops.sum()),
+                "rewinds": int(self.rewinds.sum()), "resent_bytes": float(self.resent.sum()),
                 "q_max": float(self.q_max.max(initial=0.0))}

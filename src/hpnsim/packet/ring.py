@@ -146,9 +146,9 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     Examples
     --------
     Four ranks on a ring of 1 GB/s links, 1 us each, 4 KiB pieces in one chunk:
-    S = 6 steps of (4096 B / 1 GB/s + 1 us).
+    S = 6 steps of (4096 B / 1 GB/s + 1 us) (no headers, preamble or gap).
 
-    >>> p = PacketParams(header_bytes=0, cc=False)
+    >>> p = PacketParams(header_bytes=0, framing_bytes=0, cc=False)
     >>> run = simulate_ring(np.full(4, 1e9), 1e-6, [[[0], [1], [2], [3]]], 4 * 4096.0,
     ...                     chunk_bytes=4096, params=p, switch_of=[-1] * 4, window=False)
     >>> round(run.time * 1e6, 3), run.extrapolated
