@@ -143,6 +143,13 @@ class SteadyMode:
         self.periods: dict[tuple, list[float]] = {}
         #: a component's last probe (stable or not), replayed when it would run the same
         self.probes: dict[tuple, Probe] = {}
+        #: probes of every run on these templates with these settings, by the component's
+        #: templates and decisions: a run that would probe a component as another run did
+        #: (same templates, class ranks, offsets and gates) takes that probe when it
+        #: repeats (:meth:`Probe.repeats`): the probe it would have run
+        self.shared = templates.store("probes", float(tolerance), int(budget), int(max_tasks))
+        #: probes taken from :attr:`shared` instead of run
+        self.shared_hits = 0
 
     def advance(self, running, placed, t, limit):
         runs = list(running.values())
@@ -193,12 +200,7 @@ class SteadyMode:
                 continue
             found = self.probes.get(key)
             if found is None or not found.repeats(limit - t, remaining[members]):
-                found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
-                              [runs[i].offset for i in members], self.capacity,
-                              tolerance=self.tolerance, limit=limit - t,
-                              remaining=remaining[members], budget=self.budget,
-                              max_tasks=self.max_tasks,
-                              gates=[runs[i].gate for i in members])
+                found = self._shared_probe(runs, tpls, members, key, remaining, limit - t)
                 self.counters.probes += 1
                 self.counters.unstable_probes += not found.stable
                 self.counters.phase_probes += found.level is ProbeLevel.PHASE
@@ -210,6 +212,22 @@ class SteadyMode:
                 probes[i] = Probe([found.ends[k]], found.period[k:k + 1], found.stable,
                                   found.simulated)
         return probes, elapsed
+
+    def _shared_probe(self, runs, tpls, members, key, remaining, limit) -> Probe:
+        """The component's probe: another run's that repeats here, else a new one."""
+        shared_key = tuple((id(tpls[i]), *k[2:]) for i, k in zip(members, key, strict=True))
+        found = self.shared.get(shared_key)
+        if found is not None and found[1].repeats(limit, remaining[members]):
+            self.shared_hits += 1
+            return found[1]
+        found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
+                      [runs[i].offset for i in members], self.capacity,
+                      tolerance=self.tolerance, limit=limit, remaining=remaining[members],
+                      budget=self.budget, max_tasks=self.max_tasks,
+                      gates=[runs[i].gate for i in members])
+        # the templates are kept with it: their ids in the key stay theirs
+        self.shared[shared_key] = ([tpls[i] for i in members], found)
+        return found
 
     def leave(self, run):
         pass
