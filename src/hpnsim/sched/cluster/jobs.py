@@ -98,6 +98,13 @@ class ClusterJob:
         return int(self.job.layout.tp if isinstance(self.job, Program) else self.job.tp)
 
     @cached_property
+    def program(self) -> Program:
+        """The training program of one iteration, built once for all its templates."""
+        from hpnsim.training import program_from_job
+
+        return self.job if isinstance(self.job, Program) else program_from_job(self.job)
+
+    @cached_property
     def shape(self) -> tuple:
         """What decides the job's traffic and compute (its TrainJob or Program, algorithms);
         worked out once (a TrainJob is frozen; its ``to_dict`` takes a millisecond, and a
@@ -144,10 +151,10 @@ class IterationTemplate:
         >>> bool(t.iteration_time > t.compute_time > 0), t.links.size > 0
         (True, True)
         """
-        from hpnsim.training import account, compile_program, program_from_job
+        from hpnsim.training import account, compile_program
 
         graph = TaskGraph()
-        program = job.job if isinstance(job.job, Program) else program_from_job(job.job)
+        program = job.program
         # a release > 0 gives the iteration a start task (id 0) that copies re-anchor
         it = compile_program(program, graph, fabric, routing=routing, tp_algo=job.tp_algo,
                              dp_algo=job.dp_algo, gpus=np.asarray(gpus), seed=seed,

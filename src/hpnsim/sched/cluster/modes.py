@@ -144,9 +144,10 @@ class SteadyMode:
         #: a component's last probe (stable or not), replayed when it would run the same
         self.probes: dict[tuple, Probe] = {}
         #: probes of every run on these templates with these settings, by the component's
-        #: templates and decisions: a run that would probe a component as another run did
-        #: (same templates, class ranks, offsets and gates) takes that probe when it
-        #: repeats (:meth:`Probe.repeats`): the probe it would have run
+        #: templates and decisions (class ranks, offsets, gates): a run that would probe a
+        #: component as another run did takes that probe when it had the same limit and
+        #: iterations left (``exact``), or when it repeats (:meth:`Probe.repeats`, ``last``):
+        #: either way the probe it would have run
         self.shared = templates.store("probes", float(tolerance), int(budget), int(max_tasks))
         #: probes taken from :attr:`shared` instead of run
         self.shared_hits = 0
@@ -215,18 +216,25 @@ class SteadyMode:
 
     def _shared_probe(self, runs, tpls, members, key, remaining, limit) -> Probe:
         """The component's probe: another run's that repeats here, else a new one."""
-        shared_key = tuple((id(tpls[i]), *k[2:]) for i, k in zip(members, key, strict=True))
-        found = self.shared.get(shared_key)
-        if found is not None and found[1].repeats(limit, remaining[members]):
+        decided = tuple((id(tpls[i]), *k[2:]) for i, k in zip(members, key, strict=True))
+        left = remaining[members]
+        exact = ("exact", decided, float(limit), left.tobytes())
+        found = self.shared.get(exact)
+        if found is None:
+            last = self.shared.get(("last", decided))
+            if last is not None and last[1].repeats(limit, left):
+                found = last
+        if found is not None:
             self.shared_hits += 1
             return found[1]
         found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
                       [runs[i].offset for i in members], self.capacity,
-                      tolerance=self.tolerance, limit=limit, remaining=remaining[members],
+                      tolerance=self.tolerance, limit=limit, remaining=left,
                       budget=self.budget, max_tasks=self.max_tasks,
                       gates=[runs[i].gate for i in members])
-        # the templates are kept with it: their ids in the key stay theirs
-        self.shared[shared_key] = ([tpls[i] for i in members], found)
+        # the templates are kept with it: their ids in the keys stay theirs
+        entry = ([tpls[i] for i in members], found)
+        self.shared[exact] = self.shared[("last", decided)] = entry
         return found
 
     def leave(self, run):
