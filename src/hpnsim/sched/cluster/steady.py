@@ -23,7 +23,7 @@ last iteration) would run again identically for the same component; the caller r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
@@ -152,7 +152,8 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     """
     gates = np.zeros(len(templates)) if gates is None else np.asarray(gates, dtype=float)
     if task_level_cost(templates, offsets, limit) <= budget:
-        return _probe(templates, priorities, offsets, capacity, tolerance=tolerance,
+        local, cap = _on_own_links(templates, capacity)
+        return _probe(local, priorities, offsets, cap, tolerance=tolerance,
                       limit=limit, remaining=remaining, max_tasks=max_tasks, gates=gates)
     phases, folded = phase_templates(templates, capacity, max_spread=max_spread)
     scale = np.array([p.scale for p in phases])
@@ -171,6 +172,17 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     found.period = found.period * scale
     found.level = ProbeLevel.PHASE
     return found
+
+
+def _on_own_links(templates, capacity) -> tuple[list, np.ndarray]:
+    """The templates with their links numbered in order among the links the component
+    uses, and those links' capacities: the engine sizes its state by the link count, and a
+    probe's rounds would set up all 72,016 of Lingjun's for the few hundred it loads (the
+    order of the links is kept, so the engine's steps are the same)."""
+    used = np.unique(np.concatenate([t.arrays.links for t in templates]))
+    local = [replace(t, arrays=replace(t.arrays, links=np.searchsorted(used, t.arrays.links)))
+             for t in templates]
+    return local, np.asarray(capacity, dtype=np.float64)[used]
 
 
 def task_level_cost(templates, offsets, limit: float) -> float:
