@@ -170,6 +170,11 @@ def simulate_periodic(jobs, capacity, horizon: float, *, priority=None, weights=
             raise InputError("compute_time", f"job {j.name!r} has neither compute nor "
                                              "traffic: its iterations take no time")
 
+    # the engine runs on the jobs' links only, numbered in order (its state is sized by the
+    # link count; the order of the links, and so every step, is kept)
+    used = np.unique(np.concatenate([j.links for j in jobs]))
+    if not used.size:
+        used = np.arange(cap.size)
     graph = TaskGraph()
     iteration_ends, transfers, computes, t_of = [], [], [], []
     for j, job in enumerate(jobs):
@@ -184,15 +189,15 @@ def simulate_periodic(jobs, capacity, horizon: float, *, priority=None, weights=
         ends = [one.add_delay((1.0 - job.comm_start) * job.compute_time, deps=[head])]
         if t > 0:
             # size in seconds of uncontended transfer: usage M_e / t_j makes the rate 1 alone
-            ends.append(one.add_transfer(job.links, job.link_bytes / t, t,
-                                         weight=float(weight[j]), deps=[head]))
-        firsts = graph.append_chain(one.arrays(cap.size), n_iter, release=float(offset[j]),
+            ends.append(one.add_transfer(np.searchsorted(used, job.links), job.link_bytes / t,
+                                         t, weight=float(weight[j]), deps=[head]))
+        firsts = graph.append_chain(one.arrays(used.size), n_iter, release=float(offset[j]),
                                     priority=int(prio[j]), chain=ends)
         iteration_ends.append(firsts[:, None] + np.asarray(ends, dtype=np.int64))
         transfers.append(firsts + ends[1] if t > 0 else np.zeros(0, dtype=np.int64))
         computes.append(np.stack([firsts, firsts + ends[0]], axis=1).ravel())
 
-    sim = Simulation(graph, cap)
+    sim = Simulation(graph, cap[used])
     sim.run(until=horizon)
     res = sim.result()
     limit = horizon * (1.0 + _HORIZON_RTOL)
