@@ -140,8 +140,9 @@ class IterationTemplate:
 
     @classmethod
     def compile(cls, job: ClusterJob, fabric, gpus, *, routing: str = "ecmp",
-                seed: int = 0) -> IterationTemplate:
-        """Compile one iteration of ``job`` on ``gpus`` and run it alone.
+                seed: int = 0, program: Program | None = None) -> IterationTemplate:
+        """Compile one iteration of ``job`` on ``gpus`` and run it alone (``program``: its
+        training program when already built, else ``job.program``).
 
         >>> from hpnsim.fabrics import fat_tree
         >>> from hpnsim.training.job import TrainJob
@@ -154,7 +155,7 @@ class IterationTemplate:
         from hpnsim.training import account, compile_program
 
         graph = TaskGraph()
-        program = job.program
+        program = job.program if program is None else program
         # a release > 0 gives the iteration a start task (id 0) that copies re-anchor
         it = compile_program(program, graph, fabric, routing=routing, tp_algo=job.tp_algo,
                              dp_algo=job.dp_algo, gpus=np.asarray(gpus), seed=seed,
@@ -261,6 +262,8 @@ class TemplateCache:
         self.fabric, self.routing = fabric, routing
         self._cache: dict = {}
         self._stores: dict = {}
+        #: training programs by job shape (each run of a comparison has its own ClusterJobs)
+        self._programs: dict = {}
         #: iterations compiled (each run alone once)
         self.compiled = 0
 
@@ -294,8 +297,11 @@ class TemplateCache:
         key = (*placement, int(seed))
         found = self._cache.get(key)
         if found is None:
+            program = self._programs.get(placement[0])
+            if program is None:
+                program = self._programs[placement[0]] = job.program
             found = IterationTemplate.compile(job, self.fabric, gpus, routing=self.routing,
-                                              seed=seed)
+                                              seed=seed, program=program)
             self.compiled += 1
             self._cache[key] = found
         return found
