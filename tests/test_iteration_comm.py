@@ -71,3 +71,6 @@ def test_a_recorded_replay_adds_exactly_the_tasks_of_replay(op, algo, gpus):
     for name in a.__dataclass_fields__:
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert direct.names == recorded.names
+    # the packet engine moves each member on its own path: the replay keeps them too
+    for mine, theirs in zip(direct.member_paths(), recorded.member_paths(), strict=True):
+        assert np.array_equal(mine, theirs)

@@ -33,6 +33,8 @@ class GraphFragment:
     dep_task, dep_on : dependencies in the order they were added; ``dep_on < 0`` is
         external ``-1 - dep_on``
     n_external : how many external tasks it waits on
+    members : the kept member paths of its transfers (task relative, ptr, links, weight),
+        as :meth:`~hpnsim.engine.TaskGraph.member_paths` gives them to the packet engine
 
     The graph checks the appended tasks for cycles at its next freeze (they are past its
     acyclic prefix), as it would have the calls' tasks.
@@ -51,6 +53,7 @@ class GraphFragment:
     dep_task: np.ndarray
     dep_on: np.ndarray
     n_external: int
+    members: tuple = ()
 
     @classmethod
     def record(cls, graph, first: int, externals) -> GraphFragment:
@@ -90,12 +93,18 @@ class GraphFragment:
         mapped = np.where(inside, dep_on - first,
                           -1 - np.array([outside.get(e, 0) for e in dep_on.tolist()],
                                         dtype=np.int64).reshape(dep_on.shape))
+        members = tuple((task - first, ptr, links, weight)
+                        for task, ptr, links, weight in graph._members
+                        if task.size and task.min() >= first)
+        if any(task.size and task.min() < first <= task.max()
+               for task, *_ in graph._members):
+            raise InputError("first", "a transfer's member paths span the fragment's start")
         return cls(kind=graph._kind[first:], amount=graph._amount[first:],
                    priority=graph._priority[first:], weight=graph._weight[first:],
                    latency=graph._latency[first:], release=graph._release[first:],
                    names=graph._names[first:], rows=rows, links=links, usage=usage,
                    dep_task=dep_task, dep_on=mapped,
-                   n_external=len(externals))
+                   n_external=len(externals), members=members)
 
     def append_to(self, graph, externals) -> int:
         """Append the fragment to ``graph`` waiting on ``externals`` (as recorded);
@@ -116,6 +125,8 @@ class GraphFragment:
             graph._entry_rows.append(self.rows + base)
             graph._entry_links.append(self.links)
             graph._entry_usage.append(self.usage)
+        graph._members.extend((task + base, ptr, links, weight)
+                              for task, ptr, links, weight in self.members)
         if self.dep_task.size:
             on = np.where(self.dep_on >= 0, self.dep_on + base,
                           externals[np.maximum(-1 - self.dep_on, 0)] if externals.size
