@@ -42,6 +42,7 @@ def _sift_down(heap, pos, key, i, n):
 
 @njit(cache=True)
 def _two_sum(a, b):
+    """a + b as (rounded sum, exact rounding error): keeps running differences exact."""
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
@@ -86,11 +87,16 @@ def fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws):
             fill[j] += 1
             denom[j], err = _two_sum(denom[j], usage[e] * w)
             denom_lo[j] += err
-    cnt = np.diff(lv_ptr)
+    # loops, not np.diff / np.arange: numba's versions compile their error reporting
+    # (string formatting) on a fresh install, seconds for a few lines (issue 21)
+    cnt = np.empty(nl, dtype=np.int64)
     key = np.empty(nl)
-    heap = np.arange(nl)
-    pos = np.arange(nl)
+    heap = np.empty(nl, dtype=np.int64)
+    pos = np.empty(nl, dtype=np.int64)
     for j in range(nl):
+        cnt[j] = lv_ptr[j + 1] - lv_ptr[j]
+        heap[j] = j
+        pos[j] = j
         lk = loc_links[j]
         key[j] = max(rem[lk] + rem_lo[lk], 0.0) / (denom[j] + denom_lo[j])
     for i in range(nl // 2 - 1, -1, -1):

@@ -62,7 +62,9 @@ def _incidence(keys, n_nics, movable):
     for i in range(keys.shape[0]):
         if movable[i]:
             counts[keys[i] + 1] += 1
-    ptr = np.cumsum(counts)
+    ptr = counts  # running sum in place (numba's np.cumsum costs a compile: issue 21)
+    for j in range(n_nics):
+        ptr[j + 1] += ptr[j]
     fill = ptr[:-1].copy()
     flows = np.empty(ptr[-1], np.int64)
     for i in range(keys.shape[0]):
