@@ -115,8 +115,10 @@ CACHE_SLOTS = 4096
 
 @njit(cache=True)
 def candidate_cache(n_targets, max_degree, slots=CACHE_SLOTS):
-    tags = np.full((slots, n_targets + 2), -1, dtype=np.int64)
-    counts = np.zeros(slots, dtype=np.int64)
+    tags = np.empty((slots, n_targets + 2), dtype=np.int64)
+    tags[:] = -1
+    counts = np.empty(slots, dtype=np.int64)
+    counts[:] = 0
     links = np.empty((slots, max_degree), dtype=np.int32)
     return tags, counts, links
 
@@ -240,8 +242,10 @@ def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, topo, tier_code, seeds,
     ``status[i]`` is 0 on success, 1 if unreachable, 2 if longer than ``width`` links.
     """
     n = start.shape[0]
-    table = np.full((n, width), -1, dtype=np.int32)
-    status = np.zeros(n, dtype=np.int8)
+    table = np.empty((n, width), dtype=np.int32)
+    table[:] = -1
+    status = np.empty(n, dtype=np.int8)
+    status[:] = 0
     cache = new_cache(topo, dst_tors.shape[1])
     # all up, the base cache is never read: a one-link placeholder
     base_cache = candidate_cache(dst_tors.shape[1], max_out_degree(base[0]) if degraded else 1)

@@ -78,11 +78,16 @@ def precise_select(relay, dst, seed, base_sport, forced_port, ports, targets, gp
     links.
     """
     n = relay.shape[0]
-    table = np.full((n, width), -1, dtype=np.int32)
-    sport_out = np.zeros(n, dtype=np.int64)
-    port_out = np.zeros(n, dtype=np.int64)
-    ok = np.zeros(n, dtype=np.bool_)
-    load = np.zeros(n_links, dtype=np.float64)
+    table = np.empty((n, width), dtype=np.int32)
+    table[:] = -1
+    sport_out = np.empty(n, dtype=np.int64)
+    sport_out[:] = 0
+    port_out = np.empty(n, dtype=np.int64)
+    port_out[:] = 0
+    ok = np.empty(n, dtype=np.bool_)
+    ok[:] = False
+    load = np.empty(n_links, dtype=np.float64)
+    load[:] = 0.0
     cache = new_cache(topo, gpu_tor.shape[1])
     # walk_one's all-up base (never consulted: not degraded); topo's own arrays
     base = (topo[0], topo[1], topo[4], topo[5], topo[6])
