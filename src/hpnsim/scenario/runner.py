@@ -177,8 +177,11 @@ class JobsTogether:
         from hpnsim.engine import TaskGraph
         from hpnsim.training import account
 
-        graph, first = self._started.pop(jobs[0], (TaskGraph(), []))
-        built = self.compile(jobs, graph, built={jobs[0]: first})
+        graph, started = TaskGraph(), {}
+        if jobs and jobs[0] in self._started:
+            graph, first = self._started.pop(jobs[0])
+            started = {jobs[0]: first}
+        built = self.compile(jobs, graph, built=started)
         sim = simulate(graph, self.prepared.fabric.link_capacity)
         return SharedRun(
             iterations={i: [account(it, sim.start, sim.finish) for it in its]
