@@ -143,8 +143,9 @@ class TemplateCopies:
 class FreshCompiles:
     """Every iteration compiled on its own, as ``simulate_iteration`` would."""
 
-    def __init__(self, fabric, routing: str, seed: int):
+    def __init__(self, fabric, routing: str, seed: int, routing_options: dict | None = None):
         self.fabric, self.routing, self.seed = fabric, routing, seed
+        self.routing_options = routing_options
 
     def append(self, j: int, plan: JobPlan, graph, release: float, after):
         from hpnsim.training import build_iteration_graph
@@ -152,4 +153,5 @@ class FreshCompiles:
         return build_iteration_graph(plan.job, self.fabric, routing=self.routing,
                                      tp_algo=plan.tp_algo, dp_algo=plan.dp_algo,
                                      gpus=plan.gpus, seed=self.seed, graph=graph,
-                                     release=release, after=after)
+                                     release=release, after=after,
+                                     routing_options=self.routing_options)
