@@ -22,7 +22,9 @@ being additive increases. Balance (the model's dRc/dt = dRt/dt = 0 with these ra
 Rc alpha* lam = R_AI (AI firings/s) (timer firings/s) / lam. The byte counter (10 MB) fires
 too rarely to matter here.
 
-Usage: python experiments/dcqcn_fluid.py [--t-end 0.2]   (about 20 s of CPU)
+Also: the feedback delay up to which the integrated fluid model settles at q*, per N.
+
+Usage: python experiments/dcqcn_fluid.py [--t-end 0.2]   (about a minute of CPU)
 """
 
 from __future__ import annotations
@@ -68,6 +70,26 @@ def protocol_fixed_point(n: int, capacity: float, p=PARAMS) -> float:
     for _ in range(200):
         mid = np.sqrt(lo * hi)
         lo, hi = (mid, hi) if excess_increase(mid) > 0 else (lo, mid)
+    return float(np.sqrt(lo * hi))
+
+
+def settles(n: int, capacity: float, delay: float) -> bool:
+    """Whether the integrated fluid model settles at q* (last quarter of 0.2 s within 2%)."""
+    q_star = _q_star(fluid_fixed_point(n, capacity=capacity))
+    q = fluid_queue(n, capacity, delay, t_end=0.2)[150_000:]
+    return abs(q.mean() / q_star - 1) < 0.02 and q.std() < 0.02 * q_star
+
+
+def critical_delay(n: int, capacity: float, lo: float = 1e-6, hi: float = 400e-6) -> float:
+    """The feedback delay (s) past which the fluid model stops settling, by bisection to 5%
+    (inf: it settles at ``hi`` too; 0: not even at ``lo``)."""
+    if settles(n, capacity, hi):
+        return float("inf")
+    if not settles(n, capacity, lo):
+        return 0.0
+    while hi / lo > 1.05:
+        mid = np.sqrt(lo * hi)
+        lo, hi = (mid, hi) if settles(n, capacity, mid) else (lo, mid)
     return float(np.sqrt(lo * hi))
 
 
@@ -117,6 +139,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--t-end", type=float, default=0.2)
     args = parser.parse_args()
+    print("Critical feedback delay of the fluid model (bisection; the setup's delay: 4 us + "
+          "q*/C):")
+    for n, gbps in CASES:
+        cap = gbps * 1e9 / 8
+        q_star = _q_star(fluid_fixed_point(n, capacity=cap))
+        print(f"  N = {n} at {gbps}G: settles up to {critical_delay(n, cap) * 1e6:.0f} us; "
+              f"the setup's {(4e-6 + min(q_star, PARAMS.kmax_bytes) / cap) * 1e6:.1f} us",
+              flush=True)
+    print()
     print("| N | link | rate / fair share | p* (model) | p_np (protocol) | p_eff (CNPs) | "
           "mark fraction | q* KB | fluid queue KB | mean queue KB | queue std KB | "
           "time empty | time > Kmax |")

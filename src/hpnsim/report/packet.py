@@ -17,13 +17,13 @@ __all__ = ["packet_table", "ports_table", "queue_figure", "plot_queue", "packet_
            "params_table", "queue_trace", "jobs_packet_text", "transport"]
 
 
-#: the RC transport's counters of a run's ``packet`` figures, with their column headings
-#: (JSON written before they existed reads as zeros)
-TRANSPORT = (("rewinds", "rewinds"), ("resent_bytes", "resent (KB)"), ("timeouts", "timeouts"))
+#: the HTML columns of the RC transport's counters (:func:`transport`)
+TRANSPORT_HEADS = ("rewinds", "resent (KB)", "timeouts")
 
 
 def transport(packet: dict) -> tuple[int, float, int]:
-    """Go-back-N rewinds, resent bytes and timeouts of a run's ``packet`` figures.
+    """Go-back-N rewinds, resent bytes and timeouts of a run's ``packet`` figures (JSON
+    written before they were reported reads as zeros).
 
     >>> transport({"rewinds": 1, "resent_bytes": 8192.0, "timeouts": 0}), transport({})
     ((1, 8192.0, 0), (0, 0.0, 0))
@@ -183,7 +183,7 @@ def packet_sections(run: dict) -> list:
             continue
         table = Table(["size (B)", "busbw (GB/s)", "steps simulated", "extrapolated",
                        "ECN marks", "CNPs", "PFC pauses", "paused (us)", "drops",
-                       *(head for _, head in TRANSPORT), "max queue (KB)"],
+                       *TRANSPORT_HEADS, "max queue (KB)"],
                       [[f"{r['size']:,.0f}", f"{r['busbw']:.2f}",
                         f"{r['packet']['steps_simulated']}/{r['packet']['steps']}",
                         f"{100 * r['packet']['extrapolated']:.0f}%",
@@ -209,7 +209,7 @@ def packet_sections(run: dict) -> list:
         q_max = max((p["q_max"] for p in jobs["ports"]), default=0.0)
         parts.append(Table(["packets (s)", "flow engine (s)", "events", "ECN marks", "CNPs",
                             "PFC pauses", "paused (us)", "drops",
-                            *(head for _, head in TRANSPORT), "max queue (KB)"],
+                            *TRANSPORT_HEADS, "max queue (KB)"],
                            [[f"{jobs['makespan']:.6g}", f"{jobs['flow_makespan']:.6g}",
                              f"{jobs['events']:,}", str(jobs["ecn_marks"]), str(jobs["cnps"]),
                              str(jobs["pfc_pauses"]), f"{jobs['paused_time'] * 1e6:.1f}",
