@@ -160,6 +160,26 @@ def test_old_parameter_name_control_bytes_is_read_as_cnp_bytes_with_a_deprecatio
         load_params({"control_bytes": 90, "cnp_bytes": 78})
 
 
+def test_the_cli_reads_the_old_parameter_name_with_a_note(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from hpnsim.cli.main import app
+
+    f = tmp_path / "old.yaml"
+    f.write_text("control_bytes: 64\n")
+    with pytest.warns(DeprecationWarning):        # the run reads the file again
+        result = CliRunner().invoke(app, ["collective", "--fabric", "hpn7", "--segments", "1",
+                                          "--hosts-per-segment", "2", "--backup-hosts", "0",
+                                          "--engine", "packet", "--packet-params", str(f),
+                                          "--show-params", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "note: packet parameter control_bytes is deprecated: it is now cnp_bytes" in \
+        result.stderr
+    assert json.loads(result.stdout)["cnp_bytes"] == {"value": 64, "source": "set by the user"}
+
+
 def test_a_scenario_engine_reads_the_old_parameter_name(tmp_path):
     from hpnsim.scenario.engine import EngineSpec
 
