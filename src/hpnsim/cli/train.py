@@ -1,4 +1,7 @@
-"""CLI commands: ``hpnsim train`` (one simulated iteration) and ``hpnsim scaling`` (linearity)."""
+"""CLI commands: ``hpnsim train`` (one simulated iteration) and ``hpnsim scaling`` (linearity).
+
+Their shared options and the job flags' vocabulary are in :mod:`hpnsim.cli.train_options`.
+"""
 
 from __future__ import annotations
 
@@ -11,111 +14,21 @@ from hpnsim.cli.common import (
     emit_json,
     guarded,
     parquet_option,
-    parse_extra_options,
     table_console,
 )
+from hpnsim.cli.train_options import (
+    COMPUTE_EFFICIENCY_OPTION,
+    DTYPE_OPTION,
+    GPU_OPTION,
+    JOB_FLAGS,
+    KERNEL_TABLE_OPTION,
+    fabric_options,
+    flag_of_path,
+    int_list,
+    note,
+    refuse_job_flags,
+)
 from hpnsim.routing.names import ROUTING_POLICIES
-from hpnsim.workloads.gpus import GPUS
-
-
-def _fabric_options(ctx: typer.Context) -> dict:
-    return parse_extra_options(list(ctx.args))
-
-
-#: job keys whose flag is not the key with dashes (the flags keep their short names)
-_RENAMED_FLAGS = {"virtual_stages": "--vpp", "fsdp_prefetch": "--prefetch"}
-
-
-def _flag(path: str) -> str:
-    """The flag of a scenario path, ``--fault`` and ``--timeout`` included.
-
-    >>> _flag("jobs[0].virtual_stages"), _flag("jobs[0].micro_batch"), _flag("faults[0].at")
-    ('--vpp', '--micro-batch', '--fault')
-    """
-    from hpnsim.cli.common import flag_of
-
-    if path.startswith("faults["):
-        return "--fault"
-    if path.startswith("engine"):
-        from hpnsim.cli.collective import _engine_name
-
-        return "--" + _engine_name(path).replace("_", "-")
-    if path.startswith("jobs[") and path.rsplit(".", 1)[-1] in _RENAMED_FLAGS:
-        return _RENAMED_FLAGS[path.rsplit(".", 1)[-1]]
-    return "--timeout" if path.startswith("failover.") else flag_of(path)
-
-
-#: the compute options train and scaling share (one definition, one help text)
-GPU_OPTION = typer.Option("h800", "--gpu", help=f"GPU model: {', '.join(GPUS)}.")
-DTYPE_OPTION = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: bf16, "
-                                                    "fp16, fp8 (Hopper, Blackwell).")
-KERNEL_TABLE_OPTION = typer.Option(None, "--kernel-table",
-                                   help="Measured kernel CSV (tools/measure_kernels.py) "
-                                        "overriding the compute model on that GPU.")
-COMPUTE_EFFICIENCY_OPTION = typer.Option(
-    None, "--compute-efficiency",
-    help="Override the per-operation compute model: every kernel at this fraction of peak "
-         "(the old constant model).")
-
-
-def _note(message: str) -> None:
-    typer.echo(f"note: {message}", err=True)
-
-
-#: train options that describe the job; a --workload file fixes every one of them
-_JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--cp",
-              "vpp": "--vpp",
-              "zero": "--zero", "micro_batch": "--micro-batch", "global_batch": "--global-batch",
-              "seq_len": "--seq-len", "schedule": "--schedule",
-              "sequence_parallel": "--sequence-parallel", "model": "--model",
-              "model_file": "--model-file", "gpu": "--gpu", "dtype": "--dtype",
-              "compute_efficiency": "--compute-efficiency", "mfu": "--mfu",
-              "kernel_table": "--kernel-table",
-              "prefetch": "--prefetch", "recompute": "--recompute",
-              "bucket_params": "--bucket-params", "grad_bytes": "--grad-bytes",
-              "tp_algo": "--tp-algo", "dp_algo": "--dp-algo", "stage_layers": "--stage-layers",
-              "first_stage_layers": "--first-stage-layers",
-              "last_stage_layers": "--last-stage-layers",
-              "account_for_embedding": "--account-for-embedding",
-              "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap",
-              "overlap_grad_reduce": "--overlap-grad-reduce",
-              "selective_recompute": "--selective-recompute",
-              "overlap_param_gather": "--overlap-param-gather",
-              "megatron_core": "--megatron-core"}
-_PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
-                "seq_len", "schedule", "sequence_parallel", "stage_layers",
-                "first_stage_layers", "last_stage_layers", "account_for_embedding",
-                "account_for_loss", "tp_comm_overlap")
-
-
-def _int_list(text: str | None, flag: str) -> list[int] | None:
-    """``"1,3,3,1"`` as a list of integers (None stays None).
-
-    >>> _int_list("1, 3,3,1", "--stage-layers")
-    [1, 3, 3, 1]
-    """
-    from hpnsim.errors import InputError
-
-    if text is None:
-        return None
-    try:
-        return [int(part) for part in text.split(",")]
-    except ValueError:
-        raise InputError(flag, f"comma-separated integers, e.g. 7,9,9,7; got {text!r}") from None
-
-
-def _refuse_job_flags(ctx: typer.Context) -> None:
-    """A job flag given with --workload would be silently ignored: refuse it, naming it."""
-    from hpnsim.errors import InputError
-
-    for name, flag in _JOB_FLAGS.items():
-        source = ctx.get_parameter_source(name)
-        if source is None or source.name in ("DEFAULT", "DEFAULT_MAP"):
-            continue
-        what = ("parallelism and batches (tp, pp, dp, ep, micro-batches)"
-                if name in _PARALLELISM else "job (model, compute times, collectives)")
-        raise InputError(flag, f"not used with --workload: the workload file fixes the {what}; "
-                               f"drop {flag} or use --model instead of --workload")
 
 
 def register(app: typer.Typer) -> None:
@@ -266,7 +179,7 @@ def register(app: typer.Typer) -> None:
             check_output_file(trace, "--trace")
         tables = TableFiles(csv, parquet)
         if workload:
-            _refuse_job_flags(ctx)
+            refuse_job_flags(ctx)
             job = {"workload": workload}
         else:
             if not model:
@@ -281,7 +194,7 @@ def register(app: typer.Typer) -> None:
                    "fsdp_prefetch": prefetch,
                    "bucket_params": bucket_params, "grad_bytes": grad_bytes,
                    "tp_algo": tp_algo, "dp_algo": dp_algo,
-                   "stage_layers": _int_list(stage_layers, "--stage-layers"),
+                   "stage_layers": int_list(stage_layers, "--stage-layers"),
                    "first_stage_layers": first_stage_layers,
                    "last_stage_layers": last_stage_layers,
                    "account_for_embedding": account_for_embedding or None,
@@ -295,7 +208,7 @@ def register(app: typer.Typer) -> None:
                 if compute_efficiency is not None:
                     raise InputError("--mfu", "give --compute-efficiency only (--mfu is its "
                                               "old name)")
-                _note("--mfu is deprecated (it never was MFU): use --compute-efficiency")
+                note("--mfu is deprecated (it never was MFU): use --compute-efficiency")
                 job["compute_efficiency"] = mfu
         from hpnsim.faults.events import parse_fault
 
@@ -322,11 +235,11 @@ def register(app: typer.Typer) -> None:
                                for f in fault_list]
             if timeout is not None:
                 flags["failover"] = {"timeout": timeout}
-        scenario = scenario_from_flags(flags, name=_flag)
-        with errors_as_flags(_flag):
+        scenario = scenario_from_flags(flags, name=flag_of_path)
+        with errors_as_flags(flag_of_path):
             # the fabric is sized to the job unless the user sized it (--pods, --gpus ...)
             options = check_fabric_for_job(fabric, scenario.jobs[0].gpu_count,
-                                           _fabric_options(ctx), note=_note)
+                                           fabric_options(ctx), note=note)
             scenario.fabric = scenario_from_flags(
                 {"template": fabric, **options}, model=FabricSpec, section="fabric")
             ran = run(scenario)
@@ -406,12 +319,12 @@ def register(app: typer.Typer) -> None:
             dp_list = [int(x) for x in dps.split(",") if x.strip()]
         except ValueError:
             raise InputError("dp", f"a comma list of integers, got {dps!r}") from None
-        with errors_as_flags(lambda field: _JOB_FLAGS.get(field, field)):
+        with errors_as_flags(lambda field: JOB_FLAGS.get(field, field)):
             result = scaling_linearity(
                 model, tp=tp, pp=pp, dps=dp_list,
                 fabrics=[f.strip() for f in fabrics.split(",") if f.strip()],
                 micro_batches=micro_batches, routing=routing, gpu=gpu,
-                fabric_options=_fabric_options(ctx) or None, note=_note, dtype=dtype,
+                fabric_options=fabric_options(ctx) or None, note=note, dtype=dtype,
                 kernel_table=kernel_table, compute_efficiency=compute_efficiency)
         tables.write(result.rows())
         if plot:

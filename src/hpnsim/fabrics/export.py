@@ -31,7 +31,8 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from hpnsim.errors import InputError
-from hpnsim.fabrics.fabric import _NODE_FIELDS, BACKEND, SWITCH_KINDS, Fabric, LinkKind, NodeKind
+from hpnsim.fabrics.columns import BACKEND, NODE_FIELDS, SWITCH_KINDS, LinkKind, NodeKind
+from hpnsim.fabrics.fabric import Fabric
 
 FORMATS = ("json", "graphml", "simai")
 _ATTRS = ("tier", "pod", "segment", "rail", "plane", "host", "network")
@@ -51,7 +52,7 @@ def to_json(fabric: Fabric) -> dict:
     meta = {k: v for k, v in fabric.meta.items()}
     return {
         "format": "hpnsim-fabric/1", "meta": meta,
-        "nodes": {name: getattr(fabric, name).tolist() for name in _NODE_FIELDS},
+        "nodes": {name: getattr(fabric, name).tolist() for name in NODE_FIELDS},
         "links": {name: getattr(fabric, name).tolist() for name in _LINK_FIELDS},
         "gpu_node": fabric.gpu_node.tolist(), "gpu_nic": fabric.gpu_nic.tolist(),
     }

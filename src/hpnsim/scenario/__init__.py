@@ -19,7 +19,7 @@ import importlib
 
 #: public name -> submodule that defines it (names not listed are looked up in ``spec``)
 _HOMES = {
-    "run": "runner", "run_collectives": "runner", "JobsTogether": "runner",
+    "run": "runner", "run_collectives": "collective_runs", "JobsTogether": "runner",
     "prepare": "prepare", "PreparedScenario": "prepare", "as_scenario": "prepare",
     "allocate": "prepare", "build_scenario_fabric": "prepare",
     "run_cluster": "cluster",

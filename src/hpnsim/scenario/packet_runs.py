@@ -2,7 +2,7 @@
 through :func:`~hpnsim.collectives.packet_run.run_collective_packet`, or, ``per_rail`` and
 ``together:``, several in one packet run
 (:func:`~hpnsim.collectives.packet_groups.run_groups_packet`), as the flow engine runs them
-together (:func:`hpnsim.scenario.runner._run_together`)."""
+together (:func:`hpnsim.scenario.collective_runs._run_together`)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ fairly among all of them, so jobs whose collectives cross the same links slow ea
 With ``compare_alone`` (default when there are several jobs) each job also runs alone on the
 same GPUs, and its slowdown is the ratio of the two iteration times. Collectives
 (``collectives:``) do not share the simulation with the jobs: each runs alone on the idle
-fabric, one size after another (:func:`run_collectives`), as ``hpnsim collective`` does.
+fabric, one size after another (:func:`run_collectives`, in
+:mod:`hpnsim.scenario.collective_runs`, re-exported here), as ``hpnsim collective`` does.
 
 Examples
 --------
@@ -35,8 +36,8 @@ from pathlib import Path
 from hpnsim.engine import simulate
 from hpnsim.errors import InputError
 from hpnsim.results import CollectiveRun, JobResult, RunResult
+from hpnsim.scenario.collective_runs import collective_runs, no_progress, run_collectives
 from hpnsim.scenario.collectives import routing_options, scenario_options
-from hpnsim.scenario.groups import _gathered, _members, collective_nccl
 from hpnsim.scenario.prepare import (
     PreparedScenario,
     allocate,
@@ -50,10 +51,6 @@ from hpnsim.scenario.yaml import located
 
 __all__ = ["JobsTogether", "SharedRun", "allocate", "as_scenario", "build_scenario_fabric",
            "check_task_floor", "run", "run_collectives"]
-
-
-def _quiet(message: str) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -97,7 +94,7 @@ class JobsTogether:
 
     def __init__(self, prepared: PreparedScenario, progress=None):
         self.prepared = prepared
-        self._say = progress or _quiet
+        self._say = progress or no_progress
         #: job index -> (a graph holding its first iteration alone, [that iteration]):
         #: compiled by :meth:`check_work`, continued by the first run that starts with it
         self._started: dict[int, tuple] = {}
@@ -279,7 +276,7 @@ class JobsTogether:
     def collectives(self) -> list[CollectiveRun]:
         """Every collective of the scenario at every size, each alone on the fabric."""
         p = self.prepared
-        return _collective_runs(p.scenario, p.fabric, p.nccl, self._say, p.lines)
+        return collective_runs(p.scenario, p.fabric, p.nccl, self._say, p.lines)
 
     def fabric_report(self) -> dict:
         """The fabric report (``hpnsim fabric --json``)."""
@@ -328,71 +325,6 @@ def run(scenario, *, lines=None, progress=None) -> RunResult:
                       lines, ("cluster",))
     prepared = prepare(scenario, lines=lines, progress=progress)
     return JobsTogether(prepared, progress).run()
-
-
-def run_collectives(scenario, fabric, say=None) -> list[CollectiveRun]:
-    """Every collective of ``scenario`` at every size, each alone on ``fabric``
-    (:func:`~hpnsim.collectives.run_collective` with the scenario's routing and seed). The
-    fabric is the scenario's: when it has jobs, its NVLink follows their GPU type (see
-    :func:`build_scenario_fabric`), else the template's default.
-
-    >>> from hpnsim.fabrics import fat_tree
-    >>> from hpnsim.scenario.spec import parse_scenario
-    >>> s = parse_scenario({"collectives": [{"gpus": 4, "sizes": "1K,1M"}]})
-    >>> [r.size for r in run_collectives(s, fat_tree(4))[0].results]
-    [1024.0, 1048576.0]
-    """
-    return _collective_runs(scenario, fabric, scenario.nccl_params(), say or _quiet)
-
-
-def _collective_runs(scenario, fabric, nccl, say, lines=None) -> list[CollectiveRun]:
-    """Every collective of ``scenario`` at every size, each alone on ``fabric``, but those
-    sharing a ``together`` label, which run size by size in one simulation, and ``per_rail``
-    ones, whose rails run together (:func:`~hpnsim.collectives.concurrent.run_together`).
-    ``nccl``: the scenario's calibration, if any; ``lines``: its YAML line map."""
-    from hpnsim.collectives import run_collective
-    from hpnsim.units import format_bytes
-
-    engine = scenario.engine
-    if engine is not None and engine.kind == "packet":
-        from hpnsim.scenario.packet_runs import packet_runs
-
-        return packet_runs(scenario, fabric, nccl, say, lines or {})
-    done: dict[int, CollectiveRun] = {}
-    for i, spec in enumerate(scenario.collectives):
-        if i in done:
-            continue
-        if spec.per_rail or spec.together:
-            done.update(_run_together(scenario, fabric, i, nccl, say, lines or {}))
-            continue
-        options = spec.options(scenario_options(scenario, collective_nccl(scenario, spec, nccl)))
-        gpus = spec.group(fabric.n_gpus)
-        results = []
-        for k, size in enumerate(spec.sizes):
-            say(f"{spec.name}: {spec.op} on {len(gpus):,} GPUs, size {k + 1}/"
-                f"{len(spec.sizes)} ({format_bytes(size)})")
-            results.append(run_collective(fabric, spec.op, gpus, size, options))
-        done[i] = CollectiveRun(name=spec.name, gpus=gpus, results=results)
-    return [done[i] for i in range(len(scenario.collectives))]
-
-
-def _run_together(scenario, fabric, i: int, nccl, say, lines) -> dict[int, CollectiveRun]:
-    """Collective ``i`` and those with its ``together`` label (or its rails, ``per_rail``),
-    size by size in one simulation each: ``{index: CollectiveRun}``."""
-    from hpnsim.collectives.concurrent import Together, run_together
-
-    specs = scenario.collectives
-    lead = specs[i]
-    members = _members(scenario, fabric, i, lines)
-    base = scenario_options(scenario, collective_nccl(scenario, lead, nccl))
-    per_member: list[list] = [[] for _ in members]
-    for k, size in enumerate(lead.sizes):
-        say(f"{lead.name}: {len(members)} collectives together, size {k + 1}/"
-            f"{len(lead.sizes)}")
-        batch = [Together(specs[j].op, g, size, specs[j].overrides()) for j, g in members]
-        for out, r in zip(per_member, run_together(fabric, batch, base), strict=True):
-            out.append(r)
-    return _gathered(scenario, fabric, i, members, per_member)
 
 
 def _echo(scenario) -> dict:

@@ -1,20 +1,10 @@
 """The program of a :class:`~hpnsim.training.job.TrainJob` (Megatron-LM semantics).
 
-Per stage, the pipeline schedule's passes in order; per transformer layer and pass:
-
-- forward: attention compute, TP all-reduce; [MoE: dispatch all-to-all], MLP (experts)
-  compute, [MoE: combine all-to-all], TP all-reduce; with sequence parallelism each
-  all-reduce becomes a reduce-scatter where it was and an all-gather before the next GEMM
-  (attention, MLP), the same ring bytes in two launches;
-- backward (MLP first): [combine all-to-all], MLP input-gradient compute, [dispatch
-  all-to-all], TP all-reduce, MLP weight-gradient compute; then the same for attention
-  without all-to-alls. Full recomputation replays the layer's forward (TP and EP included)
-  first.
-
-TP all-reduces exist with ``tp > 1``, all-to-alls in MoE layers with ``ep > 1`` (group
-``ep``, the routed-token buffer :attr:`TrainJob.ep_buffer_bytes`). A pass receives the
-pipeline message from the previous (forward) or next (backward) virtual stage and sends its
-own on. Gradient buckets reduce (all-reduce, or reduce-scatter with ZeRO-1/2) over the DP
+Per stage, the pipeline schedule's passes in order; per block (transformer layer, output
+head, embedding) and pass, the block's compute and its TP and EP collectives
+(:mod:`.block_ops`, which lists them op by op). Full recomputation replays the layer's
+forward (TP and EP included) first. A pass receives the pipeline message from the previous
+(forward) or next (backward) virtual stage and sends its own on. Gradient buckets reduce (all-reduce, or reduce-scatter with ZeRO-1/2) over the DP
 groups (dense) and the expert-DP groups (routed experts) once their block's backward of the
 last micro-batch is done, one after another per group; then the optimizer steps; ZeRO-1/2
 all-gathers the updated weights bucket by bucket. ZeRO-3 (FSDP) gathers every unit before
@@ -23,11 +13,9 @@ one communication stream per stage (see :func:`program_from_job`).
 
 Options that reshape this (docs/pipelines.md): ``zb-h1`` splits each backward into a ``B``
 pass (input gradients and their collectives) and a ``W`` pass (weight gradients);
-``tp_comm_overlap`` pipelines SP's collectives with their GEMMs (:mod:`.tp_overlap`); ``cp``
-runs attention as ring attention over the CP group (:mod:`.context`);
-``selective_recompute`` re-runs core attention before its backward;
-``overlap_grad_reduce=False`` reduces one bucket per chunk after the schedule;
-``overlap_param_gather`` moves the ZeRO-1/2 gathers into the first forward
+``tp_comm_overlap``, ``cp`` and ``selective_recompute`` reshape a layer's ops
+(:mod:`.block_ops`); ``overlap_grad_reduce=False`` reduces one bucket per chunk after the
+schedule; ``overlap_param_gather`` moves the ZeRO-1/2 gathers into the first forward
 (:mod:`.param_gather`).
 """
 
@@ -35,13 +23,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hpnsim.training.block_ops import block_ops
 from hpnsim.training.context import Ring, expand_ring
 from hpnsim.training.cost import Block
 from hpnsim.training.job import TrainJob
 from hpnsim.training.param_gather import forward_buckets
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.training.schedule import pipeline_schedule
-from hpnsim.training.tp_overlap import RS_SPLITS, Bulk, Pipelined, expand, gemm_shares
+from hpnsim.training.tp_overlap import Bulk, Pipelined, expand, gemm_shares
 
 
 def program_from_job(job: TrainJob) -> Program:
@@ -106,50 +95,7 @@ class _StageBuilder:
     # ----- one block (layer, head or embedding) of one pass ------------------------------
     def block(self, block: Block, kind: str, after: tuple[int, ...] = ()) -> None:
         job = self.job
-        # TP collectives entering and leaving each of attention and MLP (forward; backward
-        # the same pair: an all-gather's gradient is a reduce-scatter and back). Without
-        # sequence parallelism one all-reduce leaves; with it (Megatron) the sequence-sharded
-        # input is all-gathered before the column-parallel GEMM and the row-parallel output
-        # reduce-scattered, the same ring bytes as the all-reduce in two launches.
-        enter: tuple = ()
-        tp: tuple = ()
-        if job.tp > 1 and job.sequence_parallel:
-            enter = (Collective("allgather", "tp", job.activation_bytes),)
-            tp = (Collective("reducescatter", "tp", job.activation_bytes),)
-        elif job.tp > 1:
-            tp = (Collective("allreduce", "tp", job.activation_bytes),)
-        ep = ((Collective("alltoall", "ep", job.ep_buffer_bytes),)
-              if block.forward_ep_ops > 0 else ())
-        if block.name == "head":
-            h = block.forward_compute
-            fwd = [Compute(h, "head")]
-            ig, wg = [Compute(block.mlp_ig, "head ig")], [Compute(block.mlp_wg, "head wg")]
-            bwd = ig + wg
-        elif block.name == "embedding":  # lookup and its gradient (none: no task)
-            fwd = [Compute(block.forward_compute, "embedding")] if block.forward_compute else []
-            ig, wg = [], ([Compute(block.backward_compute, "embedding wg")]
-                          if block.backward_compute else [])
-            bwd = ig + wg
-        else:
-            attn = block.forward_attention
-            mlp = block.forward_compute - attn
-            fwd = [*enter, Compute(attn, "attention"), *tp, *ep, *enter, Compute(mlp, "mlp"),
-                   *ep, *tp]
-            bwd = [*ep, *enter, Compute(block.mlp_ig, "mlp ig"), *ep, *tp,
-                   Compute(block.mlp_wg, "mlp wg"), *enter,
-                   Compute(block.attention_ig, "attention ig"), *tp,
-                   Compute(block.attention_wg, "attention wg")]
-            # zero-bubble split: B keeps what the previous stage waits for (input gradients
-            # and their TP/EP collectives), W the weight-gradient GEMMs
-            ig = [*ep, *enter, Compute(block.mlp_ig, "mlp ig"), *ep, *tp, *enter,
-                  Compute(block.attention_ig, "attention ig"), *tp]
-            wg = [Compute(block.mlp_wg, "mlp wg"), Compute(block.attention_wg, "attention wg")]
-            if job.tp_comm_overlap:
-                fwd, bwd, ig = self.overlapped(block, ep)
-            if job.selective_recompute:
-                bwd, ig = (self.recompute_core(ops, attn) for ops in (bwd, ig))
-            if job.cp > 1:
-                fwd, bwd, ig = (self.ring(ops, block) for ops in (fwd, bwd, ig))
+        fwd, bwd, ig, wg = block_ops(job, block, self.shares)
         if self.split:
             bwd = ig
         if kind == "W":
@@ -166,74 +112,6 @@ class _StageBuilder:
             if i == 0 and after:
                 op = replace(op, after=after)
             self.add(op)
-
-    def recompute_core(self, ops: list, attn: float) -> list:
-        """``ops`` (a backward) with the core attention's forward re-run before the attention
-        input gradients (Megatron's selective recomputation of ``core_attn``)."""
-        qkv, proj, _, _ = self.shares
-        core = attn * (1 - qkv - proj)
-        out: list = []
-        for op in ops:
-            if isinstance(op, Compute | Pipelined) and op.label in (
-                    "attention ig", "attention proj ig"):
-                out.append(Compute(core, "attention core recompute"))
-            out.append(op)
-        return out
-
-    def ring(self, ops: list, block: Block) -> list:
-        """``ops`` with the score/value part of attention run as ring attention over the CP
-        group (:mod:`hpnsim.training.context`): keys and values forward, keys, values and
-        their gradients backward. The block's attention forward and input-gradient times are
-        split between the QKV and output projections and the core by their FLOP shares."""
-        qkv, proj, _, _ = self.shares
-        attn, attn_ig = block.forward_attention, block.attention_ig
-        core, core_ig = attn * (1 - qkv - proj), attn_ig * (1 - qkv - proj)
-        kv, steps = self.job.kv_bytes, self.job.cp
-        forward = Ring(kv, core, "attention core", steps)
-        backward = Ring(2 * kv, core_ig, "attention core ig", steps)
-        replace_by = {
-            "attention": [Compute(attn * qkv, "attention qkv"), forward,
-                          Compute(attn * proj, "attention proj")],
-            "attention core": [forward],
-            "attention core recompute": [Ring(kv, core, "attention core recompute", steps)],
-            "attention ig": [Compute(attn_ig * proj, "attention proj ig"), backward,
-                             Compute(attn_ig * qkv, "attention qkv ig")],
-            "attention rest ig": [backward, Compute(attn_ig * qkv, "attention qkv ig")],
-        }
-        out = []
-        for op in ops:
-            out += replace_by.get(op.label, [op]) if isinstance(op, Compute) else [op]
-        return out
-
-    def overlapped(self, block: Block, ep: tuple) -> tuple[list, list, list]:
-        """Forward, backward and input-gradient ops of a layer with TP communication
-        overlapped with its GEMMs (:mod:`hpnsim.training.tp_overlap`); the block's forward,
-        input- and weight-gradient times are split between its GEMMs by their FLOP shares."""
-        size, k = self.job.activation_bytes, self.job.tp
-        qkv, proj, fc1, fc2 = self.shares
-        attn = block.forward_attention
-        mlp = block.forward_compute - attn
-        attn_ig, mlp_ig = block.attention_ig, block.mlp_ig
-        ag = Collective("allgather", "tp", size)
-        rs = Collective("reducescatter", "tp", size)
-        core = attn * (1 - qkv - proj)
-        fwd = [Pipelined("allgather", size, attn * qkv, "attention qkv", k, True),
-               Compute(core, "attention core"),
-               Pipelined("reducescatter", size, attn * proj, "attention proj", RS_SPLITS, False)]
-        ig_attn = [Pipelined("allgather", size, attn_ig * proj, "attention proj ig", k, True),
-                   Compute(attn_ig * (1 - proj), "attention rest ig")]
-        if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
-            fwd += [*ep, ag, Compute(mlp, "mlp"), *ep, rs]
-            ig_mlp = [*ep, ag, Compute(mlp_ig, "mlp ig"), *ep, rs]
-            bwd = [*ig_mlp, Compute(block.mlp_wg, "mlp wg")]
-        else:
-            fwd += [Pipelined("allgather", size, mlp * fc1, "mlp fc1", k, True),
-                    Pipelined("reducescatter", size, mlp * fc2, "mlp fc2", RS_SPLITS, False)]
-            ig_mlp = [Pipelined("allgather", size, mlp_ig * fc2, "mlp fc2 ig", k, True),
-                      Compute(mlp_ig * fc1, "mlp fc1 ig"), rs]
-            bwd = [*ig_mlp[:2], Bulk(size, block.mlp_wg, "mlp wg")]
-        bwd += [*ig_attn, Bulk(size, block.attention_wg, "attention wg")]
-        return fwd, bwd, [*ig_mlp, *ig_attn, rs]
 
     def forward_blocks(self, u: int) -> list[Block]:
         return list(reversed(self.job.stage_cost(u).blocks))

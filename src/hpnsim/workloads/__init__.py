@@ -10,11 +10,11 @@ import importlib
 #: public name -> the module that defines it (None: the name is a submodule); loaded on
 #: first use, so the data-only modules (``allocator_names``) load nothing else
 _HOMES = {
-    "aicb": None, "article": None, "layout": None, "models": None, "placement": None,
-    "traffic": None,
+    "aicb": None, "article": None, "layout": None, "model_spec": None, "models": None,
+    "placement": None, "traffic": None,
     "Workload": "aicb", "load_aicb": "aicb", "parse_aicb": "aicb",
     "Layout": "layout", "check_layout": "layout", "make_layout": "layout",
-    "ModelSpec": "models", "Placement": "placement", "place": "placement",
+    "ModelSpec": "model_spec", "Placement": "placement", "place": "placement",
     "TrafficReport": "traffic", "iteration_traffic": "traffic",
 }
 

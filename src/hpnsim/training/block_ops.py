@@ -1,0 +1,173 @@
+"""The ops of one block (transformer layer, output head or embedding) of a
+:class:`~hpnsim.training.job.TrainJob` in one pass, Megatron-LM semantics.
+
+Per transformer layer and pass:
+
+- forward: attention compute, TP all-reduce; [MoE: dispatch all-to-all], MLP (experts)
+  compute, [MoE: combine all-to-all], TP all-reduce; with sequence parallelism each
+  all-reduce becomes a reduce-scatter where it was and an all-gather before the next GEMM
+  (attention, MLP), the same ring bytes in two launches;
+- backward (MLP first): [combine all-to-all], MLP input-gradient compute, [dispatch
+  all-to-all], TP all-reduce, MLP weight-gradient compute; then the same for attention
+  without all-to-alls.
+
+TP all-reduces exist with ``tp > 1``, all-to-alls in MoE layers with ``ep > 1`` (group
+``ep``, the routed-token buffer :attr:`TrainJob.ep_buffer_bytes`). ``tp_comm_overlap``
+pipelines SP's collectives with their GEMMs (:mod:`.tp_overlap`); ``cp`` runs attention as
+ring attention over the CP group (:mod:`.context`); ``selective_recompute`` re-runs core
+attention before its backward. :mod:`hpnsim.training.from_job` places these ops in the
+passes of a stage.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from hpnsim.training.context import Ring
+from hpnsim.training.cost import Block
+from hpnsim.training.job import TrainJob
+from hpnsim.training.program import Collective, Compute
+from hpnsim.training.tp_overlap import RS_SPLITS, Bulk, Pipelined
+
+__all__ = ["BlockOps", "block_ops"]
+
+
+class BlockOps(NamedTuple):
+    """One block's ops: ``forward``; ``backward`` (whole); its zero-bubble split into
+    ``input_grad`` (what the previous stage waits for) and ``weight_grad``."""
+
+    forward: list
+    backward: list
+    input_grad: list
+    weight_grad: list
+
+
+def block_ops(job: TrainJob, block: Block, shares) -> BlockOps:
+    """The ops of ``block`` of ``job`` in each kind of pass (``shares``: the GEMMs' FLOP
+    shares of a layer, :func:`~hpnsim.training.tp_overlap.gemm_shares`).
+
+    Examples
+    --------
+    >>> from hpnsim.training.tp_overlap import gemm_shares
+    >>> job = TrainJob("llama3-8b", tp=8)
+    >>> layer = job.stage_cost(0).blocks[1]
+    >>> ops = block_ops(job, layer, gemm_shares(job.model, job.seq_len))
+    >>> [getattr(op, "label", None) or op.op for op in ops.forward]
+    ['attention', 'allreduce', 'mlp', 'allreduce']
+    """
+    # TP collectives entering and leaving each of attention and MLP (forward; backward
+    # the same pair: an all-gather's gradient is a reduce-scatter and back). Without
+    # sequence parallelism one all-reduce leaves; with it (Megatron) the sequence-sharded
+    # input is all-gathered before the column-parallel GEMM and the row-parallel output
+    # reduce-scattered, the same ring bytes as the all-reduce in two launches.
+    enter: tuple = ()
+    tp: tuple = ()
+    if job.tp > 1 and job.sequence_parallel:
+        enter = (Collective("allgather", "tp", job.activation_bytes),)
+        tp = (Collective("reducescatter", "tp", job.activation_bytes),)
+    elif job.tp > 1:
+        tp = (Collective("allreduce", "tp", job.activation_bytes),)
+    ep = ((Collective("alltoall", "ep", job.ep_buffer_bytes),)
+          if block.forward_ep_ops > 0 else ())
+    if block.name == "head":
+        h = block.forward_compute
+        fwd = [Compute(h, "head")]
+        ig, wg = [Compute(block.mlp_ig, "head ig")], [Compute(block.mlp_wg, "head wg")]
+        bwd = ig + wg
+    elif block.name == "embedding":  # lookup and its gradient (none: no task)
+        fwd = [Compute(block.forward_compute, "embedding")] if block.forward_compute else []
+        ig, wg = [], ([Compute(block.backward_compute, "embedding wg")]
+                      if block.backward_compute else [])
+        bwd = ig + wg
+    else:
+        attn = block.forward_attention
+        mlp = block.forward_compute - attn
+        fwd = [*enter, Compute(attn, "attention"), *tp, *ep, *enter, Compute(mlp, "mlp"),
+               *ep, *tp]
+        bwd = [*ep, *enter, Compute(block.mlp_ig, "mlp ig"), *ep, *tp,
+               Compute(block.mlp_wg, "mlp wg"), *enter,
+               Compute(block.attention_ig, "attention ig"), *tp,
+               Compute(block.attention_wg, "attention wg")]
+        # zero-bubble split: B keeps what the previous stage waits for (input gradients
+        # and their TP/EP collectives), W the weight-gradient GEMMs
+        ig = [*ep, *enter, Compute(block.mlp_ig, "mlp ig"), *ep, *tp, *enter,
+              Compute(block.attention_ig, "attention ig"), *tp]
+        wg = [Compute(block.mlp_wg, "mlp wg"), Compute(block.attention_wg, "attention wg")]
+        if job.tp_comm_overlap:
+            fwd, bwd, ig = _overlapped(job, block, ep, shares)
+        if job.selective_recompute:
+            bwd, ig = (_recompute_core(ops, attn, shares) for ops in (bwd, ig))
+        if job.cp > 1:
+            fwd, bwd, ig = (_ring(job, ops, block, shares) for ops in (fwd, bwd, ig))
+    return BlockOps(fwd, bwd, ig, wg)
+
+
+def _recompute_core(ops: list, attn: float, shares) -> list:
+    """``ops`` (a backward) with the core attention's forward re-run before the attention
+    input gradients (Megatron's selective recomputation of ``core_attn``)."""
+    qkv, proj, _, _ = shares
+    core = attn * (1 - qkv - proj)
+    out: list = []
+    for op in ops:
+        if isinstance(op, Compute | Pipelined) and op.label in (
+                "attention ig", "attention proj ig"):
+            out.append(Compute(core, "attention core recompute"))
+        out.append(op)
+    return out
+
+
+def _ring(job: TrainJob, ops: list, block: Block, shares) -> list:
+    """``ops`` with the score/value part of attention run as ring attention over the CP
+    group (:mod:`hpnsim.training.context`): keys and values forward, keys, values and
+    their gradients backward. The block's attention forward and input-gradient times are
+    split between the QKV and output projections and the core by their FLOP shares."""
+    qkv, proj, _, _ = shares
+    attn, attn_ig = block.forward_attention, block.attention_ig
+    core, core_ig = attn * (1 - qkv - proj), attn_ig * (1 - qkv - proj)
+    kv, steps = job.kv_bytes, job.cp
+    forward = Ring(kv, core, "attention core", steps)
+    backward = Ring(2 * kv, core_ig, "attention core ig", steps)
+    replace_by = {
+        "attention": [Compute(attn * qkv, "attention qkv"), forward,
+                      Compute(attn * proj, "attention proj")],
+        "attention core": [forward],
+        "attention core recompute": [Ring(kv, core, "attention core recompute", steps)],
+        "attention ig": [Compute(attn_ig * proj, "attention proj ig"), backward,
+                         Compute(attn_ig * qkv, "attention qkv ig")],
+        "attention rest ig": [backward, Compute(attn_ig * qkv, "attention qkv ig")],
+    }
+    out = []
+    for op in ops:
+        out += replace_by.get(op.label, [op]) if isinstance(op, Compute) else [op]
+    return out
+
+
+def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, list, list]:
+    """Forward, backward and input-gradient ops of a layer with TP communication
+    overlapped with its GEMMs (:mod:`hpnsim.training.tp_overlap`); the block's forward,
+    input- and weight-gradient times are split between its GEMMs by their FLOP shares."""
+    size, k = job.activation_bytes, job.tp
+    qkv, proj, fc1, fc2 = shares
+    attn = block.forward_attention
+    mlp = block.forward_compute - attn
+    attn_ig, mlp_ig = block.attention_ig, block.mlp_ig
+    ag = Collective("allgather", "tp", size)
+    rs = Collective("reducescatter", "tp", size)
+    core = attn * (1 - qkv - proj)
+    fwd = [Pipelined("allgather", size, attn * qkv, "attention qkv", k, True),
+           Compute(core, "attention core"),
+           Pipelined("reducescatter", size, attn * proj, "attention proj", RS_SPLITS, False)]
+    ig_attn = [Pipelined("allgather", size, attn_ig * proj, "attention proj ig", k, True),
+               Compute(attn_ig * (1 - proj), "attention rest ig")]
+    if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
+        fwd += [*ep, ag, Compute(mlp, "mlp"), *ep, rs]
+        ig_mlp = [*ep, ag, Compute(mlp_ig, "mlp ig"), *ep, rs]
+        bwd = [*ig_mlp, Compute(block.mlp_wg, "mlp wg")]
+    else:
+        fwd += [Pipelined("allgather", size, mlp * fc1, "mlp fc1", k, True),
+                Pipelined("reducescatter", size, mlp * fc2, "mlp fc2", RS_SPLITS, False)]
+        ig_mlp = [Pipelined("allgather", size, mlp_ig * fc2, "mlp fc2 ig", k, True),
+                  Compute(mlp_ig * fc1, "mlp fc1 ig"), rs]
+        bwd = [*ig_mlp[:2], Bulk(size, block.mlp_wg, "mlp wg")]
+    bwd += [*ig_attn, Bulk(size, block.attention_wg, "attention wg")]
+    return fwd, bwd, [*ig_mlp, *ig_attn, rs]
