@@ -12,9 +12,11 @@ member leg; all chunks of a member leg share one QP, so they leave in order with
 state, as NCCL keeps its QPs.
 
 :func:`simulate_pipeline` runs the chunks; in the windowed mode it runs the first K chunks,
-doubling K until the per-chunk time is stable (the last three intervals within 1% and none
-under the busiest link's time per chunk), then extrapolates the rest at that rate, as
-:func:`hpnsim.packet.ring.simulate_ring` does for ring steps.
+doubling K until the per-chunk time is stable (the last three intervals of the window's
+first half within 1% and none under the busiest link's time per chunk: the window's last
+chunks drain, as the whole run's do), then ``T = t_K + (N - K) dt``, as
+:func:`hpnsim.packet.ring.simulate_ring` does for ring steps: the drain of the K chunks
+stands for the drain of all N.
 
 >>> import numpy as np
 >>> from hpnsim.packet import PacketParams
@@ -179,10 +181,17 @@ class PipelineRun:
     flows: PipelineFlows
 
 
+def _head(ends: np.ndarray) -> np.ndarray:
+    """Per-chunk intervals of the window's first half: its last chunks drain (channels that
+    share a link finish one by one and the rest speed up), so they do not show the rate."""
+    return np.diff(ends[:ends.size // 2 + 1])
+
+
 def _steady(ends: np.ndarray, floor: float) -> bool:
-    if ends.size < STEADY_INTERVALS + 1:
+    d = _head(ends)
+    if d.size < STEADY_INTERVALS:
         return False
-    d = np.diff(ends)[-STEADY_INTERVALS:]
+    d = d[-STEADY_INTERVALS:]
     return bool(d.min() >= (1 - STEADY_TOLERANCE) * floor
                 and d.max() - d.min() <= STEADY_TOLERANCE * d.max())
 
@@ -236,8 +245,9 @@ def simulate_pipeline(capacity, delay, hops: list[Hop], size: float, chunk: floa
         k = min(n_all, 2 * k)
     if full:
         return PipelineRun(float(ends[-1]), n_exact, k, 0.0, True, ends, res, fl)
-    dt = float(ends[-1] - ends[-2])
+    head = _head(ends)
+    dt = float(head[-1])
     if not stable:
-        dt = max(dt, float(ends[-1] - ends[0]) / (k - 1), floor)
+        dt = max(dt, float(head.mean()), floor)
     return PipelineRun(float(ends[-1] + (n_exact - k) * dt), n_exact, k, (n_exact - k) / n_exact,
                        stable, ends, res, fl)
