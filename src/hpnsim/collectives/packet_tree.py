@@ -133,7 +133,7 @@ def tree_hops(fabric, plan) -> list:
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> p = plan_collective(f, "allreduce", range(16), 2**28, algo="tree", protocol="simple",
     ...                     channels=1)
-    >>> hops = tree_hops(f, p)      # 2 trees x 2 directions x (7 + 7 NVLink + 1 network)
+    >>> hops = tree_hops(f, p)   # 2 trees x 2 directions x (2 x 7 NVLink + 1 network edges)
     >>> len(hops), sorted({len(h.needs) for h in hops})
     (60, [0, 1, 2])
     """
