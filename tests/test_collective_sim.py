@@ -448,3 +448,35 @@ def test_bad_input(segment):
         run_collective(segment, "allreduce", range(8), 1e6, routing="magic")
     with pytest.raises(InputError, match="size"):
         run_collective(segment, "allreduce", range(8), 0)
+
+
+def test_schedule_cache_shares_a_schedule_across_routing_seeds(segment):
+    # path selection plans a job's collectives once per routing seed: the algorithm and
+    # schedule (which no seed changes) are worked out once, the routes per seed, and every
+    # plan equals the one planned with both caches off
+    from hpnsim.collectives.plan import SCHEDULE_CACHE, plan_collective
+
+    def plans():
+        return [plan_collective(segment, "allreduce", range(32), 2.0**24, seed=s)
+                for s in (0, 1, 2)]
+
+    plan_cache(enabled=False, clear=True)
+    try:
+        plain = plans()
+        assert SCHEDULE_CACHE.info()["hits"] == 0
+    finally:
+        plan_cache(enabled=True)
+    cached = plans()
+    assert SCHEDULE_CACHE.info()["hits"] == 2               # seeds 1 and 2
+    assert cached[0].schedule is cached[1].schedule is cached[2].schedule
+    assert plain[0].schedule is not plain[1].schedule
+    for a, b in zip(plain, cached, strict=True):
+        assert (a.algo, a.protocol, a.qps) == (b.algo, b.protocol, b.qps)
+        for pa, pb in zip(a.wire_paths, b.wire_paths, strict=True):
+            assert (pa is None) == (pb is None)
+            if pa is not None:
+                assert np.array_equal(pa.links, pb.links) and np.array_equal(pa.ptr, pb.ptr)
+                assert np.array_equal(pa.weight, pb.weight)
+    # the seeds route differently (else the test would not tell the routes apart)
+    assert any(not np.array_equal(x.links, y.links) for x, y in
+               zip(cached[0].wire_paths, cached[1].wire_paths, strict=True) if x is not None)

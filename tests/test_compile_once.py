@@ -5,7 +5,8 @@ fresh install compiles (and caches) one specialisation where it compiled two to 
 The kernels' ``signatures`` accumulate over a process, so the count is taken in a fresh
 interpreter that routes one all-reduce with every routing policy (ECMP, dual-plane,
 precise, spray: the routing kernels the demo's first steps compile) and simulates it (the
-event loop and the max-min solver).
+event loop and the max-min solver), then routes dual-plane on a fabric with a link down
+(the degraded walks the demo's failure step compiles).
 """
 
 import json
@@ -26,6 +27,18 @@ for routing in ("ecmp", "hpn_dual_plane", "precise", "spray"):
              "--sizes", "1M", "--json"])
     except SystemExit as stop:
         assert stop.code == 0, (routing, stop.code)
+# a degraded fabric: dual-plane's fixed core mapping with a core uplink down walks with the
+# all-up base (tests/test_routing_state.py derives the routes)
+import numpy as np
+from hpnsim.fabrics import FabricState, hpn7
+from hpnsim.routing import route
+f = hpn7(pods=2, segments=1, hosts_per_segment=2, agg_core_uplinks=2, backup_hosts=0,
+         tor_uplinks=2, aggs_per_plane=2)
+g = np.arange(16)
+src, dst = np.repeat(g, 16), np.tile(g + 16, 16)
+before = route(f, src, dst, "hpn_dual_plane")
+agg_core = [k for k in before.path(0) if f.node_tier[f.link_dst[k]] == 3][0]
+route(f, src, dst, "hpn_dual_plane", state=FabricState(f).set_down([agg_core]))
 counts = {}
 for name, mod in list(sys.modules.items()):
     if name.startswith("hpnsim."):
@@ -35,11 +48,10 @@ for name, mod in list(sys.modules.items()):
 print("COUNTS" + json.dumps(counts))
 """
 
-# kernels with two genuinely different argument types: walk_one / ecmp_walk with and
-# without the all-up base fabric of fixed-mapping tiers (hpn_dual_plane and precise
-# have it), _rotl32 on murmur's 32-bit key words and on its 64-bit running hash
-TWO = {"hpnsim.routing.kernels.walk_one", "hpnsim.routing.kernels.ecmp_walk",
-       "hpnsim.routing.hashing._rotl32"}
+# the one kernel with two genuinely different argument types: _rotl32 on murmur's 32-bit
+# key words and on its 64-bit running hash (walk_one and ecmp_walk take the all-up base
+# fabric and a degraded flag in one signature, degraded or not)
+TWO = {"hpnsim.routing.hashing._rotl32"}
 
 
 def test_each_kernel_compiles_once_per_real_type_combination(tmp_path):
@@ -54,7 +66,8 @@ def test_each_kernel_compiles_once_per_real_type_combination(tmp_path):
     # the routing and engine kernels all ran: the check covers them
     for kernel in ("hpnsim.routing.kernels.cached_candidates", "hpnsim.routing.spray._spray_flow",
                    "hpnsim.engine.loop.advance", "hpnsim.engine.heap.heap_push",
-                   "hpnsim.engine.heapfill._sift_down", "hpnsim.routing.hashing.hash_row"):
+                   "hpnsim.engine.heapfill._sift_down", "hpnsim.routing.hashing.hash_row",
+                   "hpnsim.routing.kernels._fixed_pick"):
         assert counts.get(kernel, 0) >= 1, kernel
     extra = {k: n for k, n in counts.items() if n > (2 if k in TWO else 1)}
     assert extra == {}

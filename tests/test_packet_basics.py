@@ -149,6 +149,48 @@ def test_params_presets_yaml_and_sources(tmp_path):
         load_params({"kmin": 1})
 
 
+def test_old_parameter_name_control_bytes_is_read_as_cnp_bytes_with_a_deprecation(tmp_path):
+    f = tmp_path / "old.yaml"
+    f.write_text("preset: dcqcn_paper\ncontrol_bytes: 90\n")
+    with pytest.warns(DeprecationWarning, match="control_bytes.*cnp_bytes"):
+        p = load_params(f)
+    assert p.cnp_bytes == 90 and p.kmin_bytes == 5e3
+    assert params_dict(p)["cnp_bytes"] == {"value": 90, "source": "set by the user"}
+    with pytest.raises(ValueError, match="control_bytes"):          # both names: refused
+        load_params({"control_bytes": 90, "cnp_bytes": 78})
+
+
+def test_the_cli_reads_the_old_parameter_name_with_a_note(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from hpnsim.cli.main import app
+
+    f = tmp_path / "old.yaml"
+    f.write_text("control_bytes: 64\n")
+    with pytest.warns(DeprecationWarning):        # the run reads the file again
+        result = CliRunner().invoke(app, ["collective", "--fabric", "hpn7", "--segments", "1",
+                                          "--hosts-per-segment", "2", "--backup-hosts", "0",
+                                          "--engine", "packet", "--packet-params", str(f),
+                                          "--show-params", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "note: packet parameter control_bytes is deprecated: it is now cnp_bytes" in \
+        result.stderr
+    assert json.loads(result.stdout)["cnp_bytes"] == {"value": 64, "source": "set by the user"}
+
+
+def test_a_scenario_engine_reads_the_old_parameter_name(tmp_path):
+    from hpnsim.scenario.engine import EngineSpec
+
+    f = tmp_path / "old.yaml"
+    f.write_text("control_bytes: 64\n")
+    with pytest.warns(DeprecationWarning):
+        spec = EngineSpec(kind="packet", params=str(f))
+    with pytest.warns(DeprecationWarning):
+        assert spec.packet_params().cnp_bytes == 64
+
+
 def test_runs_are_deterministic_for_a_seed():
     p = PacketParams(pmax=0.5, kmin_bytes=10e3, kmax_bytes=50e3)
     a = _incast(3, 12.5e9, 1e-6, p, 2e6)

@@ -30,9 +30,9 @@ def _one_drop_setup(n_packets: int):
     return res, p, r, m, s
 
 
-def test_one_drop_costs_one_rewind_of_the_bytes_in_flight_after_it():
-    n = 400
-    res, p, r, m, s = _one_drop_setup(n)
+def one_drop_by_hand(n: int, p: PacketParams, r: float, m: int, s: int) -> tuple[int, int]:
+    """The dropped PSN and the packets the NIC had started when the NACK reached it, counted
+    by hand for :func:`_one_drop_setup` (shared with tests/test_packet_report_transport.py)."""
     t1 = (s + p.framing_bytes) / (r * C)         # the NIC starts packet k at k t1
     t2 = (s + p.framing_bytes) / C               # the switch port serves one every t2
     # packet k reaches the switch at a_k = (k + 1) t1 + D; the port serves from a_0 without
@@ -50,10 +50,17 @@ def test_one_drop_costs_one_rewind_of_the_bytes_in_flight_after_it():
     t_nack = (t1 + D) + (drop + 1) * t2 + D + (ack / C + D) + (ack / (r * C) + D)
     started = math.floor(t_nack / t1) + 1        # packets the NIC had begun by then
     assert drop + 1 < started < n                # it is still sending: go back mid-flow
-    resent = started - drop                      # the dropped one and those in flight after
     # after the drop the queue holds m - 1; the packets still to arrive (the originals after
     # the drop and the resent ones) are fewer than it takes to add one more waiting packet
     assert (started - drop - 1) + (n - drop) < 1 / (1 - 1 / r)
+    return drop, started
+
+
+def test_one_drop_costs_one_rewind_of_the_bytes_in_flight_after_it():
+    n = 400
+    res, p, r, m, s = _one_drop_setup(n)
+    drop, started = one_drop_by_hand(n, p, r, m, s)
+    resent = started - drop                      # the dropped one and those in flight after
     assert int(res.drops.sum()) == 1 and int(res.drops[1]) == 1
     assert int(res.rewinds[0]) == 1 and int(res.timeouts[0]) == 0
     assert res.resent[0] == resent * p.mtu_bytes

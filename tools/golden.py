@@ -52,7 +52,7 @@ FILES: dict[str, tuple[list[str], str]] = {
                       "{tmp}/topo.txt", "--format", "simai"], "topo.txt"),
 }
 # keys whose values are measurements of this machine, not figures of the model
-TIMING_KEY = re.compile(r"^(seconds|cpu_s|cpu_seconds|peak_rss_mb|meets_target|per_compile_ms"
+TIMING_KEY = re.compile(r"^(seconds|cpu_s|cpu_seconds|peak_rss_mib?|meets_target|per_compile_ms"
                         r"|events_per_s_wall|events_per_s_cpu)$")
 
 

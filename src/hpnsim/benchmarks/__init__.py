@@ -26,7 +26,7 @@ class Measurement:
     name: str
     seconds: float
     target_seconds: float | None = None
-    peak_rss_mb: float | None = None
+    peak_rss_mib: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -39,7 +39,7 @@ class Measurement:
         return out
 
 
-def peak_rss_mb() -> float:
+def peak_rss_mib() -> float:
     """Peak resident memory of this process so far, in MiB (Linux reports KiB, macOS bytes)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
@@ -56,4 +56,4 @@ def timed(name: str, func: Callable[[], Any], target_seconds: float | None = Non
     start = time.perf_counter()
     result = func()
     seconds = time.perf_counter() - start
-    return Measurement(name, seconds, target_seconds, peak_rss_mb(), dict(details)), result
+    return Measurement(name, seconds, target_seconds, peak_rss_mib(), dict(details)), result

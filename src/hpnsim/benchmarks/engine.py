@@ -13,7 +13,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from hpnsim.benchmarks import Measurement, peak_rss_mb
+from hpnsim.benchmarks import Measurement, peak_rss_mib
 from hpnsim.benchmarks import timed as _timed
 
 LINE_RATE = 50e9  # 400 Gbps in bytes/s
@@ -149,7 +149,7 @@ def run(quick: bool) -> list[Measurement]:
     k = 16 if quick else 56
     ft = FatTreeIds(k)
     out = [Measurement("engine: numba compile + warm-up (tiny inputs)", _warm_up(),
-                       peak_rss_mb=peak_rss_mb())]
+                       peak_rss_mib=peak_rss_mib())]
     topo = dict(k=k, hosts=ft.n_hosts, links=ft.n_links)
     for n_flows, target in ((10**4, None), (10**5, None), (10**6, 5.0)):
         if quick and n_flows > 10**5:

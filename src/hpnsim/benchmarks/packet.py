@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from hpnsim.benchmarks import Measurement, peak_rss_mb
+from hpnsim.benchmarks import Measurement, peak_rss_mib
 from hpnsim.benchmarks import timed as _timed
 
 LINE_RATE = 50e9  # 400 Gb/s in bytes/s
@@ -114,7 +114,7 @@ def run(quick: bool = False) -> list[Measurement]:
     ['packet: numba compile + warm-up (tiny inputs)']
     """
     out = [Measurement("packet: numba compile + warm-up (tiny inputs)", _warm_up(),
-                       peak_rss_mb=peak_rss_mb())]
+                       peak_rss_mib=peak_rss_mib())]
     size = 5e6 if quick else 50e6
     for lossless, label in ((True, "DCQCN+ECN+PFC"), (False, "no CC, infinite buffer")):
         m, r = timed(f"packet: 8:1 incast at 400G, {size / 1e6:g} MB each, {label}",

@@ -57,5 +57,5 @@ def register(app: typer.Typer) -> None:
             ok = {True: "yes", False: "NO", None: "-"}[m.meets_target]
             target = "-" if m.target_seconds is None else f"{m.target_seconds:g}"
             details = ", ".join(f"{k}={v}" for k, v in m.details.items())
-            table.add_row(m.name, f"{m.seconds:.3f}", target, ok, f"{m.peak_rss_mb:.0f}", details)
+            table.add_row(m.name, f"{m.seconds:.3f}", target, ok, f"{m.peak_rss_mib:.0f}", details)
         table_console().print(table)

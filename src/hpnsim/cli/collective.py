@@ -10,6 +10,7 @@ has.
 from __future__ import annotations
 
 import sys
+import warnings
 from contextlib import nullcontext
 
 import typer
@@ -121,10 +122,15 @@ def engine_settings(engine: str, packet_params: str | None, window: bool,
         from hpnsim.scenario.engine import EngineSpec
 
         try:
-            EngineSpec(kind="packet", params=packet_params)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", DeprecationWarning)
+                EngineSpec(kind="packet", params=packet_params)
         except ValueError as exc:      # pydantic's, with the message the spec wrote
             message = exc.errors()[0]["msg"].removeprefix("Value error, ")
             raise InputError("packet_params", message.removeprefix("params: ")) from None
+        for warning in caught:         # an old parameter name in the file: say so
+            if issubclass(warning.category, DeprecationWarning):
+                typer.echo(f"note: {warning.message}", err=True)
         out["params"] = packet_params
     if max_packets is not None:
         out["max_packets"] = max_packets

@@ -247,7 +247,8 @@ def packet_summary(fabric, out: GraphPacketRun, watch_chosen: bool = False) -> d
     return {"packets_estimated": out.packets_estimated, "events": res.events,
             "ecn_marks": int(res.marks.sum()), "cnps": int(res.cnps.sum()),
             "pfc_pauses": int(res.pauses.sum()), "paused_time": float(res.paused_time.sum()),
-            "drops": int(res.drops.sum()), "ports": top_ports(fabric, res, out.switch_of),
+            "drops": int(res.drops.sum()), **res.transport_counters(),
+            "ports": top_ports(fabric, res, out.switch_of),
             "queue": view.queue(), "params": res.params}
 
 
@@ -385,6 +386,7 @@ def run_collective_graph_packet(fabric, plan, size: float, routing: str, run,
         packets_estimated=out.packets_estimated, events=res.events,
         ecn_marks=int(res.marks.sum()), cnps=int(res.cnps.sum()),
         pfc_pauses=int(res.pauses.sum()), paused_time=float(res.paused_time.sum()),
-        drops=int(res.drops.sum()), ports=top_ports(fabric, res, out.switch_of),
+        drops=int(res.drops.sum()), **res.transport_counters(),
+        ports=top_ports(fabric, res, out.switch_of),
         watch=out.watch, sample_times=res.sample_times, samples=res.samples,
         params=res.params, watch_names=out.watch_names, watch_chosen=bool(run.watch))

@@ -14,7 +14,8 @@ __all__ = ["PACKET_ROW_FIELDS", "PacketCollectiveResult"]
 #: the packet columns of :meth:`PacketCollectiveResult.rows`
 PACKET_ROW_FIELDS = ("engine", "network_time", "nccl_latency", "steps", "steps_simulated",
                      "extrapolated", "stable", "events", "ecn_marks", "cnps", "pfc_pauses",
-                     "paused_time", "drops")
+                     "paused_time", "drops", "rewinds", "resent_bytes", "timeouts",
+                     "discards")
 
 
 @dataclass
@@ -35,6 +36,8 @@ class PacketCollectiveResult(CollectiveResult):
         the share extrapolated and whether the per-step time had settled.
     packets_estimated, events : packet hops estimated before the run; events processed.
     ecn_marks, cnps, pfc_pauses, paused_time, drops : totals over all ports and flows.
+    rewinds, resent_bytes, timeouts, discards : the RC transport's totals over all flows
+        (:meth:`hpnsim.packet.PacketResult.transport_counters`).
     ports : the ports with the fullest queues (name, link, q_max, q_mean, q_p99 in bytes,
         marks, pauses, paused_time in s).
     watch, sample_times, samples : watched link ids, sample times (s) and their queues
@@ -57,6 +60,10 @@ class PacketCollectiveResult(CollectiveResult):
     pfc_pauses: int = 0
     paused_time: float = 0.0
     drops: int = 0
+    rewinds: int = 0
+    resent_bytes: float = 0.0
+    timeouts: int = 0
+    discards: int = 0
     ports: list = field(default_factory=list, repr=False)
     watch: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     sample_times: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
@@ -76,7 +83,9 @@ class PacketCollectiveResult(CollectiveResult):
             "extrapolated": self.extrapolated, "stable": self.stable,
             "packets_estimated": self.packets_estimated, "events": self.events,
             "ecn_marks": self.ecn_marks, "cnps": self.cnps, "pfc_pauses": self.pfc_pauses,
-            "paused_time": self.paused_time, "drops": self.drops, "ports": self.ports,
+            "paused_time": self.paused_time, "drops": self.drops, "rewinds": self.rewinds,
+            "resent_bytes": self.resent_bytes, "timeouts": self.timeouts,
+            "discards": self.discards, "ports": self.ports,
             "queue": self.queue()}
         return out
 

@@ -412,6 +412,7 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
         packets_estimated=estimate, events=res.events, ecn_marks=int(res.marks.sum()),
         cnps=int(res.cnps.sum()), pfc_pauses=int(res.pauses.sum()),
         paused_time=float(res.paused_time.sum()), drops=int(res.drops.sum()), ports=ports,
+        **res.transport_counters(),
         watch=watch, sample_times=res.sample_times, samples=res.samples, params=res.params,
         watch_names=[fabric.link_name(int(k)) for k in watch], watch_chosen=bool(run.watch))
     result.ring_step_end = _ring_step_end(rings, res.finish, ring_run.steps_simulated)

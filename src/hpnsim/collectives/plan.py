@@ -217,6 +217,11 @@ class PlanCache:
 
 #: the process-wide plan cache :func:`plan_collective` uses
 PLAN_CACHE = PlanCache()
+#: the algorithm, protocol and schedule of a collective, which its routing seed, routing
+#: policy and fabric state do not change: the candidates of a job's path selection (one
+#: routing seed each) schedule every collective once (switched and cleared with
+#: :data:`PLAN_CACHE` by :func:`plan_cache`)
+SCHEDULE_CACHE = PlanCache()
 
 
 def plan_cache(enabled: bool | None = None, *, clear: bool = False) -> dict:
@@ -243,8 +248,9 @@ def plan_cache(enabled: bool | None = None, *, clear: bool = False) -> dict:
     """
     if clear:
         PLAN_CACHE.clear()
+        SCHEDULE_CACHE.clear()
     if enabled is not None:
-        PLAN_CACHE.enabled = bool(enabled)
+        PLAN_CACHE.enabled = SCHEDULE_CACHE.enabled = bool(enabled)
     return PLAN_CACHE.info()
 
 
@@ -312,14 +318,24 @@ def plan_collective(fabric, op: str, gpus, size: float,
     plan = PLAN_CACHE.get(fabric, key)
     if plan is not None:
         return plan
-    algo, protocol = resolve_algorithm(fabric, op, gpus, float(size), options)
-    relay = bool(options.pxn) and bool(fabric.meta.get("rail_optimized", False))
-    per_nic = nccl.channels_per_nic or int(fabric.ports_per_nic)
-    channels = options.channels
-    if channels is None and op in ("send", "sendrecv"):
-        channels = nccl.channels_per_net_peer   # NCCL_NCHANNELS_PER_NET_PEER
-    sch = build_schedule(op, gpus, size, algo, gpus_per_host=fabric.gpus_per_host,
-                         channels=channels, root=options.root, pxn=relay, nic_ports=per_nic)
+    # what resolve_algorithm and build_schedule read (the fabric is the cache's)
+    scheduled_key = None if key is None else (
+        op, gpus.tobytes(), float(size), str(options.algo), str(options.protocol),
+        options.channels, options.root, bool(options.pxn), nccl)
+    scheduled = SCHEDULE_CACHE.get(fabric, scheduled_key)
+    if scheduled is None:
+        algo, protocol = resolve_algorithm(fabric, op, gpus, float(size), options)
+        relay = bool(options.pxn) and bool(fabric.meta.get("rail_optimized", False))
+        per_nic = nccl.channels_per_nic or int(fabric.ports_per_nic)
+        channels = options.channels
+        if channels is None and op in ("send", "sendrecv"):
+            channels = nccl.channels_per_net_peer   # NCCL_NCHANNELS_PER_NET_PEER
+        sch = build_schedule(op, gpus, size, algo, gpus_per_host=fabric.gpus_per_host,
+                             channels=channels, root=options.root, pxn=relay,
+                             nic_ports=per_nic)
+        scheduled = (algo, protocol, sch)
+        SCHEDULE_CACHE.put(fabric, scheduled_key, scheduled)
+    algo, protocol, sch = scheduled
     paths = route_schedule(fabric, sch, routing, int(qps), seed, routing_options, state)
     plan = RoutedSchedule(sch, algo, protocol, int(qps), paths, nccl,
                           wire_paths(fabric, sch, paths, nccl))

@@ -42,6 +42,7 @@ def _sift_down(heap, pos, key, i, n):
 
 @njit(cache=True)
 def _two_sum(a, b):
+    """a + b as (rounded sum, exact rounding error): keeps running differences exact."""
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
@@ -66,7 +67,8 @@ def fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws):
                 loc_links[nl] = lk
                 nl += 1
     # local link -> positions in act (CSR), and weight sums
-    lv_ptr = np.zeros(nl + 1, dtype=np.int64)
+    lv_ptr = np.empty(nl + 1, dtype=np.int64)
+    lv_ptr[:] = 0
     for i in range(n_act):
         v = act[i]
         for e in range(ptr[v], ptr[v + 1]):
@@ -75,8 +77,10 @@ def fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws):
         lv_ptr[j + 1] += lv_ptr[j]
     fill = lv_ptr[:-1].copy()
     lv_pos = np.empty(nnz, dtype=np.int64)
-    denom = np.zeros(nl)
-    denom_lo = np.zeros(nl)
+    denom = np.empty(nl)
+    denom[:] = 0.0
+    denom_lo = np.empty(nl)
+    denom_lo[:] = 0.0
     for i in range(n_act):
         v = act[i]
         w = weight[v]
@@ -86,17 +90,24 @@ def fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws):
             fill[j] += 1
             denom[j], err = _two_sum(denom[j], usage[e] * w)
             denom_lo[j] += err
-    cnt = np.diff(lv_ptr)
+    # loops, not np.diff / np.arange: numba's versions compile their error reporting
+    # (string formatting) on a fresh install, seconds for a few lines (issue 21)
+    cnt = np.empty(nl, dtype=np.int64)
     key = np.empty(nl)
-    heap = np.arange(nl)
-    pos = np.arange(nl)
+    heap = np.empty(nl, dtype=np.int64)
+    pos = np.empty(nl, dtype=np.int64)
     for j in range(nl):
+        cnt[j] = lv_ptr[j + 1] - lv_ptr[j]
+        heap[j] = j
+        pos[j] = j
         lk = loc_links[j]
         key[j] = max(rem[lk] + rem_lo[lk], 0.0) / (denom[j] + denom_lo[j])
     for i in range(nl // 2 - 1, -1, -1):
         _sift_down(heap, pos, key, np.int64(i), np.int64(nl))
-    stale = np.zeros(nl, dtype=np.bool_)
-    frozen = np.zeros(n_act, dtype=np.bool_)
+    stale = np.empty(nl, dtype=np.bool_)
+    stale[:] = False
+    frozen = np.empty(n_act, dtype=np.bool_)
+    frozen[:] = False
     hn = nl
     while hn > 0:
         j = heap[0]

@@ -49,10 +49,18 @@ REL_TOL = 1e-12
 _READY, _FLOW, _DELAY_DONE = 0, 1, 2
 
 
-@njit(cache=True)
+# mark_links and push_ready are called from Python between events: they hand their kernels
+# the few arrays they touch, not the state (a kernel taking the 46-array state compiles a
+# wrapper that unboxes all of it, about 0.4 s on a fresh install, and unboxes it per call)
+
+
 def mark_links(s, links):
     """Queue links changed between events; the next :func:`advance` re-solves them at now."""
-    lstamp, queue, count = s.lstamp, s.queue, s.count
+    _mark_links(s.lstamp, s.queue, s.count, links)
+
+
+@njit(cache=True)
+def _mark_links(lstamp, queue, count, links):
     if count[QUEUE_N] == 0:
         count[EPOCH] += 1
     epoch, qn = count[EPOCH], count[QUEUE_N]
@@ -64,14 +72,17 @@ def mark_links(s, links):
     count[QUEUE_N] = qn
 
 
-@njit(cache=True)
 def push_ready(s, tasks, times):
     """Tasks whose dependencies are all done become ready at ``times``."""
-    hn = s.count[HEAP_N]
-    ht, ha, hb = s.ht, s.ha, s.hb
+    _push_ready(s.ht, s.ha, s.hb, s.count, tasks, times)
+
+
+@njit(cache=True)
+def _push_ready(ht, ha, hb, count, tasks, times):
+    hn = count[HEAP_N]
     for i in range(tasks.shape[0]):
         hn = heap_push(ht, ha, hb, hn, times[i], tasks[i], np.int64(_READY))
-    s.count[HEAP_N] = hn
+    count[HEAP_N] = hn
 
 
 @njit(cache=True, inline="always")
@@ -274,6 +285,35 @@ def _compact_completions(ct, ca, cb, status, version, cn):
     return k
 
 
+@njit(cache=True)
+def _by_priority(members, priority):
+    """``members`` stably sorted by ``priority[members]`` (bottom-up merge sort).
+
+    The order of ``np.argsort(priority[members], kind="mergesort")``, without compiling
+    numba's generic sort on a fresh install (about a second, issue 21).
+    """
+    n = members.shape[0]
+    src = members.copy()
+    dst = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):
+                # the left run wins ties: stable
+                if j >= hi or (i < mid and priority[src[i]] <= priority[src[j]]):
+                    dst[k] = src[i]
+                    i += 1
+                else:
+                    dst[k] = src[j]
+                    j += 1
+        src, dst = dst, src
+        width *= 2
+    return src
+
+
 @njit(cache=True, inline="always")
 def resolve(s, t, nc):
     """Re-solve the ``nc`` transfers collected in ``comp`` at time ``t``; reschedule the
@@ -287,7 +327,7 @@ def resolve(s, t, nc):
         return
     members = comp[:nc]
     if not count[SAME_PRIORITY]:
-        members = members[np.argsort(priority[members], kind="mergesort")]
+        members = _by_priority(members, priority)
     solve_subset(members, priority, ptr, links, usage, weight, cap, new_rate, ws, SWITCH_AT)
     cn = count[COMPLETIONS_N]
     for i in range(nc):
@@ -314,9 +354,13 @@ def advance(s, until):
     at or before ``until``: everything within ``REL_TOL`` of the earliest pending time is
     one event, followed by one re-solve of what it changed. NOW is left to the caller."""
     count, clock, ev_time, ht, ct = s.count, s.clock, s.ev_time, s.ht, s.ct
-    if count[QUEUE_N] > 0:
-        resolve(s, clock[NOW], collect_component(s))
+    # one call site each for collect_component and resolve (inlined kernels: every call
+    # site is compiled anew): the re-solve at now, then the one after each event
+    t = clock[NOW]
+    changed = count[QUEUE_N] > 0
     while True:
+        if changed:
+            resolve(s, t, collect_component(s))
         t = next_event_time(s)
         if t == np.inf or t > until:
             break
@@ -329,13 +373,13 @@ def advance(s, until):
             # all three run every round (each can make the others due), but only when
             # something of theirs is due: a kernel call is not free
             ei = count[NEXT_CAPACITY_EVENT]
-            changed = completed = fired = False
+            applied = completed = fired = False
             if ei < ev_time.shape[0] and ev_time[ei] <= t_lim:
-                changed = apply_capacity_events(s, t_lim)
+                applied = apply_capacity_events(s, t_lim)
             if count[COMPLETIONS_N] > 0 and ct[0] <= t_lim:
                 completed = complete_transfers(s, t_lim)
             if count[HEAP_N] > 0 and ht[0] <= t_lim:
                 fired = fire_timed_events(s, t_lim)
-            progress = changed or completed or fired
+            progress = applied or completed or fired
         clock[LAST_EVENT] = t
-        resolve(s, t, collect_component(s))
+        changed = True

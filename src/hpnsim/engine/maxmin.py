@@ -17,16 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hpnsim.engine.heapfill import fill_class_heap
+from hpnsim.engine.heapfill import _two_sum, fill_class_heap
 from hpnsim.engine.validate import check_capacity, check_usage_matrix, check_variable_array
-
-
-@njit(cache=True)
-def _two_sum(a, b):
-    """a + b as (rounded sum, exact rounding error): keeps running differences exact."""
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
 
 
 def make_workspace(n_links: int, n_vars: int):

@@ -19,7 +19,7 @@ import numpy as np
 from hpnsim.faults.timeline import JobPlan
 
 __all__ = ["Attempt", "FreshCompiles", "Template", "TemplateCopies", "TransferIds",
-           "compile_template", "shifted"]
+           "compile_iteration", "compile_template", "shifted", "template_of"]
 
 
 @dataclass
@@ -32,13 +32,14 @@ class Template:
     nominal: float
 
 
-def compile_template(plan: JobPlan, fabric, routing: str, seed: int,
-                     routing_options: dict | None = None) -> Template:
-    """Compile one iteration of ``plan`` and run a copy of it alone, released at 0
-    (collectives planned with ``routing_options``, :func:`hpnsim.routing.route`'s)."""
-    from hpnsim.engine import TaskGraph, simulate
+def compile_iteration(plan: JobPlan, fabric, routing: str, seed: int,
+                      routing_options: dict | None = None) -> tuple:
+    """One iteration of ``plan`` compiled into its own graph (task 0: its start) and frozen:
+    ``(it, arrays)``, what :func:`template_of` times (collectives planned with
+    ``routing_options``, :func:`hpnsim.routing.route`'s)."""
+    from hpnsim.engine import TaskGraph
     from hpnsim.engine.taskgraph import TRANSFER
-    from hpnsim.training import account, build_iteration_graph
+    from hpnsim.training import build_iteration_graph
 
     scratch = TaskGraph()
     # a release > 0 gives the iteration a start task (id 0) that copies re-anchor
@@ -49,10 +50,26 @@ def compile_template(plan: JobPlan, fabric, routing: str, seed: int,
     if np.any(arrays.priority[arrays.kind == TRANSFER] != 0):
         raise AssertionError("copies put every transfer in class 0; the compiled "
                              "iteration uses other classes")
+    return it, arrays
+
+
+def template_of(it, arrays, fabric) -> Template:
+    """The :class:`Template` of a compiled iteration: a copy of it run alone, released at
+    0, gives its nominal time."""
+    from hpnsim.engine import TaskGraph, simulate
+    from hpnsim.training import account
+
     alone = TaskGraph()
     alone.append_copy(arrays, release=0.0)
     sim = simulate(alone, fabric.link_capacity)
     return Template(it, arrays, account(it, sim.start, sim.finish).iteration_time)
+
+
+def compile_template(plan: JobPlan, fabric, routing: str, seed: int,
+                     routing_options: dict | None = None) -> Template:
+    """Compile one iteration of ``plan`` and run a copy of it alone, released at 0."""
+    return template_of(*compile_iteration(plan, fabric, routing, seed, routing_options),
+                       fabric)
 
 
 def shifted(it, graph, offset: int):

@@ -85,8 +85,11 @@ class CollectiveTimeout:
 def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = "ecmp",
                          seed: int = 0, failover: FailoverPolicy | None = None,
                          recovery: RecoveryPolicy | None = None,
-                         routing_options: dict | None = None) -> list[JobTimeline]:
-    """Run ``jobs`` together through ``faults`` (see the module docstring).
+                         routing_options: dict | None = None,
+                         templates: list | None = None) -> list[JobTimeline]:
+    """Run ``jobs`` together through ``faults`` (see the module docstring). ``templates``:
+    each job's iteration already compiled (:func:`~hpnsim.faults.iterations.compile_template`),
+    else compiled here.
 
     ``routing_options`` are options of :func:`hpnsim.routing.route` the jobs' collectives
     are planned with, before and after every fault (e.g. ``{"lag": "queue_affinity"}``:
@@ -106,7 +109,8 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
     (3, [])
     """
     return FaultRun(fabric, jobs, faults, routing=routing, seed=seed, failover=failover,
-                    recovery=recovery, routing_options=routing_options).run()
+                    recovery=recovery, routing_options=routing_options,
+                    templates=templates).run()
 
 
 class FaultRun:
@@ -118,12 +122,14 @@ class FaultRun:
         :func:`simulate_with_faults`
     copy_iterations : build every iteration as a copy of its job's template (False: compile
         each one, the build the copies are checked against)
+    templates : each job's :class:`~hpnsim.faults.iterations.Template`, when already
+        compiled (the scenario driver compiles them to check the work first)
     """
 
     def __init__(self, fabric, jobs: list[JobPlan], faults, *, routing: str = "ecmp",
                  seed: int = 0, failover: FailoverPolicy | None = None,
                  recovery: RecoveryPolicy | None = None, copy_iterations: bool = True,
-                 routing_options: dict | None = None):
+                 routing_options: dict | None = None, templates: list | None = None):
         from hpnsim.engine import Simulation, TaskGraph
 
         self.fabric, self.jobs, self.routing, self.seed = fabric, jobs, routing, seed
@@ -146,8 +152,9 @@ class FaultRun:
                           for i in self.fault_links}
         self.host_level = {c.fault: c.host_level for c in changes}
 
-        templates = [compile_template(plan, fabric, routing, seed, routing_options)
-                     for plan in jobs]
+        if templates is None:
+            templates = [compile_template(plan, fabric, routing, seed, routing_options)
+                         for plan in jobs]
         self.nominal = [t.nominal for t in templates]
         self.save_every = [max(1, round(self.recovery.checkpoint_interval / t0))
                            for t0 in self.nominal]

@@ -18,6 +18,7 @@ congestion.md and docs/packet.md.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,8 +212,29 @@ def preset(name: str, **overrides) -> PacketParams:
     return p
 
 
+#: old parameter name -> its name now; a parameter file may use the old one for one release
+#: (deprecated): ``control_bytes`` became ``cnp_bytes`` when NACKs got their own ``ack_bytes``
+RENAMED = {"control_bytes": "cnp_bytes"}
+
+
+def _renamed(data: dict) -> dict:
+    """``data`` with old parameter names (:data:`RENAMED`) replaced by the new ones, each with
+    a DeprecationWarning; an old name given with its new one is an InputError."""
+    for old, new in RENAMED.items():
+        if old not in data:
+            continue
+        if new in data:
+            raise InputError(old, f"give {new} only ({old} is its old name)")
+        warnings.warn(f"packet parameter {old} is deprecated: it is now {new}; the old name "
+                      "goes in the next release", DeprecationWarning, stacklevel=3)
+        data[new] = data.pop(old)
+    return data
+
+
 def load_params(path_or_dict) -> PacketParams:
     """Parameters from a YAML file (or a dict): an optional ``preset`` and field overrides.
+    A renamed parameter's old name (:data:`RENAMED`) is still read, with a
+    DeprecationWarning.
 
     >>> load_params({"preset": "dcqcn_paper", "pmax": 0.05}).pmax
     0.05
@@ -226,7 +248,7 @@ def load_params(path_or_dict) -> PacketParams:
         if not isinstance(data, dict):
             raise InputError("params", f"{path_or_dict}: expected a mapping")
     name = data.pop("preset", "connectx")
-    return preset(name, **data)
+    return preset(name, **_renamed(data))
 
 
 def params_dict(params: PacketParams) -> dict[str, dict[str, Any]]:

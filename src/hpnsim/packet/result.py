@@ -70,6 +70,18 @@ class PacketResult:
         """Latest finish time (inf if a flow did not finish)."""
         return float(self.finish.max()) if self.finish.size else 0.0
 
+    def transport_counters(self) -> dict:
+        """The RC transport's run totals: go-back-N rewinds, payload bytes sent again, the
+        retransmission timeouts, and the packets receivers discarded (out of sequence or
+        duplicate). A lossless run reports zeros.
+
+        >>> from hpnsim.packet import simulate_flows
+        >>> simulate_flows([1e9, 1e9], 1e-6, [[0, 1]], 4096, switch_of=[-1, 0]).transport_counters()
+        {'rewinds': 0, 'resent_bytes': 0.0, 'timeouts': 0, 'discards': 0}
+        """
+        return {"rewinds": int(self.rewinds.sum()), "resent_bytes": float(self.resent.sum()),
+                "timeouts": int(self.timeouts.sum()), "discards": int(self.discards.sum())}
+
     def summary(self) -> dict:
         """Totals for printing: events, makespan, marks, CNPs, pauses, drops, worst queue.
 
@@ -81,5 +93,4 @@ class PacketResult:
         return {"events": self.events, "end_time": self.end_time, "makespan": self.makespan,
                 "ecn_marks": int(self.marks.sum()), "cnps": int(self.cnps.sum()),
                 "pfc_pauses": int(self.pauses.sum()), "drops": int(self.drops.sum()),
-                "rewinds": int(self.rewinds.sum()), "resent_bytes": float(self.resent.sum()),
-                "q_max": float(self.q_max.max(initial=0.0))}
+                **self.transport_counters(), "q_max": float(self.q_max.max(initial=0.0))}

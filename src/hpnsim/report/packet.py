@@ -14,12 +14,33 @@ from hpnsim.report.canvas import pyplot, save
 from hpnsim.report.section import Figure, Table
 
 __all__ = ["packet_table", "ports_table", "queue_figure", "plot_queue", "packet_sections",
-           "params_table", "queue_trace", "jobs_packet_text"]
+           "params_table", "queue_trace", "jobs_packet_text", "transport"]
+
+
+#: the HTML columns of the RC transport's counters (:func:`transport`)
+TRANSPORT_HEADS = ("rewinds", "resent (KB)", "timeouts")
+
+
+def transport(packet: dict) -> tuple[int, float, int]:
+    """Go-back-N rewinds, resent bytes and timeouts of a run's ``packet`` figures (JSON
+    written before they were reported reads as zeros).
+
+    >>> transport({"rewinds": 1, "resent_bytes": 8192.0, "timeouts": 0}), transport({})
+    ((1, 8192.0, 0), (0, 0.0, 0))
+    """
+    return (int(packet.get("rewinds", 0)), float(packet.get("resent_bytes", 0.0)),
+            int(packet.get("timeouts", 0)))
+
+
+def _transport_cells(packet: dict) -> list[str]:
+    rewinds, resent, timeouts = transport(packet)
+    return [str(rewinds), f"{resent / 1e3:.1f}", str(timeouts)]
 
 
 def packet_table(rows: list[dict]) -> str:
     """One line per size: steps simulated, the share extrapolated, events, ECN marks, CNPs,
-    PFC pauses, time paused (all ports), drops, and the fullest queue.
+    PFC pauses, time paused (all ports), drops, go-back-N rewinds, bytes resent, timeouts,
+    and the fullest queue.
 
     >>> row = {"size": 1024, "packet": {"steps": 30, "steps_simulated": 4,
     ...        "extrapolated": 0.867, "stable": True, "events": 10, "ecn_marks": 0, "cnps": 0,
@@ -28,16 +49,18 @@ def packet_table(rows: list[dict]) -> str:
     ['1024', '4/30', '86.7', '10']
     """
     head = (f"#{'size':>12} {'steps':>9} {'extrap%':>7} {'events':>10} {'marks':>8} "
-            f"{'CNPs':>7} {'pauses':>7} {'paused(us)':>10} {'drops':>5} {'q_max(KB)':>9}")
+            f"{'CNPs':>7} {'pauses':>7} {'paused(us)':>10} {'drops':>5} {'rewinds':>7} "
+            f"{'resent(KB)':>10} {'timeouts':>8} {'q_max(KB)':>9}")
     lines = [head]
     for r in rows:
         p = r["packet"]
         q = max((port["q_max"] for port in p["ports"]), default=0.0)
         steps = f"{p['steps_simulated']}/{p['steps']}" + ("" if p["stable"] else "*")
+        rewinds, resent, timeouts = transport(p)
         lines.append(f" {int(r['size']):>12d} {steps:>9} {100 * p['extrapolated']:>7.1f} "
                      f"{p['events']:>10d} {p['ecn_marks']:>8d} {p['cnps']:>7d} "
                      f"{p['pfc_pauses']:>7d} {p['paused_time'] * 1e6:>10.1f} {p['drops']:>5d} "
-                     f"{q / 1e3:>9.1f}")
+                     f"{rewinds:>7d} {resent / 1e3:>10.1f} {timeouts:>8d} {q / 1e3:>9.1f}")
     if any(not r["packet"]["stable"] for r in rows):
         lines.append("# *: the window reached its limit before the per-step time settled")
     if any(r["packet"]["extrapolated"] > 0 for r in rows):
@@ -66,14 +89,18 @@ def ports_table(row: dict) -> str:
 def jobs_packet_text(packet: dict) -> str:
     """What the fabric did while the jobs ran as packets (a run's ``packet`` figures): the
     run's time beside the flow engine's for the same graph, events, marks, CNPs, pauses,
-    drops, then the fullest ports (:func:`ports_table`).
+    drops and what the transport did about them, then the fullest ports
+    (:func:`ports_table`).
 
     >>> text = jobs_packet_text({"makespan": 2.0, "flow_makespan": 1.0, "events": 10,
     ...     "packets_estimated": 5.0, "ecn_marks": 1, "cnps": 1, "pfc_pauses": 0,
     ...     "paused_time": 0.0, "drops": 0, "ports": []})
     >>> text.splitlines()[1]
     '# packets: 2 s (flow engine: 1 s, x2.000); 10 events, 1 ECN marks, 1 CNPs, 0 PFC pauses (0.0 us paused), 0 drops'
+    >>> text.splitlines()[2]
+    '# transport: 0 go-back-N rewinds (0.0 KB resent), 0 timeouts'
     """
+    rewinds, resent, timeouts = transport(packet)
     ratio = packet["makespan"] / packet["flow_makespan"] if packet["flow_makespan"] else 1.0
     return "\n".join([
         "# packet engine (docs/packet.md): the jobs' task graph as packets",
@@ -81,6 +108,8 @@ def jobs_packet_text(packet: dict) -> str:
         f"x{ratio:.3f}); {packet['events']} events, {packet['ecn_marks']} ECN marks, "
         f"{packet['cnps']} CNPs, {packet['pfc_pauses']} PFC pauses "
         f"({packet['paused_time'] * 1e6:.1f} us paused), {packet['drops']} drops",
+        f"# transport: {rewinds} go-back-N rewinds ({resent / 1e3:.1f} KB resent), "
+        f"{timeouts} timeouts",
         ports_table({"packet": packet})])
 
 
@@ -154,13 +183,14 @@ def packet_sections(run: dict) -> list:
             continue
         table = Table(["size (B)", "busbw (GB/s)", "steps simulated", "extrapolated",
                        "ECN marks", "CNPs", "PFC pauses", "paused (us)", "drops",
-                       "max queue (KB)"],
+                       *TRANSPORT_HEADS, "max queue (KB)"],
                       [[f"{r['size']:,.0f}", f"{r['busbw']:.2f}",
                         f"{r['packet']['steps_simulated']}/{r['packet']['steps']}",
                         f"{100 * r['packet']['extrapolated']:.0f}%",
                         str(r["packet"]["ecn_marks"]), str(r["packet"]["cnps"]),
                         str(r["packet"]["pfc_pauses"]),
                         f"{r['packet']['paused_time'] * 1e6:.1f}", str(r["packet"]["drops"]),
+                        *_transport_cells(r["packet"]),
                         f"{max((p['q_max'] for p in r['packet']['ports']), default=0) / 1e3:.1f}"]
                        for r in rows],
                       caption=f"{c['name']}: packet engine, per size (queues, marks and "
@@ -178,11 +208,13 @@ def packet_sections(run: dict) -> list:
     if jobs:
         q_max = max((p["q_max"] for p in jobs["ports"]), default=0.0)
         parts.append(Table(["packets (s)", "flow engine (s)", "events", "ECN marks", "CNPs",
-                            "PFC pauses", "paused (us)", "drops", "max queue (KB)"],
+                            "PFC pauses", "paused (us)", "drops",
+                            *TRANSPORT_HEADS, "max queue (KB)"],
                            [[f"{jobs['makespan']:.6g}", f"{jobs['flow_makespan']:.6g}",
                              f"{jobs['events']:,}", str(jobs["ecn_marks"]), str(jobs["cnps"]),
                              str(jobs["pfc_pauses"]), f"{jobs['paused_time'] * 1e6:.1f}",
-                             str(jobs["drops"]), f"{q_max / 1e3:.1f}"]],
+                             str(jobs["drops"]), *_transport_cells(jobs),
+                             f"{q_max / 1e3:.1f}"]],
                            caption="the jobs' iterations as packets, beside the flow "
                                    "engine's time for the same task graph"))
         queue = jobs.get("queue", {})

@@ -86,15 +86,15 @@ def walk(flows: FlowBatch, port: np.ndarray, keys: np.ndarray, codes: np.ndarray
     relay, dst, port = flows.relay[subset], flows.dst[subset], port[subset]
     table, status = ecmp_walk(t.gpu_tor[relay, port], flows.targets(subset),
                               _readonly(t.access_down[dst]), keys[subset], dst.astype(np.int64),
-                              t.topo(fabric), codes, seeds, t.max_hops + 2,
-                              t.base_topo() if (codes[1:4] < 0).any() else None)
+                              t.topo(fabric), codes, seeds, t.max_hops + 2, t.base_topo(),
+                              t.base is not None and bool((codes[1:4] < 0).any()))
     stuck = np.flatnonzero(status)
     if stuck.size and flows.degraded:
         b = t.base
         table[stuck], status[stuck] = ecmp_walk(
             b.gpu_tor[relay[stuck], port[stuck]], flows.targets(subset[stuck], base=True),
             _readonly(b.access_down[dst[stuck]]), keys[subset[stuck]], dst[stuck].astype(np.int64),
-            b.topo(fabric), codes, seeds, t.max_hops + 2, None)
+            b.topo(fabric), codes, seeds, t.max_hops + 2, b.base_topo(), False)
     bad = np.flatnonzero(status)
     if bad.size:
         i = bad[0]

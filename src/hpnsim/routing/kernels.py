@@ -15,12 +15,13 @@ link is down.
 
 ``topo`` is :meth:`~hpnsim.routing.tables.RoutingTables.topo`: the adjacency and distances
 the walk follows (under a :class:`~hpnsim.fabrics.state.FabricState`, only the links that
-are up, and distances over them). ``base`` is None with every link up (the branch is
-compiled away: the walks are exactly the all-up walks), else
+are up, and distances over them). ``base`` is
 :meth:`~hpnsim.routing.tables.RoutingTables.base_topo` (the all-up adjacency and
-distances) with its own candidate cache. Degraded, a switch picks among its remaining
-candidates with the same hash (fewer candidates), and a fixed mapping keeps its all-up
-choice whenever that link is still a candidate.
+distances), consulted through its own candidate cache only when ``degraded`` is set: with
+every link up the walks are exactly the all-up walks. Degraded, a switch picks among its
+remaining candidates with the same hash (fewer candidates), and a fixed mapping keeps its
+all-up choice whenever that link is still a candidate. (One signature for both cases, not
+``base=None``: each kernel then compiles once on a fresh install, issue 21.)
 """
 
 from __future__ import annotations
@@ -62,6 +63,20 @@ def target_distance(node, targets, row, distance):
 
 
 @njit(cache=True)
+def _first_at_least(sorted_keys, key):
+    """``np.searchsorted(sorted_keys, key)`` (side left) as a plain binary search: numba's
+    generic one compiles comparisons for every dtype (issue 21, cold start)."""
+    lo, hi = 0, sorted_keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if sorted_keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
 def _candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance, pair_keys,
                 pair_links, n_nodes, buf):
     """Out-links of ``cur`` to switches one hop closer to ``targets``; fills ``buf``.
@@ -81,7 +96,7 @@ def _candidates(cur, d, targets, sw_ptr, sw_links, link_dst, row, distance, pair
             if seen:
                 continue
             key = np.int64(cur) * n_nodes + t
-            lo = np.searchsorted(pair_keys, key)
+            lo = _first_at_least(pair_keys, key)
             while lo < pair_keys.shape[0] and pair_keys[lo] == key:
                 buf[count] = pair_links[lo]
                 count += 1
@@ -100,8 +115,10 @@ CACHE_SLOTS = 4096
 
 @njit(cache=True)
 def candidate_cache(n_targets, max_degree, slots=CACHE_SLOTS):
-    tags = np.full((slots, n_targets + 2), -1, dtype=np.int64)
-    counts = np.zeros(slots, dtype=np.int64)
+    tags = np.empty((slots, n_targets + 2), dtype=np.int64)
+    tags[:] = -1
+    counts = np.empty(slots, dtype=np.int64)
+    counts[:] = 0
     links = np.empty((slots, max_degree), dtype=np.int32)
     return tags, counts, links
 
@@ -152,11 +169,11 @@ def _fixed_pick(cur, targets, dst_code, code, key, seeds, row, link_dst, cached,
 
 @njit(cache=True)
 def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, offset, cache,
-             base=None, base_cache=None):
+             base, base_cache, degraded):
     """Route one flow from ToR ``cur`` to its NIC, writing links into ``out[offset:]``.
 
     ``topo`` from :meth:`~hpnsim.routing.tables.RoutingTables.topo`; ``cache`` from
-    :func:`new_cache`; ``base`` / ``base_cache`` only under a degraded state (module
+    :func:`new_cache`; ``base`` / ``base_cache`` consulted only when ``degraded`` (module
     docstring). Returns 0 on success, 1 if the destination is unreachable, 2 if the path
     does not fit in ``out``.
     """
@@ -200,7 +217,7 @@ def walk_one(cur, targets, down, key, dst_code, topo, tier_code, seeds, out, off
                 # fixed mapping: no 5-tuple hash, but distinct upstream switches map
                 # to distinct next hops, so the diversity of earlier hashes survives
                 pick = (dst_code + cur) % count
-                if base is not None:
+                if degraded:
                     pick = _fixed_pick(cur, targets, dst_code, code, key, seeds, row,
                                        link_dst, cached, slot, count, base, base_cache)
         link = cached[slot, pick]
@@ -217,25 +234,23 @@ def new_cache(topo, n_targets):
 
 
 @njit(cache=True)
-def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, topo, tier_code, seeds, width,
-              base=None):
+def ecmp_walk(start, dst_tors, dst_down, keys, dst_code, topo, tier_code, seeds, width, base,
+              degraded):
     """Route every flow from its start ToR to its destination NIC (see :func:`walk_one`).
 
     Returns ``(table, status)``: ``table[i]`` holds flow i's link ids padded with -1;
     ``status[i]`` is 0 on success, 1 if unreachable, 2 if longer than ``width`` links.
     """
     n = start.shape[0]
-    table = np.full((n, width), -1, dtype=np.int32)
-    status = np.zeros(n, dtype=np.int8)
+    table = np.empty((n, width), dtype=np.int32)
+    table[:] = -1
+    status = np.empty(n, dtype=np.int8)
+    status[:] = 0
     cache = new_cache(topo, dst_tors.shape[1])
-    if base is None:
-        for i in range(n):
-            status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i],
-                                 topo, tier_code, seeds, table[i], np.int64(0), cache)
-    else:
-        base_cache = candidate_cache(dst_tors.shape[1], max_out_degree(base[0]))
-        for i in range(n):
-            status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i],
-                                 topo, tier_code, seeds, table[i], np.int64(0), cache, base,
-                                 base_cache)
+    # all up, the base cache is never read: a one-link placeholder
+    base_cache = candidate_cache(dst_tors.shape[1], max_out_degree(base[0]) if degraded else 1)
+    for i in range(n):
+        status[i] = walk_one(start[i], dst_tors[i], dst_down[i], keys[i], dst_code[i], topo,
+                             tier_code, seeds, table[i], np.int64(0), cache, base, base_cache,
+                             degraded)
     return table, status

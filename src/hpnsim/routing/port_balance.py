@@ -35,9 +35,12 @@ from numba import njit
 @njit(cache=True)
 def _greedy(src, dst, usable, n_nics):
     n, m = usable.shape
-    sent = np.zeros((n_nics, m), np.int64)
-    received = np.zeros((n_nics, m), np.int64)
-    port = np.zeros(n, np.int64)
+    sent = np.empty((n_nics, m), np.int64)
+    sent[:] = 0
+    received = np.empty((n_nics, m), np.int64)
+    received[:] = 0
+    port = np.empty(n, np.int64)
+    port[:] = 0
     for i in range(n):
         s, d = src[i], dst[i]
         best = -1
@@ -58,11 +61,14 @@ def _greedy(src, dst, usable, n_nics):
 @njit(cache=True)
 def _incidence(keys, n_nics, movable):
     """CSR lists of the movable flows per NIC (``keys``: a NIC per flow)."""
-    counts = np.zeros(n_nics + 1, np.int64)
+    counts = np.empty(n_nics + 1, np.int64)
+    counts[:] = 0
     for i in range(keys.shape[0]):
         if movable[i]:
             counts[keys[i] + 1] += 1
-    ptr = np.cumsum(counts)
+    ptr = counts  # running sum in place (numba's np.cumsum costs a compile: issue 21)
+    for j in range(n_nics):
+        ptr[j + 1] += ptr[j]
     fill = ptr[:-1].copy()
     flows = np.empty(ptr[-1], np.int64)
     for i in range(keys.shape[0]):
@@ -76,7 +82,8 @@ def _incidence(keys, n_nics, movable):
 def _repair(src, dst, port, movable, sent, received, n_nics):
     s_ptr, s_flows = _incidence(src, n_nics, movable)
     r_ptr, r_flows = _incidence(dst, n_nics, movable)
-    used = np.zeros(port.shape[0], np.bool_)
+    used = np.empty(port.shape[0], np.bool_)
+    used[:] = False
     trail = np.empty(port.shape[0], np.int64)
     for start in range(n_nics):
         while abs(received[start, 0] - received[start, 1]) >= 2:

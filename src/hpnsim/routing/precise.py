@@ -78,12 +78,19 @@ def precise_select(relay, dst, seed, base_sport, forced_port, ports, targets, gp
     links.
     """
     n = relay.shape[0]
-    table = np.full((n, width), -1, dtype=np.int32)
-    sport_out = np.zeros(n, dtype=np.int64)
-    port_out = np.zeros(n, dtype=np.int64)
-    ok = np.zeros(n, dtype=np.bool_)
-    load = np.zeros(n_links, dtype=np.float64)
+    table = np.empty((n, width), dtype=np.int32)
+    table[:] = -1
+    sport_out = np.empty(n, dtype=np.int64)
+    sport_out[:] = 0
+    port_out = np.empty(n, dtype=np.int64)
+    port_out[:] = 0
+    ok = np.empty(n, dtype=np.bool_)
+    ok[:] = False
+    load = np.empty(n_links, dtype=np.float64)
+    load[:] = 0.0
     cache = new_cache(topo, gpu_tor.shape[1])
+    # walk_one's all-up base (never consulted: not degraded); topo's own arrays
+    base = (topo[0], topo[1], topo[4], topo[5], topo[6])
     row = np.empty(width, dtype=np.int32)
     key = np.empty(KEY_BYTES, dtype=np.uint8)
     for i in range(n):
@@ -104,7 +111,8 @@ def precise_select(relay, dst, seed, base_sport, forced_port, ports, targets, gp
             row[:] = -1
             row[0] = access_up[r, port]
             status = walk_one(gpu_tor[r, port], targets[i], access_down[d], key, d, topo,
-                              tier_code, seeds, row, np.int64(1), cache)
+                              tier_code, seeds, row, np.int64(1), cache, base, cache,
+                              np.bool_(False))
             if status != 0:
                 continue
             worst = 0.0
@@ -117,7 +125,9 @@ def precise_select(relay, dst, seed, base_sport, forced_port, ports, targets, gp
                         worst = load[link]
             if worst < best_worst or (worst == best_worst and total < best_total):
                 best_worst, best_total = worst, total
-                table[i, :] = row
+                # a loop: a slice assignment compiles its shape-mismatch message (issue 21)
+                for k in range(width):
+                    table[i, k] = row[k]
                 sport_out[i], port_out[i], ok[i] = sport, port, True
                 if worst == 0.0:
                     break       # every network link of this path is idle: cannot do better

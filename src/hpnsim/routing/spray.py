@@ -103,7 +103,8 @@ def spray_policy(flows: FlowBatch, options: dict) -> Paths:
 def assemble(head, access, access_w, pattern_of, uptr, ulinks, uweight, exit_down, tail):
     """Concatenate each flow's head links, ACCESS entries, sprayed pattern and tail."""
     n = head.shape[0]
-    ptr = np.zeros(n + 1, dtype=np.int64)
+    ptr = np.empty(n + 1, dtype=np.int64)
+    ptr[:] = 0
     for i in range(n):
         count = 0
         for k in range(head.shape[1]):
@@ -219,12 +220,15 @@ def spray_walk(start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst
     their destination NIC share one result.
     """
     n = start.shape[0]
-    acc = np.zeros(n_nodes, dtype=np.float64)
+    acc = np.empty(n_nodes, dtype=np.float64)
+    acc[:] = 0.0
     pending = np.empty(n_nodes, dtype=np.int64)
     dummy_l = np.empty(0, dtype=np.int32)
     dummy_w = np.empty(0, dtype=np.float64)
-    flow_entries = np.zeros(n, dtype=np.int64)
-    ok = np.ones(n, dtype=np.bool_)
+    flow_entries = np.empty(n, dtype=np.int64)
+    flow_entries[:] = 0
+    ok = np.empty(n, dtype=np.bool_)
+    ok[:] = True
     tags, counts, cached = candidate_cache(dst_tors.shape[1], max_out_degree(sw_ptr))
     for i in range(n):
         c = _spray_flow(i, start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst,
@@ -235,7 +239,8 @@ def spray_walk(start, start_frac, dst_tors, dst_down, sw_ptr, sw_links, link_dst
             ok[i] = False
             c = 0
         flow_entries[i] = c
-    ptr = np.zeros(n + 1, dtype=np.int64)
+    ptr = np.empty(n + 1, dtype=np.int64)
+    ptr[:] = 0
     for i in range(n):
         ptr[i + 1] = ptr[i] + flow_entries[i]
     links = np.empty(ptr[n], dtype=np.int32)

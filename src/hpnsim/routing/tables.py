@@ -68,12 +68,11 @@ class RoutingTables:
         return (self.sw_ptr, self.sw_links, fabric.link_dst, self.row, self.distance,
                 self.pair_keys, self.pair_links, fabric.node_tier)
 
-    def base_topo(self) -> tuple | None:
-        """None with every link up, else the all-up adjacency and distances the kernels
-        use to keep a fixed mapping's all-up choice (see :mod:`.kernels`)."""
-        b = self.base
-        if b is None:
-            return None
+    def base_topo(self) -> tuple:
+        """The all-up adjacency and distances the kernels use to keep a fixed mapping's
+        all-up choice (see :mod:`.kernels`): the base tables' when some link is down, else
+        this table's own."""
+        b = self.base if self.base is not None else self
         return (b.sw_ptr, b.sw_links, b.distance, b.pair_keys, b.pair_links)
 
 

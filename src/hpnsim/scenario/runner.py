@@ -45,10 +45,11 @@ from hpnsim.scenario.prepare import (
     prepare,
     scenario_and_lines,
 )
+from hpnsim.scenario.work import check_iteration_tasks, check_task_floor, iterations_tasks
 from hpnsim.scenario.yaml import located
 
 __all__ = ["JobsTogether", "SharedRun", "allocate", "as_scenario", "build_scenario_fabric",
-           "run", "run_collectives"]
+           "check_task_floor", "run", "run_collectives"]
 
 
 def _quiet(message: str) -> None:
@@ -74,34 +75,6 @@ class SharedRun:
     packet: dict | None = None
 
 
-def check_task_floor(scenario, every_iteration: bool = True, few: int = 10) -> None:
-    """Refuse, before compiling anything, jobs that must make more engine tasks than
-    :func:`~hpnsim.errors.work_limit` ("tasks"): every micro-batch on every virtual stage
-    runs at least a forward and a backward, ``2 x micro-batches x stages`` tasks an
-    iteration, times the iterations when each is simulated (``every_iteration``; a cluster
-    trace's steady state simulates a few).
-
-    >>> from hpnsim.scenario.spec import parse_scenario
-    >>> check_task_floor(parse_scenario({"jobs": [{"model": "llama3-8b", "dp": 2,
-    ...                                           "global_batch": 2 * 10**9}]}))
-    Traceback (most recent call last):
-    ...
-    hpnsim.errors.InputError: jobs[0].global_batch: 1,000,000,000 micro-batches x 1 stages x 1 iterations make at least 2,000,000,000 engine tasks; hpnsim runs at most 5,000,000 tasks unless HPNSIM_MAX_TASKS=N raises it
-    """
-    from hpnsim.errors import check_work
-
-    for i, spec in enumerate(scenario.jobs):
-        if spec.workload is not None:   # an AICB file lists its tasks: it is read, not made
-            continue
-        job = spec.train_job()
-        iterations = spec.iterations if every_iteration else 1
-        floor = 2 * job.micro_batches * job.pp * job.virtual_stages * iterations
-        field = "iterations" if iterations > few else "global_batch"
-        check_work(floor, "tasks", f"jobs[{i}].{field}",
-                   f"{job.micro_batches:,} micro-batches x {job.pp * job.virtual_stages} "
-                   f"stages x {iterations:,} iterations make at least {floor:,} engine tasks")
-
-
 class JobsTogether:
     """The jobs-together driver: every job of a prepared scenario in one simulation, then
     each job alone (with ``compare_alone``), then every collective alone.
@@ -125,6 +98,9 @@ class JobsTogether:
     def __init__(self, prepared: PreparedScenario, progress=None):
         self.prepared = prepared
         self._say = progress or _quiet
+        #: job index -> (a graph holding its first iteration alone, [that iteration]):
+        #: compiled by :meth:`check_work`, continued by the first run that starts with it
+        self._started: dict[int, tuple] = {}
 
     def run(self) -> RunResult:
         """Every phase in order; the :class:`~hpnsim.results.RunResult`."""
@@ -133,8 +109,7 @@ class JobsTogether:
             result = RunResult(scenario=_echo(p.scenario), fabric=_fabric_summary(p.fabric),
                                jobs=[], makespan=0.0, n_tasks=0, n_events=0)
         elif p.scenario.faults:
-            self.check_work()
-            result = self.through_faults()
+            result = self.through_faults()      # checks the work on the iterations it copies
         else:
             self.check_work()
             result = self.together()
@@ -149,44 +124,46 @@ class JobsTogether:
         result.built_fabric = p.fabric
         return result
 
-    def check_work(self, few: int = 10) -> None:
+    def check_work(self, few: int = 10) -> int:
         """Refuse, before simulating, jobs whose iterations would make more engine tasks than
-        :func:`~hpnsim.errors.work_limit` ("tasks"): one iteration of each job with more than
-        ``few`` iterations is compiled into a scratch graph and its tasks counted."""
+        :func:`~hpnsim.errors.work_limit` ("tasks"): the first iteration of each job with more
+        than ``few`` iterations is compiled and its tasks counted
+        (:func:`~hpnsim.scenario.work.check_iteration_tasks`). That iteration is not compiled
+        again: the first run that starts with the job (:meth:`simulate`) continues its graph.
+        Returns the estimated tasks of those jobs' iterations.
+        """
         from hpnsim.engine import TaskGraph
-        from hpnsim.errors import check_work
 
-        p = self.prepared
-        check_task_floor(p.scenario, few=few)
-        total, largest = 0, None
-        for i, spec in enumerate(p.scenario.jobs):
-            if spec.iterations <= few:
-                continue
-            graph = TaskGraph()
-            self.compile([i], graph, iterations=1)
-            total += len(graph) * spec.iterations
-            if largest is None or spec.iterations > p.scenario.jobs[largest].iterations:
-                largest = i
-        if largest is not None:
-            spec = p.scenario.jobs[largest]
-            check_work(total, "tasks", f"jobs[{largest}].iterations",
-                       f"{spec.iterations:,} iterations make about {total:,} engine tasks")
+        scenario = self.prepared.scenario
+        check_task_floor(scenario, few=few)
+        tasks = {}
+        for i, spec in enumerate(scenario.jobs):
+            if spec.iterations > few:
+                graph = TaskGraph()
+                first = self.compile([i], graph, iterations=1)[i]
+                self._started[i] = (graph, first)
+                tasks[i] = iterations_tasks(len(graph), spec.iterations, first[0].origin >= 0)
+        return check_iteration_tasks(scenario, tasks)
 
-    def compile(self, jobs: list[int], graph, iterations: int | None = None) -> dict[int, list]:
+    def compile(self, jobs: list[int], graph, iterations: int | None = None,
+                built: dict[int, list] | None = None) -> dict[int, list]:
         """Every iteration of ``jobs`` (indices into the scenario's jobs) into ``graph``: a
         job's first iteration is released at its arrival, each next one after the previous
-        (``iterations`` of each instead, when given). Returns job index -> its compiled
-        iterations."""
+        (``iterations`` of each instead, when given). ``built``: iterations of a job already
+        in ``graph``, continued from. Returns job index -> its compiled iterations."""
         from hpnsim.training import compile_program, program_from_aicb, program_from_job
 
         p = self.prepared
-        built: dict[int, list] = {}
+        built = dict(built or {})
         for i in jobs:
             spec = p.scenario.jobs[i]
-            program = program_from_aicb(p.workloads[i]) if spec.workload is not None \
-                else program_from_job(spec.train_job())
-            its, after = [], ()
-            for _ in range(spec.iterations if iterations is None else iterations):
+            its = list(built.get(i, []))
+            count = spec.iterations if iterations is None else iterations
+            if len(its) < count:
+                program = program_from_aicb(p.workloads[i]) if spec.workload is not None \
+                    else program_from_job(spec.train_job())
+            after = its[-1].stage_end if its else ()
+            for _ in range(len(its), count):
                 it = compile_program(program, graph, p.fabric,
                                      scenario_options(p.scenario, p.nccl),
                                      gpus=p.placements[i], tp_algo=spec.tp_algo,
@@ -197,12 +174,16 @@ class JobsTogether:
         return built
 
     def simulate(self, jobs: list[int]) -> SharedRun:
-        """``jobs`` compiled into one shared task graph and simulated together."""
+        """``jobs`` compiled into one shared task graph and simulated together (the graph
+        :meth:`check_work` compiled ``jobs[0]``'s first iteration into, when there is one)."""
         from hpnsim.engine import TaskGraph
         from hpnsim.training import account
 
-        graph = TaskGraph()
-        built = self.compile(jobs, graph)
+        graph, started = TaskGraph(), {}
+        if jobs and jobs[0] in self._started:
+            graph, first = self._started.pop(jobs[0])
+            started = {jobs[0]: first}
+        built = self.compile(jobs, graph, built=started)
         engine = self.prepared.scenario.engine
         if engine is not None and engine.kind == "packet":
             from hpnsim.scenario.packet_jobs import simulate_jobs_packet
@@ -252,21 +233,35 @@ class JobsTogether:
                          n_tasks=shared.n_tasks, n_events=shared.n_events, notes=notes,
                          packet=shared.packet)
 
-    def through_faults(self) -> RunResult:
-        """Every job together through the scenario's faults (:mod:`hpnsim.faults.runner`)."""
+    def through_faults(self, few: int = 10) -> RunResult:
+        """Every job together through the scenario's faults (:mod:`hpnsim.faults.runner`).
+
+        Each job's iteration is compiled once, checked as :meth:`check_work` checks (jobs
+        with more than ``few`` iterations), and handed to the faults driver, which copies it.
+        """
+        from hpnsim.faults.iterations import compile_iteration, template_of
         from hpnsim.faults.runner import JobPlan, simulate_with_faults
 
         p = self.prepared
         scenario = p.scenario
+        check_task_floor(scenario, few=few)
         failover, recovery = scenario.failover.policies(scenario.seed)
         plans = [JobPlan(spec.name, spec.train_job(), p.placements[i], spec.iterations,
                          spec.arrival, spec.tp_algo, spec.dp_algo)
                  for i, spec in enumerate(scenario.jobs)]
+        firsts = [compile_iteration(plan, p.fabric, scenario.routing, scenario.seed,
+                                    routing_options(scenario)) for plan in plans]
+        # every iteration a copy of the compiled one (its start task included)
+        check_iteration_tasks(scenario, {i: arrays.kind.size * plans[i].iterations
+                                         for i, (_, arrays) in enumerate(firsts)
+                                         if plans[i].iterations > few})
+        templates = [template_of(it, arrays, p.fabric) for it, arrays in firsts]
         self._say(f"simulating {len(plans)} job(s) through {len(scenario.faults)} fault(s)")
         timelines = simulate_with_faults(p.fabric, plans, list(p.faults),
                                          routing=scenario.routing, seed=scenario.seed,
                                          failover=failover, recovery=recovery,
-                                         routing_options=routing_options(scenario))
+                                         routing_options=routing_options(scenario),
+                                         templates=templates)
         jobs = [JobResult(name=spec.name, model=spec.model, gpus=p.placements[i].tolist(),
                           arrival=spec.arrival, finish=t.finish, iterations=t.iterations,
                           faults=t.to_dict())

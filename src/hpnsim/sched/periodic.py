@@ -170,36 +170,34 @@ def simulate_periodic(jobs, capacity, horizon: float, *, priority=None, weights=
             raise InputError("compute_time", f"job {j.name!r} has neither compute nor "
                                              "traffic: its iterations take no time")
 
+    # the engine runs on the jobs' links only, numbered in order (its state is sized by the
+    # link count; the order of the links, and so every step, is kept)
+    used = np.unique(np.concatenate([j.links for j in jobs]))
+    if not used.size:
+        used = np.arange(cap.size)
     graph = TaskGraph()
     iteration_ends, transfers, computes, t_of = [], [], [], []
     for j, job in enumerate(jobs):
         t = job.transfer_time(cap)
         t_of.append(t)
-        # size in seconds of uncontended transfer: usage M_e / t_j makes the rate 1 alone
-        usage = job.link_bytes / t if t > 0 else None
         n_iter = int((horizon - offset[j]) // job.iteration_time(cap)) + 1 \
             if offset[j] <= horizon else 0
-        ends, xs, cs, prev = [], [], [], []
-        for i in range(n_iter):
-            label = f"{job.name}/it{i}"
-            head = graph.add_delay(job.comm_start * job.compute_time, deps=prev,
-                                   release=offset[j] if i == 0 else 0.0, name=label + "/c0")
-            tail = graph.add_delay((1.0 - job.comm_start) * job.compute_time, deps=[head],
-                                   name=label + "/c1")
-            cs += [head, tail]
-            prev = [tail]
-            if usage is not None:
-                x = graph.add_transfer(job.links, usage, t, priority=int(prio[j]),
-                                       weight=float(weight[j]), deps=[head],
-                                       name=label + "/comm")
-                xs.append(x)
-                prev.append(x)
-            ends.append(prev)
-        iteration_ends.append(ends)
-        transfers.append(xs)
-        computes.append(cs)
+        # one iteration (compute in two parts, the transfer after the first), chained
+        # n_iter times: each starts when the one before has computed and sent
+        one = TaskGraph()
+        head = one.add_delay(job.comm_start * job.compute_time)
+        ends = [one.add_delay((1.0 - job.comm_start) * job.compute_time, deps=[head])]
+        if t > 0:
+            # size in seconds of uncontended transfer: usage M_e / t_j makes the rate 1 alone
+            ends.append(one.add_transfer(np.searchsorted(used, job.links), job.link_bytes / t,
+                                         t, weight=float(weight[j]), deps=[head]))
+        firsts = graph.append_chain(one.arrays(used.size), n_iter, release=float(offset[j]),
+                                    priority=int(prio[j]), chain=ends)
+        iteration_ends.append(firsts[:, None] + np.asarray(ends, dtype=np.int64))
+        transfers.append(firsts + ends[1] if t > 0 else np.zeros(0, dtype=np.int64))
+        computes.append(np.stack([firsts, firsts + ends[0]], axis=1).ravel())
 
-    sim = Simulation(graph, cap)
+    sim = Simulation(graph, cap[used])
     sim.run(until=horizon)
     res = sim.result()
     limit = horizon * (1.0 + _HORIZON_RTOL)
@@ -208,8 +206,8 @@ def simulate_periodic(jobs, capacity, horizon: float, *, priority=None, weights=
     busy = np.zeros(n)
     finishes = []
     for j, job in enumerate(jobs):
-        done = [max(res.finish[t] for t in end) for end in iteration_ends[j]]
-        done = np.array([f for f in done if f <= limit])
+        done = res.finish[iteration_ends[j]].max(axis=1, initial=-math.inf)
+        done = done[done <= limit]
         finishes.append(done)
         iterations[j] = done.size
         xs = np.asarray(transfers[j], dtype=np.int64)

@@ -18,6 +18,7 @@ import numpy as np
 
 from hpnsim.collectives import CollectiveOptions, compile_into, hop_latencies
 from hpnsim.engine import TaskGraph, simulate
+from hpnsim.engine.fragment import GraphFragment
 
 
 def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
@@ -172,13 +173,35 @@ def compile_groups(graph: TaskGraph, fabric, op: str, groups, size: float,
                 cache[key] = compiled
         else:
             first.append(len(graph))  # replay adds the first stage's transfers first
-            finals += replay(graph, compiled, deps, name)
+            finals += _replay_recorded(graph, compiled, deps, name, cache, key)
         total += sent_bytes(compiled)
     if not finals:
         return -1, [], 0.0
     done = finals[0] if len(finals) == 1 else graph.add_delay(0.0, deps=finals,
                                                                name=f"{name} done")
     return done, first, total
+
+
+def _replay_recorded(graph: TaskGraph, compiled, deps, name: str, cache: dict,
+                     key: tuple) -> list[int]:
+    """:func:`replay` through a recorded fragment: the first replay of ``compiled`` with
+    this ``name`` and number of ``deps`` runs on a scratch graph and is recorded
+    (:class:`~hpnsim.engine.fragment.GraphFragment`, kept in ``cache``); every replay
+    appends the recording, the same tasks :func:`replay` would add, without re-merging
+    every path."""
+    deps = [int(d) for d in deps]
+    slot = ("replay", key, name, len(deps))
+    found = cache.get(slot)
+    if found is None:
+        scratch = TaskGraph()
+        outside = [scratch.add_delay(0.0) for _ in deps]
+        final = replay(scratch, compiled, outside, name)
+        found = (GraphFragment.record(scratch, len(outside), outside),
+                 [t - len(outside) for t in final])
+        cache[slot] = found
+    fragment, final = found
+    base = fragment.append_to(graph, deps)
+    return [base + t for t in final]
 
 
 def time_groups(fabric, op: str, groups, size: float,

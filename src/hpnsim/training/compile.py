@@ -154,6 +154,7 @@ class _Compiler:
         self.paths: dict = {}
         self.sent: dict = {}       # tag -> transfer task
         self.replayed: set = set()
+        self.hosted: dict = {}     # (kind, stage) -> (groups inside a host, local pattern)
 
     # ----- driver --------------------------------------------------------------------------
     def run(self) -> None:
@@ -194,14 +195,27 @@ class _Compiler:
             self.it.tp_time = self.timed[key][0] if key else float("nan")
 
     # ----- collectives ---------------------------------------------------------------------
-    def in_host(self, groups: np.ndarray) -> bool:
-        hosts = self.placement.host_of(groups)
-        return bool((hosts == hosts[:, :1]).all())
+    def _hosted(self, kind: str, s: int) -> tuple[bool, tuple]:
+        """Whether every ``kind`` group of stage ``s`` stays inside a host, and the first
+        group's local GPU pattern (asked for every op of the stage: worked out once)."""
+        found = self.hosted.get((kind, s))
+        if found is None:
+            groups = self.groups[kind][s]
+            hosts = self.placement.host_of(groups)
+            found = (bool((hosts == hosts[:, :1]).all()),
+                     tuple(self.placement.local_of(groups[0])))
+            self.hosted[(kind, s)] = found
+        return found
 
-    def replay_time(self, op: Collective, groups: np.ndarray) -> float:
-        """Seconds of ``op`` on one group alone; the bytes of all groups are counted."""
+    def in_host(self, kind: str, s: int) -> bool:
+        return self._hosted(kind, s)[0]
+
+    def replay_time(self, op: Collective, s: int) -> float:
+        """Seconds of ``op`` on one group of stage ``s`` alone; the bytes of all groups
+        are counted."""
+        groups = self.groups[op.group][s]
         group = groups[0]
-        key = (op.op, op.group, float(op.size), tuple(self.placement.local_of(group)))
+        key = (op.op, op.group, float(op.size), self._hosted(op.group, s)[1])
         if key not in self.timed:
             self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size,
                                           self.options[op.group])
@@ -338,8 +352,8 @@ class _StageState:
         if groups.shape[1] < 2:  # one-GPU groups move nothing: no time, no task
             self.delay(i, _CATEGORY[op.group], 0.0, op.after, f"{op.group} {op.op}")
             return
-        if self.c.in_host(groups):
-            seconds = self.c.replay_time(op, groups)
+        if self.c.in_host(op.group, self.s):
+            seconds = self.c.replay_time(op, self.s)
             self.delay(i, _CATEGORY[op.group], seconds, op.after, f"{op.group} {op.op}")
             return
         self.flush()
@@ -356,10 +370,10 @@ class _StageState:
             self.tasks[i] = []
             return
         base = self.deps(op.after) or self._origin()
-        if op.group == "tp" and self.c.in_host(groups):
+        if op.group == "tp" and self.c.in_host(op.group, self.s):
             # TP overlapped with compute, inside a host: timed once and replayed, as the
             # blocking ones (the module docstring's approximation), beside the stream
-            seconds = self.c.replay_time(op, groups)
+            seconds = self.c.replay_time(op, self.s)
             self.tasks[i] = [self.graph.add_delay(seconds, deps=base,
                                                   name=f"s{self.s} tp {op.op}")]
             return

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -96,9 +97,18 @@ class ClusterJob:
     def tp(self) -> int:
         return int(self.job.layout.tp if isinstance(self.job, Program) else self.job.tp)
 
-    @property
+    @cached_property
+    def program(self) -> Program:
+        """The training program of one iteration, built once for all its templates."""
+        from hpnsim.training import program_from_job
+
+        return self.job if isinstance(self.job, Program) else program_from_job(self.job)
+
+    @cached_property
     def shape(self) -> tuple:
-        """What decides the job's traffic and compute (its TrainJob or Program, algorithms)."""
+        """What decides the job's traffic and compute (its TrainJob or Program, algorithms);
+        worked out once (a TrainJob is frozen; its ``to_dict`` takes a millisecond, and a
+        cluster run asks at every template look-up)."""
         what = repr(self.job) if isinstance(self.job, Program) \
             else repr(sorted(self.job.to_dict().items()))
         return (what, self.tp_algo, self.dp_algo)
@@ -125,11 +135,14 @@ class IterationTemplate:
     links: np.ndarray
     link_bytes: np.ndarray
     transfers: np.ndarray = field(default=None)
+    #: :meth:`sched_job`'s answers by (name, GPUs), with the capacity they were made for
+    _sched: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def compile(cls, job: ClusterJob, fabric, gpus, *, routing: str = "ecmp",
-                seed: int = 0) -> IterationTemplate:
-        """Compile one iteration of ``job`` on ``gpus`` and run it alone.
+                seed: int = 0, program: Program | None = None) -> IterationTemplate:
+        """Compile one iteration of ``job`` on ``gpus`` and run it alone (``program``: its
+        training program when already built, else ``job.program``).
 
         >>> from hpnsim.fabrics import fat_tree
         >>> from hpnsim.training.job import TrainJob
@@ -139,10 +152,10 @@ class IterationTemplate:
         >>> bool(t.iteration_time > t.compute_time > 0), t.links.size > 0
         (True, True)
         """
-        from hpnsim.training import account, compile_program, program_from_job
+        from hpnsim.training import account, compile_program
 
         graph = TaskGraph()
-        program = job.job if isinstance(job.job, Program) else program_from_job(job.job)
+        program = job.program if program is None else program
         # a release > 0 gives the iteration a start task (id 0) that copies re-anchor
         it = compile_program(program, graph, fabric, routing=routing, tp_algo=job.tp_algo,
                              dp_algo=job.dp_algo, gpus=np.asarray(gpus), seed=seed,
@@ -199,13 +212,20 @@ class IterationTemplate:
         ``max(compute, comm_start x compute + t_j)`` is the simulated one alone: the share of
         the compute that the communication does not overlap.
         """
+        # a cluster run asks at every event for the same jobs on the same capacity array
+        # (SchedJobs are immutable: the answer is shared)
+        found = self._sched.get((name, n_gpus))
+        if found is not None and found[0] is capacity:
+            return found[1]
         job = SchedJob(name, n_gpus, self.compute_time, self.links, self.link_bytes)
         t = job.transfer_time(capacity)
         start = 1.0
         if t > 0 and self.compute_time > 0:
             start = min(1.0, max(0.0, (self.iteration_time - t) / self.compute_time))
-        return SchedJob(name, n_gpus, self.compute_time, self.links, self.link_bytes,
-                        comm_start=start)
+        job = SchedJob(name, n_gpus, self.compute_time, self.links, self.link_bytes,
+                       comm_start=start)
+        self._sched[(name, n_gpus)] = (capacity, job)
+        return job
 
 
 @dataclass(slots=True)
@@ -227,6 +247,8 @@ class RunningJob:
     gate: float = 0.0
     done: float = 0.0
     progress: list = field(default_factory=list)
+    #: (job shape, GPUs): its templates' key but the seed (:meth:`TemplateCache.of`)
+    placement: tuple | None = None
 
 
 class TemplateCache:
@@ -239,6 +261,22 @@ class TemplateCache:
     def __init__(self, fabric, routing: str = "ecmp"):
         self.fabric, self.routing = fabric, routing
         self._cache: dict = {}
+        self._stores: dict = {}
+        #: training programs by job shape (each run of a comparison has its own ClusterJobs)
+        self._programs: dict = {}
+        #: iterations compiled (each run alone once)
+        self.compiled = 0
+
+    def store(self, *what) -> dict:
+        """A dict that every run on this cache shares under ``what`` (what its entries
+        depend on besides the templates): the runs of a comparison reuse each other's
+        steady-state probes of components they run alike.
+
+        >>> c = TemplateCache(None)
+        >>> c.store("probes", 0.01) is c.store("probes", 0.01), c.store("x") is c.store("y")
+        (True, False)
+        """
+        return self._stores.setdefault(what, {})
 
     @property
     def size(self) -> int:
@@ -246,13 +284,24 @@ class TemplateCache:
 
     def of(self, run: RunningJob, seed: int | None = None) -> IterationTemplate:
         """The template of a placed job on its current routing seed (or on ``seed``)."""
-        return self.get(run.spec, run.gpus, run.seed if seed is None else seed)
+        if run.placement is None:
+            run.placement = (run.spec.shape, tuple(np.asarray(run.gpus).tolist()))
+        return self._lookup(run.placement, run.spec, run.gpus,
+                            run.seed if seed is None else seed)
 
     def get(self, job: ClusterJob, gpus, seed: int) -> IterationTemplate:
-        key = (job.shape, tuple(np.asarray(gpus).tolist()), int(seed))
+        return self._lookup((job.shape, tuple(np.asarray(gpus).tolist())), job, gpus, seed)
+
+    def _lookup(self, placement: tuple, job: ClusterJob, gpus, seed: int
+                ) -> IterationTemplate:
+        key = (*placement, int(seed))
         found = self._cache.get(key)
         if found is None:
+            program = self._programs.get(placement[0])
+            if program is None:
+                program = self._programs[placement[0]] = job.program
             found = IterationTemplate.compile(job, self.fabric, gpus, routing=self.routing,
-                                              seed=seed)
+                                              seed=seed, program=program)
+            self.compiled += 1
             self._cache[key] = found
         return found

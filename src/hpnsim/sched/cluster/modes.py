@@ -154,6 +154,14 @@ class SteadyMode:
         self.periods: dict[tuple, list[float]] = {}
         #: a component's last probe (stable or not), replayed when it would run the same
         self.probes: dict[tuple, Probe] = {}
+        #: probes of every run on these templates with these settings, by the component's
+        #: templates and decisions (class ranks, offsets, gates): a run that would probe a
+        #: component as another run did takes that probe when it had the same limit and
+        #: iterations left (``exact``), or when it repeats (:meth:`Probe.repeats`, ``last``):
+        #: either way the probe it would have run
+        self.shared = templates.store("probes", float(tolerance), int(budget), int(max_tasks))
+        #: probes taken from :attr:`shared` instead of run
+        self.shared_hits = 0
 
     def advance(self, running, placed, t, limit):
         runs = list(running.values())
@@ -204,12 +212,7 @@ class SteadyMode:
                 continue
             found = self.probes.get(key)
             if found is None or not found.repeats(limit - t, remaining[members]):
-                found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
-                              [runs[i].offset for i in members], self.capacity,
-                              tolerance=self.tolerance, limit=limit - t,
-                              remaining=remaining[members], budget=self.budget,
-                              max_tasks=self.max_tasks,
-                              gates=[runs[i].gate for i in members])
+                found = self._shared_probe(runs, tpls, members, key, remaining, limit - t)
                 self.counters.probes += 1
                 self.counters.unstable_probes += not found.stable
                 self.counters.phase_probes += found.level is ProbeLevel.PHASE
@@ -221,6 +224,29 @@ class SteadyMode:
                 probes[i] = Probe([found.ends[k]], found.period[k:k + 1], found.stable,
                                   found.simulated)
         return probes, elapsed
+
+    def _shared_probe(self, runs, tpls, members, key, remaining, limit) -> Probe:
+        """The component's probe: another run's that repeats here, else a new one."""
+        decided = tuple((id(tpls[i]), *k[2:]) for i, k in zip(members, key, strict=True))
+        left = remaining[members]
+        exact = ("exact", decided, float(limit), left.tobytes())
+        found = self.shared.get(exact)
+        if found is None:
+            last = self.shared.get(("last", decided))
+            if last is not None and last[1].repeats(limit, left):
+                found = last
+        if found is not None:
+            self.shared_hits += 1
+            return found[1]
+        found = probe([tpls[i] for i in members], [runs[i].priority for i in members],
+                      [runs[i].offset for i in members], self.capacity,
+                      tolerance=self.tolerance, limit=limit, remaining=left,
+                      budget=self.budget, max_tasks=self.max_tasks,
+                      gates=[runs[i].gate for i in members])
+        # the templates are kept with it: their ids in the keys stay theirs
+        entry = ([tpls[i] for i in members], found)
+        self.shared[exact] = self.shared[("last", decided)] = entry
+        return found
 
     def leave(self, run):
         pass

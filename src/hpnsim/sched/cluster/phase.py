@@ -52,9 +52,11 @@ def phase_templates(templates, capacity, *, max_spread: float = MAX_SPREAD
 
     A job's phase-level transfer is its only transfer in flight, so the links no other job
     of the component crosses only cap its own rate: they are folded into one link of the
-    job's own (id ``n_links + j``, 1 B/s, carrying the seconds its slowest private link
-    needs). The rates are those on the full paths, and a transfer crosses a few shared links
-    instead of hundreds.
+    job's own (1 B/s, carrying the seconds its slowest private link needs). The rates are
+    those on the full paths, and a transfer crosses a few shared links instead of hundreds.
+    The links are then numbered in their order among the links the component uses (the
+    engine's state is sized by the link count: a probe of a few links on a 72,016-link
+    fabric would set up the whole fabric's at every round).
 
     >>> from types import SimpleNamespace as T
     >>> from hpnsim.sched.jobs import SchedJob
@@ -64,9 +66,9 @@ def phase_templates(templates, capacity, *, max_spread: float = MAX_SPREAD
     >>> phases, cap = phase_templates([tpl(80.0, [0, 1], [20.0, 5.0]),
     ...                                tpl(0.1, [0], [0.1])], [1.0, 1.0])
     >>> [(p.merge, p.iteration_time) for p in phases], cap.tolist()
-    ([(1, 100.0), (25, 5.0)], [1.0, 1.0, 1.0, 1.0])
-    >>> phases[0].arrays.links.tolist(), phases[1].arrays.links.tolist()   # 1 is private
-    ([0, 2], [0])
+    ([(1, 100.0), (25, 5.0)], [1.0, 1.0])
+    >>> phases[0].arrays.links.tolist(), phases[1].arrays.links.tolist()   # 1: 0's own
+    ([0, 1], [0])
     """
     cap = np.asarray(capacity, dtype=np.float64)
     jobs = [t.sched_job("", 1, cap) for t in templates]
@@ -82,6 +84,10 @@ def phase_templates(templates, capacity, *, max_spread: float = MAX_SPREAD
         folded.append(SchedJob(job.name, job.gpus, job.compute_time, links, bytes_,
                                comm_start=job.comm_start))
     cap = np.concatenate([cap, np.ones(len(jobs))])
+    used = np.unique(np.concatenate([j.links for j in folded]))
+    folded = [SchedJob(j.name, j.gpus, j.compute_time, np.searchsorted(used, j.links),
+                       j.link_bytes, comm_start=j.comm_start) for j in folded]
+    cap = cap[used]
     own = np.array([j.iteration_time(cap) for j in folded])
     merge = np.maximum(1, np.floor(own.max() / (max_spread * np.maximum(own, 1e-300))))
     phases = [PhaseTemplate.of(j, cap, alone=t.iteration_time, merge=int(m))

@@ -23,10 +23,12 @@ last iteration) would run again identically for the same component; the caller r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from hpnsim.engine import Simulation, TaskGraph
 from hpnsim.sched.cluster.phase import MAX_SPREAD, phase_templates
@@ -57,30 +59,29 @@ class ProbeLevel(StrEnum):
 
 
 def components(link_sets: list[np.ndarray]) -> list[list[int]]:
-    """Groups of indices whose link sets are connected by sharing links.
+    """Groups of indices whose link sets are connected by sharing links, each group
+    ascending, the groups by their first index.
 
     >>> components([np.array([0, 1]), np.array([5]), np.array([1, 2]), np.array([])])
     [[0, 2], [1], [3]]
     """
-    parent = list(range(len(link_sets)))
-
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owner: dict[int, int] = {}
-    for i, links in enumerate(link_sets):
-        for link in links.tolist():
-            j = owner.setdefault(link, i)
-            a, b = find(i), find(j)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(link_sets)):
-        groups.setdefault(find(i), []).append(i)
-    return sorted(groups.values())
+    n = len(link_sets)
+    if n == 0:
+        return []
+    sizes = np.array([links.size for links in link_sets], dtype=np.int64)
+    links = np.concatenate([np.asarray(x, dtype=np.int64).ravel() for x in link_sets]) \
+        if sizes.sum() else np.zeros(0, dtype=np.int64)
+    owner = np.repeat(np.arange(n), sizes)
+    # the bipartite graph job -- link: jobs are connected when they reach a common link
+    ids, column = np.unique(links, return_inverse=True)
+    graph = coo_matrix((np.ones(links.size), (owner, n + column.ravel())),
+                       shape=(n + ids.size, n + ids.size))
+    _, label = connected_components(graph, directed=False)
+    label = label[:n]
+    order = np.argsort(label, kind="stable")
+    cuts = np.flatnonzero(np.diff(label[order])) + 1
+    groups = [g.tolist() for g in np.split(order, cuts)]
+    return sorted(groups)
 
 
 @dataclass
@@ -151,7 +152,8 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     """
     gates = np.zeros(len(templates)) if gates is None else np.asarray(gates, dtype=float)
     if task_level_cost(templates, offsets, limit) <= budget:
-        return _probe(templates, priorities, offsets, capacity, tolerance=tolerance,
+        local, cap = _on_own_links(templates, capacity)
+        return _probe(local, priorities, offsets, cap, tolerance=tolerance,
                       limit=limit, remaining=remaining, max_tasks=max_tasks, gates=gates)
     phases, folded = phase_templates(templates, capacity, max_spread=max_spread)
     scale = np.array([p.scale for p in phases])
@@ -170,6 +172,17 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     found.period = found.period * scale
     found.level = ProbeLevel.PHASE
     return found
+
+
+def _on_own_links(templates, capacity) -> tuple[list, np.ndarray]:
+    """The templates with their links numbered in order among the links the component
+    uses, and those links' capacities: the engine sizes its state by the link count, and a
+    probe's rounds would set up all 72,016 of Lingjun's for the few hundred it loads (the
+    order of the links is kept, so the engine's steps are the same)."""
+    used = np.unique(np.concatenate([t.arrays.links for t in templates]))
+    local = [replace(t, arrays=replace(t.arrays, links=np.searchsorted(used, t.arrays.links)))
+             for t in templates]
+    return local, np.asarray(capacity, dtype=np.float64)[used]
 
 
 def task_level_cost(templates, offsets, limit: float) -> float:
