@@ -334,7 +334,8 @@ def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
         stable=pipe.stable, packets_estimated=estimate, events=res.events,
         ecn_marks=int(res.marks.sum()), cnps=int(res.cnps.sum()),
         pfc_pauses=int(res.pauses.sum()), paused_time=float(res.paused_time.sum()),
-        drops=int(res.drops.sum()), ports=top_ports(fabric, res, switch_of),
+        drops=int(res.drops.sum()), **res.transport_counters(),
+        ports=top_ports(fabric, res, switch_of),
         watch=watch, sample_times=res.sample_times, samples=res.samples,
         params=res.params, watch_names=[fabric.link_name(int(k)) for k in watch],
         watch_chosen=bool(run.watch))
