@@ -134,3 +134,23 @@ def test_window_extrapolates_what_every_chunk_gives():
     assert runs[0].stable and runs[0].extrapolated > 0.5 and runs[1].extrapolated == 0
     assert runs[0].steps_simulated < runs[1].steps_simulated == runs[1].steps == 64
     assert runs[0].network_time == pytest.approx(runs[1].network_time, rel=0.01)
+
+
+def test_cli_runs_a_simple_tree_chunked():
+    """`hpnsim collective --algo tree --protocol simple --engine packet`: 64 MiB over 16 GPUs
+    is 32 channels (16 x 2 trees) of 2 MiB; NCCL's rule (depth 7 + 1 = 8) halves 512 KiB
+    while 2 MiB / chunk < 64 (to 128 KiB) and < 32 (to 64 KiB): 32 chunks per channel."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from hpnsim.cli.main import app
+
+    result = CliRunner().invoke(app, [
+        "collective", "--fabric", "hpn7", "--segments", "1", "--hosts-per-segment", "2",
+        "--backup-hosts", "0", "--gpus", "16", "--sizes", "64M", "--algo", "tree",
+        "--protocol", "simple", "--engine", "packet", "--json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    assert row["algo"] == "tree" and row["packet"]["steps"] == 32
+    assert row["packet"]["steps_simulated"] <= 32 and row["busbw"] > 0
