@@ -143,15 +143,18 @@ def test_tree_and_nvls_collectives_take_the_flow_engines_time_without_congestion
     """Without congestion control, PFC or a buffer limit, and NVLink-bound (no two flows
     meet in a switch queue), the whole-step flows of tree, NVLS (GPU->NVSwitch and back as
     concurrent one-link flows) and NVLS-tree take the flow engine's max-min time within 1%
-    and name the same busiest link."""
+    and name the same busiest link. (Tree and NVLS-tree run as their graph here; under
+    --engine packet they run chunked: tests/test_packet_tree.py.)"""
     from hpnsim.collectives.nccl import NcclParams
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.collectives.packet_graph import run_collective_graph_packet
+    from hpnsim.collectives.packet_run import PacketRun
+    from hpnsim.collectives.plan import plan_collective
     from hpnsim.collectives.run import run_collective
 
     kw = dict(algo=algo, protocol="simple", routing=routing, nccl=NcclParams.for_gpu("h800"))
     flow = run_collective(two_hosts, "allreduce", range(gpus), 2**26, **kw)
-    pkt = run_collective_packet(two_hosts, "allreduce", range(gpus), 2**26,
-                                run=PacketRun(params=NO_CC), **kw)
+    plan = plan_collective(two_hosts, "allreduce", range(gpus), 2**26, **kw)
+    pkt = run_collective_graph_packet(two_hosts, plan, 2**26, routing, PacketRun(params=NO_CC))
     assert pkt.algo == flow.algo == algo
     assert pkt.time == pytest.approx(flow.time, rel=0.01)
     assert pkt.bottleneck.split("->")[1] == flow.bottleneck.split("->")[1]
@@ -285,15 +288,23 @@ def test_nvls_tree_parent_port_queues_what_two_line_rate_senders_leave_behind():
     packets), it is a ToR port toward a tree parent's NIC, and the run takes the flow
     engine's time (1%), which shares the port evenly and shows no queue. With the default
     DCQCN and ECN (Kmin 800 KB < S) that queue is marked and the senders cut: marks and CNPs
-    at that port, never faster than the plain run."""
+    at that port, never faster than the plain run. (The whole-step graph, run directly:
+    under --engine packet NVLS-tree runs chunked, tests/test_packet_tree.py.)"""
     from hpnsim.collectives.nccl import NcclParams
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.collectives.packet_graph import run_collective_graph_packet
+    from hpnsim.collectives.packet_run import PacketRun
+    from hpnsim.collectives.plan import plan_collective
     from hpnsim.collectives.run import run_collective
     from hpnsim.fabrics import hpn7
 
     f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
     kw = dict(algo="nvlstree", protocol="simple", routing="hpn_dual_plane",
               nccl=NcclParams.for_gpu("h800"))
+    plan = plan_collective(f, "allreduce", range(32), 2**26, **kw)
+
+    def run_collective_packet(fabric, op, gpus, size, run=PacketRun(), **_):
+        return run_collective_graph_packet(fabric, plan, size, "hpn_dual_plane", run)
+
     plain = run_collective_packet(f, "allreduce", range(32), 2**26,
                                   run=PacketRun(params=NO_CC), **kw)
     wire = 2**21 * 4158 / 4096

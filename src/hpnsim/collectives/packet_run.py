@@ -22,8 +22,10 @@ propagation, queues), as the flow engine adds them to its bandwidth time: the en
 differ by what the network does.
 
 Ring all-reduce, all-gather and reduce-scatter run this way (:data:`PACKET_OPS`, also
-when ``algo: auto`` picks ring); every other collective (tree, NVLS, NVLS-tree, all-to-all,
-...) runs as the flow engine's compiled task graph, moved as packets
+when ``algo: auto`` picks ring); tree and NVLS-tree all-reduce (Simple) run as NCCL's
+chunked tree pipeline (:func:`hpnsim.collectives.packet_tree.run_tree_packet`); every other
+collective (NVLS, hierarchical, all-to-all, LL/LL128 trees, ...) runs as the flow engine's
+compiled task graph, moved as packets
 (:func:`hpnsim.collectives.packet_graph.run_collective_graph_packet`). Collectives run
 together (:func:`run_together_packet`) are rings. The work is bounded before the run:
 :func:`estimate_packets` counts the packet hops of the steps the run would simulate and
@@ -238,10 +240,13 @@ def check_collective_packet(fabric, op: str, gpus, size: float,
     hpnsim.errors.InputError: max_packets: the run would simulate ~2.36e+06 packet hops, over the limit 1e+05: raise --max-packets
     """
     from hpnsim.collectives.packet_graph import check_graph_packet, graph_plan
+    from hpnsim.collectives.packet_tree import check_tree_packet, tree_pipelined
 
     options = CollectiveOptions.build(options)
     plan = None if together else graph_plan(fabric, op, gpus, size, options)
     if plan is not None:
+        if tree_pipelined(plan):
+            return check_tree_packet(fabric, plan, run)
         return check_graph_packet(fabric, plan, run)
     return _checked(fabric, op, gpus, size, options, run)[-1]
 
@@ -284,9 +289,12 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     True
     """
     from hpnsim.collectives.packet_graph import graph_plan, run_collective_graph_packet
+    from hpnsim.collectives.packet_tree import run_tree_packet, tree_pipelined
 
     options = CollectiveOptions.build(options, **keywords)
     graph = graph_plan(fabric, op, gpus, size, options, state)
+    if graph is not None and tree_pipelined(graph):
+        return run_tree_packet(fabric, graph, size, options.routing, run, state)
     if graph is not None:
         return run_collective_graph_packet(fabric, graph, size, options.routing, run, state)
     op, options, plan, rings, piece, steps, chunk, estimate = _checked(

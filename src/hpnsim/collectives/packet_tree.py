@@ -1,0 +1,341 @@
+"""Tree and NVLS-tree all-reduce through the packet engine as NCCL's chunked pipeline.
+
+NCCL 2.18.3 runs a tree all-reduce channel by channel in chunks (``src/collectives/device/
+all_reduce.h``, ``runTreeSplit`` and ``runTreeUpDown``: each loop moves one chunk per
+channel): a rank reduces chunk c once it has chunk c from all its children and sends it to
+its parent; the root's sum flows back down, chunk by chunk. NVLS-tree (``runNvlsTree``)
+adds an NVSwitch reduction of the chunk inside each host before the tree and an NVSwitch
+multicast after it. Each chunk is one step of a connection's ``NCCL_STEPS`` = 8 slots
+(``src/include/devcomm.h``; ``chunkSteps`` is 1 for every algorithm but the ring in
+``computeColl``, ``src/enqueue.cc``), so a sender is at most 8 chunks ahead of the rank
+that consumes them.
+
+What each planned tree stage (one NCCL channel: :func:`~hpnsim.collectives.tree.tree_stages`)
+becomes (:func:`tree_hops`), as :class:`~hpnsim.packet.pipeline.Hop`\\ s:
+
+* an up hop per edge (child -> parent): it needs the up hops into the child; it frees its
+  slot when the parent has forwarded the chunk (the parent's up hop, or, at the root, its
+  down hops and NVLS multicast);
+* a down hop per edge (parent -> child): it needs the down hop into the parent (at the root:
+  the up hops into it); its slot frees when the child has forwarded the chunk;
+* NVLS-tree: per host and rail stage, a reduction hop (every GPU of the host sends the chunk
+  to its NVSwitch, the switch returns the sum to the rail's GPU), needed by that GPU's up
+  hop (and the root's down hops), and a multicast hop (the rail's GPU stores the chunk, the
+  switch writes it to every GPU of the host) after the down hop into it; NVLink loads over
+  ``nvls_efficiency``; no slot bound (NVLS buffers are not NCCL connections).
+
+Members are the stage's routed paths (QP-expanded: each chunk is cut over the QPs, as
+``ncclIbMultiSend`` does), cut to their NIC-to-NIC legs as the ring and graph paths cut
+them (:func:`~hpnsim.collectives.packet_graph.member_legs`). Chunk size per channel:
+:func:`tree_chunk`. Protocols other than Simple (LL, LL128) run as the task graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpnsim.errors import InputError
+
+__all__ = ["NCCL_STEPS", "check_tree_packet", "run_tree_packet", "tree_chunk", "tree_hops",
+           "tree_pipelined"]
+
+#: steps (slots) per connection buffer: NCCL 2.18.3 src/include/devcomm.h
+NCCL_STEPS = 8
+
+
+def tree_pipelined(plan) -> bool:
+    """Whether the packet engine runs ``plan`` as NCCL's chunked tree pipeline: a tree or
+    NVLS-tree all-reduce with the Simple protocol.
+
+    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> tree_pipelined(plan_collective(f, "allreduce", range(16), 2**28, algo="tree",
+    ...                                protocol="simple"))
+    True
+    """
+    return plan.schedule.op == "allreduce" and plan.algo in ("tree", "nvlstree") \
+        and plan.protocol == "simple"
+
+
+def _tree_stages(plan) -> list:
+    return [s for s in plan.schedule.stages if s.switch is None]
+
+
+def tree_chunk(plan, gpus_per_host: int = 8) -> float:
+    """NCCL 2.18.3's chunk size per channel of a tree or NVLS-tree all-reduce (Simple),
+    ``computeColl`` in ``src/enqueue.cc``: one step of the buffer (``NcclParams.chunk_bytes``,
+    4 MiB / NCCL_STEPS = 512 KiB); tree halves it while ``size / (channels x chunk)`` is under
+    ``8 x depth`` (down to 128 KiB), ``4 x depth`` (64 KiB) and ``depth`` (32 KiB), with
+    ``depth = ranks/hosts - 1 + floor(log2 hosts)`` (``src/graph/connect.cc``); NVLS-tree caps
+    it at 256, 128, 64, 32 KiB when ``size`` is under 32, 16, 4, 1 x (concurrent chunk streams
+    x chunk); its streams are NCCL's channels x heads, here the planned rail stages.
+
+    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> p = plan_collective(f, "allreduce", range(16), 2**30, algo="tree", protocol="simple")
+    >>> tree_chunk(p) / 1024, len(p.schedule.stages)   # 1 GiB / (32 x 512 K) = 64 = 8 x 8
+    (512.0, 32)
+    >>> tree_chunk(plan_collective(f, "allreduce", range(16), 2**26, algo="tree",
+    ...                            protocol="simple")) / 1024    # 2 MiB per channel: 32 chunks
+    64.0
+    """
+    size = float(plan.schedule.size)
+    chunk = float(plan.nccl.chunk_bytes)
+    channels = len(_tree_stages(plan))
+    if plan.algo == "nvlstree":
+        for times, cap in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
+            if size < times * channels * chunk and chunk > cap:
+                chunk = float(cap)
+        return chunk
+    ranks = plan.schedule.gpus.size
+    hosts = len({int(g) // gpus_per_host for g in plan.schedule.gpus.tolist()})
+    depth = ranks // hosts - 1 + (hosts.bit_length() - 1)
+    for times, floor in ((8, 131072), (4, 65536), (1, 32768)):
+        while size // (channels * chunk) < depth * times and chunk > floor:
+            chunk /= 2
+    return chunk
+
+
+def _members(fabric, paths, qps: int, scale: float) -> list:
+    """Per member of a stage: (legs, weights) of its QP paths cut to packet legs."""
+    from hpnsim.collectives.packet_graph import member_legs
+
+    n = paths.n_flows
+    task, legs, weight = member_legs(fabric, np.arange(n), paths.ptr, paths.links,
+                                     paths.weight)
+    out = [([], []) for _ in range(n // qps)]
+    for t, leg, w in zip(task.tolist(), legs, weight.tolist(), strict=True):
+        out[t // qps][0].append(leg)
+        out[t // qps][1].append(w * scale / qps)
+    return out
+
+
+def _nvls_links(fabric, plan) -> dict:
+    """GPU -> (its link to the NVSwitch, the NVSwitch's link back) of the NVLS stage."""
+    stage = plan.schedule.stages[0]
+    p = plan.paths[0]
+    out = {}
+    for m, g in enumerate(stage.src.tolist()):
+        i = m * plan.qps
+        out[int(g)] = (int(p.links[p.ptr[i]]), int(p.links[p.ptr[i] + 1]))
+    return out
+
+
+def tree_hops(fabric, plan) -> list:
+    """The :class:`~hpnsim.packet.pipeline.Hop`\\ s of a planned tree or NVLS-tree
+    all-reduce (see the module docstring), weights in wire bytes per chunk byte of a rail
+    or tree stage.
+
+    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> p = plan_collective(f, "allreduce", range(16), 2**28, algo="tree", protocol="simple",
+    ...                     channels=1)
+    >>> hops = tree_hops(f, p)   # 2 trees x 2 directions x (2 x 7 NVLink + 1 network edges)
+    >>> len(hops), sorted({len(h.needs) for h in hops})
+    (60, [0, 1, 2])
+    """
+    efficiency = plan.nccl.protocol_efficiency(plan.protocol)
+    nvls = plan.algo == "nvlstree"
+    gpu_links = _nvls_links(fabric, plan) if nvls else {}
+    switch = np.asarray(fabric.link_dst)
+    hosts: dict = {}                                  # NVSwitch -> its GPUs
+    for g, (up, _) in gpu_links.items():
+        hosts.setdefault(int(switch[up]), []).append(g)
+    w = 1.0 / efficiency / plan.nccl.nvls_efficiency
+    nvls_legs = {}                                    # GPU -> (reduction legs, multicast legs)
+    for g, (up, down) in gpu_links.items():
+        peers = hosts[int(switch[up])]
+        nvls_legs[g] = ([([gpu_links[p][0]],) for p in peers] + [([down],)],
+                        [([up],)] + [([gpu_links[p][1]],) for p in peers])
+    hops: list = []
+    for i, stage in enumerate(plan.schedule.stages):
+        if stage.switch is not None:
+            continue
+        m = stage.n_members // 2
+        if not (np.array_equal(stage.src[m:], stage.dst[:m])
+                and np.array_equal(stage.dst[m:], stage.src[:m])):
+            raise InputError("algo", f"stage {stage.name} is not a tree's up and down edges")
+        members = _members(fabric, plan.paths[i], plan.qps, 1.0 / efficiency)
+        hops.extend(_stage_hops(stage.src[:m].tolist(), stage.dst[:m].tolist(), members,
+                                len(hops), nvls_legs if nvls else None, w))
+    return hops
+
+
+def _stage_hops(up_src: list, up_dst: list, members: list, base: int, nvls_legs, w: float):
+    """Hops of one tree stage (edges ``up_src[e] -> up_dst[e]``, ``members[e]`` the up
+    edge's and ``members[m + e]`` the down edge's (legs, weights)), numbered from ``base``:
+    up hops, down hops, then (NVLS-tree) a reduction and a multicast hop per rank."""
+    from hpnsim.packet.pipeline import Hop
+
+    m = len(up_src)
+    up_of = {s: base + e for e, s in enumerate(up_src)}              # a rank's own up hop
+    into, down_from = {}, {}                     # rank -> up hops into it, down hops from it
+    for e, d in enumerate(up_dst):
+        into.setdefault(d, []).append(base + e)
+        down_from.setdefault(d, []).append(base + m + e)
+    down_into = {s: base + m + e for e, s in enumerate(up_src)}       # down hop into a rank
+    order = sorted(set(up_src) | set(up_dst))
+    root = (set(order) - set(up_src)).pop()
+    nvls = nvls_legs is not None
+    red = {g: base + 2 * m + j for j, g in enumerate(order)}
+    cast = {g: base + 2 * m + len(order) + j for j, g in enumerate(order)}
+
+    def forwarders(v, down: bool) -> tuple:
+        if not down and v != root:
+            return (up_of[v],)
+        return tuple(down_from.get(v, ())) + ((cast[v],) if nvls else ())
+
+    def reduced(v) -> tuple:
+        return tuple(into.get(v, ())) + ((red[v],) if nvls else ())
+
+    hops = [Hop(members[e][0], np.asarray(members[e][1]), reduced(up_src[e]),
+                forwarders(up_dst[e], False)) for e in range(m)]
+    for e in range(m):
+        parent = up_dst[e]
+        needs = reduced(parent) if parent == root else (down_into[parent],)
+        hops.append(Hop(members[m + e][0], np.asarray(members[m + e][1]), needs,
+                        forwarders(up_src[e], True)))
+    if nvls:
+        for g in order:            # every GPU of g's host sends the chunk, g gets the sum
+            legs = nvls_legs[g][0]
+            hops.append(Hop(legs, np.full(len(legs), w), (), forwarders(g, False)))
+        for g in order:            # g stores the result, the switch writes it to every GPU
+            legs = nvls_legs[g][1]
+            needs = reduced(g) if g == root else (down_into[g],)
+            hops.append(Hop(legs, np.full(len(legs), w), needs))
+    return hops
+
+
+def _checked(fabric, plan, run, state=None):
+    """Hops, chunk, stage bytes, parameters and the packet hops of the first window (or of
+    every chunk); beyond ``run.max_packets`` an InputError named ``max_packets``."""
+    from hpnsim.packet import PacketParams
+    from hpnsim.packet.pipeline import pipeline_flows
+
+    params = (run.params or PacketParams()).validate()
+    gpus_per_host = int(getattr(fabric, "gpus_per_host", 8))
+    hops = tree_hops(fabric, plan)
+    if state is not None:
+        legs = [leg for h in hops for leg in h.legs]
+        used = np.concatenate([np.asarray(x, dtype=np.int64) for leg in legs for x in leg])
+        dead = used[~np.asarray(state.up)[used]]
+        if dead.size:
+            raise InputError("state", f"no path around the down link "
+                                      f"{fabric.link_name(int(dead[0]))}: it cannot run")
+    chunk = tree_chunk(plan, gpus_per_host)
+    stage_size = float(_tree_stages(plan)[0].size)
+    n_chunks = int(np.ceil(stage_size / chunk - 1e-9))
+    simulated = n_chunks if not run.window else min(n_chunks, FIRST_WINDOW)
+    estimate = pipeline_flows(hops, [chunk], NCCL_STEPS, params.mtu_bytes).packet_hops * simulated
+    if estimate > run.max_packets:
+        hint = "" if run.window else ", or use the windowed mode (drop --no-window)"
+        raise InputError("max_packets", f"the chunked {plan.algo} allreduce would simulate "
+                                        f"~{estimate:.3g} packet hops, over the limit "
+                                        f"{run.max_packets:.3g}: raise --max-packets{hint}")
+    return hops, chunk, stage_size, params, estimate
+
+
+#: chunks per stage the windowed mode simulates first (it doubles while not steady)
+FIRST_WINDOW = 16
+
+
+def check_tree_packet(fabric, plan, run, state=None) -> float:
+    """Packet hops :func:`run_tree_packet` simulates first (the first window, or every
+    chunk); beyond ``run.max_packets`` an :class:`~hpnsim.errors.InputError` named
+    ``max_packets``.
+
+    >>> from hpnsim.collectives.packet_run import PacketRun
+    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> plan = plan_collective(f, "allreduce", range(16), 2**30, algo="tree", protocol="simple")
+    >>> check_tree_packet(f, plan, PacketRun(max_packets=1e5))
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: max_packets: the chunked tree allreduce would simulate ~3.93e+06 packet hops, over the limit 1e+05: raise --max-packets
+    """
+    return _checked(fabric, plan, run, state)[-1]
+
+
+def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
+    """A planned tree or NVLS-tree all-reduce (Simple) as NCCL's chunked pipeline in the
+    packet engine: a :class:`~hpnsim.collectives.packet_result.PacketCollectiveResult` whose
+    ``steps`` are the chunks per channel, ``steps_simulated`` those simulated (windowed
+    mode: until the per-chunk time is steady, the rest extrapolated, ``extrapolated`` their
+    share), ``network_time`` the packets' time and ``nccl_latency`` NCCL's software terms
+    along the schedule (:func:`~hpnsim.collectives.packet_graph.chain_latency`), added as
+    for rings.
+
+    >>> from hpnsim.collectives.packet_run import PacketRun
+    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> plan = plan_collective(f, "allreduce", range(16), 2**26, algo="tree", protocol="simple")
+    >>> r = run_tree_packet(f, plan, 2**26, "hpn_dual_plane", PacketRun())
+    >>> r.algo, r.steps, r.drops, bool(r.network_time > 0)
+    ('tree', 32, 0, True)
+    """
+    from hpnsim.collectives.ops import busbw_factor
+    from hpnsim.collectives.packet_graph import _compiled, _watch, chain_latency
+    from hpnsim.collectives.packet_ports import packet_capacity, top_ports
+    from hpnsim.collectives.packet_result import PacketCollectiveResult
+    from hpnsim.collectives.run import concurrent_link_flows
+    from hpnsim.engine import simulate
+    from hpnsim.packet.adapter import fabric_links
+    from hpnsim.packet.pipeline import simulate_pipeline
+    from hpnsim.routing.diagnostics import port_imbalance
+
+    hops, chunk, stage_size, params, estimate = _checked(fabric, plan, run, state)
+    graph, compiled = _compiled(fabric, plan, state)
+    flow_time = float(simulate(graph, fabric.link_capacity if state is None
+                               else state.capacity).finish[compiled.final].max())
+    links = fabric_links(fabric)
+    switch_of = links["switch_of"]
+    capacity = packet_capacity(fabric, plan.nccl, params, state)
+    watch = _watch(fabric, [leg for h in hops for leg in h.legs], switch_of, run.watch,
+                   run.max_watch)
+    pipe = simulate_pipeline(capacity, fabric.link_latency, hops, stage_size, chunk,
+                             NCCL_STEPS, params, window=run.window,
+                             first_window=FIRST_WINDOW, max_packets=run.max_packets,
+                             switch_of=switch_of, reverse=links["reverse"],
+                             framed=links["framed"], watch=watch,
+                             sample_interval=max(2 * flow_time / run.samples, 1e-8),
+                             max_samples=4 * run.samples + 16, pct=(99.0,))
+    res = pipe.result
+    latency = chain_latency(plan)
+    time = pipe.time + latency
+    n = plan.schedule.gpus.size
+    algbw = size / time if time > 0 else np.inf
+    link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) * (pipe.n_chunks
+                                                               / pipe.chunks_simulated)
+    live = np.asarray(fabric.link_capacity if state is None else state.capacity) > 0
+    cap = np.where(live, capacity, 0.0)
+    ratio = np.divide(link_bytes, cap, out=np.zeros_like(link_bytes), where=cap > 0)
+    worst = int(np.argmax(ratio)) if ratio.size else -1
+    top = np.argsort(-ratio, kind="stable")[:10]
+    max_flows, collisions = concurrent_link_flows(compiled, fabric, state)
+    return PacketCollectiveResult(
+        op="allreduce", algo=plan.algo, protocol=plan.protocol, routing=routing, n_gpus=n,
+        size=float(size), time=time, algbw=algbw,
+        busbw=algbw * busbw_factor("allreduce", n),
+        bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
+        bottleneck_utilization=float(ratio[worst] / pipe.time) if worst >= 0 and pipe.time > 0
+        else 0.0,
+        max_link_flows=max_flows, hash_collisions=collisions, n_groups=len(graph),
+        link_bytes=link_bytes,
+        top_links=[(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
+                   if link_bytes[k] > 0],
+        port_imbalance=port_imbalance(fabric, link_bytes, state=state),
+        network_time=pipe.time, nccl_latency=latency, steps=int(np.ceil(pipe.n_chunks - 1e-9)),
+        steps_simulated=pipe.chunks_simulated, extrapolated=pipe.extrapolated,
+        stable=pipe.stable, packets_estimated=estimate, events=res.events,
+        ecn_marks=int(res.marks.sum()), cnps=int(res.cnps.sum()),
+        pfc_pauses=int(res.pauses.sum()), paused_time=float(res.paused_time.sum()),
+        drops=int(res.drops.sum()), **res.transport_counters(),
+        ports=top_ports(fabric, res, switch_of),
+        watch=watch, sample_times=res.sample_times, samples=res.samples,
+        params=res.params, watch_names=[fabric.link_name(int(k)) for k in watch],
+        watch_chosen=bool(run.watch))
