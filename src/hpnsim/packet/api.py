@@ -211,7 +211,14 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         pairs = pairs[pairs[:, 1] >= 0]
         np.subtract.at(buf_shared, pairs[:, 1], headroom[pairs[:, 0]])
         if np.any(buf_shared <= 0):
-            raise InputError("buffer_bytes", "smaller than the PFC headroom its ports reserve")
+            worst = int(np.argmin(buf_shared))
+            ports = int(np.sum(pairs[:, 1] == worst))
+            need = float(p.buffer_bytes - buf_shared[worst])
+            raise InputError("buffer_bytes", f"{p.buffer_bytes / 2**20:.3g} MiB is smaller "
+                             f"than the PFC headroom a switch's {ports} lossless ingress ports "
+                             f"reserve ({need / 2**20:.3g} MiB at headroom_bdp "
+                             f"{p.headroom_bdp:g}): raise buffer_bytes or lower headroom_bdp "
+                             f"in the packet parameters file")
     framing = np.full(n_links, float(p.framing_bytes)) if framed is None else \
         np.where(np.broadcast_to(np.asarray(framed, dtype=bool), (n_links,)),
                  float(p.framing_bytes), 0.0)
