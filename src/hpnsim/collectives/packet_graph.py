@@ -30,7 +30,7 @@ from hpnsim.errors import InputError
 
 __all__ = ["GraphPacketRun", "GraphWork", "chain_latency", "check_graph_packet",
            "check_graph_work", "graph_members", "graph_plan", "member_legs", "packet_summary",
-           "run_collective_graph_packet", "run_graph_packet"]
+           "run_collective_graph_packet", "run_graph_packet", "task_channels"]
 
 
 def member_legs(fabric, task, ptr, links, weight) -> tuple[np.ndarray, list, np.ndarray]:
@@ -90,6 +90,25 @@ def graph_members(fabric, graph, state=None) -> tuple[np.ndarray, list, np.ndarr
             raise InputError("state", f"no path around the down link "
                                       f"{fabric.link_name(int(dead[0]))}: it cannot run")
     return task, legs, weight
+
+
+def task_channels(graph) -> list[str]:
+    """Per task of ``graph``, the channel its transfers run on, as the compiled graph names
+    it: the last two parts of the task's name (:func:`~hpnsim.collectives.compile.add_plan`
+    names a stage's tasks ``label/stage name``, and the schedules name stages by their
+    channel: ``ring/ch3``, ``tree1/ch0``, ``rail2/ch1``, ``alltoall/ch0``). Transfers of
+    one channel reuse its connections' QPs (:class:`hpnsim.packet.graph.QpScope`).
+
+    >>> from hpnsim.collectives import compile_into
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> g = TaskGraph()
+    >>> c = compile_into(g, hpn7(segments=1, hosts_per_segment=2, backup_hosts=0),
+    ...                  "allreduce", range(16), 2**20, algo="ring", name="dp")
+    >>> task_channels(g)[:2]
+    ['ring/ch0', 'ring/ch1']
+    """
+    return ["/".join(name.split("/")[-2:]) for name in graph.names]
 
 
 @dataclass
@@ -152,7 +171,7 @@ def check_graph_work(fabric, graph, run, *, state=None, what: str = "the graph",
     params = (run.params or PacketParams()).validate()
     arrays = graph.arrays(fabric.n_links)
     members = graph_members(fabric, graph, state)
-    flows = graph_flows(arrays, *members, params.mtu_bytes)
+    flows = graph_flows(arrays, *members, params.mtu_bytes, channels=task_channels(graph))
     if flows.packet_hops > run.max_packets:
         raise InputError("max_packets", f"{what} would simulate ~{flows.packet_hops:.3g} "
                                         f"packet hops, over the limit {run.max_packets:.3g}: "
