@@ -92,12 +92,14 @@ def graph_members(fabric, graph, state=None) -> tuple[np.ndarray, list, np.ndarr
     return task, legs, weight
 
 
-def task_channels(graph) -> list[str]:
+def task_channels(graph) -> list:
     """Per task of ``graph``, the channel its transfers run on, as the compiled graph names
     it: the last two parts of the task's name (:func:`~hpnsim.collectives.compile.add_plan`
     names a stage's tasks ``label/stage name``, and the schedules name stages by their
     channel: ``ring/ch3``, ``tree1/ch0``, ``rail2/ch1``, ``alltoall/ch0``). Transfers of
-    one channel reuse its connections' QPs (:class:`hpnsim.packet.graph.QpScope`).
+    one channel reuse its connections' QPs (:class:`hpnsim.packet.graph.QpScope`). A task
+    without a name (the per-member transfers of an uncoupled stage) names no channel
+    (None): its flows get fresh QPs.
 
     >>> from hpnsim.collectives import compile_into
     >>> from hpnsim.engine import TaskGraph
@@ -108,7 +110,7 @@ def task_channels(graph) -> list[str]:
     >>> task_channels(g)[:2]
     ['ring/ch0', 'ring/ch1']
     """
-    return ["/".join(name.split("/")[-2:]) for name in graph.names]
+    return ["/".join(name.split("/")[-2:]) if name else None for name in graph.names]
 
 
 @dataclass

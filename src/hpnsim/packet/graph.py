@@ -135,7 +135,7 @@ def graph_flows(arrays: GraphArrays, member_task, member_legs, member_weight,
         Which flows share a QP (module docstring).
     channels : sequence, optional
         Per task, a hashable naming its channel (connections of different channels never
-        share a QP); default: one channel.
+        share a QP), or None: the task's flows get fresh QPs; default: one channel.
 
     Returns
     -------
@@ -199,6 +199,7 @@ def graph_flows(arrays: GraphArrays, member_task, member_legs, member_weight,
         ends = []
         rank: dict[tuple, int] = {}     # members of this transfer with the same legs so far
         channel = None if channels is None else channels[t]
+        shared = qps is QpScope.CONNECTION and (channels is None or channel is not None)
         for r in rows_of[t]:
             route = tuple(tuple(np.asarray(leg, dtype=np.int64).tolist())
                           for leg in member_legs[r])
@@ -209,7 +210,7 @@ def graph_flows(arrays: GraphArrays, member_task, member_legs, member_weight,
             behind = int(gate[t])
             for i, leg in enumerate(member_legs[r]):
                 leg = np.asarray(leg, dtype=np.int64)
-                key = (channel, route, k, i) if qps is QpScope.CONNECTION else len(paths)
+                key = (channel, route, k, i) if shared else len(paths)
                 flow_qp.append(qp_of.setdefault(key, len(qp_of)))
                 paths.append(leg)
                 sizes.append(size)
