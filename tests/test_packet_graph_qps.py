@@ -118,3 +118,21 @@ def test_without_cc_collectives_one_after_another_take_the_same_time_either_way(
     assert np.unique(shared.flows.qp).size < np.unique(fresh.flows.qp).size   # QPs reused
     np.testing.assert_allclose(shared.finish, fresh.finish, rtol=1e-9)
     np.testing.assert_allclose(shared.start, fresh.start, rtol=1e-9)
+
+
+def test_channels_keep_connections_apart_and_unnamed_tasks_get_fresh_qps():
+    """Five transfers one after another over one route: the channel in each task's name
+    (its last two parts, as add_plan writes ``label/stage name``) picks the connection:
+    ring/ch0 of two collectives share a QP, ring/ch1 has its own; unnamed tasks get fresh
+    QPs each."""
+    from hpnsim.collectives.packet_graph import task_channels
+    from hpnsim.packet.graph import graph_flows
+
+    g = TaskGraph()
+    t = g.add_transfer_paths([[0, 1]], W, name="dp0/allreduce/ring/ch0")
+    for name in ("dp0/allreduce/ring/ch1", "dp1/allreduce/ring/ch0", "", ""):
+        t = g.add_transfer_paths([[0, 1]], W, deps=[t], name=name)
+    assert task_channels(g) == ["ring/ch0", "ring/ch1", "ring/ch0", None, None]
+    fl = graph_flows(g.arrays(2), *_members(g), channels=task_channels(g))
+    assert fl.qp.tolist() == [0, 1, 0, 2, 3]
+    assert graph_flows(g.arrays(2), *_members(g)).qp.tolist() == [0] * 5   # one channel
