@@ -30,7 +30,7 @@ from hpnsim.errors import InputError
 
 __all__ = ["GraphPacketRun", "GraphWork", "chain_latency", "check_graph_packet",
            "check_graph_work", "graph_members", "graph_plan", "member_legs", "packet_summary",
-           "run_collective_graph_packet", "run_graph_packet"]
+           "run_collective_graph_packet", "run_graph_packet", "task_channels"]
 
 
 def member_legs(fabric, task, ptr, links, weight) -> tuple[np.ndarray, list, np.ndarray]:
@@ -90,6 +90,27 @@ def graph_members(fabric, graph, state=None) -> tuple[np.ndarray, list, np.ndarr
             raise InputError("state", f"no path around the down link "
                                       f"{fabric.link_name(int(dead[0]))}: it cannot run")
     return task, legs, weight
+
+
+def task_channels(graph) -> list:
+    """Per task of ``graph``, the channel its transfers run on, as the compiled graph names
+    it: the last two parts of the task's name (:func:`~hpnsim.collectives.compile.add_plan`
+    names a stage's tasks ``label/stage name``, and the schedules name stages by their
+    channel: ``ring/ch3``, ``tree1/ch0``, ``rail2/ch1``, ``alltoall/ch0``). Transfers of
+    one channel reuse its connections' QPs (:class:`hpnsim.packet.graph.QpScope`). A task
+    without a name (the per-member transfers of an uncoupled stage) names no channel
+    (None): its flows get fresh QPs.
+
+    >>> from hpnsim.collectives import compile_into
+    >>> from hpnsim.engine import TaskGraph
+    >>> from hpnsim.fabrics import hpn7
+    >>> g = TaskGraph()
+    >>> c = compile_into(g, hpn7(segments=1, hosts_per_segment=2, backup_hosts=0),
+    ...                  "allreduce", range(16), 2**20, algo="ring", name="dp")
+    >>> task_channels(g)[:2]
+    ['ring/ch0', 'ring/ch1']
+    """
+    return ["/".join(name.split("/")[-2:]) if name else None for name in graph.names]
 
 
 @dataclass
@@ -152,7 +173,7 @@ def check_graph_work(fabric, graph, run, *, state=None, what: str = "the graph",
     params = (run.params or PacketParams()).validate()
     arrays = graph.arrays(fabric.n_links)
     members = graph_members(fabric, graph, state)
-    flows = graph_flows(arrays, *members, params.mtu_bytes)
+    flows = graph_flows(arrays, *members, params.mtu_bytes, channels=task_channels(graph))
     if flows.packet_hops > run.max_packets:
         raise InputError("max_packets", f"{what} would simulate ~{flows.packet_hops:.3g} "
                                         f"packet hops, over the limit {run.max_packets:.3g}: "
@@ -343,12 +364,9 @@ def run_collective_graph_packet(fabric, plan, size: float, routing: str, run,
     >>> r.algo, r.engine, r.extrapolated, bool(r.network_time > 0)
     ('direct', 'packet', 0.0, True)
     """
-    from hpnsim.collectives.ops import busbw_factor
-    from hpnsim.collectives.packet_ports import top_ports
-    from hpnsim.collectives.packet_result import PacketCollectiveResult
+    from hpnsim.collectives.packet_result import packet_collective_result
     from hpnsim.collectives.run import concurrent_link_flows
     from hpnsim.engine import simulate
-    from hpnsim.routing.diagnostics import port_imbalance
 
     graph, compiled = _compiled(fabric, plan, state)
     work = check_graph_work(fabric, graph, run, state=state,
@@ -360,33 +378,14 @@ def run_collective_graph_packet(fabric, plan, size: float, routing: str, run,
     res = out.run.result
     time = float(out.run.finish[compiled.final].max())
     latency = chain_latency(plan)
-    n = plan.schedule.gpus.size
-    algbw = size / time if time > 0 else np.inf
-    link_bytes = np.asarray(res.tx_bytes, dtype=np.float64)
-    live = np.asarray(fabric.link_capacity if state is None else state.capacity) > 0
-    cap = np.where(live, out.capacity, 0.0)
-    ratio = np.divide(link_bytes, cap, out=np.zeros_like(link_bytes), where=cap > 0)
-    worst = int(np.argmax(ratio)) if ratio.size else -1
-    top = np.argsort(-ratio, kind="stable")[:10]
     max_flows, collisions = concurrent_link_flows(compiled, fabric, state)
     steps = len(plan.schedule.stages)
-    return PacketCollectiveResult(
-        op=plan.schedule.op, algo=plan.algo, protocol=plan.protocol, routing=routing,
-        n_gpus=n, size=float(size), time=time, algbw=algbw, busbw=algbw * busbw_factor(
-            plan.schedule.op, n),
-        bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
-        bottleneck_utilization=float(ratio[worst] / time) if worst >= 0 and time > 0 else 0.0,
+    return packet_collective_result(
+        fabric, res, op=plan.schedule.op, size=size, time=time, busy_time=time,
+        link_bytes=res.tx_bytes, capacity=out.capacity, switch_of=out.switch_of,
+        watch=out.watch, watch_chosen=bool(run.watch), state=state, algo=plan.algo,
+        protocol=plan.protocol, routing=routing, n_gpus=plan.schedule.gpus.size,
         max_link_flows=max_flows, hash_collisions=collisions, n_groups=len(graph),
-        link_bytes=link_bytes,
-        top_links=[(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
-                   if link_bytes[k] > 0],
-        port_imbalance=port_imbalance(fabric, link_bytes, state=state),
         network_time=time - latency, nccl_latency=latency, steps=steps,
         steps_simulated=steps, extrapolated=0.0, stable=True,
-        packets_estimated=out.packets_estimated, events=res.events,
-        ecn_marks=int(res.marks.sum()), cnps=int(res.cnps.sum()),
-        pfc_pauses=int(res.pauses.sum()), paused_time=float(res.paused_time.sum()),
-        drops=int(res.drops.sum()), **res.transport_counters(),
-        ports=top_ports(fabric, res, out.switch_of),
-        watch=out.watch, sample_times=res.sample_times, samples=res.samples,
-        params=res.params, watch_names=out.watch_names, watch_chosen=bool(run.watch))
+        packets_estimated=out.packets_estimated)

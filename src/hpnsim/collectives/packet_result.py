@@ -9,7 +9,7 @@ import numpy as np
 
 from hpnsim.collectives.run import CollectiveResult
 
-__all__ = ["PACKET_ROW_FIELDS", "PacketCollectiveResult"]
+__all__ = ["PACKET_ROW_FIELDS", "PacketCollectiveResult", "packet_collective_result"]
 
 #: the packet columns of :meth:`PacketCollectiveResult.rows`
 PACKET_ROW_FIELDS = ("engine", "network_time", "nccl_latency", "steps", "steps_simulated",
@@ -114,3 +114,71 @@ class PacketCollectiveResult(CollectiveResult):
         return {"ports": [self.watch_names[c] for c in cols],
                 "time": self.sample_times[::stride].tolist(),
                 "bytes": [self.samples[::stride, c].tolist() for c in cols]}
+
+
+def packet_collective_result(fabric, res, *, op: str, size: float, time: float,
+                             busy_time: float, link_bytes, capacity, switch_of, watch,
+                             watch_chosen: bool, state=None, **fields) -> PacketCollectiveResult:
+    """The :class:`PacketCollectiveResult` of a packet run (``res``, a
+    :class:`~hpnsim.packet.PacketResult`), with what every collective path derives the same
+    way: bandwidths, the busiest link (busy time at the packets' rates ``capacity`` over
+    ``busy_time``, down links left out), the ten busiest links, port imbalance, the packet
+    and transport counters, the fullest ports and the watched queues.
+
+    Parameters
+    ----------
+    fabric : Fabric
+    res : PacketResult
+    op, size, time : the operation, its bytes and its time (s, NCCL latency included).
+    busy_time : what the bottleneck's busy time is a share of (s).
+    link_bytes : bytes per link over the whole collective.
+    capacity : per link, the rate the packets ran it (bytes/s).
+    switch_of, watch, watch_chosen : buffers per link; watched links; chosen by the user.
+    state : FabricState, optional (down links; port imbalance).
+    **fields
+        The path's own fields: ``algo``, ``protocol``, ``routing``, ``n_gpus``,
+        ``max_link_flows``, ``hash_collisions``, ``n_groups``, ``network_time``,
+        ``nccl_latency``, ``steps``, ``steps_simulated``, ``extrapolated``, ``stable``,
+        ``packets_estimated``.
+
+    Returns
+    -------
+    PacketCollectiveResult
+
+    Examples
+    --------
+    >>> from hpnsim.collectives.packet_run import run_collective_packet
+    >>> from hpnsim.fabrics import hpn7
+    >>> r = run_collective_packet(hpn7(segments=1, hosts_per_segment=2, backup_hosts=0),
+    ...                           "allgather", range(16), 2**22)
+    >>> r.bottleneck_utilization <= 1.0, r.busbw == r.algbw * 15 / 16
+    (True, True)
+    """
+    from hpnsim.collectives.ops import busbw_factor
+    from hpnsim.collectives.packet_ports import top_ports
+    from hpnsim.routing.diagnostics import port_imbalance
+
+    link_bytes = np.asarray(link_bytes, dtype=np.float64)
+    live = np.asarray(fabric.link_capacity if state is None else state.capacity) > 0
+    cap = np.where(live, capacity, 0.0)
+    ratio = np.divide(link_bytes, cap, out=np.zeros_like(link_bytes), where=cap > 0)
+    worst = int(np.argmax(ratio)) if ratio.size else -1
+    top = np.argsort(-ratio, kind="stable")[:10]
+    algbw = size / time if time > 0 else np.inf
+    return PacketCollectiveResult(
+        op=op, size=float(size), time=time, algbw=algbw,
+        busbw=algbw * busbw_factor(op, fields["n_gpus"]),
+        bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
+        bottleneck_utilization=float(ratio[worst] / busy_time) if worst >= 0
+        and busy_time > 0 else 0.0,
+        link_bytes=link_bytes,
+        top_links=[(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
+                   if link_bytes[k] > 0],
+        port_imbalance=port_imbalance(fabric, link_bytes, state=state),
+        events=res.events, ecn_marks=int(res.marks.sum()), cnps=int(res.cnps.sum()),
+        pfc_pauses=int(res.pauses.sum()), paused_time=float(res.paused_time.sum()),
+        drops=int(res.drops.sum()), **res.transport_counters(),
+        ports=top_ports(fabric, res, switch_of), watch=watch,
+        sample_times=res.sample_times, samples=res.samples, params=res.params,
+        watch_names=[fabric.link_name(int(k)) for k in watch], watch_chosen=bool(watch_chosen),
+        **fields)

@@ -40,12 +40,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hpnsim.collectives.concurrent import group_seed
-from hpnsim.collectives.ops import busbw_factor
 from hpnsim.collectives.options import CollectiveOptions
 from hpnsim.collectives.packet_ports import PACKET_OPS
 from hpnsim.collectives.packet_ports import packet_capacity as _packet_capacity
-from hpnsim.collectives.packet_ports import top_ports as _ports
-from hpnsim.collectives.packet_result import PACKET_ROW_FIELDS, PacketCollectiveResult
+from hpnsim.collectives.packet_result import (
+    PACKET_ROW_FIELDS,
+    PacketCollectiveResult,
+    packet_collective_result,
+)
 from hpnsim.collectives.run import concurrent_link_flows
 from hpnsim.errors import InputError
 
@@ -351,7 +353,6 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
     from hpnsim.packet import PacketParams
     from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.ring import simulate_ring
-    from hpnsim.routing.diagnostics import port_imbalance
 
     plan = plans[0]
     params = (run.params or PacketParams()).validate()
@@ -381,40 +382,22 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
     nccl_latency = base + first.intra_steps * nvlink_hop + first.inter_steps * net_hop
     time = ring_run.time + nccl_latency
     n_gpus = plan.schedule.gpus.size
-    algbw = size / time if time > 0 else np.inf
     link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) * (steps / ring_run.steps_simulated)
-    # busy time per link at the rate the packets ran it (NVLink at NCCL's efficiency), so
-    # the bottleneck is named as the flow engine names it from its wire-weighted bytes
-    cap = np.where(np.asarray(fabric.link_capacity if state is None else state.capacity) > 0,
-                   capacity, 0.0)
-    ratio = np.divide(link_bytes, cap, out=np.zeros_like(link_bytes), where=cap > 0)
-    worst = int(np.argmax(ratio)) if ratio.size else -1
-    top = np.argsort(-ratio, kind="stable")[:10]
     together = SimpleNamespace(schedule=SimpleNamespace(
         stages=[st for p in plans for st in p.schedule.stages]),
         paths=[x for p in plans for x in p.paths])       # one wave: every stage starts at once
     max_flows, collisions = concurrent_link_flows(together, fabric, state)
-    ports = _ports(fabric, res, switch_of)
-    result = PacketCollectiveResult(
-        op=op, algo=plan.algo, protocol=plan.protocol, routing=options.routing,
-        n_gpus=n_gpus, size=float(size), time=time, algbw=algbw,
-        busbw=algbw * busbw_factor(op, n_gpus),
-        bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
-        bottleneck_utilization=float(ratio[worst] / time) if worst >= 0 and time > 0 else 0.0,
-        max_link_flows=max_flows, hash_collisions=collisions, n_groups=len(rings),
-        link_bytes=link_bytes,
-        top_links=[(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
-                   if link_bytes[k] > 0],
-        port_imbalance=port_imbalance(fabric, link_bytes, state=state),
-        network_time=ring_run.time, nccl_latency=nccl_latency,
+    # busy time per link at the rate the packets ran it (NVLink at NCCL's efficiency), so
+    # the bottleneck is named as the flow engine names it from its wire-weighted bytes
+    result = packet_collective_result(
+        fabric, res, op=op, size=size, time=time, busy_time=time, link_bytes=link_bytes,
+        capacity=capacity, switch_of=switch_of, watch=watch, watch_chosen=bool(run.watch),
+        state=state, algo=plan.algo, protocol=plan.protocol, routing=options.routing,
+        n_gpus=n_gpus, max_link_flows=max_flows, hash_collisions=collisions,
+        n_groups=len(rings), network_time=ring_run.time, nccl_latency=nccl_latency,
         steps=steps, steps_simulated=ring_run.steps_simulated,
         extrapolated=ring_run.extrapolated, stable=ring_run.stable,
-        packets_estimated=estimate, events=res.events, ecn_marks=int(res.marks.sum()),
-        cnps=int(res.cnps.sum()), pfc_pauses=int(res.pauses.sum()),
-        paused_time=float(res.paused_time.sum()), drops=int(res.drops.sum()), ports=ports,
-        **res.transport_counters(),
-        watch=watch, sample_times=res.sample_times, samples=res.samples, params=res.params,
-        watch_names=[fabric.link_name(int(k)) for k in watch], watch_chosen=bool(run.watch))
+        packets_estimated=estimate)
     result.ring_step_end = _ring_step_end(rings, res.finish, ring_run.steps_simulated)
     return result
 

@@ -278,15 +278,13 @@ def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
     >>> r.algo, r.steps, r.drops, bool(r.network_time > 0)
     ('tree', 32, 0, True)
     """
-    from hpnsim.collectives.ops import busbw_factor
     from hpnsim.collectives.packet_graph import _compiled, _watch, chain_latency
-    from hpnsim.collectives.packet_ports import packet_capacity, top_ports
-    from hpnsim.collectives.packet_result import PacketCollectiveResult
+    from hpnsim.collectives.packet_ports import packet_capacity
+    from hpnsim.collectives.packet_result import packet_collective_result
     from hpnsim.collectives.run import concurrent_link_flows
     from hpnsim.engine import simulate
     from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.pipeline import simulate_pipeline
-    from hpnsim.routing.diagnostics import port_imbalance
 
     hops, chunk, stage_size, params, estimate = _checked(fabric, plan, run, state)
     graph, compiled = _compiled(fabric, plan, state)
@@ -307,35 +305,15 @@ def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
     res = pipe.result
     latency = chain_latency(plan)
     time = pipe.time + latency
-    n = plan.schedule.gpus.size
-    algbw = size / time if time > 0 else np.inf
     link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) * (pipe.n_chunks
                                                                / pipe.chunks_simulated)
-    live = np.asarray(fabric.link_capacity if state is None else state.capacity) > 0
-    cap = np.where(live, capacity, 0.0)
-    ratio = np.divide(link_bytes, cap, out=np.zeros_like(link_bytes), where=cap > 0)
-    worst = int(np.argmax(ratio)) if ratio.size else -1
-    top = np.argsort(-ratio, kind="stable")[:10]
     max_flows, collisions = concurrent_link_flows(compiled, fabric, state)
-    return PacketCollectiveResult(
-        op="allreduce", algo=plan.algo, protocol=plan.protocol, routing=routing, n_gpus=n,
-        size=float(size), time=time, algbw=algbw,
-        busbw=algbw * busbw_factor("allreduce", n),
-        bottleneck=fabric.link_name(worst) if worst >= 0 and link_bytes[worst] > 0 else "-",
-        bottleneck_utilization=float(ratio[worst] / pipe.time) if worst >= 0 and pipe.time > 0
-        else 0.0,
-        max_link_flows=max_flows, hash_collisions=collisions, n_groups=len(graph),
-        link_bytes=link_bytes,
-        top_links=[(fabric.link_name(int(k)), float(link_bytes[k])) for k in top
-                   if link_bytes[k] > 0],
-        port_imbalance=port_imbalance(fabric, link_bytes, state=state),
-        network_time=pipe.time, nccl_latency=latency, steps=int(np.ceil(pipe.n_chunks - 1e-9)),
+    return packet_collective_result(
+        fabric, res, op="allreduce", size=size, time=time, busy_time=pipe.time,
+        link_bytes=link_bytes, capacity=capacity, switch_of=switch_of, watch=watch,
+        watch_chosen=bool(run.watch), state=state, algo=plan.algo, protocol=plan.protocol,
+        routing=routing, n_gpus=plan.schedule.gpus.size, max_link_flows=max_flows,
+        hash_collisions=collisions, n_groups=len(graph), network_time=pipe.time,
+        nccl_latency=latency, steps=int(np.ceil(pipe.n_chunks - 1e-9)),
         steps_simulated=pipe.chunks_simulated, extrapolated=pipe.extrapolated,
-        stable=pipe.stable, packets_estimated=estimate, events=res.events,
-        ecn_marks=int(res.marks.sum()), cnps=int(res.cnps.sum()),
-        pfc_pauses=int(res.pauses.sum()), paused_time=float(res.paused_time.sum()),
-        drops=int(res.drops.sum()), **res.transport_counters(),
-        ports=top_ports(fabric, res, switch_of),
-        watch=watch, sample_times=res.sample_times, samples=res.samples,
-        params=res.params, watch_names=[fabric.link_name(int(k)) for k in watch],
-        watch_chosen=bool(run.watch))
+        stable=pipe.stable, packets_estimated=estimate)

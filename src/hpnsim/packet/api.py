@@ -298,6 +298,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         finish=ff[:, Ff.FINISH], received=ff[:, Ff.RECV], cnps=fi[:, Fi.CNPS],
         resent=ff[:, Ff.RESENT], rewinds=fi[:, Fi.REWINDS], timeouts=fi[:, Fi.TIMEOUTS],
         discards=fi[:, Fi.DISCARDS], first_cnp=ff[:, Ff.FIRST_CNP],
+        qp_rate=qf[:, Qp.RC].copy(), qp_alpha=qf[:, Qp.ALPHA].copy(),
         packets=lk[:, Lk.PACKETS], marks=lk[:, Lk.MARKS], drops=lk[:, Lk.DROPS],
         pauses=lk[:, Lk.XOFF], paused_time=lf[:, Lf.PAUSED_TIME],
         first_xoff=lf[:, Lf.FIRST_XOFF], first_paused=lf[:, Lf.FIRST_PAUSED],

@@ -13,9 +13,21 @@ How a graph becomes packet-engine flows and waits (:func:`graph_flows`):
   (a zero wait joins several);
 * a task waiting for others waits for their done nodes.
 
-Every flow is its own QP (a fresh DCQCN state per transfer member) and runs in the data
-priority class; a graph whose transfers use several priority classes or max-min weights
-other than 1 is refused (the packet engine shares ports by its queues, not by weights).
+QPs persist across transfers (:class:`QpScope`, default ``CONNECTION``), as NCCL's do: NCCL
+2.18.3 creates a connection's QPs once, when the communicator connects its peers
+(``ncclIbConnect``/``ncclIbAccept`` in ``src/transport/net_ib.cc``, called from the transport
+setup of ``src/transport.cc``), and every later collective and step on that channel posts
+its work requests on them; ConnectX keeps DCQCN's reaction point (rate, target rate, alpha,
+timers) per QP. A connection is identified by its transfer's channel (``channels``: per
+task, what names its channel, e.g. ``ring/ch3``; none: the route alone), its member's legs
+(link ids: source NIC port, route, destination NIC port; a PXN relay's NVLink leg names
+the source GPU) and its rank among the members of its transfer with the same legs (QPs of
+one channel that ECMP hashes onto one route stay two connections); leg i of that member in
+every transfer runs on one packet-engine QP, which sends its flows in order and carries
+its DCQCN state from one transfer to the next. ``FLOW`` gives
+every flow a fresh QP (line rate, alpha 1). Flows run in the data priority class; a graph
+whose transfers use several priority classes or max-min weights other than 1 is refused (the
+packet engine shares ports by its queues, not by weights).
 
 >>> import numpy as np
 >>> from hpnsim.engine import TaskGraph
@@ -36,6 +48,7 @@ other than 1 is refused (the packet engine shares ports by its queues, not by we
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -45,7 +58,14 @@ from hpnsim.packet.api import simulate_flows
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
 
-__all__ = ["GraphFlows", "GraphRun", "graph_flows", "simulate_graph"]
+__all__ = ["GraphFlows", "GraphRun", "QpScope", "graph_flows", "simulate_graph"]
+
+
+class QpScope(Enum):
+    """Which flows of a graph share a QP (and its DCQCN state)."""
+
+    CONNECTION = "connection"   # a connection's flows, across transfers (NCCL: QPs per job)
+    FLOW = "flow"               # none: every flow starts with a fresh QP
 
 
 @dataclass
@@ -62,6 +82,7 @@ class GraphFlows:
     gate: np.ndarray
     done: np.ndarray
     packet_hops: float
+    qp: np.ndarray
 
     @property
     def n_flows(self) -> int:
@@ -98,7 +119,8 @@ def _check_classes(arrays: GraphArrays) -> None:
 
 
 def graph_flows(arrays: GraphArrays, member_task, member_legs, member_weight,
-                mtu: float = 4096.0) -> GraphFlows:
+                mtu: float = 4096.0, qps: QpScope = QpScope.CONNECTION,
+                channels=None) -> GraphFlows:
     """Flows, waits and dependencies of a frozen task graph (see the module docstring).
 
     Parameters
@@ -109,6 +131,11 @@ def graph_flows(arrays: GraphArrays, member_task, member_legs, member_weight,
         (:meth:`~hpnsim.engine.TaskGraph.member_paths`): its transfer, its legs (a tuple of
         link-id arrays crossed one after another), bytes per byte of the transfer's size.
     mtu : bytes per packet, to count packet hops (:attr:`GraphFlows.packet_hops`).
+    qps : QpScope
+        Which flows share a QP (module docstring).
+    channels : sequence, optional
+        Per task, a hashable naming its channel (connections of different channels never
+        share a QP), or None: the task's flows get fresh QPs; default: one channel.
 
     Returns
     -------
@@ -124,6 +151,17 @@ def graph_flows(arrays: GraphArrays, member_task, member_legs, member_weight,
     >>> fl = graph_flows(g.arrays(3), [1, 1], [([0, 2],), ([1], [2])], [1.0, 1.0])
     >>> fl.n_flows, fl.waits.tolist(), fl.deps, fl.packet_hops
     (3, [1.0, 0.0, 0.0], [[4], [4], [1], [], [3], [0, 2]], 8.0)
+
+    Two transfers over one route, the second of two members: its first member reuses the
+    first transfer's QP, its second (the same route again) is a connection of its own:
+
+    >>> g = TaskGraph(); a = g.add_transfer_paths([[0, 1]], 8192.0)
+    >>> b = g.add_transfer_paths([[0, 1], [0, 1]], 8192.0, deps=[a])
+    >>> legs = [([0, 1],)] * 3
+    >>> graph_flows(g.arrays(2), [0, 1, 1], legs, [1.0] * 3).qp.tolist()
+    [0, 0, 1]
+    >>> graph_flows(g.arrays(2), [0, 1, 1], legs, [1.0] * 3, qps=QpScope.FLOW).qp.tolist()
+    [0, 1, 2]
     """
     _check_classes(arrays)
     n_tasks = arrays.kind.size
@@ -137,7 +175,8 @@ def graph_flows(arrays: GraphArrays, member_task, member_legs, member_weight,
         raise InputError("graph", f"transfer task {missing[0]} has no member paths (added "
                                   f"from links and usage, or copied): the packet engine "
                                   f"needs each member's path")
-    paths, sizes, flow_deps = [], [], []
+    paths, sizes, flow_deps, flow_qp = [], [], [], []
+    qp_of: dict[tuple, int] = {}    # (channel, member's legs, rank in transfer, leg) -> QP
     waits, wait_starts, wait_deps = [], [], []
     gate = np.zeros(n_tasks, dtype=np.int64)
     done = np.zeros(n_tasks, dtype=np.int64)
@@ -158,13 +197,21 @@ def graph_flows(arrays: GraphArrays, member_task, member_legs, member_weight,
             continue
         gate[t] = wait(arrays.latency[t], arrays.release[t], deps)
         ends = []
+        rank: dict[tuple, int] = {}     # members of this transfer with the same legs so far
+        channel = None if channels is None else channels[t]
+        shared = qps is QpScope.CONNECTION and (channels is None or channel is not None)
         for r in rows_of[t]:
+            route = tuple(tuple(np.asarray(leg, dtype=np.int64).tolist())
+                          for leg in member_legs[r])
+            k = rank[route] = rank.get(route, -1) + 1
             size = float(arrays.amount[t] * member_weight[r])
             if size <= 0:
                 continue
             behind = int(gate[t])
-            for leg in member_legs[r]:
+            for i, leg in enumerate(member_legs[r]):
                 leg = np.asarray(leg, dtype=np.int64)
+                key = (channel, route, k, i) if shared else len(paths)
+                flow_qp.append(qp_of.setdefault(key, len(qp_of)))
                 paths.append(leg)
                 sizes.append(size)
                 flow_deps.append([behind])
@@ -182,12 +229,13 @@ def graph_flows(arrays: GraphArrays, member_task, member_legs, member_weight,
     deps = [[node(x) for x in d] for d in flow_deps + wait_deps]
     starts = np.concatenate([np.zeros(n), np.asarray(wait_starts, dtype=np.float64)])
     return GraphFlows(paths, np.asarray(sizes, dtype=np.float64),
-                      np.asarray(waits, dtype=np.float64), starts, deps, gate, done, hops)
+                      np.asarray(waits, dtype=np.float64), starts, deps, gate, done, hops,
+                      np.asarray(flow_qp, dtype=np.int64))
 
 
 def simulate_graph(capacity, delay, arrays: GraphArrays, member_task, member_legs,
                    member_weight, params: PacketParams | None = None, *, flows=None,
-                   **options) -> GraphRun:
+                   qps: QpScope = QpScope.CONNECTION, channels=None, **options) -> GraphRun:
     """Run a frozen task graph as packets (see the module docstring).
 
     Parameters
@@ -197,6 +245,7 @@ def simulate_graph(capacity, delay, arrays: GraphArrays, member_task, member_leg
     params : PacketParams (default: the ``connectx`` set).
     flows : GraphFlows, optional
         Already built by :func:`graph_flows` (to check its size before running).
+    qps, channels : as :func:`graph_flows`, when ``flows`` is not given.
     **options
         Of :func:`~hpnsim.packet.simulate_flows` (``switch_of``, ``watch``,
         ``sample_interval``, ``histograms``, ...).
@@ -211,9 +260,10 @@ def simulate_graph(capacity, delay, arrays: GraphArrays, member_task, member_leg
     """
     p = (params or PacketParams()).validate()
     fl = flows if flows is not None else graph_flows(arrays, member_task, member_legs,
-                                                     member_weight, p.mtu_bytes)
+                                                     member_weight, p.mtu_bytes, qps,
+                                                     channels)
     res = simulate_flows(capacity, delay, fl.paths, fl.sizes, fl.starts, p, deps=fl.deps,
-                         waits=fl.waits, **options)
+                         waits=fl.waits, qp=fl.qp, **options)
     finish = np.asarray(res.finish, dtype=np.float64)
     lead = np.where(arrays.kind == DELAY, arrays.amount, arrays.latency)
     gate_finish = finish[fl.gate]

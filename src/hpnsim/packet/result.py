@@ -35,6 +35,8 @@ class PacketResult:
     sample_times, samples : sample times and egress occupancy of the watched links.
     flow_samples : bytes received by the watched flows at the sample times.
     events, end_time : events processed and simulated time reached.
+    qp_rate, qp_alpha : per QP id (``qp`` of the run; the waits' QP after them), DCQCN's
+        current rate Rc (bytes/s) and alpha when the run ended.
     """
 
     finish: np.ndarray
@@ -57,6 +59,8 @@ class PacketResult:
     timeouts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     discards: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     first_cnp: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    qp_rate: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    qp_alpha: np.ndarray = field(default_factory=lambda: np.zeros(0))
     pct: tuple = (50.0, 90.0, 99.0)
     sample_times: np.ndarray = field(default_factory=lambda: np.zeros(0))
     samples: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
