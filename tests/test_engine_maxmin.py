@@ -125,7 +125,8 @@ def test_rounds_hand_over_to_heap_exactly():
     ws = make_workspace(n_links, n_vars)
     ws[0][:] = cap
     act = np.arange(n_vars, dtype=np.int64)
-    left = fill_class(act, n_vars, ptr, links, usage, weight, np.zeros(n_vars), ws, 0)
+    left = fill_class(act, n_vars, ptr, links, usage, weight, np.zeros(n_vars), ws, 0,
+                      np.full(n_vars, np.inf))
     assert 0 < left < n_vars   # the hand-over really happens here
 
     dense = np.zeros((n_vars, n_links))

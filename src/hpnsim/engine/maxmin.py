@@ -35,8 +35,13 @@ def make_workspace(n_links: int, n_vars: int):
 
 
 @njit(cache=True)
-def fill_class(act, n_act, ptr, links, usage, weight, rate, ws, switch_at):
+def fill_class(act, n_act, ptr, links, usage, weight, rate, ws, switch_at, bound):
     """Water-fill the variables ``act[:n_act]`` (one priority class) on capacity ``rem``.
+
+    ``bound[v]`` is the lowest fair share of the links that only variable ``v`` crosses
+    and that are left out of its row (``inf``: none left out): such a link's share stays
+    ``capacity / (usage * weight)`` (nothing else loads it), so it only enters ``v``'s
+    level and freezes ``v`` when it is the lowest.
 
     ``rem`` (in the workspace) is reduced in place by what the class takes; ``rate``
     receives the rates; ``act`` is overwritten (it is the shrinking worklist). Link weight
@@ -77,7 +82,7 @@ def fill_class(act, n_act, ptr, links, usage, weight, rate, ws, switch_at):
         rnd = clock[0]
         for i in range(n_act):
             v = act[i]
-            m = np.inf
+            m = bound[v]
             for e in range(ptr[v], ptr[v + 1]):
                 s = share[links[e]]
                 if s < m:
@@ -94,12 +99,13 @@ def fill_class(act, n_act, ptr, links, usage, weight, rate, ws, switch_at):
         n_touched = 0
         for i in range(n_act):
             v = act[i]
-            frozen = False
-            for e in range(ptr[v], ptr[v + 1]):
-                lk = links[e]
-                if share[lk] <= mlink[lk]:
-                    frozen = True
-                    break
+            frozen = bound[v] <= level[i]
+            if not frozen:
+                for e in range(ptr[v], ptr[v + 1]):
+                    lk = links[e]
+                    if share[lk] <= mlink[lk]:
+                        frozen = True
+                        break
             if frozen:
                 w = weight[v]
                 r = w * level[i]
@@ -127,11 +133,14 @@ def fill_class(act, n_act, ptr, links, usage, weight, rate, ws, switch_at):
 
 
 @njit(cache=True)
-def solve_subset(vars_, priority, ptr, links, usage, weight, capacity, rate, ws, switch_at):
+def solve_subset(vars_, priority, ptr, links, usage, weight, capacity, rate, ws, switch_at,
+                 bound):
     """Max-min rates of the variables ``vars_`` (sorted by priority) into ``rate``.
 
     The set must be closed: no variable outside it uses its links. Variables without links
-    get an infinite rate (nothing limits them). ``ws`` is from :func:`make_workspace`.
+    (and no ``bound``) get an infinite rate (nothing limits them). ``ws`` is from
+    :func:`make_workspace`; ``bound`` as in :func:`fill_class`, all ``inf`` unless no more
+    than ``switch_at`` variables are solved (the heap fill does not read it).
     Classes are filled by local-minimum rounds (no set-up) and finished with the link-share
     heap (no rescans) once rounds stop paying; see :func:`fill_class` for ``switch_at``.
     """
@@ -150,13 +159,13 @@ def solve_subset(vars_, priority, ptr, links, usage, weight, capacity, rate, ws,
         stop = start
         while stop < n and priority[vars_[stop]] == cls:
             v = vars_[stop]
-            if ptr[v + 1] > ptr[v]:
+            if ptr[v + 1] > ptr[v] or bound[v] < np.inf:
                 act[n_act] = v
                 n_act += 1
             else:
                 rate[v] = np.inf
             stop += 1
-        n_act = fill_class(act, n_act, ptr, links, usage, weight, rate, ws, switch_at)
+        n_act = fill_class(act, n_act, ptr, links, usage, weight, rate, ws, switch_at, bound)
         if n_act > 0:
             fill_class_heap(act, n_act, ptr, links, usage, weight, rate, ws)
         start = stop
@@ -172,7 +181,7 @@ def solve_csr(capacity, ptr, links, usage, weight, priority, switch_at=SWITCH_AT
     order = np.argsort(priority, kind="stable").astype(np.int64)
     rate = np.zeros(n_vars)
     solve_subset(order, priority, ptr, links, usage, weight, capacity, rate,
-                 make_workspace(capacity.shape[0], n_vars), switch_at)
+                 make_workspace(capacity.shape[0], n_vars), switch_at, np.full(n_vars, np.inf))
     return rate
 
 

@@ -86,6 +86,7 @@ class EngineState(NamedTuple):
     count: np.ndarray
     clock: np.ndarray
     ws: tuple                 # solver workspace (maxmin.make_workspace)
+    local: tuple              # a component's problem in its own numbering (local_scratch)
 
 
 def no_capacity_events():
@@ -120,7 +121,21 @@ def empty_state(capacity: np.ndarray, ev_time, ev_link, ev_cap) -> EngineState:
         ht=np.empty(1), ha=np.empty(1, dtype=np.int64), hb=np.empty(1, dtype=np.int64),
         ct=np.empty(16), ca=np.empty(16, dtype=np.int64), cb=np.empty(16, dtype=np.int64),
         ev_time=ev_time, ev_link=ev_link, ev_cap=ev_cap, count=count, clock=np.zeros(2),
-        ws=make_workspace(n_links, 0))
+        ws=make_workspace(n_links, 0), local=local_scratch(0, 0))
+
+
+def local_scratch(n_tasks: int, n_entries: int) -> tuple:
+    """Room for one component's max-min problem renumbered 0..k-1 with the links that more
+    than one of its transfers cross (``loop.resolve``): row pointers, links, usage; per
+    variable its weight, private-link bound, class, id and rate.
+
+    >>> [a.size for a in local_scratch(2, 5)]
+    [3, 5, 5, 2, 2, 2, 2, 2]
+    """
+    i, f = np.int64, np.float64
+    return (np.zeros(n_tasks + 1, dtype=i), np.empty(n_entries, dtype=i),
+            np.empty(n_entries, dtype=f), np.empty(n_tasks, dtype=f), np.empty(n_tasks, dtype=f),
+            np.empty(n_tasks, dtype=i), np.empty(n_tasks, dtype=i), np.empty(n_tasks, dtype=f))
 
 
 def _workspace_for(ws: tuple, n: int) -> tuple:
@@ -270,7 +285,9 @@ def extend_state(old: EngineState, arrays: GraphArrays, routes: dict, moved: np.
         cap=old.cap, lptr=lptr, lcnt=lcnt, lact=lact, epos=epos, lstamp=old.lstamp,
         queue=old.queue, ht=ht, ha=ha, hb=hb, ct=ct, ca=ca, cb=cb, ev_time=old.ev_time,
         ev_link=old.ev_link, ev_cap=old.ev_cap, count=count, clock=old.clock,
-        ws=old.ws if n == n_old else _workspace_for(old.ws, n))
+        ws=old.ws if n == n_old else _workspace_for(old.ws, n),
+        local=old.local if n == n_old and links.size == old.links.size
+        else local_scratch(n, links.size))
     state.remaining[n_old:] = arrays.amount[n_old:]
     return state, ready, at
 

@@ -328,17 +328,19 @@ class TaskGraph:
         if self._acyclic == base and not (after_ids >= base).any():
             self._acyclic = base + n * count
         firsts = base + n * np.arange(count, dtype=np.int64)
-        self._kind.extend(np.tile(arrays.kind, count).tolist())
-        self._amount.extend(np.tile(arrays.amount, count).tolist())
+        # one copy's column as a list, repeated: list repetition is far cheaper than
+        # converting the tiled array (a probe appends copies ~20,000 times)
+        self._kind.extend(arrays.kind.tolist() * count)
+        self._amount.extend(arrays.amount.tolist() * count)
         prio = np.where(arrays.kind == TRANSFER, int(priority), arrays.priority)
-        self._priority.extend(np.tile(prio, count).tolist())
-        self._weight.extend(np.tile(arrays.weight, count).tolist())
-        self._latency.extend(np.tile(arrays.latency, count).tolist())
-        rel = np.tile(arrays.release, count)
+        self._priority.extend(prio.tolist() * count)
+        self._weight.extend(arrays.weight.tolist() * count)
+        self._latency.extend(arrays.latency.tolist() * count)
+        rel = arrays.release.tolist() * count
         rel[0] = float(release)
-        rel[firsts[1:] - base] = float(release) + float(every) * np.arange(1, count) \
-            if every > 0 else 0.0
-        self._release.extend(rel.tolist())
+        for k in range(1, count):
+            rel[k * n] = float(release) + float(every) * k if every > 0 else 0.0
+        self._release.extend(rel)
         self._names.extend([""] * (n * count))
         if arrays.links.size:
             rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.ptr))
