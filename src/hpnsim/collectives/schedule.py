@@ -119,6 +119,9 @@ class Stage:
         """
         if self.kind is None:
             return -1
+        if not (0 <= self.lane < 1 << 20 and 0 <= self.conn < 1 << 20):
+            raise ValueError(f"stage {self.name!r}: lane {self.lane} or conn {self.conn} "
+                             f"outside 0..2**20-1")
         return (int(self.kind) << 40) | (int(self.lane) << 20) | int(self.conn)
 
     @property
