@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from hpnsim.engine import TaskGraph
+from hpnsim.errors import InputError
 from hpnsim.packet import PacketParams
 from hpnsim.packet.graph import QpScope, simulate_graph
 
@@ -120,19 +121,96 @@ def test_without_cc_collectives_one_after_another_take_the_same_time_either_way(
     np.testing.assert_allclose(shared.start, fresh.start, rtol=1e-9)
 
 
-def test_channels_keep_connections_apart_and_unnamed_tasks_get_fresh_qps():
-    """Five transfers one after another over one route: the channel in each task's name
-    (its last two parts, as add_plan writes ``label/stage name``) picks the connection:
-    ring/ch0 of two collectives share a QP, ring/ch1 has its own; unnamed tasks get fresh
-    QPs each."""
+def test_channels_keep_connections_apart_and_tasks_without_one_get_fresh_qps():
+    """Five transfers one after another over one route: the connection id each task was
+    added with picks the QP: channel 0 of two transfers share a QP, channel 1 has its own;
+    tasks added without one (-1) get fresh QPs each, whatever their names."""
     from hpnsim.collectives.packet_graph import task_channels
     from hpnsim.packet.graph import graph_flows
 
     g = TaskGraph()
-    t = g.add_transfer_paths([[0, 1]], W, name="dp0/allreduce/ring/ch0")
-    for name in ("dp0/allreduce/ring/ch1", "dp1/allreduce/ring/ch0", "", ""):
-        t = g.add_transfer_paths([[0, 1]], W, deps=[t], name=name)
-    assert task_channels(g) == ["ring/ch0", "ring/ch1", "ring/ch0", None, None]
+    t = g.add_transfer_paths([[0, 1]], W, channel=0, name="dp0/allreduce/ring/ch0")
+    for channel, name in ((1, ""), (0, "other"), (-1, "dp1/allreduce/ring/ch0"), (-1, "")):
+        t = g.add_transfer_paths([[0, 1]], W, deps=[t], channel=channel, name=name)
+    assert task_channels(g) == [0, 1, 0, None, None]
     fl = graph_flows(g.arrays(2), *_members(g), channels=task_channels(g))
     assert fl.qp.tolist() == [0, 1, 0, 2, 3]
     assert graph_flows(g.arrays(2), *_members(g)).qp.tolist() == [0] * 5   # one channel
+
+
+def _expected_channel(kind: int, lane: int, conn: int) -> int:
+    return (kind << 40) | (lane << 20) | conn
+
+
+def test_compiled_transfers_carry_the_connection_their_schedule_ran_on():
+    """A 4-channel ring all-reduce and tree all-reduce on 16 GPUs and an all-to-all: the
+    ring's transfers carry (RING, lane 0, NCCL channel c) for c = 0..3, the tree's (TREE,
+    tree t, conn 2c + t) for both trees of every channel, each stage's task the one of its
+    stage (kind, lane, conn as the schedule built it); the all-to-all's per-member flows and
+    the barriers carry none (-1)."""
+    from hpnsim.collectives import compile_into
+    from hpnsim.collectives.schedule import ChannelKind
+    from hpnsim.fabrics import hpn7
+
+    f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    g = TaskGraph()
+    ring = compile_into(g, f, "allreduce", range(16), 2**22, algo="ring", channels=4)
+    tree = compile_into(g, f, "allreduce", range(16), 2**22, algo="tree", channels=4,
+                        deps=ring.final)
+    a2a = compile_into(g, f, "alltoall", range(16), 2**22, deps=tree.final)
+    channel = np.asarray(g.channels)
+    ring_ids = {int(channel[t]) for ts in ring.stage_tasks for t in ts}
+    assert ring_ids == {_expected_channel(ChannelKind.RING, 0, c) for c in range(4)}
+    tree_ids = sorted(int(channel[t]) for ts in tree.stage_tasks for t in ts)
+    assert tree_ids == sorted(_expected_channel(ChannelKind.TREE, t, 2 * c + t)
+                              for c in range(4) for t in range(2))
+    for c in (ring, tree):
+        for stage, tasks in zip(c.schedule.stages, c.stage_tasks, strict=True):
+            assert channel[tasks].tolist() == [_expected_channel(stage.kind, stage.lane,
+                                                                 stage.conn)]
+    a2a_tasks = np.concatenate(a2a.stage_tasks)
+    assert a2a_tasks.size > 1 and (channel[a2a_tasks] == -1).all()
+    assert (channel[g.arrays(f.n_links).kind == 1] == -1).all()       # delays: none
+
+
+def test_replayed_fragments_and_copied_iterations_keep_each_transfers_connection():
+    """The training compiler's replay of a cached collective (a recorded GraphFragment,
+    appended) carries the channels of the first compile task for task; a graph copied
+    twice (append_chain, as iteration templates are) carries its channels in both copies,
+    through arrays() frozen whole and grown."""
+    from hpnsim.collectives import CollectiveOptions
+    from hpnsim.fabrics import hpn7
+    from hpnsim.training.comm import compile_groups
+
+    f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    g, cache = TaskGraph(), {}
+    options = CollectiveOptions(algo="tree", channels=2)
+    done, _, _ = compile_groups(g, f, "allreduce", [list(range(16))], 2**22, options,
+                                    name="dp", cache=cache)
+    n = len(g)
+    again, _, _ = compile_groups(g, f, "allreduce", [list(range(16))], 2**22, options,
+                                 deps=[done], name="dp", cache=cache)
+    n2 = len(g)
+    _, _, _ = compile_groups(g, f, "allreduce", [list(range(16))], 2**22, options,
+                                 deps=[again], name="dp", cache=cache)
+    assert any(k[0] == "replay" for k in cache if isinstance(k, tuple))  # fragment used
+    ch = g.channels
+    assert sorted(c for c in ch[:n] if c >= 0) == sorted(
+        _expected_channel(1, t, 2 * c + t) for c in range(2) for t in range(2))
+    assert ch[n:n2] == ch[:n] and ch[n2:] == ch[:n]
+    frozen = g.arrays(f.n_links)
+    h = TaskGraph()
+    h.append_chain(frozen, 2, chain=[len(g) - 1])
+    assert h.arrays(f.n_links).channel.tolist() == ch * 2
+    h.append_copy(frozen)                                     # grown from the last freeze
+    assert h.arrays(f.n_links).channel.tolist() == ch * 3
+
+
+@pytest.mark.parametrize("channel", [-2, 1.5, True, "ring/ch0"])
+def test_a_bad_channel_is_refused_naming_the_field(channel):
+    g = TaskGraph()
+    with pytest.raises(InputError, match="channel"):
+        g.add_transfer([0], 1.0, 1.0, channel=channel)
+    with pytest.raises(InputError, match="channel"):
+        g.add_transfers([[0]], 1.0, channel=channel)
+    assert len(g) == 0

@@ -105,7 +105,9 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
     waiting for the stage's dependencies (through one zero-length barrier when there are
     several). Each stage's latency is NCCL's per-hop figure for its NVLink and network
     steps (plus the base latency on the stages that start the collective); its wire bytes
-    are payload / (QPs x protocol efficiency).
+    are payload / (QPs x protocol efficiency). A coupled stage's task carries the stage's
+    connection id (:attr:`~hpnsim.collectives.schedule.Stage.channel`); an uncoupled
+    stage's member flows carry none (-1).
 
     Parameters
     ----------
@@ -155,7 +157,8 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
         opts = dict(priority=priority, weight=weight, latency=latency, release=release)
         if stage.coupled:
             task = graph.add_transfer_paths(paths, wire, deps=stage_deps, members=payload[i],
-                                            name=f"{label}/{stage.name}", **opts)
+                                            name=f"{label}/{stage.name}",
+                                            channel=stage.channel, **opts)
             stage_tasks.append(np.array([task], dtype=np.int64))
             continue
         if len(stage_deps) > 1:  # one barrier instead of flows x deps edges

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedule import Schedule, Stage, host_groups, uniform_hosts
+from hpnsim.collectives.schedule import (
+    NVLS_OPS,
+    ChannelKind,
+    Schedule,
+    Stage,
+    host_groups,
+    uniform_hosts,
+)
 from hpnsim.errors import InputError
 
 #: (GPU->NVSwitch, NVSwitch->GPU) wire bytes per byte of the buffer, per GPU, for k GPUs
@@ -89,6 +96,7 @@ def nvls_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
                          "GPUs each")
     k = groups[0].size
     sch.add(Stage(sch.gpus, sch.gpus, sch.size, 1, 0, name=f"{sch.op}/nvls",
+                  kind=ChannelKind.NVLS, lane=NVLS_OPS.index(sch.op),
                   switch=nvls_loads(sch.op, k)))
     if len(groups) < 2:
         return

@@ -93,13 +93,13 @@ def graph_members(fabric, graph, state=None) -> tuple[np.ndarray, list, np.ndarr
 
 
 def task_channels(graph) -> list:
-    """Per task of ``graph``, the channel its transfers run on, as the compiled graph names
-    it: the last two parts of the task's name (:func:`~hpnsim.collectives.compile.add_plan`
-    names a stage's tasks ``label/stage name``, and the schedules name stages by their
-    channel: ``ring/ch3``, ``tree1/ch0``, ``rail2/ch1``, ``alltoall/ch0``). Transfers of
-    one channel reuse its connections' QPs (:class:`hpnsim.packet.graph.QpScope`). A task
-    without a name (the per-member transfers of an uncoupled stage) names no channel
-    (None): its flows get fresh QPs.
+    """Per task of ``graph``, the connection id its transfers run on, as the compiler
+    recorded it (:attr:`~hpnsim.engine.TaskGraph.channels`: a coupled stage's
+    :attr:`~hpnsim.collectives.schedule.Stage.channel`, its
+    :class:`~hpnsim.collectives.schedule.ChannelKind`, lane and NCCL channel). Transfers
+    of one id reuse its connections' QPs (:class:`hpnsim.packet.graph.QpScope`). A task
+    with none (-1: the per-member transfers of an uncoupled stage, pipeline sends, delays)
+    gives None: its flows get fresh QPs.
 
     >>> from hpnsim.collectives import compile_into
     >>> from hpnsim.engine import TaskGraph
@@ -107,10 +107,12 @@ def task_channels(graph) -> list:
     >>> g = TaskGraph()
     >>> c = compile_into(g, hpn7(segments=1, hosts_per_segment=2, backup_hosts=0),
     ...                  "allreduce", range(16), 2**20, algo="ring", name="dp")
-    >>> task_channels(g)[:2]
-    ['ring/ch0', 'ring/ch1']
+    >>> task_channels(g)[:2] == [c.schedule.stages[0].channel, c.schedule.stages[1].channel]
+    True
+    >>> task_channels(g)[:2]                    # ChannelKind.RING, lane 0, channels 0 and 1
+    [0, 1]
     """
-    return ["/".join(name.split("/")[-2:]) if name else None for name in graph.names]
+    return [c if c >= 0 else None for c in graph.channels]
 
 
 @dataclass

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedule import Schedule, Stage, host_groups, split_steps, uniform_hosts
+from hpnsim.collectives.schedule import (
+    ChannelKind,
+    Schedule,
+    Stage,
+    host_groups,
+    split_steps,
+    uniform_hosts,
+)
 from hpnsim.errors import InputError
 
 
@@ -122,7 +129,7 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
             size, steps, crossings = rounds * (n - 1) / n * share, rounds * (n - 1), rounds * crossings
         intra, inter = split_steps(steps, crossings)
         sch.add(Stage(src, dst, size, intra, inter, conn=c, via=via,
-                      name=f"{sch.op}/ring/ch{c}"))
+                      name=f"{sch.op}/ring/ch{c}", kind=ChannelKind.RING))
 
 
 def _relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> np.ndarray:
@@ -188,7 +195,8 @@ def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
         if k == 1:
             return
         sch.add(Stage(intra_src, intra_dst, intra_size, before[0] + k - 1, before[1],
-                      name=f"{sch.op}/hier/{name}"))
+                      name=f"{sch.op}/hier/{name}", kind=ChannelKind.HIER_INTRA,
+                      lane=int(name == "intra-ag")))
         before[0] += k - 1
 
     def inter() -> None:
@@ -199,7 +207,8 @@ def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
             for c in range(channels):
                 sch.add(Stage(members, np.roll(members, -1), part, before[0],
                               before[1] + rounds * (h - 1), conn=c,
-                              name=f"{sch.op}/hier/rail{lane}/ch{c}"))
+                              name=f"{sch.op}/hier/rail{lane}/ch{c}",
+                              kind=ChannelKind.RAIL, lane=lane))
         before[1] += rounds * (h - 1)
 
     phases = {"allreduce": ("rs", "net", "ag"), "allgather": ("net", "ag"),

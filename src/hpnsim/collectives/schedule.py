@@ -13,10 +13,42 @@ independent of any fabric, so they can be checked by counting bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 import numpy as np
 
 from hpnsim.errors import InputError
+
+
+class ChannelKind(IntEnum):
+    """Which set of NCCL connections a stage's flows run on, within channel ``conn``: the
+    ring, tree ``lane`` (0 or 1: NCCL's two trees), the rail ring of local GPU ``lane``
+    (hierarchical), the NVLink ring of phase ``lane`` (hierarchical: 0 reduce-scatter, 1
+    all-gather), the halving-doubling step ``lane`` (:func:`hd_lane`) or the NVLS operation
+    ``lane`` (:data:`NVLS_OPS`). Stages of one kind, lane and ``conn`` (in any collective)
+    reuse the same connections (:attr:`Stage.channel`)."""
+
+    RING = 0
+    TREE = 1
+    RAIL = 2
+    HIER_INTRA = 3
+    HD = 4
+    NVLS = 5
+
+
+NVLS_OPS = ("allreduce", "allgather", "reducescatter")   # lane of ChannelKind.NVLS
+
+
+def hd_lane(step: str) -> int:
+    """Lane of a halving-doubling step (:class:`ChannelKind` ``HD``): ``fold`` 0,
+    ``unfold`` 1, reduce-scatter at distance d ``2 + 2d``, all-gather at d ``3 + 2d``.
+
+    >>> [hd_lane(s) for s in ("fold", "unfold", "rs1", "ag1", "rs2")]
+    [0, 1, 4, 5, 6]
+    """
+    if step in ("fold", "unfold"):
+        return int(step == "unfold")
+    return 2 + 2 * int(step[2:]) + int(step.startswith("ag"))
 
 
 @dataclass
@@ -29,7 +61,9 @@ class Stage:
     of stages of the same schedule that must finish first. ``switch = (up, down)`` makes
     it an NVLS stage: member i is GPU ``src[i]`` talking to its NVSwitch, loading its
     GPU->NVSwitch link with ``up`` and its NVSwitch->GPU link with ``down`` wire bytes per
-    byte of ``size`` (multicast and in-switch reduction: no GPU-to-GPU path).
+    byte of ``size`` (multicast and in-switch reduction: no GPU-to-GPU path). ``kind`` and
+    ``lane`` say which of the channel's connections it runs on (:class:`ChannelKind`; None:
+    none named, e.g. the independent flows of an uncoupled stage).
 
     Examples
     --------
@@ -49,6 +83,8 @@ class Stage:
     via: np.ndarray | None = None
     name: str = ""
     switch: tuple[float, float] | None = None
+    kind: ChannelKind | None = None
+    lane: int = 0
 
     def __post_init__(self) -> None:
         self.src = np.asarray(self.src, dtype=np.int64)
@@ -66,6 +102,27 @@ class Stage:
         3
         """
         return int(self.src.size)
+
+    @property
+    def channel(self) -> int:
+        """The connection id of the stage's flows, ``(kind, lane, conn)`` packed into one
+        integer (20 bits each for lane and conn), or -1 when it names none; the task
+        graph keeps it per transfer (the packet engine's QPs: ``packet.graph.QpScope``).
+
+        Examples
+        --------
+        >>> c = Stage([0], [1], 4.0, conn=3, kind=ChannelKind.TREE, lane=1).channel
+        >>> c >> 40, (c >> 20) & 0xFFFFF, c & 0xFFFFF
+        (1, 1, 3)
+        >>> Stage([0], [1], 4.0).channel
+        -1
+        """
+        if self.kind is None:
+            return -1
+        if not (0 <= self.lane < 1 << 20 and 0 <= self.conn < 1 << 20):
+            raise ValueError(f"stage {self.name!r}: lane {self.lane} or conn {self.conn} "
+                             f"outside 0..2**20-1")
+        return (int(self.kind) << 40) | (int(self.lane) << 20) | int(self.conn)
 
     @property
     def total_bytes(self) -> float:

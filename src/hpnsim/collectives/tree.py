@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedule import Schedule, Stage, host_groups
+from hpnsim.collectives.schedule import ChannelKind, Schedule, Stage, hd_lane, host_groups
 from hpnsim.errors import InputError
 
 
@@ -196,7 +196,7 @@ def tree_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
             dst = np.concatenate([up_dst, heads[parent[child]]])
             sch.add(Stage(np.concatenate([src, dst]), np.concatenate([dst, src]), share,
                           2 * intra_hops, 2 * inter_hops, conn=2 * c + t,
-                          name=f"allreduce/tree{t}/ch{c}"))
+                          name=f"allreduce/tree{t}/ch{c}", kind=ChannelKind.TREE, lane=t))
 
 
 def hd_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
@@ -240,7 +240,8 @@ def hd_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
         def step(src, dst, size, name, deps, c=c):
             crosses = bool(np.any(src // gpus_per_host != dst // gpus_per_host))
             return (sch.add(Stage(src, dst, size, int(not crosses), int(crosses), deps=deps,
-                                  conn=c, name=f"{sch.op}/hd/{name}/ch{c}")),)
+                                  conn=c, name=f"{sch.op}/hd/{name}/ch{c}",
+                                  kind=ChannelKind.HD, lane=hd_lane(name))),)
 
         if extra and sch.op == "allreduce":
             deps = step(gpus[p:], gpus[:extra], share, "fold", deps)

@@ -29,6 +29,7 @@ class GraphFragment:
     ----------
     kind, amount, priority, weight, latency, release : per task, as the graph's columns
     names : per task its name
+    channel : per task its connection id (-1: none), as the graph's ``channels``
     rows, links, usage : link entries (row = task), as merged when first added
     dep_task, dep_on : dependencies in the order they were added; ``dep_on < 0`` is
         external ``-1 - dep_on``
@@ -47,6 +48,7 @@ class GraphFragment:
     latency: list
     release: list
     names: list
+    channel: list
     rows: np.ndarray
     links: np.ndarray
     usage: np.ndarray
@@ -104,7 +106,8 @@ class GraphFragment:
                    latency=graph._latency[first:], release=graph._release[first:],
                    names=graph._names[first:], rows=rows, links=links, usage=usage,
                    dep_task=dep_task, dep_on=mapped,
-                   n_external=len(externals), members=members)
+                   n_external=len(externals), members=members,
+                   channel=graph._channel[first:])
 
     def append_to(self, graph, externals) -> int:
         """Append the fragment to ``graph`` waiting on ``externals`` (as recorded);
@@ -121,6 +124,7 @@ class GraphFragment:
         graph._latency.extend(self.latency)
         graph._release.extend(self.release)
         graph._names.extend(self.names)
+        graph._channel.extend(self.channel)
         if self.rows.size:
             graph._entry_rows.append(self.rows + base)
             graph._entry_links.append(self.links)

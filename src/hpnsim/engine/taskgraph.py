@@ -43,6 +43,7 @@ class GraphArrays:
     usage: np.ndarray      # float64
     dep_ptr: np.ndarray    # int64, task -> the tasks it waits for
     deps: np.ndarray       # int64
+    channel: np.ndarray    # int64, a transfer's connection id (-1: none; flow engine ignores)
 
 
 class TaskGraph:
@@ -65,6 +66,7 @@ class TaskGraph:
         self._latency: list[float] = []
         self._release: list[float] = []
         self._names: list[str] = []
+        self._channel: list[int] = []
         self._entry_rows: list[np.ndarray] = []
         self._entry_links: list[np.ndarray] = []
         self._entry_usage: list[np.ndarray] = []
@@ -88,6 +90,18 @@ class TaskGraph:
         """Task names ('' where none was given)."""
         return self._names
 
+    @property
+    def channels(self) -> list[int]:
+        """Per task, the connection id its transfer runs on, as the caller that added it gave
+        it (``channel=``; the collective compiler gives
+        :attr:`hpnsim.collectives.schedule.Stage.channel`), or -1: none (delays too).
+
+        >>> g = TaskGraph(); _ = g.add_transfer([0], 1.0, 8.0, channel=7); _ = g.add_delay(1.0)
+        >>> g.channels
+        [7, -1]
+        """
+        return self._channel
+
     def label(self, task: int) -> str:
         """How errors and reports name a task: its name if given, and always its id."""
         name = self._names[task] if 0 <= task < len(self._names) else ""
@@ -107,7 +121,8 @@ class TaskGraph:
         task = len(self._kind)
         return f"task {name!r} (id {task})" if name else f"task {task}"
 
-    def _append(self, kind, amount, priority, weight, latency, release, name, deps):
+    def _append(self, kind, amount, priority, weight, latency, release, name, deps,
+                channel=-1):
         label = self._next_label(name)
         if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
             raise InputError("priority", f"{label}: must be an integer, got {priority!r}")
@@ -125,10 +140,11 @@ class TaskGraph:
         self._latency.append(float(latency))
         self._release.append(float(release))
         self._names.append(str(name))
+        self._channel.append(channel)
         return task
 
     def add_transfer(self, links, usage, size, *, priority=0, weight=1.0, latency=0.0,
-                     deps=(), release=0.0, name="") -> int:
+                     deps=(), release=0.0, name="", channel=-1) -> int:
         """Add one transfer group (one rate variable); returns its task id.
 
         Parameters
@@ -145,6 +161,9 @@ class TaskGraph:
             Seconds after the start before bytes flow (alpha terms, propagation).
         deps, release : sequence of int, float
             Tasks that must finish first; earliest start time.
+        channel : int
+            The connection the transfer runs on (a non-negative id; transfers of one id
+            reuse their connections' QPs in the packet engine), or -1: none.
 
         >>> g = TaskGraph()
         >>> g.add_transfer([3, 3, 4], 1.0, 1e6)
@@ -159,9 +178,11 @@ class TaskGraph:
                                       f"got {coef.size}")
         check_values(coef, "usage", lambda i: label)
         check_values(size, "size", lambda i: label)
+        channel = _channel_id(channel, label)
         _, merged_links, merged_usage = merge_rows(
             np.zeros(link_ids.size, dtype=np.int64), link_ids, np.array(coef))
-        task = self._append(TRANSFER, size, priority, weight, latency, release, name, deps)
+        task = self._append(TRANSFER, size, priority, weight, latency, release, name, deps,
+                            channel)
         self._entry_rows.append(np.full(merged_links.size, task, dtype=np.int64))
         self._entry_links.append(merged_links)
         self._entry_usage.append(merged_usage)
@@ -186,13 +207,14 @@ class TaskGraph:
         return task
 
     def add_transfers(self, paths, sizes, *, priority=0, weight=1.0, latency=0.0,
-                      release=0.0, names=None, deps=(), members=None) -> np.ndarray:
+                      release=0.0, names=None, deps=(), members=None,
+                      channel=-1) -> np.ndarray:
         """Add one independent transfer per path (plain flows); returns their task ids.
         Each path is kept as its transfer's member (or the path of ``members``, as in
         :meth:`add_transfer_paths`).
 
         ``sizes``, ``priority``, ``weight``, ``latency`` and ``release`` are scalars or one
-        value per path; every transfer waits for all the task ids in ``deps``. Every argument
+        value per path; ``channel`` (as :meth:`add_transfer`) one id for all; every transfer waits for all the task ids in ``deps``. Every argument
         is checked before the graph changes: a call that raises adds nothing.
 
         >>> g = TaskGraph()
@@ -234,6 +256,7 @@ class TaskGraph:
             raise InputError("links", f"{label_of(i)}: unknown link id {int(link_ids.min())}")
         check_values(coef, "weight", lambda e: label_of(int(row[e])))
         dep_ids = dependency_ids(deps, label_of(0) if n else self._next_label(""))
+        channel = _channel_id(channel, label_of(0) if n else self._next_label(""))
         rows, merged_links, merged_usage = merge_rows(row, link_ids, coef)
         self._entry_rows.append(rows + first)
         self._entry_links.append(merged_links)
@@ -245,6 +268,7 @@ class TaskGraph:
         self._latency.extend(lat.tolist())
         self._release.extend(rel.tolist())
         self._names.extend([""] * n if names is None else [str(x) for x in names])
+        self._channel.extend([channel] * n)
         m_ptr, m_links, m_weight = (ptr, link_ids, coef) if members is None \
             else paths_arrays(members)
         self._members.append((np.arange(first, first + n, dtype=np.int64), m_ptr, m_links,
@@ -342,6 +366,7 @@ class TaskGraph:
             rel[k * n] = float(release) + float(every) * k if every > 0 else 0.0
         self._release.extend(rel)
         self._names.extend([""] * (n * count))
+        self._channel.extend(arrays.channel.tolist() * count)
         if arrays.links.size:
             rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.ptr))
             self._entry_rows.append((rows + (firsts - base)[:, None]).ravel() + base)
@@ -422,6 +447,7 @@ class TaskGraph:
             latency=np.asarray(self._latency, dtype=np.float64),
             release=np.asarray(self._release, dtype=np.float64),
             ptr=ptr, links=links[order], usage=usage[order], dep_ptr=dep_ptr, deps=deps,
+            channel=np.asarray(self._channel, dtype=np.int64),
         )
         if dep_task.size == 0 or dep_task.max() < n:
             self._frozen = (out, n_links, len(self._entry_rows), dep_task.size)
@@ -481,6 +507,15 @@ class TaskGraph:
             latency=column(self._latency, old.latency, np.float64),
             release=column(self._release, old.release, np.float64),
             ptr=ptr, links=np.concatenate([old.links, links[order]]),
-            usage=np.concatenate([old.usage, usage[order]]), dep_ptr=dep_ptr, deps=deps)
+            usage=np.concatenate([old.usage, usage[order]]), dep_ptr=dep_ptr, deps=deps,
+            channel=column(self._channel, old.channel, np.int64))
         self._frozen = (out, n_links, len(self._entry_rows), len(self._dep_task))
         return out
+
+
+def _channel_id(channel, label: str) -> int:
+    """``channel`` as a connection id: a non-negative integer, or -1 (none)."""
+    if isinstance(channel, bool) or not isinstance(channel, int | np.integer) or channel < -1:
+        raise InputError("channel", f"{label}: a connection id >= 0 or -1 (none), "
+                                    f"got {channel!r}")
+    return int(channel)

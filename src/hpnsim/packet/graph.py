@@ -19,7 +19,7 @@ QPs persist across transfers (:class:`QpScope`, default ``CONNECTION``), as NCCL
 setup of ``src/transport.cc``), and every later collective and step on that channel posts
 its work requests on them; ConnectX keeps DCQCN's reaction point (rate, target rate, alpha,
 timers) per QP. A connection is identified by its transfer's channel (``channels``: per
-task, what names its channel, e.g. ``ring/ch3``; none: the route alone), its member's legs
+task, its connection id, e.g. ``TaskGraph.channels``; none: the route alone), its member's legs
 (link ids: source NIC port, route, destination NIC port; a PXN relay's NVLink leg names
 the source GPU) and its rank among the members of its transfer with the same legs (QPs of
 one channel that ECMP hashes onto one route stay two connections); leg i of that member in

@@ -74,7 +74,8 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
         if stage.coupled:
             stage_tasks.append([graph.add_transfer_paths(paths[i], wire, deps=stage_deps,
                                                          latency=latency, members=payload[i],
-                                                         name=f"{label}/{stage.name}")])
+                                                         name=f"{label}/{stage.name}",
+                                                         channel=stage.channel)])
             continue
         tasks = graph.add_transfers(paths[i], wire, latency=latency,
                                     members=payload[i]).tolist()
