@@ -9,44 +9,25 @@ bytes start flowing ``latency`` seconds after it starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from hpnsim.engine.copies import CopyAppends
+from hpnsim.engine.freeze import DELAY, TRANSFER, FrozenColumns, GraphArrays
 from hpnsim.engine.validate import (
     as_link_ids,
     check_length,
     check_values,
     dependency_ids,
-    find_cycle,
     merge_rows,
     paths_arrays,
     priority_column,
 )
 from hpnsim.errors import InputError
 
-TRANSFER, DELAY = 0, 1
+__all__ = ["TaskGraph", "GraphArrays", "TRANSFER", "DELAY"]
 
 
-@dataclass(frozen=True)
-class GraphArrays:
-    """A TaskGraph frozen into validated flat arrays, ready for the event loop."""
-
-    kind: np.ndarray       # int8, TRANSFER or DELAY
-    amount: np.ndarray     # bytes per member (transfer) or seconds (delay)
-    priority: np.ndarray   # int64
-    weight: np.ndarray     # float64
-    latency: np.ndarray    # float64
-    release: np.ndarray    # float64
-    ptr: np.ndarray        # int64, task -> links CSR (empty rows for delays)
-    links: np.ndarray      # int64
-    usage: np.ndarray      # float64
-    dep_ptr: np.ndarray    # int64, task -> the tasks it waits for
-    deps: np.ndarray       # int64
-    channel: np.ndarray    # int64, a transfer's connection id (-1: none; flow engine ignores)
-
-
-class TaskGraph:
+class TaskGraph(FrozenColumns, CopyAppends):
     """Transfers, delays and dependencies, stored as flat columns.
 
     Examples
@@ -310,79 +291,6 @@ class TaskGraph:
         check_values(duration, "duration", lambda i: self._next_label(name))
         return self._append(DELAY, duration, 0, 1.0, 0.0, release, name, deps)
 
-    def append_copy(self, arrays: GraphArrays, *, release: float = 0.0, after=(),
-                    priority: int = 0) -> int:
-        """Append a copy of a frozen graph (already validated: no per-task checks); returns
-        the id of its first task. The copy's task 0 is released at ``release`` and waits for
-        ``after`` instead of its own dependencies; every transfer is in class ``priority``.
-
-        >>> g = TaskGraph(); a = g.add_delay(1.0); b = g.add_transfer([0], 1.0, 8.0, deps=[a])
-        >>> h = TaskGraph(); first = h.append_copy(g.arrays(1), release=2.0, priority=3)
-        >>> first, len(h), h.arrays(1).priority.tolist(), h.arrays(1).deps.tolist()
-        (0, 2, [0, 3], [0])
-        """
-        return int(self.append_chain(arrays, 1, release=release, after=after,
-                                     priority=priority)[0])
-
-    def append_chain(self, arrays: GraphArrays, count: int, *, release: float = 0.0,
-                     after=(), priority: int = 0, chain=(), every: float = 0.0) -> np.ndarray:
-        """Append ``count`` copies of a frozen graph, each copy's task 0 waiting for the
-        tasks ``chain`` (ids within the frozen graph) of the copy before it; returns the
-        copies' first task ids. The first copy is :meth:`append_copy`'s (``release``,
-        ``after``); the others have their own release times, or, with ``every > 0``, copy
-        ``k`` starts no earlier than ``release + k * every`` (a start held to a period).
-
-        >>> g = TaskGraph(); a = g.add_delay(1.0); b = g.add_transfer([0], 1.0, 8.0, deps=[a])
-        >>> h = TaskGraph(); h.append_chain(g.arrays(1), 3, chain=[1]).tolist()
-        [0, 2, 4]
-        >>> h.arrays(1).deps.tolist()      # 1 waits for 0, 2 for 1, 3 for 2, ...
-        [0, 1, 2, 3, 4]
-        """
-        if isinstance(priority, bool) or not isinstance(priority, int | np.integer):
-            raise InputError("priority", f"must be an integer, got {priority!r}")
-        check_values(release, "release", lambda i: "task copy")
-        base, n, count = len(self._kind), int(arrays.kind.size), int(count)
-        chain = np.asarray(chain, dtype=np.int64)
-        if count < 1 or n == 0:
-            return np.zeros(0, dtype=np.int64)
-        if count > 1 and (chain.size == 0 or chain.min() < 0 or chain.max() >= n):
-            raise InputError("chain", f"ids of the copied graph's tasks (0..{n - 1}), "
-                                      f"got {chain.tolist()}")
-        after_ids = dependency_ids(after, "task copy")
-        if self._acyclic == base and not (after_ids >= base).any():
-            self._acyclic = base + n * count
-        firsts = base + n * np.arange(count, dtype=np.int64)
-        # one copy's column as a list, repeated: list repetition is far cheaper than
-        # converting the tiled array (a probe appends copies ~20,000 times)
-        self._kind.extend(arrays.kind.tolist() * count)
-        self._amount.extend(arrays.amount.tolist() * count)
-        prio = np.where(arrays.kind == TRANSFER, int(priority), arrays.priority)
-        self._priority.extend(prio.tolist() * count)
-        self._weight.extend(arrays.weight.tolist() * count)
-        self._latency.extend(arrays.latency.tolist() * count)
-        rel = arrays.release.tolist() * count
-        rel[0] = float(release)
-        for k in range(1, count):
-            rel[k * n] = float(release) + float(every) * k if every > 0 else 0.0
-        self._release.extend(rel)
-        self._names.extend([""] * (n * count))
-        self._channel.extend(arrays.channel.tolist() * count)
-        if arrays.links.size:
-            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.ptr))
-            self._entry_rows.append((rows + (firsts - base)[:, None]).ravel() + base)
-            self._entry_links.append(np.tile(arrays.links, count))
-            self._entry_usage.append(np.tile(arrays.usage, count))
-        dep_task = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.dep_ptr))
-        keep = dep_task != 0
-        own_task = (dep_task[keep] + firsts[:, None]).ravel()
-        own_on = (arrays.deps[keep] + firsts[:, None]).ravel()
-        link_task = np.repeat(firsts[1:], chain.size)
-        link_on = (chain + firsts[:-1, None]).ravel()
-        self._dep_task.extend([base] * after_ids.size + own_task.tolist()
-                              + link_task.tolist())
-        self._dep_on.extend(after_ids.tolist() + own_on.tolist() + link_on.tolist())
-        return firsts
-
     def add_dependency(self, task: int, dep: int) -> None:
         """Make ``task`` wait for ``dep`` as well (ids may refer to tasks added later).
 
@@ -396,121 +304,6 @@ class TaskGraph:
         self._dep_on.append(int(dep))
         self._acyclic = 0
         self._frozen = None    # an earlier task may wait for more: freeze everything anew
-
-    def arrays(self, n_links: int) -> GraphArrays:
-        """Freeze into validated arrays: link ids in range, deps known and acyclic.
-
-        >>> g = TaskGraph(); _ = g.add_transfer([5], 1.0, 1.0)
-        >>> g.arrays(4)
-        Traceback (most recent call last):
-        ...
-        hpnsim.errors.InputError: links: task 0 uses unknown link id 5 (the fabric has 4 links)
-        """
-        frozen = self._frozen
-        if frozen is not None and frozen[1] == n_links:
-            if frozen[0].kind.size == len(self._kind):
-                return frozen[0]
-            grown = self._grown_arrays(*frozen)
-            if grown is not None:
-                return grown
-        n = len(self._kind)
-        rows = np.concatenate(self._entry_rows) if self._entry_rows else np.zeros(0, np.int64)
-        links = np.concatenate(self._entry_links) if self._entry_links else np.zeros(0, np.int64)
-        usage = np.concatenate(self._entry_usage) if self._entry_usage else np.zeros(0)
-        if links.size and links.max() >= n_links:
-            e = int(np.argmax(links))
-            raise InputError("links", f"{self.label(int(rows[e]))} uses unknown link id "
-                                      f"{int(links[e])} (the fabric has {n_links} links)")
-        order = np.argsort(rows, kind="stable")
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        ptr[1:] = np.cumsum(np.bincount(rows, minlength=n))
-        dep_task = np.asarray(self._dep_task, dtype=np.int64)
-        dep_on = np.asarray(self._dep_on, dtype=np.int64)
-        if dep_on.size and dep_on.max() >= n:
-            i = int(np.argmax(dep_on))
-            raise InputError("deps", f"{self.label(int(dep_task[i]))} depends on unknown task "
-                                     f"{int(dep_on[i])} (the graph has {n} tasks)")
-        dep_order = np.argsort(dep_task, kind="stable")
-        dep_ptr = np.zeros(n + 1, dtype=np.int64)
-        dep_ptr[1:] = np.cumsum(np.bincount(dep_task, minlength=n))
-        deps = dep_on[dep_order]
-        cycle = None if self._acyclic == n else find_cycle(n, dep_ptr, deps)
-        if cycle is not None:
-            names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
-            raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
-        self._acyclic = n
-        out = GraphArrays(
-            kind=np.asarray(self._kind, dtype=np.int8),
-            amount=np.asarray(self._amount, dtype=np.float64),
-            priority=np.asarray(self._priority, dtype=np.int64),
-            weight=np.asarray(self._weight, dtype=np.float64),
-            latency=np.asarray(self._latency, dtype=np.float64),
-            release=np.asarray(self._release, dtype=np.float64),
-            ptr=ptr, links=links[order], usage=usage[order], dep_ptr=dep_ptr, deps=deps,
-            channel=np.asarray(self._channel, dtype=np.int64),
-        )
-        if dep_task.size == 0 or dep_task.max() < n:
-            self._frozen = (out, n_links, len(self._entry_rows), dep_task.size)
-        return out
-
-    def _grown_arrays(self, old: GraphArrays, n_links: int, n_chunks: int,
-                      n_dep: int) -> GraphArrays | None:
-        """:meth:`arrays` as the last freeze ``old`` plus the tasks added since, in time
-        proportional to those; ``None`` if an entry or dependency added since belongs to an
-        older task (then the caller freezes everything)."""
-        n0, n = old.kind.size, len(self._kind)
-        rows = self._entry_rows[n_chunks:]
-        rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-        dep_task = np.asarray(self._dep_task[n_dep:], dtype=np.int64)
-        if (rows.size and rows.min() < n0) or (dep_task.size and dep_task.min() < n0):
-            return None
-        links = np.concatenate(self._entry_links[n_chunks:]) if rows.size \
-            else np.zeros(0, np.int64)
-        usage = np.concatenate(self._entry_usage[n_chunks:]) if rows.size else np.zeros(0)
-        if links.size and links.max() >= n_links:
-            e = int(np.argmax(links))
-            raise InputError("links", f"{self.label(int(rows[e]))} uses unknown link id "
-                                      f"{int(links[e])} (the fabric has {n_links} links)")
-        dep_on = np.asarray(self._dep_on[n_dep:], dtype=np.int64)
-        if dep_on.size and dep_on.max() >= n:
-            i = int(np.argmax(dep_on))
-            raise InputError("deps", f"{self.label(int(dep_task[i]))} depends on unknown task "
-                                     f"{int(dep_on[i])} (the graph has {n} tasks)")
-        if dep_task.size and dep_task.max() >= n:
-            return None
-        # a stable sort of the new entries alone orders them as a stable sort of all would:
-        # every earlier entry belongs to an earlier task
-        order = np.argsort(rows, kind="stable")
-        ptr = np.empty(n + 1, dtype=np.int64)
-        ptr[:n0 + 1] = old.ptr
-        ptr[n0 + 1:] = old.ptr[-1] + np.cumsum(np.bincount(rows - n0, minlength=n - n0))
-        dep_ptr = np.empty(n + 1, dtype=np.int64)
-        dep_ptr[:n0 + 1] = old.dep_ptr
-        dep_ptr[n0 + 1:] = old.dep_ptr[-1] + np.cumsum(np.bincount(dep_task - n0,
-                                                                   minlength=n - n0))
-        deps = np.concatenate([old.deps, dep_on[np.argsort(dep_task, kind="stable")]])
-        if self._acyclic != n:
-            cycle = find_cycle(n, dep_ptr, deps)
-            if cycle is not None:
-                names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
-                raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
-            self._acyclic = n
-
-        def column(values, old_column, dtype):
-            return np.concatenate([old_column, np.asarray(values[n0:], dtype=dtype)])
-
-        out = GraphArrays(
-            kind=column(self._kind, old.kind, np.int8),
-            amount=column(self._amount, old.amount, np.float64),
-            priority=column(self._priority, old.priority, np.int64),
-            weight=column(self._weight, old.weight, np.float64),
-            latency=column(self._latency, old.latency, np.float64),
-            release=column(self._release, old.release, np.float64),
-            ptr=ptr, links=np.concatenate([old.links, links[order]]),
-            usage=np.concatenate([old.usage, usage[order]]), dep_ptr=dep_ptr, deps=deps,
-            channel=column(self._channel, old.channel, np.int64))
-        self._frozen = (out, n_links, len(self._entry_rows), len(self._dep_task))
-        return out
 
 
 def _channel_id(channel, label: str) -> int:

@@ -1,0 +1,159 @@
+"""Freezing a TaskGraph into validated flat arrays (:class:`GraphArrays`), whole or grown.
+
+A graph is frozen before every simulation; one that only grew since its last freeze (a probe
+appends copies round after round) is frozen in time proportional to what it gained.
+:class:`FrozenColumns` holds the two freezes; :class:`~hpnsim.engine.TaskGraph` inherits them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpnsim.engine.validate import find_cycle
+from hpnsim.errors import InputError
+
+__all__ = ["GraphArrays", "FrozenColumns", "TRANSFER", "DELAY"]
+
+#: the kinds of task (``GraphArrays.kind``): a transfer group and a fixed wait
+TRANSFER, DELAY = 0, 1
+
+
+@dataclass(frozen=True)
+class GraphArrays:
+    """A TaskGraph frozen into validated flat arrays, ready for the event loop."""
+
+    kind: np.ndarray       # int8, TRANSFER or DELAY
+    amount: np.ndarray     # bytes per member (transfer) or seconds (delay)
+    priority: np.ndarray   # int64
+    weight: np.ndarray     # float64
+    latency: np.ndarray    # float64
+    release: np.ndarray    # float64
+    ptr: np.ndarray        # int64, task -> links CSR (empty rows for delays)
+    links: np.ndarray      # int64
+    usage: np.ndarray      # float64
+    dep_ptr: np.ndarray    # int64, task -> the tasks it waits for
+    deps: np.ndarray       # int64
+    channel: np.ndarray    # int64, a transfer's connection id (-1: none; flow engine ignores)
+
+
+class FrozenColumns:
+    """The freezes of a :class:`~hpnsim.engine.TaskGraph`'s columns (its attributes
+    ``_kind`` ... ``_channel``, entry chunks, dependency lists, ``_acyclic``, ``_frozen``)."""
+
+    def arrays(self, n_links: int) -> GraphArrays:
+        """Freeze into validated arrays: link ids in range, deps known and acyclic.
+
+        >>> from hpnsim.engine import TaskGraph
+        >>> g = TaskGraph(); _ = g.add_transfer([5], 1.0, 1.0)
+        >>> g.arrays(4)
+        Traceback (most recent call last):
+        ...
+        hpnsim.errors.InputError: links: task 0 uses unknown link id 5 (the fabric has 4 links)
+        """
+        frozen = self._frozen
+        if frozen is not None and frozen[1] == n_links:
+            if frozen[0].kind.size == len(self._kind):
+                return frozen[0]
+            grown = self._grown_arrays(*frozen)
+            if grown is not None:
+                return grown
+        n = len(self._kind)
+        rows = np.concatenate(self._entry_rows) if self._entry_rows else np.zeros(0, np.int64)
+        links = np.concatenate(self._entry_links) if self._entry_links else np.zeros(0, np.int64)
+        usage = np.concatenate(self._entry_usage) if self._entry_usage else np.zeros(0)
+        if links.size and links.max() >= n_links:
+            e = int(np.argmax(links))
+            raise InputError("links", f"{self.label(int(rows[e]))} uses unknown link id "
+                                      f"{int(links[e])} (the fabric has {n_links} links)")
+        order = np.argsort(rows, kind="stable")
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum(np.bincount(rows, minlength=n))
+        dep_task = np.asarray(self._dep_task, dtype=np.int64)
+        dep_on = np.asarray(self._dep_on, dtype=np.int64)
+        if dep_on.size and dep_on.max() >= n:
+            i = int(np.argmax(dep_on))
+            raise InputError("deps", f"{self.label(int(dep_task[i]))} depends on unknown task "
+                                     f"{int(dep_on[i])} (the graph has {n} tasks)")
+        dep_order = np.argsort(dep_task, kind="stable")
+        dep_ptr = np.zeros(n + 1, dtype=np.int64)
+        dep_ptr[1:] = np.cumsum(np.bincount(dep_task, minlength=n))
+        deps = dep_on[dep_order]
+        cycle = None if self._acyclic == n else find_cycle(n, dep_ptr, deps)
+        if cycle is not None:
+            names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
+            raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
+        self._acyclic = n
+        out = GraphArrays(
+            kind=np.asarray(self._kind, dtype=np.int8),
+            amount=np.asarray(self._amount, dtype=np.float64),
+            priority=np.asarray(self._priority, dtype=np.int64),
+            weight=np.asarray(self._weight, dtype=np.float64),
+            latency=np.asarray(self._latency, dtype=np.float64),
+            release=np.asarray(self._release, dtype=np.float64),
+            ptr=ptr, links=links[order], usage=usage[order], dep_ptr=dep_ptr, deps=deps,
+            channel=np.asarray(self._channel, dtype=np.int64),
+        )
+        if dep_task.size == 0 or dep_task.max() < n:
+            self._frozen = (out, n_links, len(self._entry_rows), dep_task.size)
+        return out
+
+    def _grown_arrays(self, old: GraphArrays, n_links: int, n_chunks: int,
+                      n_dep: int) -> GraphArrays | None:
+        """:meth:`arrays` as the last freeze ``old`` plus the tasks added since, in time
+        proportional to those; ``None`` if an entry or dependency added since belongs to an
+        older task (then the caller freezes everything)."""
+        n0, n = old.kind.size, len(self._kind)
+        rows = self._entry_rows[n_chunks:]
+        rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        dep_task = np.asarray(self._dep_task[n_dep:], dtype=np.int64)
+        if (rows.size and rows.min() < n0) or (dep_task.size and dep_task.min() < n0):
+            return None
+        links = np.concatenate(self._entry_links[n_chunks:]) if rows.size \
+            else np.zeros(0, np.int64)
+        usage = np.concatenate(self._entry_usage[n_chunks:]) if rows.size else np.zeros(0)
+        if links.size and links.max() >= n_links:
+            e = int(np.argmax(links))
+            raise InputError("links", f"{self.label(int(rows[e]))} uses unknown link id "
+                                      f"{int(links[e])} (the fabric has {n_links} links)")
+        dep_on = np.asarray(self._dep_on[n_dep:], dtype=np.int64)
+        if dep_on.size and dep_on.max() >= n:
+            i = int(np.argmax(dep_on))
+            raise InputError("deps", f"{self.label(int(dep_task[i]))} depends on unknown task "
+                                     f"{int(dep_on[i])} (the graph has {n} tasks)")
+        if dep_task.size and dep_task.max() >= n:
+            return None
+        # a stable sort of the new entries alone orders them as a stable sort of all would:
+        # every earlier entry belongs to an earlier task
+        order = np.argsort(rows, kind="stable")
+        ptr = np.empty(n + 1, dtype=np.int64)
+        ptr[:n0 + 1] = old.ptr
+        ptr[n0 + 1:] = old.ptr[-1] + np.cumsum(np.bincount(rows - n0, minlength=n - n0))
+        dep_ptr = np.empty(n + 1, dtype=np.int64)
+        dep_ptr[:n0 + 1] = old.dep_ptr
+        dep_ptr[n0 + 1:] = old.dep_ptr[-1] + np.cumsum(np.bincount(dep_task - n0,
+                                                                   minlength=n - n0))
+        deps = np.concatenate([old.deps, dep_on[np.argsort(dep_task, kind="stable")]])
+        if self._acyclic != n:
+            cycle = find_cycle(n, dep_ptr, deps)
+            if cycle is not None:
+                names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
+                raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
+            self._acyclic = n
+
+        def column(values, old_column, dtype):
+            return np.concatenate([old_column, np.asarray(values[n0:], dtype=dtype)])
+
+        out = GraphArrays(
+            kind=column(self._kind, old.kind, np.int8),
+            amount=column(self._amount, old.amount, np.float64),
+            priority=column(self._priority, old.priority, np.int64),
+            weight=column(self._weight, old.weight, np.float64),
+            latency=column(self._latency, old.latency, np.float64),
+            release=column(self._release, old.release, np.float64),
+            ptr=ptr, links=np.concatenate([old.links, links[order]]),
+            usage=np.concatenate([old.usage, usage[order]]), dep_ptr=dep_ptr, deps=deps,
+            channel=column(self._channel, old.channel, np.int64))
+        self._frozen = (out, n_links, len(self._entry_rows), len(self._dep_task))
+        return out
