@@ -19,6 +19,11 @@ __all__ = ["GraphArrays", "FrozenColumns", "TRANSFER", "DELAY"]
 #: the kinds of task (``GraphArrays.kind``): a transfer group and a fixed wait
 TRANSFER, DELAY = 0, 1
 
+#: the per-task columns (a TaskGraph keeps each as the list ``_<name>``) and their dtypes
+TASK_COLUMNS = (("kind", np.int8), ("amount", np.float64), ("priority", np.int64),
+                ("weight", np.float64), ("latency", np.float64), ("release", np.float64),
+                ("channel", np.int64))
+
 
 @dataclass(frozen=True)
 class GraphArrays:
@@ -63,38 +68,22 @@ class FrozenColumns:
         rows = np.concatenate(self._entry_rows) if self._entry_rows else np.zeros(0, np.int64)
         links = np.concatenate(self._entry_links) if self._entry_links else np.zeros(0, np.int64)
         usage = np.concatenate(self._entry_usage) if self._entry_usage else np.zeros(0)
-        if links.size and links.max() >= n_links:
-            e = int(np.argmax(links))
-            raise InputError("links", f"{self.label(int(rows[e]))} uses unknown link id "
-                                      f"{int(links[e])} (the fabric has {n_links} links)")
+        self._check_links(rows, links, n_links)
         order = np.argsort(rows, kind="stable")
         ptr = np.zeros(n + 1, dtype=np.int64)
         ptr[1:] = np.cumsum(np.bincount(rows, minlength=n))
         dep_task = np.asarray(self._dep_task, dtype=np.int64)
         dep_on = np.asarray(self._dep_on, dtype=np.int64)
-        if dep_on.size and dep_on.max() >= n:
-            i = int(np.argmax(dep_on))
-            raise InputError("deps", f"{self.label(int(dep_task[i]))} depends on unknown task "
-                                     f"{int(dep_on[i])} (the graph has {n} tasks)")
+        self._check_known_deps(dep_task, dep_on, n)
         dep_order = np.argsort(dep_task, kind="stable")
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
         dep_ptr[1:] = np.cumsum(np.bincount(dep_task, minlength=n))
         deps = dep_on[dep_order]
-        cycle = None if self._acyclic == n else find_cycle(n, dep_ptr, deps)
-        if cycle is not None:
-            names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
-            raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
-        self._acyclic = n
+        self._check_acyclic(n, dep_ptr, deps)
         out = GraphArrays(
-            kind=np.asarray(self._kind, dtype=np.int8),
-            amount=np.asarray(self._amount, dtype=np.float64),
-            priority=np.asarray(self._priority, dtype=np.int64),
-            weight=np.asarray(self._weight, dtype=np.float64),
-            latency=np.asarray(self._latency, dtype=np.float64),
-            release=np.asarray(self._release, dtype=np.float64),
-            ptr=ptr, links=links[order], usage=usage[order], dep_ptr=dep_ptr, deps=deps,
-            channel=np.asarray(self._channel, dtype=np.int64),
-        )
+            **{name: np.asarray(getattr(self, "_" + name), dtype=dtype)
+               for name, dtype in TASK_COLUMNS},
+            ptr=ptr, links=links[order], usage=usage[order], dep_ptr=dep_ptr, deps=deps)
         if dep_task.size == 0 or dep_task.max() < n:
             self._frozen = (out, n_links, len(self._entry_rows), dep_task.size)
         return out
@@ -113,15 +102,9 @@ class FrozenColumns:
         links = np.concatenate(self._entry_links[n_chunks:]) if rows.size \
             else np.zeros(0, np.int64)
         usage = np.concatenate(self._entry_usage[n_chunks:]) if rows.size else np.zeros(0)
-        if links.size and links.max() >= n_links:
-            e = int(np.argmax(links))
-            raise InputError("links", f"{self.label(int(rows[e]))} uses unknown link id "
-                                      f"{int(links[e])} (the fabric has {n_links} links)")
+        self._check_links(rows, links, n_links)
         dep_on = np.asarray(self._dep_on[n_dep:], dtype=np.int64)
-        if dep_on.size and dep_on.max() >= n:
-            i = int(np.argmax(dep_on))
-            raise InputError("deps", f"{self.label(int(dep_task[i]))} depends on unknown task "
-                                     f"{int(dep_on[i])} (the graph has {n} tasks)")
+        self._check_known_deps(dep_task, dep_on, n)
         if dep_task.size and dep_task.max() >= n:
             return None
         # a stable sort of the new entries alone orders them as a stable sort of all would:
@@ -135,25 +118,34 @@ class FrozenColumns:
         dep_ptr[n0 + 1:] = old.dep_ptr[-1] + np.cumsum(np.bincount(dep_task - n0,
                                                                    minlength=n - n0))
         deps = np.concatenate([old.deps, dep_on[np.argsort(dep_task, kind="stable")]])
+        self._check_acyclic(n, dep_ptr, deps)
+        out = GraphArrays(
+            **{name: np.concatenate([getattr(old, name),
+                                     np.asarray(getattr(self, "_" + name)[n0:], dtype=dtype)])
+               for name, dtype in TASK_COLUMNS},
+            ptr=ptr, links=np.concatenate([old.links, links[order]]),
+            usage=np.concatenate([old.usage, usage[order]]), dep_ptr=dep_ptr, deps=deps)
+        self._frozen = (out, n_links, len(self._entry_rows), len(self._dep_task))
+        return out
+
+    def _check_links(self, rows, links, n_links: int) -> None:
+        if links.size and links.max() >= n_links:
+            e = int(np.argmax(links))
+            raise InputError("links", f"{self.label(int(rows[e]))} uses unknown link id "
+                                      f"{int(links[e])} (the fabric has {n_links} links)")
+
+    def _check_known_deps(self, dep_task, dep_on, n: int) -> None:
+        if dep_on.size and dep_on.max() >= n:
+            i = int(np.argmax(dep_on))
+            raise InputError("deps", f"{self.label(int(dep_task[i]))} depends on unknown task "
+                                     f"{int(dep_on[i])} (the graph has {n} tasks)")
+
+    def _check_acyclic(self, n: int, dep_ptr, deps) -> None:
+        """Refuse a dependency cycle among the ``n`` tasks (skipped when the graph is known
+        acyclic that far), then remember it is acyclic."""
         if self._acyclic != n:
             cycle = find_cycle(n, dep_ptr, deps)
             if cycle is not None:
                 names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
                 raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
-            self._acyclic = n
-
-        def column(values, old_column, dtype):
-            return np.concatenate([old_column, np.asarray(values[n0:], dtype=dtype)])
-
-        out = GraphArrays(
-            kind=column(self._kind, old.kind, np.int8),
-            amount=column(self._amount, old.amount, np.float64),
-            priority=column(self._priority, old.priority, np.int64),
-            weight=column(self._weight, old.weight, np.float64),
-            latency=column(self._latency, old.latency, np.float64),
-            release=column(self._release, old.release, np.float64),
-            ptr=ptr, links=np.concatenate([old.links, links[order]]),
-            usage=np.concatenate([old.usage, usage[order]]), dep_ptr=dep_ptr, deps=deps,
-            channel=column(self._channel, old.channel, np.int64))
-        self._frozen = (out, n_links, len(self._entry_rows), len(self._dep_task))
-        return out
+        self._acyclic = n

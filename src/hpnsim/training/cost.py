@@ -34,7 +34,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable, OpList, head_ops, layer_ops, step_ops
@@ -96,10 +96,7 @@ class Block:
 
 
 #: Block fields that add up when blocks merge (FSDP units).
-BLOCK_SUMS = ("forward_compute", "backward_compute", "forward_tp_ops", "backward_tp_ops",
-              "forward_ep_ops", "backward_ep_ops", "dense_params", "expert_params",
-              "forward_attention", "attention_ig", "attention_wg", "mlp_ig", "mlp_wg",
-              "gemm", "attention", "memory")
+BLOCK_SUMS = tuple(f.name for f in fields(Block) if f.name != "name")
 
 
 @dataclass(frozen=True)
