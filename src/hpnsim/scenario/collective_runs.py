@@ -45,8 +45,7 @@ def collective_runs(scenario, fabric, nccl, say, lines=None) -> list[CollectiveR
     from hpnsim.collectives import run_collective
     from hpnsim.units import format_bytes
 
-    engine = scenario.engine
-    if engine is not None and engine.kind == "packet":
+    if scenario.runs_packets:
         from hpnsim.scenario.packet_runs import packet_runs
 
         return packet_runs(scenario, fabric, nccl, say, lines or {})

@@ -181,8 +181,7 @@ class JobsTogether:
             graph, first = self._started.pop(jobs[0])
             started = {jobs[0]: first}
         built = self.compile(jobs, graph, built=started)
-        engine = self.prepared.scenario.engine
-        if engine is not None and engine.kind == "packet":
+        if self.prepared.scenario.runs_packets:
             from hpnsim.scenario.packet_jobs import simulate_jobs_packet
 
             iterations, finish, packet = simulate_jobs_packet(self.prepared, graph, built)

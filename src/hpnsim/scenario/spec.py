@@ -101,6 +101,11 @@ class Scenario(BaseModel):
 
         return load_calibration(self.calibration)
 
+    @property
+    def runs_packets(self) -> bool:
+        """Whether collectives and jobs run on the packet engine (``engine: packet``)."""
+        return self.engine is not None and self.engine.kind == "packet"
+
     @model_validator(mode="after")
     def _lag_routing(self) -> Scenario:
         if self.lag != "balanced" and self.routing != "hpn_dual_plane":
@@ -128,8 +133,7 @@ class Scenario(BaseModel):
             raise ValueError(f"jobs: required: {unused[0]} sets how jobs and collectives run; "
                              f"give jobs or collectives, or leave {unused[0]} out for a "
                              f"fabric-only scenario")
-        if self.engine is not None and self.engine.kind == "packet" and (
-                self.faults or self.cluster is not None):
+        if self.runs_packets and (self.faults or self.cluster is not None):
             raise ValueError("engine: faults and cluster traces run on the flow engine only; "
                              "the packet engine runs collectives and jobs: remove engine: "
                              "packet, or the faults and the cluster section")
