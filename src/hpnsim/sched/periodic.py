@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.engine import Simulation, TaskGraph
+from hpnsim.engine.twins import merge_twin_links
 from hpnsim.errors import InputError
 from hpnsim.sched.jobs import SchedJob, job_array
 
@@ -170,20 +171,18 @@ def simulate_periodic(jobs, capacity, horizon: float, *, priority=None, weights=
             raise InputError("compute_time", f"job {j.name!r} has neither compute nor "
                                              "traffic: its iterations take no time")
 
-    # the engine runs on the jobs' links only, numbered in order (its state is sized by the
-    # link count; the order of the links, and so every step, is kept)
+    # the engine runs on the jobs' links only, twins merged (a transfer crosses every link
+    # of its job: thousands of entries, most of them twins), numbered in order (its state
+    # is sized by the link count; the order of the links, and so every step, is kept)
     used = np.unique(np.concatenate([j.links for j in jobs]))
     if not used.size:
         used = np.arange(cap.size)
-    graph = TaskGraph()
-    iteration_ends, transfers, computes, t_of = [], [], [], []
+    iterations_of, ends_of, t_of = [], [], []
     for j, job in enumerate(jobs):
         t = job.transfer_time(cap)
         t_of.append(t)
-        n_iter = int((horizon - offset[j]) // job.iteration_time(cap)) + 1 \
-            if offset[j] <= horizon else 0
-        # one iteration (compute in two parts, the transfer after the first), chained
-        # n_iter times: each starts when the one before has computed and sent
+        # one iteration (compute in two parts, the transfer after the first), chained:
+        # each starts when the one before has computed and sent
         one = TaskGraph()
         head = one.add_delay(job.comm_start * job.compute_time)
         ends = [one.add_delay((1.0 - job.comm_start) * job.compute_time, deps=[head])]
@@ -191,13 +190,21 @@ def simulate_periodic(jobs, capacity, horizon: float, *, priority=None, weights=
             # size in seconds of uncontended transfer: usage M_e / t_j makes the rate 1 alone
             ends.append(one.add_transfer(np.searchsorted(used, job.links), job.link_bytes / t,
                                          t, weight=float(weight[j]), deps=[head]))
-        firsts = graph.append_chain(one.arrays(used.size), n_iter, release=float(offset[j]),
+        iterations_of.append(one.arrays(used.size))
+        ends_of.append(ends)
+    iterations_of, link_cap = merge_twin_links(iterations_of, cap[used])
+    graph = TaskGraph()
+    iteration_ends, transfers, computes = [], [], []
+    for j, (job, one, ends) in enumerate(zip(jobs, iterations_of, ends_of, strict=True)):
+        n_iter = int((horizon - offset[j]) // job.iteration_time(cap)) + 1 \
+            if offset[j] <= horizon else 0
+        firsts = graph.append_chain(one, n_iter, release=float(offset[j]),
                                     priority=int(prio[j]), chain=ends)
         iteration_ends.append(firsts[:, None] + np.asarray(ends, dtype=np.int64))
-        transfers.append(firsts + ends[1] if t > 0 else np.zeros(0, dtype=np.int64))
+        transfers.append(firsts + ends[1] if t_of[j] > 0 else np.zeros(0, dtype=np.int64))
         computes.append(np.stack([firsts, firsts + ends[0]], axis=1).ravel())
 
-    sim = Simulation(graph, cap[used])
+    sim = Simulation(graph, link_cap)
     sim.run(until=horizon)
     res = sim.result()
     limit = horizon * (1.0 + _HORIZON_RTOL)

@@ -31,6 +31,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from hpnsim.engine import Simulation, TaskGraph
+from hpnsim.engine.twins import merge_twin_links
 from hpnsim.sched.cluster.phase import MAX_SPREAD, phase_templates
 from hpnsim.sched.defaults import MAX_PROBE_SIZE
 
@@ -162,6 +163,7 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     # is close to its task-level one): offsets and the limit are used as they are; a gate
     # is per iteration of task-level time, a copy's gate the phase-level seconds that stand
     # for it (a copy's seconds x scale = task-level seconds per iteration)
+    phases, folded = _on_own_links(phases, folded)
     found = _probe(phases, priorities, offsets, folded, tolerance=tolerance, limit=limit,
                    remaining=np.ceil(np.asarray(remaining, dtype=np.float64) / merge),
                    max_tasks=max_tasks, gates=gates / scale)
@@ -175,14 +177,13 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
 
 
 def _on_own_links(templates, capacity) -> tuple[list, np.ndarray]:
-    """The templates with their links numbered in order among the links the component
-    uses, and those links' capacities: the engine sizes its state by the link count, and a
-    probe's rounds would set up all 72,016 of Lingjun's for the few hundred it loads (the
-    order of the links is kept, so the engine's steps are the same)."""
-    used = np.unique(np.concatenate([t.arrays.links for t in templates]))
-    local = [replace(t, arrays=replace(t.arrays, links=np.searchsorted(used, t.arrays.links)))
-             for t in templates]
-    return local, np.asarray(capacity, dtype=np.float64)[used]
+    """The templates with only the links the component uses, twins merged
+    (:func:`~hpnsim.engine.twins.merge_twin_links`: a probe reads finish times only), kept
+    links numbered in order, and those links' capacities: the engine sizes its state by the
+    link count and walks every entry at every event, and a probe's rounds would otherwise
+    set up all 72,016 of Lingjun's for the few hundred it loads."""
+    arrays, cap = merge_twin_links([t.arrays for t in templates], capacity)
+    return [replace(t, arrays=a) for t, a in zip(templates, arrays, strict=True)], cap
 
 
 def task_level_cost(templates, offsets, limit: float) -> float:
