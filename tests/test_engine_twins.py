@@ -81,3 +81,19 @@ def test_links_that_differ_in_a_task_or_a_usage_are_kept():
     k.add_transfer([1], 1.0, 10.0)
     _, cap = merge_twin_links([h.arrays(2), k.arrays(2)], [1.0, 1.0])
     assert cap.size == 2
+
+
+def test_runs_are_grouped_exactly_even_when_every_hash_collides(monkeypatch):
+    from hpnsim.engine import twins
+
+    rng = np.random.default_rng(2)
+    lengths = rng.integers(1, 4, 60)
+    bounds = np.concatenate([[0], np.cumsum(lengths)])
+    values = rng.integers(0, 3, bounds[-1])
+    runs = [values[bounds[i]:bounds[i + 1]].tolist() for i in range(60)]
+    for mix in (twins._mix, lambda x: np.zeros_like(x)):    # real hashes, then all collide
+        monkeypatch.setattr(twins, "_mix", mix)
+        group = twins._equal_runs(values, bounds)
+        for i in range(60):
+            for j in range(60):
+                assert (group[i] == group[j]) == (runs[i] == runs[j])

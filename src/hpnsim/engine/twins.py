@@ -58,25 +58,23 @@ def merge_twin_links(arrays: list, capacity) -> tuple[list, np.ndarray]:
     if not sum(sizes):
         return list(arrays), cap[:0].copy()
     links = np.concatenate([a.links for a in arrays]).astype(np.int64)
-    # each entry as the (graph, task, usage) that a twin must repeat exactly
-    graph = np.repeat(np.arange(len(arrays)), sizes)
+    graph = np.repeat(np.arange(len(arrays), dtype=np.int64), sizes)
     task = np.concatenate([np.repeat(np.arange(a.ptr.size - 1), np.diff(a.ptr))
-                           for a in arrays])
+                           for a in arrays]).astype(np.int64)
     usage = np.concatenate([a.usage for a in arrays]).astype(np.float64)
-    _, entry_id = np.unique(np.stack([graph, task, usage.view(np.int64)]), axis=1,
-                            return_inverse=True)
+    entry = _entry_ids(graph * (int(task.max()) + 1) + task, usage.view(np.int64))
     used, link_of = np.unique(links, return_inverse=True)
-    order = np.lexsort((entry_id.ravel(), link_of))
-    bounds = np.searchsorted(link_of[order], np.arange(used.size + 1))
-    ids = entry_id.ravel()[order]
-    signature = [ids[bounds[i]:bounds[i + 1]].tobytes() for i in range(used.size)]
+    link_of = link_of.ravel()
+    # each link's entries as a sorted run: twins are links with equal runs
+    order = np.lexsort((entry, link_of))
+    runs = entry[order]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(link_of, minlength=used.size))])
+    group = _equal_runs(runs, bounds)
+    # per group the link of lowest capacity (ties: the lowest id)
+    best = np.lexsort((np.arange(used.size), cap[used], group))
+    first = np.concatenate([[True], group[best][1:] != group[best][:-1]])
     keep = np.zeros(used.size, dtype=np.bool_)
-    best: dict = {}
-    for i, sig in enumerate(signature):
-        j = best.get(sig)
-        if j is None or cap[used[i]] < cap[used[j]]:
-            best[sig] = i
-    keep[list(best.values())] = True
+    keep[best[first]] = True
     rank = np.cumsum(keep) - 1
     kept_entry = keep[link_of]
     out, start = [], 0
@@ -90,3 +88,46 @@ def merge_twin_links(arrays: list, capacity) -> tuple[list, np.ndarray]:
                            usage=a.usage[mine]))
         start += n
     return out, cap[used[keep]]
+
+
+def _entry_ids(key: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """Dense ids of the distinct ``(key, bits)`` pairs."""
+    order = np.lexsort((bits, key))
+    k, b = key[order], bits[order]
+    new = np.concatenate([[True], (k[1:] != k[:-1]) | (b[1:] != b[:-1])])
+    ids = np.empty(key.size, dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids
+
+
+def _equal_runs(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Per run ``values[bounds[i]:bounds[i + 1]]`` (each non-empty) a group id, equal for
+    equal runs and only for them: runs are grouped by length and two 64-bit sums of mixed
+    values, then checked element by element against their group's first run (a hash
+    collision, never seen, falls back to comparing the runs' bytes)."""
+    n = bounds.size - 1
+    lengths = np.diff(bounds)
+    v = values.astype(np.uint64)
+    h1 = np.add.reduceat(_mix(v), bounds[:-1])
+    h2 = np.add.reduceat(_mix(v ^ np.uint64(0x9E3779B97F4A7C15)), bounds[:-1])
+    _, group = np.unique(np.stack([lengths, h1.view(np.int64), h2.view(np.int64)], axis=1),
+                         axis=0, return_inverse=True)
+    group = group.ravel()
+    # the first run of every group, and each element against the same place in it
+    first_run = np.full(group.max() + 1, n, dtype=np.int64)
+    np.minimum.at(first_run, group, np.arange(n))
+    run_of = np.repeat(np.arange(n), lengths)
+    offset = np.arange(values.size) - bounds[run_of]
+    same = values == values[bounds[first_run[group[run_of]]] + offset]
+    if same.all():
+        return group
+    seen: dict = {}
+    return np.array([seen.setdefault(values[bounds[i]:bounds[i + 1]].tobytes(), len(seen))
+                     for i in range(n)], dtype=np.int64)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A 64-bit finalizer (splitmix64's): every input bit moves every output bit."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
