@@ -36,6 +36,39 @@ def test_varys_and_sincronia_orders():
     assert schedule("sincronia", jobs, capacity=[1.0], K=2).priority.tolist() == [1, 0, 1]
 
 
+
+def _bssi_by_hand(jobs, cap):
+    """BSSI as Sincronia's pseudocode reads, on every link of the fabric (the reference)."""
+    n = len(jobs)
+    time = np.zeros((n, cap.size))
+    for j, job in enumerate(jobs):
+        time[j, job.links] = job.link_bytes / cap[job.links]
+    weight, left, tail = np.ones(n), list(range(n)), []
+    while left:
+        load = time[left].sum(axis=0)
+        if load.max() == 0:
+            break
+        b = int(np.argmax(load))
+        on_b = [j for j in left if time[j, b] > 0]
+        last = min(on_b, key=lambda j: (weight[j] / time[j, b], -j))
+        for j in on_b:
+            weight[j] -= weight[last] * time[j, b] / time[last, b]
+        left.remove(last)
+        tail.append(last)
+    return left + tail[::-1]
+
+
+def test_bssi_on_the_jobs_links_equals_bssi_on_every_link():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        cap = rng.choice([1.0, 2.0, 4.0], 500)
+        jobs = []
+        for i in range(int(rng.integers(2, 12))):
+            links = np.unique(rng.integers(0, 500, int(rng.integers(0, 30))))
+            # whole numbers of bytes: equal loads (ties) are common, as in real rings
+            jobs.append(SchedJob(f"j{i}", 1, 1.0, links, rng.integers(1, 4, links.size) * 1.0))
+        assert bssi_order(jobs, cap).tolist() == _bssi_by_hand(jobs, cap)
+
 def test_every_scheduler_on_a_fat_tree():
     f = fat_tree(4)
     rng = np.random.default_rng(0)

@@ -107,9 +107,13 @@ def bssi_order(jobs, capacity) -> np.ndarray:
     weight = np.ones(n)
     left = list(range(n))
     tail = []
-    time = np.zeros((n, cap.size))
+    # seconds per job on the links the jobs use (in link order: the bottleneck, the first
+    # most loaded, is the one the whole fabric's columns would give)
+    used = np.unique(np.concatenate([np.asarray(j.links, dtype=np.int64) for j in jobs]
+                                    or [np.zeros(0, np.int64)]))
+    time = np.zeros((n, used.size))
     for j, job in enumerate(jobs):
-        time[j, job.links] = job.link_bytes / cap[job.links]
+        time[j, np.searchsorted(used, job.links)] = job.link_bytes / cap[job.links]
     while left:
         load = time[left].sum(axis=0)
         if not load.size or load.max() == 0:
