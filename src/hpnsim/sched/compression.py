@@ -45,11 +45,12 @@ def sharing_matrix(job_links) -> np.ndarray:
     [[0, 1, 0], [1, 0, 0], [0, 0, 0]]
     """
     n = len(job_links)
-    rows = [np.unique(np.asarray(links, dtype=np.int64)) for links in job_links]
-    width = max((int(r.max()) + 1 for r in rows if r.size), default=0)
-    member = np.zeros((n, width), dtype=np.float64)
+    rows = [np.asarray(links, dtype=np.int64).ravel() for links in job_links]
+    # columns: the links some job uses (not every link id up to the largest)
+    used = np.unique(np.concatenate(rows or [np.zeros(0, np.int64)]))
+    member = np.zeros((n, used.size), dtype=np.float64)
     for j, r in enumerate(rows):
-        member[j, r] = 1.0
+        member[j, np.searchsorted(used, r)] = 1.0
     share = (member @ member.T) > 0
     np.fill_diagonal(share, False)
     return share

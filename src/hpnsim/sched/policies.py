@@ -214,22 +214,23 @@ def cassini_offsets(jobs, capacity, shifts: int = CASSINI_SHIFTS,
     offsets = np.zeros(len(jobs))
     busy = np.zeros((len(jobs), grid.size), dtype=bool)
 
-    def phases(job, t0, p):
+    def phases(job, t0, p, sending):
         start = job.comm_start * job.compute_time
         phase = np.mod(grid - t0, p)
-        return (phase >= start) & (phase < start + job.transfer_time(cap))
+        return (phase >= start) & (phase < start + sending)
 
     for j, job in enumerate(jobs):
         others = [k for k in range(j) if share[j, k]]
+        sending = job.transfer_time(cap)
         best, best_overlap = 0.0, np.inf
         for s in range(shifts):
             t0 = s * period[j] / shifts
-            mine = phases(job, t0, period[j])
+            mine = phases(job, t0, period[j], sending)
             overlap = sum(int(np.count_nonzero(mine & busy[k])) for k in others)
             if overlap < best_overlap:
                 best, best_overlap = t0, overlap
         offsets[j] = best
-        busy[j] = phases(job, best, period[j])
+        busy[j] = phases(job, best, period[j], sending)
     return offsets
 
 
