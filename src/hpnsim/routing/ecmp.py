@@ -14,6 +14,8 @@ can carry keeps its all-up route (it crosses a dead link and stalls).
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 import numpy as np
 
 from hpnsim.errors import InputError
@@ -45,8 +47,19 @@ def switch_seeds(fabric, seed: int, mode: str = "per_switch") -> np.ndarray:
         raise InputError("seed_mode", f"choose one of {', '.join(SEED_MODES)}, got {mode!r}")
     if mode == "same":
         return np.full(fabric.n_nodes, int(seed) & 0xFFFFFFFF, dtype=np.uint32)
-    ids = np.arange(fabric.n_nodes) if mode == "per_switch" else fabric.node_tier
-    return (mix64(seed, ids, 0x5EED) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    # every route call asks (a collective's members, a pipeline message): mixing a seed per
+    # node of a large fabric is most of a small call's cost, so it is done once per seed
+    known = _SEEDS.setdefault(fabric, {})
+    key = (int(seed), mode)
+    found = known.get(key)
+    if found is None:
+        ids = np.arange(fabric.n_nodes) if mode == "per_switch" else fabric.node_tier
+        found = known[key] = (mix64(seed, ids, 0x5EED) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return found.copy()     # writable, as the walk kernels were compiled for
+
+
+#: :func:`switch_seeds` by fabric object (dropped with it), then (seed, mode)
+_SEEDS: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def tier_codes(options: dict, hashed_tiers=(1, 2, 3)) -> np.ndarray:
