@@ -117,9 +117,10 @@ def walk(flows: FlowBatch, port: np.ndarray, keys: np.ndarray, codes: np.ndarray
 
 
 def hashed_paths(flows: FlowBatch, port: np.ndarray, codes: np.ndarray, seeds: np.ndarray,
-                 policy: str) -> Paths:
-    """Paths of every flow: in-host head, the switch walk from ``port``'s ToR, PCIe tail."""
-    keys = flows.keys(flows.sport)
+                 policy: str, keys: np.ndarray | None = None) -> Paths:
+    """Paths of every flow: in-host head, the switch walk from ``port``'s ToR, PCIe tail
+    (``keys``: the flows' 5-tuple keys when already packed)."""
+    keys = flows.keys(flows.sport) if keys is None else keys
     out = ~flows.intra
     width = flows.t.max_hops + 2
     table = np.full((flows.n, width), -1, dtype=np.int32)
@@ -141,10 +142,11 @@ def ecmp_policy(flows: FlowBatch, options: dict) -> Paths:
     [4]
     """
     port = flows.forced_port(options.get("port"))
+    keys = flows.keys(flows.sport)      # the NIC bond and the switches hash the same keys
     if port is None:
         bond = options.get("hash_nic", HASH_DEFAULTS["hash_nic"])
         hash_code(bond, "hash_nic")
-        h = hash_keys(bond, flows.keys(flows.sport)).astype(np.int64)
+        h = hash_keys(bond, keys).astype(np.int64)
         port = flows.choose_port(slice(None), h)
     seeds = switch_seeds(flows.fabric, flows.seed, options.get("seed_mode", "per_switch"))
-    return hashed_paths(flows, port, tier_codes(options), seeds, "ecmp")
+    return hashed_paths(flows, port, tier_codes(options), seeds, "ecmp", keys)
