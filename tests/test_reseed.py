@@ -9,9 +9,12 @@ replayed collectives), pipeline messages (their latency is their longest member 
 TP collectives inside a host (timed alone and replayed as delays).
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
+from hpnsim.collectives.plan import plan_collective
 from hpnsim.engine import TaskGraph
 from hpnsim.fabrics import hpn7
 from hpnsim.sched.cluster.jobs import ClusterJob, IterationTemplate, TemplateCache
@@ -61,14 +64,19 @@ def test_timed_collectives_are_recorded_and_checked():
     program = program_from_job(JOBS[0][0])
     graph = TaskGraph()
     it = compile_program(program, graph, FABRIC, gpus=_gpus(JOBS[0][0]), release=1.0)
-    assert it.timed and all(group.size == 8 for _, group, *_ in it.timed)
+    assert it.timed and all(np.unique(group // 8).size == 1 for _, group, *_ in it.timed)
     arrays = graph.arrays(FABRIC.n_links)
     same = reseeded_arrays(it, arrays, FABRIC, 0)
     assert all(np.array_equal(getattr(same, n), getattr(arrays, n)) for n in FIELDS)
-    # a replayed time that the seed would change: compile instead
-    op, group, size, options, (seconds, sent) = it.timed[0]
-    it.timed[0] = (op, group, size, options, (seconds * 2, sent))
-    assert reseeded_arrays(it, arrays, FABRIC, 1) is None
+    # a replayed collective whose routes the seed changes (across hosts): compile instead
+    op, group, size, options = it.timed[0]
+    across = np.array([0, 8, 16, 24])
+    moves = [seed for seed in range(1, 8) if not np.array_equal(
+        plan_collective(FABRIC, op, across, size, replace(options, seed=seed)).wire_paths[0].links,
+        plan_collective(FABRIC, op, across, size, options).wire_paths[0].links)]
+    assert moves
+    it.timed.append((op, across, size, options))
+    assert reseeded_arrays(it, arrays, FABRIC, moves[0]) is None
 
 
 def test_unaccounted_transfers_compile_instead():

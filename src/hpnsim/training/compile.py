@@ -219,7 +219,7 @@ class _Compiler:
         if key not in self.timed:
             options = self.options[op.group]
             self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size, options)
-            self.it.timed.append((op.op, group, op.size, options, self.timed[key]))
+            self.it.timed.append((op.op, group, op.size, options))
         self.replayed.add((op.op, op.group))
         seconds, sent = self.timed[key]
         if op.group == "ep":

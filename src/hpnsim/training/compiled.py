@@ -98,7 +98,7 @@ class CompiledIteration:
     iteration's own tasks are ``first_task:end_task``; it starts after ``origin`` (-1: at 0).
     ``options`` are the collective options it was compiled with (its ``routing`` and
     ``seed`` also routed the pipeline messages); ``routes`` how its transfers were routed;
-    ``timed`` the collectives replayed as delays and their times alone.
+    ``timed`` the collectives timed alone and replayed as delays.
 
     Examples
     --------
@@ -127,7 +127,7 @@ class CompiledIteration:
     options: CollectiveOptions = CollectiveOptions()
     routes: list[RouteRecord] = field(default_factory=list)
     #: the collectives timed alone on one group and replayed as delays (inside a host):
-    #: ``(op, group, size, options, (seconds, bytes))``, each once
+    #: ``(op, group, size, options)``, each once
     timed: list[tuple] = field(default_factory=list)
 
     @property

@@ -5,7 +5,7 @@ flows and every pipeline message hash anew) and, with them, a pipeline message's
 propagation latency (its longest member path). Nothing else of the graph depends on it:
 the tasks, their sizes, dependencies, the collectives' NCCL latencies and schedules (the
 algorithm and protocol are chosen without routes), and the collectives replayed as delays
-(inside a host no flow hashes; :func:`reseeded_arrays` times them again to make sure).
+(inside a host no flow hashes; :func:`reseeded_arrays` checks that their routes are the same).
 A cluster's path selection compiles each job on several seeds, each a full compile of the
 program; :func:`reseeded_arrays` gives the same frozen graph from one compile, planning
 only the routes again (:func:`~hpnsim.collectives.plan.plan_collective`, as the compiler
@@ -20,7 +20,6 @@ import numpy as np
 
 from hpnsim.engine.freeze import TRANSFER, GraphArrays
 from hpnsim.engine.validate import merge_rows, paths_arrays
-from hpnsim.training.comm import time_groups
 from hpnsim.training.compile import _path_latency
 from hpnsim.training.compiled import CompiledIteration
 
@@ -44,8 +43,8 @@ def reseeded_arrays(it: CompiledIteration, arrays: GraphArrays, fabric, seed: in
                     ) -> GraphArrays | None:
     """The frozen graph of ``it`` (compiled alone into a graph of its own, frozen as
     ``arrays``) as compiling its program again with routing seed ``seed`` freezes it, or
-    None when that cannot be had without compiling (a replayed collective whose time alone
-    changes with the seed, or transfers its route records do not account for).
+    None when that cannot be had without compiling (a collective replayed as a delay whose
+    routes change with the seed, or transfers its route records do not account for).
 
     Parameters
     ----------
@@ -76,8 +75,13 @@ def reseeded_arrays(it: CompiledIteration, arrays: GraphArrays, fabric, seed: in
     >>> bool(np.array_equal(again.links, frozen(3)[1].links))
     True
     """
-    for op, group, size, options, alone in it.timed:
-        if time_groups(fabric, op, group[None, :], size, replace(options, seed=seed)) != alone:
+    from hpnsim.collectives.plan import plan_collective
+
+    for op, group, size, options in it.timed:
+        # the same routes build the same graph: the same time alone
+        if not _same_routes(plan_collective(fabric, op, group, size, options),
+                            plan_collective(fabric, op, group, size,
+                                            replace(options, seed=seed))):
             return None
     transfers = np.flatnonzero(arrays.kind == TRANSFER)
     counts = np.diff(arrays.ptr)
@@ -132,6 +136,21 @@ def reseeded_arrays(it: CompiledIteration, arrays: GraphArrays, fabric, seed: in
     return replace(arrays, ptr=ptr, latency=latency,
                    links=np.concatenate(new_links) if new_links else empty[0],
                    usage=np.concatenate(new_usage) if new_usage else empty[1])
+
+
+def _same_routes(a, b) -> bool:
+    """Whether two plans of one collective add the same transfers (the same schedule,
+    algorithm, protocol and QPs, and member paths equal link for link)."""
+    if (a.schedule is not b.schedule or (a.algo, a.protocol, a.qps) != (b.algo, b.protocol, b.qps)
+            or len(a.paths) != len(b.paths)):
+        return False
+    for x, y in zip((*a.paths, *a.wire_paths), (*b.paths, *b.wire_paths), strict=True):
+        if (x is None) != (y is None):
+            return False
+        if x is not None and not (np.array_equal(x.ptr, y.ptr) and np.array_equal(x.links, y.links)
+                                  and np.array_equal(x.weight, y.weight)):
+            return False
+    return True
 
 
 def _collective_entries(fabric, op: str, group: np.ndarray, size: float, options) -> tuple:

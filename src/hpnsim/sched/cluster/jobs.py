@@ -166,8 +166,11 @@ class IterationTemplate:
         it = compile_program(program, graph, fabric, routing=routing, tp_algo=job.tp_algo,
                              dp_algo=job.dp_algo, gpus=np.asarray(gpus), seed=seed,
                              release=1.0)
+        sim = simulate(graph, fabric.link_capacity)
+        # frozen after the run, which froze it (freezing first costs 4x the page faults)
+        arrays = graph.arrays(fabric.n_links)
         it = replace(it, graph=None)
-        return cls._alone(it, graph, graph.arrays(fabric.n_links), fabric), it
+        return cls._alone(it, sim, arrays, fabric), it
 
     @classmethod
     def reseeded(cls, it, arrays, fabric, seed: int) -> IterationTemplate | None:
@@ -195,15 +198,14 @@ class IterationTemplate:
             return None
         graph = TaskGraph()
         graph.append_copy(arrays, release=1.0)
-        return cls._alone(it, graph, arrays, fabric)
+        return cls._alone(it, simulate(graph, fabric.link_capacity), arrays, fabric)
 
     @classmethod
-    def _alone(cls, it, graph: TaskGraph, arrays, fabric) -> IterationTemplate:
-        """The template of the iteration ``it`` compiled into ``graph`` (frozen:
-        ``arrays``), run alone on the idle fabric."""
+    def _alone(cls, it, sim, arrays, fabric) -> IterationTemplate:
+        """The template of the iteration ``it`` (frozen: ``arrays``) from its run alone
+        on the idle fabric ``sim``."""
         from hpnsim.training import account
 
-        sim = simulate(graph, fabric.link_capacity)
         res = account(it, sim.start - 1.0, sim.finish - 1.0)
         network = np.isin(fabric.link_kind, DEMAND_LINKS)
         load = np.where(network, sim.link_bytes, 0.0)
