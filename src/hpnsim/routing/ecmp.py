@@ -14,6 +14,8 @@ can carry keeps its all-up route (it crosses a dead link and stalls).
 
 from __future__ import annotations
 
+from weakref import WeakKeyDictionary
+
 import numpy as np
 
 from hpnsim.errors import InputError
@@ -45,8 +47,19 @@ def switch_seeds(fabric, seed: int, mode: str = "per_switch") -> np.ndarray:
         raise InputError("seed_mode", f"choose one of {', '.join(SEED_MODES)}, got {mode!r}")
     if mode == "same":
         return np.full(fabric.n_nodes, int(seed) & 0xFFFFFFFF, dtype=np.uint32)
-    ids = np.arange(fabric.n_nodes) if mode == "per_switch" else fabric.node_tier
-    return (mix64(seed, ids, 0x5EED) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    # every route call asks (a collective's members, a pipeline message): mixing a seed per
+    # node of a large fabric is most of a small call's cost, so it is done once per seed
+    known = _SEEDS.setdefault(fabric, {})
+    key = (int(seed), mode)
+    found = known.get(key)
+    if found is None:
+        ids = np.arange(fabric.n_nodes) if mode == "per_switch" else fabric.node_tier
+        found = known[key] = (mix64(seed, ids, 0x5EED) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return found.copy()     # writable, as the walk kernels were compiled for
+
+
+#: :func:`switch_seeds` by fabric object (dropped with it), then (seed, mode)
+_SEEDS: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def tier_codes(options: dict, hashed_tiers=(1, 2, 3)) -> np.ndarray:
@@ -104,9 +117,10 @@ def walk(flows: FlowBatch, port: np.ndarray, keys: np.ndarray, codes: np.ndarray
 
 
 def hashed_paths(flows: FlowBatch, port: np.ndarray, codes: np.ndarray, seeds: np.ndarray,
-                 policy: str) -> Paths:
-    """Paths of every flow: in-host head, the switch walk from ``port``'s ToR, PCIe tail."""
-    keys = flows.keys(flows.sport)
+                 policy: str, keys: np.ndarray | None = None) -> Paths:
+    """Paths of every flow: in-host head, the switch walk from ``port``'s ToR, PCIe tail
+    (``keys``: the flows' 5-tuple keys when already packed)."""
+    keys = flows.keys(flows.sport) if keys is None else keys
     out = ~flows.intra
     width = flows.t.max_hops + 2
     table = np.full((flows.n, width), -1, dtype=np.int32)
@@ -128,10 +142,11 @@ def ecmp_policy(flows: FlowBatch, options: dict) -> Paths:
     [4]
     """
     port = flows.forced_port(options.get("port"))
+    keys = flows.keys(flows.sport)      # the NIC bond and the switches hash the same keys
     if port is None:
         bond = options.get("hash_nic", HASH_DEFAULTS["hash_nic"])
         hash_code(bond, "hash_nic")
-        h = hash_keys(bond, flows.keys(flows.sport)).astype(np.int64)
+        h = hash_keys(bond, keys).astype(np.int64)
         port = flows.choose_port(slice(None), h)
     seeds = switch_seeds(flows.fabric, flows.seed, options.get("seed_mode", "per_switch"))
-    return hashed_paths(flows, port, tier_codes(options), seeds, "ecmp")
+    return hashed_paths(flows, port, tier_codes(options), seeds, "ecmp", keys)

@@ -175,12 +175,14 @@ def five_tuple_keys(src_ip, dst_ip, sport, dport=ROCE_DPORT, proto=UDP_PROTO) ->
         np.atleast_1d(np.asarray(src_ip, dtype=np.uint64)), np.asarray(dst_ip, dtype=np.uint64),
         np.asarray(sport, dtype=np.uint64), np.asarray(dport, dtype=np.uint64),
         np.asarray(proto, dtype=np.uint64))
-    keys = np.empty((sip.shape[0], KEY_BYTES), dtype=np.uint8)
-    for column, (value, width) in enumerate(((sip, 4), (dip, 4), (sp, 2), (dp, 2), (pr, 1))):
-        start = sum((4, 4, 2, 2, 1)[:column])
-        for byte in range(width):
-            shift = np.uint64(8 * (width - 1 - byte))
-            keys[:, start + byte] = ((value >> shift) & np.uint64(0xFF)).astype(np.uint8)
+    n = sip.shape[0]
+    keys = np.empty((n, KEY_BYTES), dtype=np.uint8)
+    start = 0
+    for value, width in ((sip, 4), (dip, 4), (sp, 2), (dp, 2), (pr, 1)):
+        # the low ``width`` bytes, most significant first: a big-endian integer's bytes
+        keys[:, start:start + width] = value.astype(f">u{width}").view(np.uint8).reshape(
+            n, width)
+        start += width
     return keys
 
 

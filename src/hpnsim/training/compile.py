@@ -217,8 +217,9 @@ class _Compiler:
         group = groups[0]
         key = (op.op, op.group, float(op.size), self._hosted(op.group, s)[1])
         if key not in self.timed:
-            self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size,
-                                          self.options[op.group])
+            options = self.options[op.group]
+            self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size, options)
+            self.it.timed.append((op.op, group, op.size, options))
         self.replayed.add((op.op, op.group))
         seconds, sent = self.timed[key]
         if op.group == "ep":

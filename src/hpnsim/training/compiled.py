@@ -97,7 +97,8 @@ class CompiledIteration:
     stage's iteration (the next iteration of the job can start ``after`` them). The
     iteration's own tasks are ``first_task:end_task``; it starts after ``origin`` (-1: at 0).
     ``options`` are the collective options it was compiled with (its ``routing`` and
-    ``seed`` also routed the pipeline messages); ``routes`` how its transfers were routed.
+    ``seed`` also routed the pipeline messages); ``routes`` how its transfers were routed;
+    ``timed`` the collectives timed alone and replayed as delays.
 
     Examples
     --------
@@ -125,6 +126,9 @@ class CompiledIteration:
     end_task: int = 0
     options: CollectiveOptions = CollectiveOptions()
     routes: list[RouteRecord] = field(default_factory=list)
+    #: the collectives timed alone on one group and replayed as delays (inside a host):
+    #: ``(op, group, size, options)``, each once
+    timed: list[tuple] = field(default_factory=list)
 
     @property
     def job(self) -> dict:

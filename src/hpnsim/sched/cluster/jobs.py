@@ -18,7 +18,7 @@ Crux's ``W_j``, ``t_j`` and ``I_j`` follow
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -151,7 +151,14 @@ class IterationTemplate:
         >>> bool(t.iteration_time > t.compute_time > 0), t.links.size > 0
         (True, True)
         """
-        from hpnsim.training import account, compile_program
+        return cls.compiled(job, fabric, gpus, routing=routing, seed=seed, program=program)[0]
+
+    @classmethod
+    def compiled(cls, job: ClusterJob, fabric, gpus, *, routing: str = "ecmp", seed: int = 0,
+                 program: Program | None = None) -> tuple[IterationTemplate, object]:
+        """:meth:`compile`, and the compiled iteration (a CompiledIteration, its graph
+        dropped) that :meth:`reseeded` builds other seeds' templates from."""
+        from hpnsim.training import compile_program
 
         graph = TaskGraph()
         program = job.program if program is None else program
@@ -160,11 +167,49 @@ class IterationTemplate:
                              dp_algo=job.dp_algo, gpus=np.asarray(gpus), seed=seed,
                              release=1.0)
         sim = simulate(graph, fabric.link_capacity)
+        # frozen after the run, which froze it (freezing first costs 4x the page faults)
+        arrays = graph.arrays(fabric.n_links)
+        it = replace(it, graph=None)
+        return cls._alone(it, sim, arrays, fabric), it
+
+    @classmethod
+    def reseeded(cls, it, arrays, fabric, seed: int) -> IterationTemplate | None:
+        """The template :meth:`compile` gives on routing seed ``seed``, from the compiled
+        iteration ``it`` and frozen graph ``arrays`` of another seed of the same job and
+        GPUs (:meth:`compiled`): only its routes are planned again
+        (:func:`~hpnsim.training.reseed.reseeded_arrays`). None where that needs a compile.
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> from hpnsim.training.job import TrainJob
+        >>> f = fat_tree(4, gpus_per_host=1)
+        >>> j = ClusterJob("a", TrainJob("llama3-8b", tp=1, dp=4, zero=1), iterations=1)
+        >>> t, it = IterationTemplate.compiled(j, f, [0, 4, 8, 12])
+        >>> again = IterationTemplate.reseeded(it, t.arrays, f, 5)
+        >>> fresh = IterationTemplate.compile(j, f, [0, 4, 8, 12], seed=5)
+        >>> again.iteration_time == fresh.iteration_time
+        True
+        >>> bool(np.array_equal(again.link_bytes, fresh.link_bytes))
+        True
+        """
+        from hpnsim.training.reseed import reseeded_arrays
+
+        arrays = reseeded_arrays(it, arrays, fabric, seed)
+        if arrays is None:
+            return None
+        graph = TaskGraph()
+        graph.append_copy(arrays, release=1.0)
+        return cls._alone(it, simulate(graph, fabric.link_capacity), arrays, fabric)
+
+    @classmethod
+    def _alone(cls, it, sim, arrays, fabric) -> IterationTemplate:
+        """The template of the iteration ``it`` (frozen: ``arrays``) from its run alone
+        on the idle fabric ``sim``."""
+        from hpnsim.training import account
+
         res = account(it, sim.start - 1.0, sim.finish - 1.0)
         network = np.isin(fabric.link_kind, DEMAND_LINKS)
         load = np.where(network, sim.link_bytes, 0.0)
         links = np.flatnonzero(load > 0)
-        arrays = graph.arrays(fabric.n_links)
         return cls(arrays=arrays, stage_end=np.asarray(it.stage_end, dtype=np.int64),
                    iteration_time=float(res.iteration_time),
                    compute_time=float(res.compute_time + res.optimizer_time),
@@ -265,6 +310,8 @@ class TemplateCache:
         self._programs: dict = {}
         #: iterations compiled (each run alone once)
         self.compiled = 0
+        #: per (job shape, GPUs) the first seed's compiled iteration and frozen graph
+        self._compiled: dict = {}
 
     def store(self, *what) -> dict:
         """A dict that every run on this cache shares under ``what`` (what its entries
@@ -299,8 +346,15 @@ class TemplateCache:
             program = self._programs.get(placement[0])
             if program is None:
                 program = self._programs[placement[0]] = job.program
-            found = IterationTemplate.compile(job, self.fabric, gpus, routing=self.routing,
-                                              seed=seed, program=program)
+            # another seed of the same job on the same GPUs: only its routes change
+            base = self._compiled.get(placement)
+            if base is not None:
+                found = IterationTemplate.reseeded(*base, self.fabric, seed)
+            if found is None:
+                found, it = IterationTemplate.compiled(job, self.fabric, gpus,
+                                                       routing=self.routing, seed=seed,
+                                                       program=program)
+                self._compiled.setdefault(placement, (it, found.arrays))
             self.compiled += 1
             self._cache[key] = found
         return found
