@@ -20,6 +20,7 @@ import numpy as np
 
 from hpnsim.sched.cluster.exact import ExactCluster
 from hpnsim.sched.cluster.jobs import RunningJob, TemplateCache
+from hpnsim.sched.cluster.probe_run import ProbeRuns
 from hpnsim.sched.cluster.steady import (
     MAX_PROBE_SIZE,
     MAX_PROBE_TASKS,
@@ -162,6 +163,10 @@ class SteadyMode:
         self.shared = templates.store("probes", float(tolerance), int(budget), int(max_tasks))
         #: probes taken from :attr:`shared` instead of run
         self.shared_hits = 0
+        #: the probes' runs, continued or read back when the component is probed again
+        #: with another limit (:mod:`hpnsim.sched.cluster.probe_run`), shared likewise
+        self.runs = templates.store("probe runs", float(tolerance), int(budget),
+                                    int(max_tasks)).setdefault("runs", ProbeRuns())
 
     def advance(self, running, placed, t, limit):
         runs = list(running.values())
@@ -242,7 +247,8 @@ class SteadyMode:
                       [runs[i].offset for i in members], self.capacity,
                       tolerance=self.tolerance, limit=limit, remaining=left,
                       budget=self.budget, max_tasks=self.max_tasks,
-                      gates=[runs[i].gate for i in members])
+                      gates=[runs[i].gate for i in members],
+                      runs=self.runs.slot((decided, left.tobytes())))
         # the templates are kept with it: their ids in the keys stay theirs
         entry = ([tpls[i] for i in members], found)
         self.shared[exact] = self.shared[("last", decided)] = entry

@@ -18,7 +18,9 @@ A component whose task-by-task probe could not be stable within ``MAX_PROBE_SIZE
 (:mod:`hpnsim.sched.cluster.phase`); such a probe gives periods but no iteration ends.
 A probe that stopped on its own (stable or at a budget, before ``limit`` and before any job's
 last iteration) would run again identically for the same component; the caller replays it
-(:meth:`Probe.repeats`) instead of re-running it at every later event.
+(:meth:`Probe.repeats`) instead of re-running it at every later event. A probe cut by its
+limit, or asked for an earlier limit, is answered from its kept run
+(:mod:`hpnsim.sched.cluster.probe_run`: continued, or read back).
 """
 
 from __future__ import annotations
@@ -30,23 +32,16 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from hpnsim.engine import Simulation, TaskGraph
 from hpnsim.engine.twins import merge_twin_links
 from hpnsim.sched.cluster.phase import MAX_SPREAD, phase_templates
+from hpnsim.sched.cluster.probe_run import WINDOW, ProbeRun, ProbeRuns
 from hpnsim.sched.defaults import MAX_PROBE_SIZE
 
-#: iterations per stability window
-WINDOW = 3
 #: a compute budget, not a physical constant: a probe stops (unstable, periods from the
 #: iterations seen) once its graph holds this many tasks. A job of 0.04 s iterations next
 #: to one of 5 s would otherwise put ~10^6 tasks in the probe before the slow job has the
 #: 10 iterations stability needs.
 MAX_PROBE_TASKS = 60_000
-#: each round of a probe simulates this many times the previous round's seconds
-WINDOW_GROWTH = 1.5
-#: a probe runs at most this many alone periods of its slowest job (and at least the
-#: 2 x WINDOW iterations stability needs of every job)
-PROBE_PERIODS = 400
 
 __all__ = ["Probe", "ProbeLevel", "components", "probe"]
 
@@ -131,7 +126,7 @@ class Probe:
 
 def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
           remaining, budget: int = MAX_PROBE_SIZE, max_tasks: int = MAX_PROBE_TASKS,
-          max_spread: float = MAX_SPREAD, gates=None) -> Probe:
+          max_spread: float = MAX_SPREAD, gates=None, runs: dict | None = None) -> Probe:
     """Probe a component (see the module docstring): task by task when that can reach
     stability within ``budget`` tasks plus link entries (:func:`task_level_cost`), else
     with every job's phase-level iteration (:mod:`hpnsim.sched.cluster.phase`).
@@ -150,12 +145,51 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
         (:data:`~hpnsim.sched.cluster.phase.MAX_SPREAD`)
     gates : per job its gate period (iteration ``k`` starts no earlier than
         ``offset + k * gate``; 0: none), CASSINI's shifts held at every iteration
+    runs : where the component's runs are kept between calls
+        (:meth:`~hpnsim.sched.cluster.probe_run.ProbeRuns.slot`, one per component,
+        decisions and ``remaining``): a later call continues or reads back the run
+        (:mod:`hpnsim.sched.cluster.probe_run`) instead of simulating it again
     """
     gates = np.zeros(len(templates)) if gates is None else np.asarray(gates, dtype=float)
-    if task_level_cost(templates, offsets, limit) <= budget:
+    level = ProbeLevel.TASK if task_level_cost(templates, offsets, limit) <= budget \
+        else ProbeLevel.PHASE
+    setup = (templates, priorities, offsets, capacity, tolerance, remaining, max_tasks,
+             max_spread, gates)
+    started = runs.get(level) if runs is not None else None
+    if started is None:
+        started = _start(level, *setup)
+    run, scale, merge = started
+    seen = run.answer(limit)
+    kept, replaced = run, None
+    if seen is None:            # the kept run cannot answer for this limit: a fresh one
+        fresh = _start(level, *setup)
+        seen = fresh[0].answer(limit)
+        if fresh[0].now > run.now:
+            started, kept, replaced = fresh, fresh[0], run
+    if runs is not None:
+        runs[level] = started
+        runs[ProbeRuns].kept(kept, replaced)
+    found = Probe(ends=seen.ends, period=seen.period, stable=seen.stable,
+                  elapsed=seen.elapsed, copies=seen.copies, level=level)
+    if level is ProbeLevel.PHASE:
+        # phase-level iteration ends are not task-level ones: keep only the periods
+        found.ends = [np.zeros(0) for _ in templates]
+        if found.copies is not None:        # in the job's iterations, for Probe.repeats
+            found.copies = found.copies * merge.astype(np.int64)
+        found.period = found.period * scale
+    return found
+
+
+def _start(level, templates, priorities, offsets, capacity, tolerance, remaining, max_tasks,
+           max_spread, gates) -> tuple[ProbeRun, np.ndarray, np.ndarray]:
+    """A new run of the component at ``level``, with the phase-level scale and merge per
+    job (ones at task level)."""
+    if level is ProbeLevel.TASK:
         local, cap = _on_own_links(templates, capacity)
-        return _probe(local, priorities, offsets, cap, tolerance=tolerance,
-                      limit=limit, remaining=remaining, max_tasks=max_tasks, gates=gates)
+        ones = np.ones(len(templates))
+        return (ProbeRun(local, priorities, offsets, cap, tolerance=tolerance,
+                         needed=_needed(remaining), max_tasks=max_tasks, gates=gates),
+                ones, ones)
     phases, folded = phase_templates(templates, capacity, max_spread=max_spread)
     scale = np.array([p.scale for p in phases])
     merge = np.array([p.merge for p in phases], dtype=np.float64)
@@ -164,16 +198,9 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     # is per iteration of task-level time, a copy's gate the phase-level seconds that stand
     # for it (a copy's seconds x scale = task-level seconds per iteration)
     phases, folded = _on_own_links(phases, folded)
-    found = _probe(phases, priorities, offsets, folded, tolerance=tolerance, limit=limit,
-                   remaining=np.ceil(np.asarray(remaining, dtype=np.float64) / merge),
-                   max_tasks=max_tasks, gates=gates / scale)
-    # phase-level iteration ends are not task-level ones: keep only the periods
-    found.ends = [np.zeros(0) for _ in templates]
-    if found.copies is not None:        # in the job's iterations, for Probe.repeats
-        found.copies = found.copies * merge.astype(np.int64)
-    found.period = found.period * scale
-    found.level = ProbeLevel.PHASE
-    return found
+    needed = _needed(np.ceil(np.asarray(remaining, dtype=np.float64) / merge))
+    return (ProbeRun(phases, priorities, offsets, folded, tolerance=tolerance, needed=needed,
+                     max_tasks=max_tasks, gates=gates / scale), scale, merge)
 
 
 def _on_own_links(templates, capacity) -> tuple[list, np.ndarray]:
@@ -200,72 +227,6 @@ def task_level_cost(templates, offsets, limit: float) -> float:
     tasks = np.array([t.engine_size for t in templates], dtype=np.float64)
     span = min(limit, (3 * WINDOW + 2) * alone.max() + float(np.max(offsets, initial=0.0)))
     return float(np.sum(tasks * (span / alone + 1.0)))
-
-
-def _probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
-           remaining, max_tasks: int, gates) -> Probe:
-    n = len(templates)
-    alone = np.array([t.iteration_time for t in templates])
-    graph = TaskGraph()
-    chains = [np.zeros(0, dtype=np.int64) for _ in range(n)]   # first task of every copy
-    sim = Simulation(graph, capacity)
-    needed = _needed(remaining)
-    window = 2.0 * alone.max() + float(np.max(offsets, initial=0.0))
-    horizon = min(limit, PROBE_PERIODS * alone.max() + float(np.max(offsets, initial=0.0)))
-    now = 0.0
-    ends = [np.zeros(0) for _ in range(n)]
-    period = alone.copy()
-    stable = False
-    copies = ()
-    while True:
-        stop = min(now + window, horizon)
-        for j, tpl in enumerate(templates):    # enough copies that none runs dry by `stop`
-            want = min(int(needed[j]), ends[j].size + int((stop - now) / alone[j]) + 2)
-            if want > chains[j].size:
-                prev = chains[j][-1] if chains[j].size else None
-                after = [] if prev is None else (prev + tpl.stage_end).tolist()
-                release = float(offsets[j]) if prev is None else 0.0
-                if gates[j] > 0:        # the copy's slot on the job's grid
-                    release = float(offsets[j]) + chains[j].size * float(gates[j])
-                firsts = tpl.append_chain(graph, want - chains[j].size, release=release,
-                                          after=after, priority=int(priorities[j]),
-                                          every=float(gates[j]))
-                chains[j] = np.concatenate([chains[j], firsts])
-        now = sim.run(until=stop)
-        finish = sim.finish_times()
-        ends = [finish[np.add.outer(chains[j], templates[j].stage_end)].max(axis=1)
-                for j in range(n)]
-        ends = [e[np.isfinite(e)] for e in ends]
-        stable = True
-        for j in range(n):
-            # iteration times after the first (the warm-up from an aligned start); two
-            # halves' mean rates must agree, which a slow beat between jobs' phases delays
-            e = ends[j][1:]
-            if e.size >= 3 * WINDOW + 1:
-                cut = np.linspace(0, e.size - 1, 4).astype(np.int64)
-                rates = np.diff(e[cut]) / np.diff(cut)
-                period[j] = (e[-1] - e[0]) / (e.size - 1)
-                stable &= rates.max() - rates.min() <= 0.5 * tolerance * period[j]
-            else:
-                if ends[j].size:
-                    period[j] = max(ends[j][-1] / ends[j].size, alone[j])
-                stable = False
-        finished = [j for j in range(n) if ends[j].size >= needed[j]]
-        if finished:
-            now = min(float(ends[j][needed[j] - 1]) for j in finished)
-            copies = None
-            break
-        if stable or now >= horizon or len(graph) >= max_tasks:
-            break
-        # every round rebuilds the engine state over the whole graph: widening the window
-        # keeps the rounds logarithmic in the probe's length (at most 1.5x overshoot)
-        window *= WINDOW_GROWTH
-    if copies is not None:
-        copies = np.array([c.size for c in chains], dtype=np.int64)
-        if (horizon == limit and now >= limit) or np.any(needed <= copies):
-            copies = None       # the limit or a job's last iteration shaped the run
-    period = np.maximum(period, 1e-300)
-    return Probe(ends=ends, period=period, stable=stable, elapsed=now, copies=copies)
 
 
 def _needed(remaining) -> np.ndarray:
