@@ -254,6 +254,25 @@ class ProbeRuns:
         self.keep = keep
         self._slots: dict = {}
         self._live: OrderedDict = OrderedDict()
+        self._prepared: dict = {}
+
+    def prepared(self, what, templates, capacity, make):
+        """``make()`` for these ``templates`` (by identity) on ``capacity``, once: the same
+        jobs are probed again with other decisions. The templates are kept with the answer
+        (their ids in the key stay theirs).
+
+        >>> runs, made = ProbeRuns(), []
+        >>> tpls, cap = [object()], object()
+        >>> runs.prepared("x", tpls, cap, lambda: made.append(1) or 7), len(made)
+        (7, 1)
+        >>> runs.prepared("x", tpls, cap, lambda: made.append(1) or 7), len(made)
+        (7, 1)
+        """
+        key = (what, tuple(map(id, templates)), id(capacity))
+        found = self._prepared.get(key)
+        if found is None:
+            found = self._prepared[key] = (list(templates), capacity, make())
+        return found[2]
 
     def slot(self, key) -> dict:
         slot = self._slots.get(key)

@@ -155,20 +155,21 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
         else ProbeLevel.PHASE
     setup = (templates, priorities, offsets, capacity, tolerance, remaining, max_tasks,
              max_spread, gates)
+    owner = runs[ProbeRuns] if runs is not None else None
     started = runs.get(level) if runs is not None else None
     if started is None:
-        started = _start(level, *setup)
+        started = _start(level, *setup, owner=owner)
     run, scale, merge = started
     seen = run.answer(limit)
     kept, replaced = run, None
     if seen is None:            # the kept run cannot answer for this limit: a fresh one
-        fresh = _start(level, *setup)
+        fresh = _start(level, *setup, owner=owner)
         seen = fresh[0].answer(limit)
         if fresh[0].now > run.now:
             started, kept, replaced = fresh, fresh[0], run
-    if runs is not None:
+    if owner is not None:
         runs[level] = started
-        runs[ProbeRuns].kept(kept, replaced)
+        owner.kept(kept, replaced)
     found = Probe(ends=seen.ends, period=seen.period, stable=seen.stable,
                   elapsed=seen.elapsed, copies=seen.copies, level=level)
     if level is ProbeLevel.PHASE:
@@ -181,26 +182,37 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
 
 
 def _start(level, templates, priorities, offsets, capacity, tolerance, remaining, max_tasks,
-           max_spread, gates) -> tuple[ProbeRun, np.ndarray, np.ndarray]:
+           max_spread, gates, owner: ProbeRuns | None = None
+           ) -> tuple[ProbeRun, np.ndarray, np.ndarray]:
     """A new run of the component at ``level``, with the phase-level scale and merge per
-    job (ones at task level)."""
-    if level is ProbeLevel.TASK:
-        local, cap = _on_own_links(templates, capacity)
-        ones = np.ones(len(templates))
-        return (ProbeRun(local, priorities, offsets, cap, tolerance=tolerance,
-                         needed=_needed(remaining), max_tasks=max_tasks, gates=gates),
-                ones, ones)
-    phases, folded = phase_templates(templates, capacity, max_spread=max_spread)
-    scale = np.array([p.scale for p in phases])
-    merge = np.array([p.merge for p in phases], dtype=np.float64)
+    job (ones at task level); its templates prepared once per ``owner``."""
+    if owner is None:
+        local, cap, scale, merge = _prepare(level, templates, capacity, max_spread)
+    else:
+        local, cap, scale, merge = owner.prepared(
+            (level, max_spread), templates, capacity,
+            lambda: _prepare(level, templates, capacity, max_spread))
+    # a phase-level copy stands for ``merge`` iterations
+    needed = _needed(remaining) if level is ProbeLevel.TASK \
+        else _needed(np.ceil(np.asarray(remaining, dtype=np.float64) / merge))
     # the phase-level clock stands for the task-level one (a job's phase-level alone time
     # is close to its task-level one): offsets and the limit are used as they are; a gate
     # is per iteration of task-level time, a copy's gate the phase-level seconds that stand
     # for it (a copy's seconds x scale = task-level seconds per iteration)
-    phases, folded = _on_own_links(phases, folded)
-    needed = _needed(np.ceil(np.asarray(remaining, dtype=np.float64) / merge))
-    return (ProbeRun(phases, priorities, offsets, folded, tolerance=tolerance, needed=needed,
+    return (ProbeRun(local, priorities, offsets, cap, tolerance=tolerance, needed=needed,
                      max_tasks=max_tasks, gates=gates / scale), scale, merge)
+
+
+def _prepare(level, templates, capacity, max_spread) -> tuple:
+    """The templates a run at ``level`` appends, on their own links, their capacities,
+    and per job the phase-level scale and merge (ones at task level)."""
+    if level is ProbeLevel.TASK:
+        ones = np.ones(len(templates))
+        return (*_on_own_links(templates, capacity), ones, ones)
+    phases, folded = phase_templates(templates, capacity, max_spread=max_spread)
+    scale = np.array([p.scale for p in phases])
+    merge = np.array([p.merge for p in phases], dtype=np.float64)
+    return (*_on_own_links(phases, folded), scale, merge)
 
 
 def _on_own_links(templates, capacity) -> tuple[list, np.ndarray]:
