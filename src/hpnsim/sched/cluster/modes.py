@@ -163,6 +163,8 @@ class SteadyMode:
         self.shared = templates.store("probes", float(tolerance), int(budget), int(max_tasks))
         #: probes taken from :attr:`shared` instead of run
         self.shared_hits = 0
+        #: link-sharing components by the running jobs' templates
+        self.component_sets = templates.store("components")
         #: the probes' runs, continued or read back when the component is probed again
         #: with another limit (:mod:`hpnsim.sched.cluster.probe_run`), shared likewise
         self.runs = templates.store("probe runs", float(tolerance), int(budget),
@@ -205,7 +207,7 @@ class SteadyMode:
             if not tpl.links.size:     # nothing shared: its alone rate
                 probes[i] = Probe([np.zeros(0)], np.array([tpl.iteration_time]), True, 0.0)
         elapsed = 0.0
-        for comp in components([tpls[i].links for i in net]):
+        for comp in self._components([tpls[i] for i in net]):
             members = [net[c] for c in comp]
             ranks = np.unique([runs[i].priority for i in members], return_inverse=True)[1]
             key = tuple((runs[i].job, runs[i].seed, int(k), runs[i].offset, runs[i].gate)
@@ -229,6 +231,15 @@ class SteadyMode:
                 probes[i] = Probe([found.ends[k]], found.period[k:k + 1], found.stable,
                                   found.simulated)
         return probes, elapsed
+
+    def _components(self, tpls) -> list[list[int]]:
+        """:func:`components` of these templates' links, once per set of templates for
+        every run on these templates (the running set recurs across a comparison's runs)."""
+        key = tuple(map(id, tpls))
+        found = self.component_sets.get(key)
+        if found is None:       # the templates are kept with it: their ids stay theirs
+            found = self.component_sets[key] = (tpls, components([t.links for t in tpls]))
+        return found[1]
 
     def _shared_probe(self, runs, tpls, members, key, remaining, limit) -> Probe:
         """The component's probe: another run's that repeats here, else a new one."""
