@@ -28,6 +28,7 @@ class GraphFragment:
     Attributes
     ----------
     kind, amount, priority, weight, latency, release : per task, as the graph's columns
+        (arrays)
     names : per task its name
     channel : per task its connection id (-1: none), as the graph's ``channels``
     rows, links, usage : link entries (row = task), as merged when first added
@@ -41,14 +42,14 @@ class GraphFragment:
     acyclic prefix), as it would have the calls' tasks.
     """
 
-    kind: list
-    amount: list
-    priority: list
-    weight: list
-    latency: list
-    release: list
+    kind: np.ndarray
+    amount: np.ndarray
+    priority: np.ndarray
+    weight: np.ndarray
+    latency: np.ndarray
+    release: np.ndarray
     names: list
-    channel: list
+    channel: np.ndarray
     rows: np.ndarray
     links: np.ndarray
     usage: np.ndarray
@@ -83,8 +84,7 @@ class GraphFragment:
             if chunks else np.zeros(0, np.int64)
         usage = np.concatenate([graph._entry_usage[i] for i in chunks]) if chunks \
             else np.zeros(0)
-        dep_task = np.asarray(graph._dep_task, dtype=np.int64)
-        dep_on = np.asarray(graph._dep_on, dtype=np.int64)
+        dep_task, dep_on = graph._dep_task.values, graph._dep_on.values
         mine = dep_task >= first
         dep_task, dep_on = dep_task[mine] - first, dep_on[mine]
         inside = dep_on >= first
@@ -135,6 +135,6 @@ class GraphFragment:
             on = np.where(self.dep_on >= 0, self.dep_on + base,
                           externals[np.maximum(-1 - self.dep_on, 0)] if externals.size
                           else 0)
-            graph._dep_task.extend((self.dep_task + base).tolist())
-            graph._dep_on.extend(on.tolist())
+            graph._dep_task.extend(self.dep_task + base)
+            graph._dep_on.extend(on)
         return base

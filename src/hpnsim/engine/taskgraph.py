@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from hpnsim.engine.buffers import Column
 from hpnsim.engine.copies import CopyAppends
-from hpnsim.engine.freeze import DELAY, TRANSFER, FrozenColumns, GraphArrays
+from hpnsim.engine.freeze import DELAY, TASK_COLUMNS, TRANSFER, FrozenColumns, GraphArrays
 from hpnsim.engine.validate import (
     as_link_ids,
     check_length,
@@ -40,25 +41,26 @@ class TaskGraph(FrozenColumns, CopyAppends):
     """
 
     def __init__(self):
-        self._kind: list[int] = []
-        self._amount: list[float] = []
-        self._priority: list[int] = []
-        self._weight: list[float] = []
-        self._latency: list[float] = []
-        self._release: list[float] = []
+        # the per-task columns (freeze.TASK_COLUMNS: _kind ... _channel) grow in buffers
+        # that a freeze views rather than converts (a probe appends ~10^6 tasks by copies)
+        for column, dtype in TASK_COLUMNS:
+            setattr(self, "_" + column, Column(dtype))
         self._names: list[str] = []
-        self._channel: list[int] = []
         self._entry_rows: list[np.ndarray] = []
         self._entry_links: list[np.ndarray] = []
         self._entry_usage: list[np.ndarray] = []
-        self._dep_task: list[int] = []
-        self._dep_on: list[int] = []
+        self._dep_task = Column(np.int64)
+        self._dep_on = Column(np.int64)
         # the first tasks known to form no cycle: a validated graph, grown only by
         # append_copy (a copy of an acyclic graph waiting on earlier tasks adds no cycle)
         self._acyclic = 0
         # the last freeze, (arrays, n_links, entry chunks, dep entries): tasks added since
         # only bring rows and dependencies of their own, so the next freeze appends theirs
         self._frozen = None
+        # the buffers the last freeze's arrays view, with room for the next (buffers.room)
+        self._frozen_room: dict[str, np.ndarray] = {}
+        # per copied graph (by id) what its copies repeat (CopyAppends._copy_plan)
+        self._copy_plans: dict[int, tuple] = {}
         # member routes of transfers added from paths, for engines that move each member on
         # its own path (hpnsim.packet): (task of each row, ptr, links, bytes per member byte)
         self._members: list[tuple] = []
@@ -81,7 +83,7 @@ class TaskGraph(FrozenColumns, CopyAppends):
         >>> g.channels
         [7, -1]
         """
-        return self._channel
+        return self._channel.values.tolist()
 
     def label(self, task: int) -> str:
         """How errors and reports name a task: its name if given, and always its id."""
@@ -95,8 +97,7 @@ class TaskGraph(FrozenColumns, CopyAppends):
         >>> g.transfers_in(0, 2).tolist()
         [1]
         """
-        kinds = np.asarray(self._kind[first:end], dtype=np.int8)
-        return first + np.flatnonzero(kinds == TRANSFER)
+        return first + np.flatnonzero(self._kind.values[first:end] == TRANSFER)
 
     def _next_label(self, name: str) -> str:
         task = len(self._kind)
@@ -112,8 +113,8 @@ class TaskGraph(FrozenColumns, CopyAppends):
         check_values(release, "release", lambda i: label)
         dep_ids = dependency_ids(deps, label)
         task = len(self._kind)
-        self._dep_task.extend([task] * dep_ids.size)
-        self._dep_on.extend(dep_ids.tolist())
+        self._dep_task.extend(np.full(dep_ids.size, task, dtype=np.int64))
+        self._dep_on.extend(dep_ids)
         self._kind.append(kind)
         self._amount.append(float(amount))
         self._priority.append(int(priority))
@@ -242,21 +243,21 @@ class TaskGraph(FrozenColumns, CopyAppends):
         self._entry_rows.append(rows + first)
         self._entry_links.append(merged_links)
         self._entry_usage.append(merged_usage)
-        self._kind.extend([TRANSFER] * n)
-        self._amount.extend(size.tolist())
-        self._priority.extend(prio.tolist())
-        self._weight.extend(wgt.tolist())
-        self._latency.extend(lat.tolist())
-        self._release.extend(rel.tolist())
+        self._kind.extend(np.full(n, TRANSFER, dtype=np.int8))
+        self._amount.extend(size)
+        self._priority.extend(prio)
+        self._weight.extend(wgt)
+        self._latency.extend(lat)
+        self._release.extend(rel)
         self._names.extend([""] * n if names is None else [str(x) for x in names])
-        self._channel.extend([channel] * n)
+        self._channel.extend(np.full(n, channel, dtype=np.int64))
         m_ptr, m_links, m_weight = (ptr, link_ids, coef) if members is None \
             else paths_arrays(members)
         self._members.append((np.arange(first, first + n, dtype=np.int64), m_ptr, m_links,
                               m_weight))
         if dep_ids.size:
-            self._dep_task.extend(np.repeat(np.arange(first, first + n), dep_ids.size).tolist())
-            self._dep_on.extend(np.tile(dep_ids, n).tolist())
+            self._dep_task.extend(np.repeat(np.arange(first, first + n), dep_ids.size))
+            self._dep_on.extend(np.tile(dep_ids, n))
         return np.arange(first, first + n, dtype=np.int64)
 
     def member_paths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
