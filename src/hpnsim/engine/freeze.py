@@ -101,30 +101,37 @@ class FrozenColumns:
         round, and copying the whole frozen prefix each time would cost as much as the
         rounds' simulation."""
         n0, n = old.kind.size, len(self._kind)
-        rows = self._entry_rows[n_chunks:]
-        rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        chunks = self._entry_rows[n_chunks:]
+        rows = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+        # copies and transfers added one by one bring their entries in task order: then
+        # they need no sort, and go to the buffers as they are
+        in_order = rows.size < 2 or bool(np.all(rows[1:] >= rows[:-1]))
         dep_task = self._dep_task.values[n_dep:]
-        if (rows.size and rows.min() < n0) or (dep_task.size and dep_task.min() < n0):
+        if (rows.size and (rows[0] if in_order else rows.min()) < n0) \
+                or (dep_task.size and dep_task.min() < n0):
             return None
-        links = np.concatenate(self._entry_links[n_chunks:]) if rows.size \
-            else np.zeros(0, np.int64)
-        usage = np.concatenate(self._entry_usage[n_chunks:]) if rows.size else np.zeros(0)
-        self._check_links(rows, links, n_links)
+        rooms = self._frozen_room
+        e0, e1 = old.links.size, old.links.size + rows.size
+        entry_links = room(rooms, "links", old.links, e1)
+        entry_usage = room(rooms, "usage", old.usage, e1)
+        if in_order and chunks:
+            np.concatenate(self._entry_links[n_chunks:], out=entry_links[e0:e1])
+            np.concatenate(self._entry_usage[n_chunks:], out=entry_usage[e0:e1])
+            self._check_links(rows, entry_links[e0:e1], n_links)
+        elif chunks:
+            links = np.concatenate(self._entry_links[n_chunks:])
+            self._check_links(rows, links, n_links)
+            # a stable sort of the new entries alone orders them as a stable sort of all
+            # would: every earlier entry belongs to an earlier task
+            order = np.argsort(rows, kind="stable")
+            entry_links[e0:e1] = links[order]
+            entry_usage[e0:e1] = np.concatenate(self._entry_usage[n_chunks:])[order]
         dep_on = self._dep_on.values[n_dep:]
         self._check_known_deps(dep_task, dep_on, n)
         if dep_task.size and dep_task.max() >= n:
             return None
-        rooms = self._frozen_room
-        # a stable sort of the new entries alone orders them as a stable sort of all would:
-        # every earlier entry belongs to an earlier task
-        order = np.argsort(rows, kind="stable")
         ptr = room(rooms, "ptr", old.ptr, n + 1)
-        ptr[n0 + 1:n + 1] = old.ptr[-1] + np.cumsum(np.bincount(rows - n0, minlength=n - n0))
-        e0, e1 = old.links.size, old.links.size + rows.size
-        entry_links = room(rooms, "links", old.links, e1)
-        entry_links[e0:e1] = links[order]
-        entry_usage = room(rooms, "usage", old.usage, e1)
-        entry_usage[e0:e1] = usage[order]
+        ptr[n0 + 1:n + 1] = old.ptr[-1] + np.cumsum(np.bincount(rows, minlength=n)[n0:])
         dep_ptr = room(rooms, "dep_ptr", old.dep_ptr, n + 1)
         dep_ptr[n0 + 1:n + 1] = old.dep_ptr[-1] + np.cumsum(np.bincount(dep_task - n0,
                                                                         minlength=n - n0))
