@@ -44,9 +44,11 @@ def room(buffers: dict, name: str, values: np.ndarray, size: int) -> np.ndarray:
 
 class Column:
     """A typed column that grows at its end like a list (``append``, ``extend``), its values
-    in a buffer with room; :attr:`values` views them. A value is written once, when it is
-    added (or, by the caller that added it, through the view :meth:`extend_tiled` returns,
-    before anyone reads it), so every view handed out stays as it was.
+    in a buffer with room; :attr:`values` views them. Values added one at a time or as a
+    list wait in a Python list (as cheap as a list's append) and join the buffer, converted,
+    when the column is read or extended by an array. A value is written once, when it joins
+    (or, by the caller that added it, through the view :meth:`extend_tiled` returns, before
+    anyone reads it), so every view handed out stays as it was.
 
     >>> c = Column(np.float64); c.append(1.0); c.extend([2.0, 3.0]); len(c)
     3
@@ -56,23 +58,33 @@ class Column:
     [2.0, 3.0]
     """
 
-    __slots__ = ("_buffer", "_size")
+    __slots__ = ("_buffer", "_size", "_pending")
 
     def __init__(self, dtype):
         self._buffer = np.empty(16, dtype=dtype)
         self._size = 0
+        self._pending: list = []
 
     def __len__(self) -> int:
-        return self._size
+        return self._size + len(self._pending)
 
     def __getitem__(self, key):
-        out = self._buffer[:self._size][key]
+        out = self.values[key]
         return out.copy() if isinstance(out, np.ndarray) else out
 
     @property
     def values(self) -> np.ndarray:
         """The values, as a view (read it, never write it)."""
+        if self._pending:
+            self._join_pending()
         return self._buffer[:self._size]
+
+    def _join_pending(self) -> None:
+        pending, self._pending = self._pending, []
+        end = self._size + len(pending)
+        self._reserve(end)
+        self._buffer[self._size:end] = pending
+        self._size = end
 
     def _reserve(self, size: int) -> None:
         if size > self._buffer.size:
@@ -82,12 +94,15 @@ class Column:
 
     def append(self, value) -> None:
         """Add one value at the end."""
-        self._reserve(self._size + 1)
-        self._buffer[self._size] = value
-        self._size += 1
+        self._pending.append(value)
 
     def extend(self, values) -> None:
-        """Add values (a sequence or an array) at the end."""
+        """Add values (a list, or an array) at the end."""
+        if isinstance(values, list):
+            self._pending.extend(values)
+            return
+        if self._pending:
+            self._join_pending()
         values = np.asarray(values, dtype=self._buffer.dtype).ravel()
         end = self._size + values.size
         self._reserve(end)
@@ -97,6 +112,8 @@ class Column:
     def extend_tiled(self, values: np.ndarray, count: int) -> np.ndarray:
         """Add ``count`` copies of ``values`` at the end; returns the view of what was added,
         for the caller to finish (before anyone reads it)."""
+        if self._pending:
+            self._join_pending()
         start, end = self._size, self._size + values.size * count
         self._reserve(end)
         added = self._buffer[start:end]

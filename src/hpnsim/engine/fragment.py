@@ -28,7 +28,6 @@ class GraphFragment:
     Attributes
     ----------
     kind, amount, priority, weight, latency, release : per task, as the graph's columns
-        (arrays)
     names : per task its name
     channel : per task its connection id (-1: none), as the graph's ``channels``
     rows, links, usage : link entries (row = task), as merged when first added
@@ -42,14 +41,14 @@ class GraphFragment:
     acyclic prefix), as it would have the calls' tasks.
     """
 
-    kind: np.ndarray
-    amount: np.ndarray
-    priority: np.ndarray
-    weight: np.ndarray
-    latency: np.ndarray
-    release: np.ndarray
+    kind: list
+    amount: list
+    priority: list
+    weight: list
+    latency: list
+    release: list
     names: list
-    channel: np.ndarray
+    channel: list
     rows: np.ndarray
     links: np.ndarray
     usage: np.ndarray
@@ -101,13 +100,16 @@ class GraphFragment:
         if any(task.size and task.min() < first <= task.max()
                for task, *_ in graph._members):
             raise InputError("first", "a transfer's member paths span the fragment's start")
-        return cls(kind=graph._kind[first:], amount=graph._amount[first:],
-                   priority=graph._priority[first:], weight=graph._weight[first:],
-                   latency=graph._latency[first:], release=graph._release[first:],
+        # lists: a graph's column extended by a list takes them as a list's extend would
+        return cls(kind=graph._kind[first:].tolist(), amount=graph._amount[first:].tolist(),
+                   priority=graph._priority[first:].tolist(),
+                   weight=graph._weight[first:].tolist(),
+                   latency=graph._latency[first:].tolist(),
+                   release=graph._release[first:].tolist(),
                    names=graph._names[first:], rows=rows, links=links, usage=usage,
                    dep_task=dep_task, dep_on=mapped,
                    n_external=len(externals), members=members,
-                   channel=graph._channel[first:])
+                   channel=graph._channel[first:].tolist())
 
     def append_to(self, graph, externals) -> int:
         """Append the fragment to ``graph`` waiting on ``externals`` (as recorded);
@@ -135,6 +137,6 @@ class GraphFragment:
             on = np.where(self.dep_on >= 0, self.dep_on + base,
                           externals[np.maximum(-1 - self.dep_on, 0)] if externals.size
                           else 0)
-            graph._dep_task.extend(self.dep_task + base)
-            graph._dep_on.extend(on)
+            graph._dep_task.extend((self.dep_task + base).tolist())
+            graph._dep_on.extend(on.tolist())
         return base
