@@ -146,8 +146,9 @@ def test_extend_state_in_place_equals_the_whole_rebuild(seed):
 def test_column_behaves_as_a_list():
     rng = np.random.default_rng(3)
     col, ref = Column(np.float64), []
-    for _ in range(200):
-        op = int(rng.integers(0, 3))
+    views = []
+    for _ in range(300):
+        op = int(rng.integers(0, 5))
         if op == 0:
             x = float(rng.uniform())
             col.append(x)
@@ -156,13 +157,21 @@ def test_column_behaves_as_a_list():
             xs = rng.uniform(size=int(rng.integers(0, 40))).tolist()
             col.extend(xs)
             ref.extend(xs)
-        else:
+        elif op == 2:
+            xs = rng.uniform(size=int(rng.integers(0, 40)))
+            col.extend(xs)
+            ref.extend(xs.tolist())
+        elif op == 3:
             xs, count = rng.uniform(size=int(rng.integers(1, 4))), int(rng.integers(1, 30))
             col.extend_tiled(xs, count)
             ref.extend(xs.tolist() * count)
+        else:
+            views.append((col.values, list(ref)))
         assert len(col) == len(ref)
     assert col.values.tolist() == ref
     assert col[5:9].tolist() == ref[5:9] and col[7] == ref[7]
+    for view, then in views:           # views handed out earlier are unchanged
+        assert view.tolist() == then
 
 
 def test_room_reuses_its_buffer_only_for_a_view_of_it():
