@@ -62,33 +62,41 @@ class CopyAppends:
         if self._acyclic == base and not (after_ids >= base).any():
             self._acyclic = base + n * count
         firsts = base + n * np.arange(count, dtype=np.int64)
-        # one copy's column as a list, repeated: list repetition is far cheaper than
-        # converting the tiled array (a probe appends copies ~20,000 times)
-        self._kind.extend(arrays.kind.tolist() * count)
-        self._amount.extend(arrays.amount.tolist() * count)
-        prio = np.where(arrays.kind == TRANSFER, int(priority), arrays.priority)
-        self._priority.extend(prio.tolist() * count)
-        self._weight.extend(arrays.weight.tolist() * count)
-        self._latency.extend(arrays.latency.tolist() * count)
-        rel = arrays.release.tolist() * count
+        rows, own_task, own_on, transfer = self._copy_plan(arrays)
+        self._kind.extend_tiled(arrays.kind, count)
+        self._amount.extend_tiled(arrays.amount, count)
+        self._priority.extend_tiled(np.where(transfer, int(priority), arrays.priority), count)
+        self._weight.extend_tiled(arrays.weight, count)
+        self._latency.extend_tiled(arrays.latency, count)
+        rel = self._release.extend_tiled(arrays.release, count)
         rel[0] = float(release)
-        for k in range(1, count):
-            rel[k * n] = float(release) + float(every) * k if every > 0 else 0.0
-        self._release.extend(rel)
+        if count > 1:
+            rel[n::n] = float(release) + float(every) * np.arange(1, count) if every > 0 \
+                else 0.0
         self._names.extend([""] * (n * count))
-        self._channel.extend(arrays.channel.tolist() * count)
+        self._channel.extend_tiled(arrays.channel, count)
         if arrays.links.size:
-            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.ptr))
-            self._entry_rows.append((rows + (firsts - base)[:, None]).ravel() + base)
-            self._entry_links.append(np.tile(arrays.links, count))
-            self._entry_usage.append(np.tile(arrays.usage, count))
-        dep_task = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.dep_ptr))
-        keep = dep_task != 0
-        own_task = (dep_task[keep] + firsts[:, None]).ravel()
-        own_on = (arrays.deps[keep] + firsts[:, None]).ravel()
-        link_task = np.repeat(firsts[1:], chain.size)
-        link_on = (chain + firsts[:-1, None]).ravel()
-        self._dep_task.extend([base] * after_ids.size + own_task.tolist()
-                              + link_task.tolist())
-        self._dep_on.extend(after_ids.tolist() + own_on.tolist() + link_on.tolist())
+            self._entry_rows.append((rows + firsts[:, None]).ravel())
+            self._entry_links.append(np.broadcast_to(arrays.links, (count, rows.size)).ravel())
+            self._entry_usage.append(np.broadcast_to(arrays.usage, (count, rows.size)).ravel())
+        self._dep_task.extend(np.concatenate([
+            np.full(after_ids.size, base, dtype=np.int64), (own_task + firsts[:, None]).ravel(),
+            np.repeat(firsts[1:], chain.size)]))
+        self._dep_on.extend(np.concatenate([
+            after_ids, (own_on + firsts[:, None]).ravel(), (chain + firsts[:-1, None]).ravel()]))
         return firsts
+
+    def _copy_plan(self, arrays: GraphArrays) -> tuple:
+        """What every copy of ``arrays`` repeats, worked out once per copied graph: the task
+        of each link entry, the dependencies of its tasks other than task 0 (task, on), and
+        which tasks are transfers."""
+        plan = self._copy_plans.get(id(arrays))
+        if plan is None or plan[0] is not arrays:
+            n = arrays.kind.size
+            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.ptr))
+            dep_task = np.repeat(np.arange(n, dtype=np.int64), np.diff(arrays.dep_ptr))
+            keep = dep_task != 0
+            # the copied graph is kept with its plan: its id is not reused while cached
+            plan = (arrays, rows, dep_task[keep], arrays.deps[keep], arrays.kind == TRANSFER)
+            self._copy_plans[id(arrays)] = plan
+        return plan[1:]

@@ -83,8 +83,7 @@ class GraphFragment:
             if chunks else np.zeros(0, np.int64)
         usage = np.concatenate([graph._entry_usage[i] for i in chunks]) if chunks \
             else np.zeros(0)
-        dep_task = np.asarray(graph._dep_task, dtype=np.int64)
-        dep_on = np.asarray(graph._dep_on, dtype=np.int64)
+        dep_task, dep_on = graph._dep_task.values, graph._dep_on.values
         mine = dep_task >= first
         dep_task, dep_on = dep_task[mine] - first, dep_on[mine]
         inside = dep_on >= first
@@ -101,13 +100,16 @@ class GraphFragment:
         if any(task.size and task.min() < first <= task.max()
                for task, *_ in graph._members):
             raise InputError("first", "a transfer's member paths span the fragment's start")
-        return cls(kind=graph._kind[first:], amount=graph._amount[first:],
-                   priority=graph._priority[first:], weight=graph._weight[first:],
-                   latency=graph._latency[first:], release=graph._release[first:],
+        # lists: a graph's column extended by a list takes them as a list's extend would
+        return cls(kind=graph._kind[first:].tolist(), amount=graph._amount[first:].tolist(),
+                   priority=graph._priority[first:].tolist(),
+                   weight=graph._weight[first:].tolist(),
+                   latency=graph._latency[first:].tolist(),
+                   release=graph._release[first:].tolist(),
                    names=graph._names[first:], rows=rows, links=links, usage=usage,
                    dep_task=dep_task, dep_on=mapped,
                    n_external=len(externals), members=members,
-                   channel=graph._channel[first:])
+                   channel=graph._channel[first:].tolist())
 
     def append_to(self, graph, externals) -> int:
         """Append the fragment to ``graph`` waiting on ``externals`` (as recorded);

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hpnsim.engine.buffers import room
 from hpnsim.engine.validate import find_cycle
 from hpnsim.errors import InputError
 
@@ -19,7 +20,7 @@ __all__ = ["GraphArrays", "FrozenColumns", "TRANSFER", "DELAY"]
 #: the kinds of task (``GraphArrays.kind``): a transfer group and a fixed wait
 TRANSFER, DELAY = 0, 1
 
-#: the per-task columns (a TaskGraph keeps each as the list ``_<name>``) and their dtypes
+#: the per-task columns (a TaskGraph keeps each as the Column ``_<name>``) and their dtypes
 TASK_COLUMNS = (("kind", np.int8), ("amount", np.float64), ("priority", np.int64),
                 ("weight", np.float64), ("latency", np.float64), ("release", np.float64),
                 ("channel", np.int64))
@@ -45,7 +46,8 @@ class GraphArrays:
 
 class FrozenColumns:
     """The freezes of a :class:`~hpnsim.engine.TaskGraph`'s columns (its attributes
-    ``_kind`` ... ``_channel``, entry chunks, dependency lists, ``_acyclic``, ``_frozen``)."""
+    ``_kind`` ... ``_channel``, entry chunks, dependency lists, ``_acyclic``, ``_frozen``,
+    ``_frozen_room``)."""
 
     def arrays(self, n_links: int) -> GraphArrays:
         """Freeze into validated arrays: link ids in range, deps known and acyclic.
@@ -72,8 +74,7 @@ class FrozenColumns:
         order = np.argsort(rows, kind="stable")
         ptr = np.zeros(n + 1, dtype=np.int64)
         ptr[1:] = np.cumsum(np.bincount(rows, minlength=n))
-        dep_task = np.asarray(self._dep_task, dtype=np.int64)
-        dep_on = np.asarray(self._dep_on, dtype=np.int64)
+        dep_task, dep_on = self._dep_task.values, self._dep_on.values
         self._check_known_deps(dep_task, dep_on, n)
         dep_order = np.argsort(dep_task, kind="stable")
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -81,8 +82,7 @@ class FrozenColumns:
         deps = dep_on[dep_order]
         self._check_acyclic(n, dep_ptr, deps)
         out = GraphArrays(
-            **{name: np.asarray(getattr(self, "_" + name), dtype=dtype)
-               for name, dtype in TASK_COLUMNS},
+            **{name: getattr(self, "_" + name).values for name, _ in TASK_COLUMNS},
             ptr=ptr, links=links[order], usage=usage[order], dep_ptr=dep_ptr, deps=deps)
         if dep_task.size == 0 or dep_task.max() < n:
             self._frozen = (out, n_links, len(self._entry_rows), dep_task.size)
@@ -92,39 +92,56 @@ class FrozenColumns:
                       n_dep: int) -> GraphArrays | None:
         """:meth:`arrays` as the last freeze ``old`` plus the tasks added since, in time
         proportional to those; ``None`` if an entry or dependency added since belongs to an
-        older task (then the caller freezes everything)."""
+        older task (then the caller freezes everything).
+
+        The task columns are the graph's own (views of its
+        :class:`~hpnsim.engine.buffers.Column` buffers); the link rows and dependencies
+        are written into buffers with room to grow (:func:`~hpnsim.engine.buffers.room`)
+        and handed out as views of their first values: a probe freezes its graph every
+        round, and copying the whole frozen prefix each time would cost as much as the
+        rounds' simulation."""
         n0, n = old.kind.size, len(self._kind)
-        rows = self._entry_rows[n_chunks:]
-        rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-        dep_task = np.asarray(self._dep_task[n_dep:], dtype=np.int64)
-        if (rows.size and rows.min() < n0) or (dep_task.size and dep_task.min() < n0):
+        chunks = self._entry_rows[n_chunks:]
+        rows = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+        # copies and transfers added one by one bring their entries in task order: then
+        # they need no sort, and go to the buffers as they are
+        in_order = rows.size < 2 or bool(np.all(rows[1:] >= rows[:-1]))
+        dep_task = self._dep_task.values[n_dep:]
+        if (rows.size and (rows[0] if in_order else rows.min()) < n0) \
+                or (dep_task.size and dep_task.min() < n0):
             return None
-        links = np.concatenate(self._entry_links[n_chunks:]) if rows.size \
-            else np.zeros(0, np.int64)
-        usage = np.concatenate(self._entry_usage[n_chunks:]) if rows.size else np.zeros(0)
-        self._check_links(rows, links, n_links)
-        dep_on = np.asarray(self._dep_on[n_dep:], dtype=np.int64)
+        rooms = self._frozen_room
+        e0, e1 = old.links.size, old.links.size + rows.size
+        entry_links = room(rooms, "links", old.links, e1)
+        entry_usage = room(rooms, "usage", old.usage, e1)
+        if in_order and chunks:
+            np.concatenate(self._entry_links[n_chunks:], out=entry_links[e0:e1])
+            np.concatenate(self._entry_usage[n_chunks:], out=entry_usage[e0:e1])
+            self._check_links(rows, entry_links[e0:e1], n_links)
+        elif chunks:
+            links = np.concatenate(self._entry_links[n_chunks:])
+            self._check_links(rows, links, n_links)
+            # a stable sort of the new entries alone orders them as a stable sort of all
+            # would: every earlier entry belongs to an earlier task
+            order = np.argsort(rows, kind="stable")
+            entry_links[e0:e1] = links[order]
+            entry_usage[e0:e1] = np.concatenate(self._entry_usage[n_chunks:])[order]
+        dep_on = self._dep_on.values[n_dep:]
         self._check_known_deps(dep_task, dep_on, n)
         if dep_task.size and dep_task.max() >= n:
             return None
-        # a stable sort of the new entries alone orders them as a stable sort of all would:
-        # every earlier entry belongs to an earlier task
-        order = np.argsort(rows, kind="stable")
-        ptr = np.empty(n + 1, dtype=np.int64)
-        ptr[:n0 + 1] = old.ptr
-        ptr[n0 + 1:] = old.ptr[-1] + np.cumsum(np.bincount(rows - n0, minlength=n - n0))
-        dep_ptr = np.empty(n + 1, dtype=np.int64)
-        dep_ptr[:n0 + 1] = old.dep_ptr
-        dep_ptr[n0 + 1:] = old.dep_ptr[-1] + np.cumsum(np.bincount(dep_task - n0,
-                                                                   minlength=n - n0))
-        deps = np.concatenate([old.deps, dep_on[np.argsort(dep_task, kind="stable")]])
-        self._check_acyclic(n, dep_ptr, deps)
-        out = GraphArrays(
-            **{name: np.concatenate([getattr(old, name),
-                                     np.asarray(getattr(self, "_" + name)[n0:], dtype=dtype)])
-               for name, dtype in TASK_COLUMNS},
-            ptr=ptr, links=np.concatenate([old.links, links[order]]),
-            usage=np.concatenate([old.usage, usage[order]]), dep_ptr=dep_ptr, deps=deps)
+        ptr = room(rooms, "ptr", old.ptr, n + 1)
+        ptr[n0 + 1:n + 1] = old.ptr[-1] + np.cumsum(np.bincount(rows, minlength=n)[n0:])
+        dep_ptr = room(rooms, "dep_ptr", old.dep_ptr, n + 1)
+        dep_ptr[n0 + 1:n + 1] = old.dep_ptr[-1] + np.cumsum(np.bincount(dep_task - n0,
+                                                                        minlength=n - n0))
+        d0, d1 = old.deps.size, old.deps.size + dep_on.size
+        deps = room(rooms, "deps", old.deps, d1)
+        deps[d0:d1] = dep_on[np.argsort(dep_task, kind="stable")]
+        self._check_acyclic(n, dep_ptr[:n + 1], deps[:d1])
+        out = GraphArrays(**{name: getattr(self, "_" + name).values for name, _ in TASK_COLUMNS},
+                          ptr=ptr[:n + 1], links=entry_links[:e1],
+                          usage=entry_usage[:e1], dep_ptr=dep_ptr[:n + 1], deps=deps[:d1])
         self._frozen = (out, n_links, len(self._entry_rows), len(self._dep_task))
         return out
 
@@ -149,3 +166,4 @@ class FrozenColumns:
                 names = [self.label(t) for t in cycle] + [self.label(cycle[0])]
                 raise InputError("deps", "dependency cycle: " + " waits for ".join(names))
         self._acyclic = n
+

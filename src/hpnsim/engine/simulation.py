@@ -23,6 +23,7 @@ from hpnsim.engine.state import (
     SAME_PRIORITY,
     empty_state,
     extend_state,
+    grown,
 )
 from hpnsim.engine.taskgraph import TRANSFER, TaskGraph
 from hpnsim.engine.validate import check_capacity, merge_rows, priority_column
@@ -113,6 +114,9 @@ class Simulation:
         n = cap.shape[0]
         self._link_base = np.zeros(n)    # bytes carried on paths that transfers left
         self._moved_base = np.zeros(0)   # per task: bytes moved before its last reroute
+        # the state's link rows are the graph's until a transfer is rerouted
+        self._rows_kept = True
+        self._rooms: dict[str, np.ndarray] = {}   # buffers the task columns grow in
         self._join()
 
     @property
@@ -170,9 +174,12 @@ class Simulation:
             np.add.at(self._link_base, old.links[row], old.usage[row] * carried)
             self._moved_base[v] = old.amount[v] - old.remaining[v]
             loop.mark_links(old, old.links[row])
-        state, ready, at = extend_state(old, arrays, self._routes, moved, now)
+        state, ready, at = extend_state(old, arrays, self._routes, moved, now,
+                                        rows_kept=self._rows_kept, rooms=self._rooms)
+        self._rows_kept = self._rows_kept and not self._routes
         self._routes = {}
-        self._moved_base = np.concatenate([self._moved_base, np.zeros(state.kind.size - n_old)])
+        self._moved_base = grown(self._moved_base, state.kind.size - n_old, 0.0, self._rooms,
+                                  "moved_base")
         for v in flowing:
             state.is_new[v] = True   # forces a new projected completion on the new path
             loop.mark_links(state, state.links[state.ptr[v]:state.ptr[v + 1]])

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from hpnsim.engine.buffers import room
 from hpnsim.engine.maxmin import make_workspace
 from hpnsim.engine.taskgraph import GraphArrays
 
@@ -144,11 +145,24 @@ def _workspace_for(ws: tuple, n: int) -> tuple:
     return ws[:10] + (np.empty(n), np.empty(n, dtype=np.int64), ws[12])
 
 
-def _grown(old: np.ndarray, n_new: int, fill) -> np.ndarray:
-    out = np.empty(old.size + n_new, dtype=old.dtype)
-    out[:old.size] = old
-    out[old.size:] = fill
-    return out
+def grown(old: np.ndarray, n_new: int, fill, rooms: dict | None = None,
+           name: str = "") -> np.ndarray:
+    """``old`` followed by ``n_new`` values ``fill``: a new array, or with ``rooms`` the
+    view of a buffer with room (:func:`~hpnsim.engine.buffers.room`) that ``old`` views.
+
+    >>> rooms = {}; a = grown(np.zeros(2), 1, 5.0, rooms, "x"); a.tolist()
+    [0.0, 0.0, 5.0]
+    >>> b = grown(a, 2, [6.0, 7.0], rooms, "x"); b.tolist(), b.base is a.base
+    ([0.0, 0.0, 5.0, 6.0, 7.0], True)
+    """
+    n = old.size + n_new
+    if rooms is None:
+        out = np.empty(n, dtype=old.dtype)
+        out[:old.size] = old
+    else:
+        out = room(rooms, name, old, n)
+    out[old.size:n] = fill
+    return out[:n]
 
 
 def _heap_copy(size: int, n_live: int, arrays):
@@ -210,13 +224,22 @@ def _relink(old_lptr, old_lcnt, old_lact, old_evar, old_ptr, ptr, links, moved, 
 
 
 def extend_state(old: EngineState, arrays: GraphArrays, routes: dict, moved: np.ndarray,
-                 now: float) -> tuple[EngineState, np.ndarray, np.ndarray]:
+                 now: float, *, rows_kept: bool = False,
+                 rooms: dict | None = None) -> tuple[EngineState, np.ndarray, np.ndarray]:
     """The state with the tasks of ``arrays`` beyond ``old``'s joined at ``now``, and the
     rows of the tasks in ``routes`` ({task: (links, usage)}) replaced.
 
     ``moved`` flags (per old task) the flowing transfers whose route changed. Progress,
     link capacities, counters and heaps carry over. Returns the state and the tasks that
     are ready now with their ready times (the caller pushes them: see ``loop.push_ready``).
+
+    ``rows_kept``: ``old``'s link rows are the first rows of ``arrays`` (no task was
+    rerouted since the state was built from the graph); then the state takes the graph's
+    rows as they are and numbers only the new entries. ``rooms``: buffers with room
+    (:func:`~hpnsim.engine.buffers.room`) that the task columns grow in, kept by the
+    caller from one call to the next, so that a state extended round after round (a
+    probe) is not copied whole each time. Either way the state is the same, value for
+    value.
 
     >>> from hpnsim.engine.taskgraph import TaskGraph
     >>> g = TaskGraph(); _ = g.add_transfer([0], 1.0, 5.0, release=1.0)
@@ -227,11 +250,19 @@ def extend_state(old: EngineState, arrays: GraphArrays, routes: dict, moved: np.
     """
     n_old, n = old.kind.size, arrays.kind.size
     n_new = n - n_old
-    ptr, links, usage = _rows(old, arrays, routes)
-    row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
     n_links = old.cap.shape[0]
-    lptr = np.zeros(n_links + 1, dtype=np.int64)
-    lptr[1:] = np.cumsum(np.bincount(links, minlength=n_links))
+    if rows_kept and not routes and old.links.size == arrays.ptr[n_old]:
+        ptr, links, usage = arrays.ptr, arrays.links, arrays.usage
+        e_old = old.links.size
+        row = grown(old.evar, links.size - e_old, np.repeat(
+            np.arange(n_old, n, dtype=np.int64), np.diff(ptr[n_old:])), rooms, "evar")
+        lptr = old.lptr.copy()
+        lptr[1:] += np.cumsum(np.bincount(links[e_old:], minlength=n_links))
+    else:
+        ptr, links, usage = _rows(old, arrays, routes)
+        row = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
+        lptr = np.zeros(n_links + 1, dtype=np.int64)
+        lptr[1:] = np.cumsum(np.bincount(links, minlength=n_links))
     lcnt = np.zeros(n_links, dtype=np.int64)
     lact = np.empty(links.size, dtype=np.int64)
     epos = np.empty(links.size, dtype=np.int64)
@@ -244,9 +275,9 @@ def extend_state(old: EngineState, arrays: GraphArrays, routes: dict, moved: np.
     succ_ptr = np.zeros(n + 1, dtype=np.int64)
     succ_ptr[1:] = np.cumsum(np.bincount(deps, minlength=n))
 
-    status = _grown(old.status, n_new, WAITING)
-    finish = _grown(old.finish, n_new, np.inf)
-    release = _grown(old.release, n_new, 0.0)
+    status = grown(old.status, n_new, WAITING, rooms, "status")
+    finish = grown(old.finish, n_new, np.inf, rooms, "finish")
+    release = grown(old.release, n_new, 0.0, rooms, "release")
     new_release = arrays.release[n_old:]
     release[n_old:] = np.where(new_release < now, now, new_release)
     # the tasks whose wait is (re)counted: those that join, and waiting ones given more deps
@@ -255,7 +286,7 @@ def extend_state(old: EngineState, arrays: GraphArrays, routes: dict, moved: np.
     recount[n_old:] = True
     recount[:n_old] = (n_deps[:n_old] != np.diff(old.dep_ptr)) & (old.waiting > 0)
     not_done = status[deps] != DONE
-    waiting = _grown(old.waiting, n_new, 0)
+    waiting = grown(old.waiting, n_new, 0, rooms, "waiting")
     waiting[recount] = np.bincount(dep_task[not_done], minlength=n)[recount]
     ready = np.flatnonzero(recount & (waiting == 0))
     at = release[ready]
@@ -264,10 +295,13 @@ def extend_state(old: EngineState, arrays: GraphArrays, routes: dict, moved: np.
         np.maximum.at(dep_finish, dep_task, finish[deps])
         at = np.maximum(at, dep_finish[ready])
 
-    priority = _grown(old.priority, n_new, 0)
-    priority[n_old:] = arrays.priority[n_old:]
+    priority = grown(old.priority, n_new, arrays.priority[n_old:], rooms, "priority")
     count = old.count
-    count[SAME_PRIORITY] = bool(n == 0 or np.all(priority == priority[0]))
+    # the old tasks' classes were all equal when SAME_PRIORITY was last set (here or by a
+    # priority change), and none changed since
+    same = n == 0 or ((n_old == 0 or bool(count[SAME_PRIORITY]))
+                      and bool(np.all(priority[n_old:] == priority[0])))
+    count[SAME_PRIORITY] = same
     heap_size = 2 * n + 1
     ht, ha, hb = _heap_copy(heap_size, count[HEAP_N], (old.ht, old.ha, old.hb))
     ct, ca, cb = _heap_copy(max(2 * n + 16, old.ct.size), count[COMPLETIONS_N],
@@ -276,18 +310,20 @@ def extend_state(old: EngineState, arrays: GraphArrays, routes: dict, moved: np.
         kind=arrays.kind, amount=arrays.amount, priority=priority, weight=arrays.weight,
         latency=arrays.latency, release=release, ptr=ptr, links=links, usage=usage, evar=row,
         dep_ptr=dep_ptr, deps=deps, succ_ptr=succ_ptr, succ=succ,
-        start=_grown(old.start, n_new, np.inf), finish=finish,
-        remaining=_grown(old.remaining, n_new, 0.0), status=status,
-        rate=_grown(old.rate, n_new, 0.0), new_rate=_grown(old.new_rate, n_new, 0.0),
-        last_t=_grown(old.last_t, n_new, 0.0), version=_grown(old.version, n_new, 0),
-        waiting=waiting, is_new=_grown(old.is_new, n_new, False),
-        vstamp=_grown(old.vstamp, n_new, -1), comp=np.empty(n, dtype=np.int64),
+        start=grown(old.start, n_new, np.inf, rooms, "start"), finish=finish,
+        remaining=grown(old.remaining, n_new, arrays.amount[n_old:], rooms, "remaining"),
+        status=status, rate=grown(old.rate, n_new, 0.0, rooms, "rate"),
+        new_rate=grown(old.new_rate, n_new, 0.0, rooms, "new_rate"),
+        last_t=grown(old.last_t, n_new, 0.0, rooms, "last_t"),
+        version=grown(old.version, n_new, 0, rooms, "version"),
+        waiting=waiting, is_new=grown(old.is_new, n_new, False, rooms, "is_new"),
+        vstamp=grown(old.vstamp, n_new, -1, rooms, "vstamp"),
+        comp=np.empty(n, dtype=np.int64),
         cap=old.cap, lptr=lptr, lcnt=lcnt, lact=lact, epos=epos, lstamp=old.lstamp,
         queue=old.queue, ht=ht, ha=ha, hb=hb, ct=ct, ca=ca, cb=cb, ev_time=old.ev_time,
         ev_link=old.ev_link, ev_cap=old.ev_cap, count=count, clock=old.clock,
         ws=old.ws if n == n_old else _workspace_for(old.ws, n),
         local=old.local if n == n_old and links.size == old.links.size
         else local_scratch(n, links.size))
-    state.remaining[n_old:] = arrays.amount[n_old:]
     return state, ready, at
 

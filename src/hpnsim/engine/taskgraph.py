@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from hpnsim.engine.buffers import Column
 from hpnsim.engine.copies import CopyAppends
-from hpnsim.engine.freeze import DELAY, TRANSFER, FrozenColumns, GraphArrays
+from hpnsim.engine.freeze import DELAY, TASK_COLUMNS, TRANSFER, FrozenColumns, GraphArrays
 from hpnsim.engine.validate import (
     as_link_ids,
     check_length,
@@ -40,25 +41,26 @@ class TaskGraph(FrozenColumns, CopyAppends):
     """
 
     def __init__(self):
-        self._kind: list[int] = []
-        self._amount: list[float] = []
-        self._priority: list[int] = []
-        self._weight: list[float] = []
-        self._latency: list[float] = []
-        self._release: list[float] = []
+        # the per-task columns (freeze.TASK_COLUMNS: _kind ... _channel) grow in buffers
+        # that a freeze views rather than converts (a probe appends ~10^6 tasks by copies)
+        for column, dtype in TASK_COLUMNS:
+            setattr(self, "_" + column, Column(dtype))
         self._names: list[str] = []
-        self._channel: list[int] = []
         self._entry_rows: list[np.ndarray] = []
         self._entry_links: list[np.ndarray] = []
         self._entry_usage: list[np.ndarray] = []
-        self._dep_task: list[int] = []
-        self._dep_on: list[int] = []
+        self._dep_task = Column(np.int64)
+        self._dep_on = Column(np.int64)
         # the first tasks known to form no cycle: a validated graph, grown only by
         # append_copy (a copy of an acyclic graph waiting on earlier tasks adds no cycle)
         self._acyclic = 0
         # the last freeze, (arrays, n_links, entry chunks, dep entries): tasks added since
         # only bring rows and dependencies of their own, so the next freeze appends theirs
         self._frozen = None
+        # the buffers the last freeze's arrays view, with room for the next (buffers.room)
+        self._frozen_room: dict[str, np.ndarray] = {}
+        # per copied graph (by id) what its copies repeat (CopyAppends._copy_plan)
+        self._copy_plans: dict[int, tuple] = {}
         # member routes of transfers added from paths, for engines that move each member on
         # its own path (hpnsim.packet): (task of each row, ptr, links, bytes per member byte)
         self._members: list[tuple] = []
@@ -81,7 +83,7 @@ class TaskGraph(FrozenColumns, CopyAppends):
         >>> g.channels
         [7, -1]
         """
-        return self._channel
+        return self._channel.values.tolist()
 
     def label(self, task: int) -> str:
         """How errors and reports name a task: its name if given, and always its id."""
@@ -95,8 +97,7 @@ class TaskGraph(FrozenColumns, CopyAppends):
         >>> g.transfers_in(0, 2).tolist()
         [1]
         """
-        kinds = np.asarray(self._kind[first:end], dtype=np.int8)
-        return first + np.flatnonzero(kinds == TRANSFER)
+        return first + np.flatnonzero(self._kind.values[first:end] == TRANSFER)
 
     def _next_label(self, name: str) -> str:
         task = len(self._kind)
