@@ -48,7 +48,7 @@ CONTINUABLE = 0.5
 #: state: a few MB; the rest keep only their finish times, for earlier limits)
 KEEP_OPEN = 4
 
-__all__ = ["ProbeRun", "ProbeRuns", "PROBE_PERIODS", "WINDOW", "WINDOW_GROWTH"]
+__all__ = ["ProbeRun", "ProbeRuns", "RunSlot", "PROBE_PERIODS", "WINDOW", "WINDOW_GROWTH"]
 
 
 @dataclass(frozen=True)
@@ -274,11 +274,10 @@ class ProbeRuns:
             found = self._prepared[key] = (list(templates), capacity, make())
         return found[2]
 
-    def slot(self, key) -> dict:
+    def slot(self, key) -> RunSlot:
         slot = self._slots.get(key)
         if slot is None:
-            slot = self._slots[key] = {}
-            slot[ProbeRuns] = self      # how probe() reports back (:meth:`kept`)
+            slot = self._slots[key] = RunSlot(self)
         return slot
 
     def kept(self, run: ProbeRun, replaced: ProbeRun | None = None) -> None:
@@ -294,3 +293,12 @@ class ProbeRuns:
                 self._live.popitem(last=False)[1].release()
         else:
             run.release()
+
+
+class RunSlot(dict):
+    """One component's runs by level (:class:`~hpnsim.sched.cluster.steady.ProbeLevel`),
+    and the :class:`ProbeRuns` they report back to (``owner``)."""
+
+    def __init__(self, owner: ProbeRuns):
+        super().__init__()
+        self.owner = owner

@@ -34,7 +34,7 @@ from scipy.sparse.csgraph import connected_components
 
 from hpnsim.engine.twins import merge_twin_links
 from hpnsim.sched.cluster.phase import MAX_SPREAD, phase_templates
-from hpnsim.sched.cluster.probe_run import WINDOW, ProbeRun, ProbeRuns
+from hpnsim.sched.cluster.probe_run import WINDOW, ProbeRun, ProbeRuns, RunSlot
 from hpnsim.sched.defaults import MAX_PROBE_SIZE
 
 #: a compute budget, not a physical constant: a probe stops (unstable, periods from the
@@ -126,7 +126,8 @@ class Probe:
 
 def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
           remaining, budget: int = MAX_PROBE_SIZE, max_tasks: int = MAX_PROBE_TASKS,
-          max_spread: float = MAX_SPREAD, gates=None, runs: dict | None = None) -> Probe:
+          max_spread: float = MAX_SPREAD, gates=None, runs: RunSlot | None = None
+          ) -> Probe:
     """Probe a component (see the module docstring): task by task when that can reach
     stability within ``budget`` tasks plus link entries (:func:`task_level_cost`), else
     with every job's phase-level iteration (:mod:`hpnsim.sched.cluster.phase`).
@@ -155,7 +156,7 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
         else ProbeLevel.PHASE
     setup = (templates, priorities, offsets, capacity, tolerance, remaining, max_tasks,
              max_spread, gates)
-    owner = runs[ProbeRuns] if runs is not None else None
+    owner = runs.owner if runs is not None else None
     started = runs.get(level) if runs is not None else None
     if started is None:
         started = _start(level, *setup, owner=owner)
