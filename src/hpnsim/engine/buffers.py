@@ -4,7 +4,8 @@ handed out as views of its first values.
 A probe appends copies of iterations to one graph round after round; freezing the graph and
 extending the engine state by copying every earlier value each round would cost as much as
 simulating the rounds. Writing only the new values into a buffer with room, and reallocating
-(at twice the size) only when it is full, costs time proportional to what was added.
+(at :data:`GROWTH` times the size) only when it is full, costs time proportional to what was
+added.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 __all__ = ["Column", "room", "GROWTH"]
 
 #: how many times the size needed a full buffer is reallocated at. A probe's rounds grow
-#: its graph about 1.5x to 2.5x each (steady.WINDOW_GROWTH): at 2x half the rounds
+#: its graph about 1.5x to 2.5x each (probe_run.WINDOW_GROWTH): at 2x half the rounds
 #: reallocate; at 4x about one in three, and the replay of the 60-job --compare's probes
 #: spent ~0.5 s CPU less outside the event loop (own measurement, loaded 2-core machine).
 GROWTH = 4
