@@ -80,9 +80,8 @@ def merge_twin_links(arrays: list, capacity) -> tuple[list, np.ndarray]:
     out, start = [], 0
     for a, n in zip(arrays, sizes, strict=True):
         mine = kept_entry[start:start + n]
-        rows = np.repeat(np.arange(a.ptr.size - 1), np.diff(a.ptr))
-        ptr = np.concatenate([[0], np.cumsum(np.bincount(rows[mine],
-                                                         minlength=a.ptr.size - 1))])
+        rows = task[start:start + n][mine]
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=a.ptr.size - 1))])
         out.append(replace(a, ptr=ptr.astype(a.ptr.dtype),
                            links=rank[link_of[start:start + n][mine]].astype(a.links.dtype),
                            usage=a.usage[mine]))
