@@ -25,8 +25,7 @@ limit, or asked for an earlier limit, is answered from its kept run
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import replace
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -34,7 +33,15 @@ from scipy.sparse.csgraph import connected_components
 
 from hpnsim.engine.twins import merge_twin_links
 from hpnsim.sched.cluster.phase import MAX_SPREAD, phase_templates
-from hpnsim.sched.cluster.probe_run import WINDOW, ProbeRun, ProbeRuns, RunSlot
+from hpnsim.sched.cluster.probe_run import (
+    WINDOW,
+    Probe,
+    ProbeLevel,
+    ProbeRun,
+    ProbeRuns,
+    RunSlot,
+    needed_iterations,
+)
 from hpnsim.sched.defaults import MAX_PROBE_SIZE
 
 #: a compute budget, not a physical constant: a probe stops (unstable, periods from the
@@ -44,14 +51,6 @@ from hpnsim.sched.defaults import MAX_PROBE_SIZE
 MAX_PROBE_TASKS = 60_000
 
 __all__ = ["Probe", "ProbeLevel", "components", "probe"]
-
-
-class ProbeLevel(StrEnum):
-    """What a probe simulated: every task of every iteration, or phase-level iterations
-    (:mod:`hpnsim.sched.cluster.phase`: periods, but no iteration ends)."""
-
-    TASK = "task"
-    PHASE = "phase"
 
 
 def components(link_sets: list[np.ndarray]) -> list[list[int]]:
@@ -78,50 +77,6 @@ def components(link_sets: list[np.ndarray]) -> list[list[int]]:
     cuts = np.flatnonzero(np.diff(label[order])) + 1
     groups = [g.tolist() for g in np.split(order, cuts)]
     return sorted(groups)
-
-
-@dataclass
-class Probe:
-    """What a probe saw: per job its iteration end times (seconds after the segment start),
-    its steady ``period``, whether it was ``stable``; ``elapsed``: seconds simulated."""
-
-    ends: list
-    period: np.ndarray
-    stable: bool
-    elapsed: float
-    #: per job the iterations the probe appended, when its run depended on neither its
-    #: ``limit`` nor the jobs' remaining iterations (else None): see :meth:`repeats`
-    copies: np.ndarray | None = None
-    level: ProbeLevel = ProbeLevel.TASK
-
-    @property
-    def simulated(self) -> float:
-        """Seconds simulated task by task (0 for a phase-level probe)."""
-        return self.elapsed if self.level is ProbeLevel.TASK else 0.0
-
-    def repeats(self, limit: float, remaining) -> bool:
-        """Whether probing the same component again with ``limit`` and ``remaining`` would
-        run exactly this probe: it stopped before ``limit`` and no job runs out within the
-        iterations it appended.
-
-        >>> p = Probe([np.zeros(3)], np.ones(1), False, 5.0, copies=np.array([4]))
-        >>> p.repeats(5.0, [5]), p.repeats(4.9, [5]), p.repeats(9.0, [4])
-        (True, False, False)
-        """
-        if self.copies is None or limit < self.elapsed:
-            return False
-        return bool(np.all(_needed(remaining) > self.copies))
-
-    def progress(self, j: int, dt: float) -> float:
-        """Iterations job ``j`` has done ``dt`` seconds after the segment start: counted
-        within the probe (the iteration in progress pro rata), at its period after it."""
-        ends, period = self.ends[j], self.period[j]
-        if dt >= self.simulated:
-            last = ends[-1] if ends.size else 0.0
-            return ends.size + max(dt - last, 0.0) / period
-        done = int(np.searchsorted(ends, dt, side="right"))
-        prev = ends[done - 1] if done else 0.0
-        return done + min(max(dt - prev, 0.0) / period, 1.0 - 1e-12)
 
 
 def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: float,
@@ -171,8 +126,7 @@ def probe(templates, priorities, offsets, capacity, *, tolerance: float, limit: 
     if owner is not None:
         runs[level] = started
         owner.kept(kept, replaced)
-    found = Probe(ends=seen.ends, period=seen.period, stable=seen.stable,
-                  elapsed=seen.elapsed, copies=seen.copies, level=level)
+    found = replace(seen, level=level)      # the kept run's answer stays as it was
     if level is ProbeLevel.PHASE:
         # phase-level iteration ends are not task-level ones: keep only the periods
         found.ends = [np.zeros(0) for _ in templates]
@@ -194,8 +148,8 @@ def _start(level, templates, priorities, offsets, capacity, tolerance, remaining
             (level, max_spread), templates, capacity,
             lambda: _prepare(level, templates, capacity, max_spread))
     # a phase-level copy stands for ``merge`` iterations
-    needed = _needed(remaining) if level is ProbeLevel.TASK \
-        else _needed(np.ceil(np.asarray(remaining, dtype=np.float64) / merge))
+    needed = needed_iterations(remaining) if level is ProbeLevel.TASK \
+        else needed_iterations(np.ceil(np.asarray(remaining, dtype=np.float64) / merge))
     # the phase-level clock stands for the task-level one (a job's phase-level alone time
     # is close to its task-level one): offsets and the limit are used as they are; a gate
     # is per iteration of task-level time, a copy's gate the phase-level seconds that stand
@@ -240,13 +194,3 @@ def task_level_cost(templates, offsets, limit: float) -> float:
     tasks = np.array([t.engine_size for t in templates], dtype=np.float64)
     span = min(limit, (3 * WINDOW + 2) * alone.max() + float(np.max(offsets, initial=0.0)))
     return float(np.sum(tasks * (span / alone + 1.0)))
-
-
-def _needed(remaining) -> np.ndarray:
-    """Whole iterations per job before it leaves (a job that leaves after a duration has no
-    iteration count: it never runs dry)."""
-    left = np.asarray(remaining, dtype=np.float64)
-    # at least one: a job left with a rounding error of an iteration (it finished a hair
-    # after a departure) still ends that iteration in the probe
-    return np.where(np.isfinite(left), np.maximum(np.ceil(np.minimum(left, 2.0**62) - 1e-9), 1),
-                    2.0**62).astype(np.int64)
