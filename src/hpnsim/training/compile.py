@@ -42,8 +42,16 @@ _NAMES = {"allreduce": "all-reduce", "alltoall": "all-to-all", "allgather": "all
           "reducescatter": "reduce-scatter", "sendrecv": "send/recv"}
 
 
-def _path_latency(fabric, paths) -> float:
-    """Largest member path latency (propagation along the links)."""
+def path_latency(fabric, paths) -> float:
+    """Largest member path latency (propagation along the links), seconds.
+
+    >>> from hpnsim.fabrics import fat_tree
+    >>> from hpnsim.routing import route
+    >>> f = fat_tree(4, gpus_per_host=1)
+    >>> p = route(f, [0], [4])
+    >>> path_latency(f, p) == float(np.sum(f.link_latency[p.links]))
+    True
+    """
     per_link = np.asarray(fabric.link_latency)[np.asarray(paths.links, dtype=np.int64)]
     sums = np.add.reduceat(per_link, paths.ptr[:-1]) if per_link.size else np.zeros(0)
     empty = np.diff(paths.ptr) == 0
@@ -245,7 +253,7 @@ class _Compiler:
 
             paths = route(self.fabric, self.members[:, s], self.members[:, op.to],
                           self.routing, seed=self.seed)
-            self.paths[key] = (paths, _path_latency(self.fabric, paths))
+            self.paths[key] = (paths, path_latency(self.fabric, paths))
         paths, latency = self.paths[key]
         task = self.graph.add_transfer_paths(paths, op.size, latency=latency, deps=deps,
                                              name=f"pp {op.tag}")

@@ -20,7 +20,7 @@ import numpy as np
 
 from hpnsim.engine.freeze import TRANSFER, GraphArrays
 from hpnsim.engine.validate import merge_rows, paths_arrays
-from hpnsim.training.compile import _path_latency
+from hpnsim.training.compile import path_latency
 from hpnsim.training.compiled import CompiledIteration
 
 __all__ = ["reseeded_arrays"]
@@ -76,6 +76,7 @@ def reseeded_arrays(it: CompiledIteration, arrays: GraphArrays, fabric, seed: in
     True
     """
     from hpnsim.collectives.plan import plan_collective
+    from hpnsim.routing import route
 
     for op, group, size, options in it.timed:
         # the same routes build the same graph: the same time alone
@@ -99,10 +100,8 @@ def reseeded_arrays(it: CompiledIteration, arrays: GraphArrays, fabric, seed: in
             src, dst = record.groups
             key = ("p2p", src.tobytes(), dst.tobytes())
             if key not in blocks:
-                from hpnsim.routing import route
-
                 paths = route(fabric, src, dst, it.routing, seed=seed)
-                blocks[key] = (*_entries(paths, True), _path_latency(fabric, paths))
+                blocks[key] = (*_entries(paths, True), path_latency(fabric, paths))
             parts = [blocks[key]]
             latency[transfers[lo:hi]] = blocks[key][3]
         else:
