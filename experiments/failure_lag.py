@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hpnsim.collectives.packet_run import run_collective_packet
-from hpnsim.collectives.run import run_collective
+from hpnsim.collectives.packet.run import run_collective_packet
+from hpnsim.collectives.planning.run import run_collective
 from hpnsim.fabrics import FabricState, hpn7
 from hpnsim.faults.events import parse_fault
 from hpnsim.faults.runner import JobPlan, simulate_with_faults

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from hpnsim.collectives import run_collective
-from hpnsim.collectives.nccl import NcclParams
+from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.fabrics import build_fabric
 from hpnsim.workloads import article
 
@@ -104,7 +104,7 @@ def collective_cases() -> list[dict]:
 def packet_cases() -> list[dict]:
     """The network-bound and NVLink-bound ring rows again, through the packet engine (its
     default parameters; windowed; NCCL's latency terms added as the flow engine adds them)."""
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
 
     run = PacketRun(max_packets=1e8)
     h100 = _host("hpn7", 2, "h100")

@@ -45,9 +45,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hpnsim.collectives.concurrent import Together, rail_groups, run_together, slowest
-from hpnsim.collectives.model import GroupShape, auto_candidates, model_time
-from hpnsim.collectives.nccl import PROTOCOLS, NcclParams
+from hpnsim.collectives.closed_form.model import GroupShape, auto_candidates, model_time
+from hpnsim.collectives.nccl.params import PROTOCOLS, NcclParams
+from hpnsim.collectives.planning.concurrent import Together, rail_groups, run_together, slowest
 from hpnsim.fabrics import dcn_plus, hpn7
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -10,7 +10,7 @@ dual-plane routing against DCN+ with ECMP), with what the packet engine can run:
 - Appendix A: 4 GB ring all-reduce over 32..256 GPUs split across two segments, dual plane
   against single plane with ECMP.
 - Multi-AllReduce: one ring all-reduce per rail (56 ranks each), the eight at once in one
-  packet run (:func:`~hpnsim.collectives.packet_run.run_together_packet`), at 64 MiB and
+  packet run (:func:`~hpnsim.collectives.packet.run.run_together_packet`), at 64 MiB and
   1 GiB (4 GiB is beyond the packet budget); the paper's NCCL chose tree for these sizes
   (docs/experiments.md), the packet engine runs rings.
 
@@ -42,12 +42,12 @@ from hpn_paper import GPUS_448, NCCL, PLANES, SYSTEMS, _kind  # noqa: E402
 from hpn_vs_clos_collectives import two_segment_gpus  # noqa: E402
 
 from hpnsim.collectives import run_collective  # noqa: E402
-from hpnsim.collectives.concurrent import Together, rail_groups, run_together, slowest  # noqa: E402,E501
-from hpnsim.collectives.packet_run import (  # noqa: E402
+from hpnsim.collectives.packet.run import (  # noqa: E402
     PacketRun,
     run_collective_packet,
     run_together_packet,
 )
+from hpnsim.collectives.planning.concurrent import Together, rail_groups, run_together, slowest  # noqa: E402,E501
 from hpnsim.packet import PacketParams, preset  # noqa: E402
 
 PARAMS = {"connectx": PacketParams(), "simai": preset("simai")}

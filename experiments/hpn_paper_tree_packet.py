@@ -1,6 +1,6 @@
 """The HPN paper's 448-GPU all-reduce with NVLS-tree (what NCCL 2.18.3 runs across H800
 hosts with NVSwitch) in both engines: the flow engine's max-min stages against the packet
-engine's chunked NVLS-tree pipeline (issue 18: collectives/packet_tree.py).
+engine's chunked NVLS-tree pipeline (issue 18: collectives/packet/tree.py).
 
 Setup as ``experiments/hpn_paper.py`` (448 H800 GPUs, 56 hosts, NCCL's H800 parameters,
 HPN 7.0 with dual-plane routing against DCN+ with ECMP, connection-hash seed 0), protocol
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hpn_paper import GPUS_448, NCCL, SYSTEMS, _kind  # noqa: E402
 
 from hpnsim.collectives import run_collective  # noqa: E402
-from hpnsim.collectives.packet_run import PacketRun, run_collective_packet  # noqa: E402
+from hpnsim.collectives.packet.run import PacketRun, run_collective_packet  # noqa: E402
 from hpnsim.errors import InputError  # noqa: E402
 from hpnsim.packet import PacketParams  # noqa: E402
 from hpnsim.units import parse_size  # noqa: E402

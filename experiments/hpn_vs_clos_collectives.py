@@ -19,7 +19,7 @@ Fabrics: ``hpn7`` (2 segments of 128 hosts) under ``hpn_dual_plane``; ``dcn_plus
 topology and routing. Two sensitivity variants use H100-class NVLink (900 GB/s, ``nv900``)
 so the network decides, with 1 and 4 QPs per connection (``nv900 qps4``). Every case runs
 ring/Simple (what NCCL runs for a 4 GB buffer on tens of hosts) with NCCL's default realism
-(``hpnsim.collectives.nccl.NcclParams``) over several connection-hash seeds.
+(``hpnsim.collectives.nccl.params.NcclParams``) over several connection-hash seeds.
 
 Writes ``hpn_vs_clos_results.{json,csv}`` (one row per case and seed),
 ``hpn_vs_clos_gains.json`` (the gains table) and ``hpn_vs_clos_collectives.png`` into

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.compile import compile_into
+from hpnsim.collectives.planning.compile import compile_into
 from hpnsim.engine import Simulation, TaskGraph
 from hpnsim.faults.failover import FailoverPolicy, fault_changes
 from hpnsim.faults.layers import FaultLayers, Layer

@@ -127,8 +127,8 @@ def test_several_hosts_also_recover_network_efficiency(tmp_path):
 def test_network_bound_only_when_nvlink_is_not_the_bottleneck(tmp_path):
     """16 GPUs on 2 hosts: 8 rings share a host's 8 NICs (400 GB/s) while each GPU's NVLink
     gives 200 GB/s: NVLink is the bottleneck, the network efficiency is not identifiable."""
-    from hpnsim.collectives.calibrate import Measurement, identifiable
-    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.collectives.nccl.calibrate import Measurement, identifiable
+    from hpnsim.collectives.nccl.params import NcclParams
     from hpnsim.fabrics import build_fabric
 
     fab = build_fabric("hpn7", {"segments": 1, "hosts_per_segment": 2, "backup_hosts": 0})

@@ -18,8 +18,8 @@ from hpnsim.collectives import (
     plan_collective,
     run_collective,
 )
-from hpnsim.collectives.calibrate import calibrate
-from hpnsim.collectives.nccl import NcclParams
+from hpnsim.collectives.nccl.calibrate import calibrate
+from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.fabrics import FabricState, hpn7
 from hpnsim.training import (
     build_iteration_graph,

@@ -20,8 +20,8 @@ from hpnsim.collectives import (
     nccl_time,
     tree_time,
 )
-from hpnsim.collectives.model import auto_candidates
-from hpnsim.collectives.tree import btree_parents, dtree_depth, dtree_load, dtree_parents
+from hpnsim.collectives.closed_form.model import auto_candidates
+from hpnsim.collectives.schedules.tree import btree_parents, dtree_depth, dtree_load, dtree_parents
 from hpnsim.errors import InputError
 
 

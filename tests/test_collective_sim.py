@@ -20,7 +20,7 @@ from hpnsim.collectives import (
 )
 from hpnsim.collectives import compile_collective as _compile
 from hpnsim.collectives import run_collective as _run
-from hpnsim.collectives.nccl import WIRE_RATE
+from hpnsim.collectives.nccl.params import WIRE_RATE
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.errors import InputError
 from hpnsim.fabrics import LinkKind, NodeKind, fat_tree, hpn7
@@ -454,7 +454,7 @@ def test_schedule_cache_shares_a_schedule_across_routing_seeds(segment):
     # path selection plans a job's collectives once per routing seed: the algorithm and
     # schedule (which no seed changes) are worked out once, the routes per seed, and every
     # plan equals the one planned with both caches off
-    from hpnsim.collectives.plan import SCHEDULE_CACHE, plan_collective
+    from hpnsim.collectives.planning.plan import SCHEDULE_CACHE, plan_collective
 
     def plans():
         return [plan_collective(segment, "allreduce", range(32), 2.0**24, seed=s)

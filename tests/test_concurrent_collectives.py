@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from hpnsim.cli.main import app
 from hpnsim.collectives import run_collective
-from hpnsim.collectives.concurrent import Together, group_seed, rail_groups, run_together
+from hpnsim.collectives.planning.concurrent import Together, group_seed, rail_groups, run_together
 from hpnsim.errors import InputError
 from hpnsim.fabrics import hpn7
 from hpnsim.scenario.runner import run

@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from hpnsim.cli.main import app
 from hpnsim.collectives import CollectiveOptions
-from hpnsim.collectives.nccl import NcclParams
+from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.fabrics import hpn7
 from hpnsim.training import simulate_iteration
 from hpnsim.training.comm import time_groups

@@ -505,7 +505,7 @@ def test_the_two_jobs_comment_on_routing_holds():
 # --- every reader of a user's YAML file: the same bounds --------------------------------------
 
 def _readers():
-    from hpnsim.collectives.calibration import load_calibration
+    from hpnsim.collectives.nccl.calibration import load_calibration
     from hpnsim.faults.reliability import load_rates
     from hpnsim.scenario.spec import read_scenario
     from hpnsim.sweep.spec import load_sweep

@@ -93,7 +93,7 @@ def test_flapping_link_under_dual_tor_costs_at_most_its_convergence_delays():
 
 
 def test_routes_come_back_after_repair_and_no_cache_from_before_is_used():
-    from hpnsim.collectives.plan import plan_cache
+    from hpnsim.collectives.planning.plan import plan_cache
 
     f = small("nonstacked")
     s = FabricState(f)

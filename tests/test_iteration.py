@@ -16,7 +16,7 @@ from hpnsim.workloads import models
 # test derives a schedule or communication closed form; the per-operation model has its own
 # tests (test_compute_*.py, test_iteration_compute.py)
 H800_PEAK, H800_MFU, H800_HBM = 989.4e12, 0.45, 3.35e12
-# NCCL Simple-protocol ring latencies (collectives.cost): base, NVLink hop, network hop
+# NCCL Simple-protocol ring latencies (collectives.closed_form.cost): base, NVLink hop, network hop
 BASE, NVLINK_HOP, NET_HOP = 8.4e-6, 3.4e-6, 14e-6
 
 # Llama-3 8B from its released config (32 layers, h 4096, 32 heads / 8 KV heads of 128,

@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hpnsim.cli.main import app
-from hpnsim.collectives.nccl import NcclParams
-from hpnsim.collectives.run import run_collective
+from hpnsim.collectives.nccl.params import NcclParams
+from hpnsim.collectives.planning.run import run_collective
 from hpnsim.errors import InputError
 from hpnsim.fabrics import FabricState, hpn7
 from hpnsim.routing import route
@@ -113,7 +113,7 @@ def test_ring_keeps_ceil_half_over_all(fabric, port_down, mode, channels, qps):
 
 
 def test_hash_mode_ring_runs_at_its_busiest_port(fabric, port_down):
-    from hpnsim.collectives.plan import plan_collective
+    from hpnsim.collectives.planning.plan import plan_collective
 
     channels, qps = 2, 2
     kw = dict(algo="ring", protocol="simple", routing="hpn_dual_plane", channels=channels,
@@ -169,7 +169,7 @@ def test_cli_lag_changes_the_placement():
 
 @pytest.mark.parametrize(("channels", "qps"), [(1, 2), (3, 1)])
 def test_packet_engine_agrees_with_the_flow_engine(fabric, port_down, channels, qps):
-    from hpnsim.collectives.packet_run import run_collective_packet
+    from hpnsim.collectives.packet.run import run_collective_packet
 
     kw = dict(algo="ring", protocol="simple", routing="hpn_dual_plane", channels=channels,
               qps=qps, routing_options={"lag": "queue_affinity"})

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from hpnsim.collectives import run_collective
-from hpnsim.collectives.model import GroupShape, model_time
-from hpnsim.collectives.nccl import WIRE_RATE, NcclParams
+from hpnsim.collectives.closed_form.model import GroupShape, model_time
+from hpnsim.collectives.nccl.params import WIRE_RATE, NcclParams
 from hpnsim.errors import InputError
 from hpnsim.fabrics import LinkKind, fat_tree, hpn7
 

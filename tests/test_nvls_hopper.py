@@ -13,8 +13,8 @@ import pytest
 
 import hpnsim as hs
 from hpnsim.collectives import run_collective
-from hpnsim.collectives.model import GroupShape, choose_algorithm, model_time
-from hpnsim.collectives.nccl import NVLS_GPUS, NcclParams
+from hpnsim.collectives.closed_form.model import GroupShape, choose_algorithm, model_time
+from hpnsim.collectives.nccl.params import NVLS_GPUS, NcclParams
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.fabrics import hpn7
 from hpnsim.training import account, compile_program, program_from_job
@@ -66,7 +66,7 @@ def test_auto_takes_nvls_for_large_h800_allreduces_and_never_for_allgather(h800_
 def test_nvls_tree_only_across_hosts_and_nvls_only_inside_one():
     one = GroupShape(1, 8, 164.8e9, 49e9, nic_ports=2, nvls=True)
     many = GroupShape(4, 8, 164.8e9, 49e9, nic_ports=2, nvls=True)
-    from hpnsim.collectives.model import auto_candidates
+    from hpnsim.collectives.closed_form.model import auto_candidates
 
     assert "nvls" in auto_candidates("allreduce", one)
     assert "nvlstree" not in auto_candidates("allreduce", one)

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from hpnsim.cli.main import app
 from hpnsim.collectives import run_collective
-from hpnsim.collectives.nccl import NcclParams
-from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+from hpnsim.collectives.nccl.params import NcclParams
+from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
 from hpnsim.fabrics import build_fabric, hpn7
 from hpnsim.packet import PacketParams
 
@@ -26,7 +26,7 @@ MTU = PacketParams().mtu_bytes
 def nccl_latency(flow_result, fabric, op, gpus, size, **options) -> float:
     """The flow engine's NCCL latency terms of a ring (base + per NVLink and network hop),
     which the packet engine does not add."""
-    from hpnsim.collectives.plan import plan_collective
+    from hpnsim.collectives.planning.plan import plan_collective
 
     plan = plan_collective(fabric, op, gpus, size, algo="ring", **options)
     base, nvlink, net = NcclParams().latencies("ring", plan.protocol)
@@ -268,8 +268,8 @@ def test_multi_allreduce_rails_together_halve_on_dcn_where_the_bond_hash_collide
     # hash at the NIC, ECMP at the ToR toward a NIC's two ports): some NIC sends or receives
     # both channels of its rail ring on one port, and the ring runs at that port's half; the
     # ring's chunk dependencies pace the senders, so no switch queue forms
-    from hpnsim.collectives.concurrent import rail_groups
-    from hpnsim.collectives.packet_run import run_together_packet
+    from hpnsim.collectives.packet.run import run_together_packet
+    from hpnsim.collectives.planning.concurrent import rail_groups
     from hpnsim.fabrics import dcn_plus
 
     groups = [g.tolist() for g in rail_groups(range(64), 8)]

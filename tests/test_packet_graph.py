@@ -122,8 +122,8 @@ def test_alltoall_across_two_hosts_takes_its_port_time(two_hosts):
     from its 200G port (25 GB/s), every 4096 B packet with 62 B of headers and 20 B of
     preamble and gap on the wire: the network time is that by hand within 1%, and the flow
     engine's time (NCCL's efficiency counts the same 82 B per packet) within 1%."""
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
-    from hpnsim.collectives.run import run_collective
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
+    from hpnsim.collectives.planning.run import run_collective
 
     size = 2**26
     pkt = run_collective_packet(two_hosts, "alltoall", [0, 8], size, protocol="simple",
@@ -145,11 +145,11 @@ def test_tree_and_nvls_collectives_take_the_flow_engines_time_without_congestion
     concurrent one-link flows) and NVLS-tree take the flow engine's max-min time within 1%
     and name the same busiest link. (Tree and NVLS-tree run as their graph here; under
     --engine packet they run chunked: tests/test_packet_tree.py.)"""
-    from hpnsim.collectives.nccl import NcclParams
-    from hpnsim.collectives.packet_graph import run_collective_graph_packet
-    from hpnsim.collectives.packet_run import PacketRun
-    from hpnsim.collectives.plan import plan_collective
-    from hpnsim.collectives.run import run_collective
+    from hpnsim.collectives.nccl.params import NcclParams
+    from hpnsim.collectives.packet.graph import run_collective_graph_packet
+    from hpnsim.collectives.packet.run import PacketRun
+    from hpnsim.collectives.planning.plan import plan_collective
+    from hpnsim.collectives.planning.run import run_collective
 
     kw = dict(algo=algo, protocol="simple", routing=routing, nccl=NcclParams.for_gpu("h800"))
     flow = run_collective(two_hosts, "allreduce", range(gpus), 2**26, **kw)
@@ -164,8 +164,8 @@ def test_tree_and_nvls_collectives_take_the_flow_engines_time_without_congestion
 def test_auto_runs_what_the_flow_engine_picks(two_hosts):
     """algo auto: the hierarchical all-reduce the flow engine picks on two hosts runs as its
     graph (not the ring), in the same time without congestion (1%)."""
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
-    from hpnsim.collectives.run import run_collective
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
+    from hpnsim.collectives.planning.run import run_collective
 
     flow = run_collective(two_hosts, "allreduce", range(16), 2**26, protocol="simple")
     pkt = run_collective_packet(two_hosts, "allreduce", range(16), 2**26, protocol="simple",
@@ -290,11 +290,11 @@ def test_nvls_tree_parent_port_queues_what_two_line_rate_senders_leave_behind():
     DCQCN and ECN (Kmin 800 KB < S) that queue is marked and the senders cut: marks and CNPs
     at that port, never faster than the plain run. (The whole-step graph, run directly:
     under --engine packet NVLS-tree runs chunked, tests/test_packet_tree.py.)"""
-    from hpnsim.collectives.nccl import NcclParams
-    from hpnsim.collectives.packet_graph import run_collective_graph_packet
-    from hpnsim.collectives.packet_run import PacketRun
-    from hpnsim.collectives.plan import plan_collective
-    from hpnsim.collectives.run import run_collective
+    from hpnsim.collectives.nccl.params import NcclParams
+    from hpnsim.collectives.packet.graph import run_collective_graph_packet
+    from hpnsim.collectives.packet.run import PacketRun
+    from hpnsim.collectives.planning.plan import plan_collective
+    from hpnsim.collectives.planning.run import run_collective
     from hpnsim.fabrics import hpn7
 
     f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)

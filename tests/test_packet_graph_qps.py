@@ -96,8 +96,8 @@ def test_without_cc_collectives_one_after_another_take_the_same_time_either_way(
     first's QPs channel by channel, but no QP ever has two transfers ready at once, so every task starts
     and finishes when it did with a fresh QP per flow (to 1e-9)."""
     from hpnsim.collectives import compile_into
-    from hpnsim.collectives.packet_graph import graph_members, task_channels
-    from hpnsim.collectives.packet_ports import packet_capacity
+    from hpnsim.collectives.packet.graph import graph_members, task_channels
+    from hpnsim.collectives.packet.ports import packet_capacity
     from hpnsim.fabrics import hpn7
     from hpnsim.packet.adapter import fabric_links
 
@@ -125,7 +125,7 @@ def test_channels_keep_connections_apart_and_tasks_without_one_get_fresh_qps():
     """Five transfers one after another over one route: the connection id each task was
     added with picks the QP: channel 0 of two transfers share a QP, channel 1 has its own;
     tasks added without one (-1) get fresh QPs each, whatever their names."""
-    from hpnsim.collectives.packet_graph import task_channels
+    from hpnsim.collectives.packet.graph import task_channels
     from hpnsim.packet.graph import graph_flows
 
     g = TaskGraph()
@@ -149,7 +149,7 @@ def test_compiled_transfers_carry_the_connection_their_schedule_ran_on():
     stage (kind, lane, conn as the schedule built it); the all-to-all's per-member flows and
     the barriers carry none (-1)."""
     from hpnsim.collectives import compile_into
-    from hpnsim.collectives.schedule import ChannelKind
+    from hpnsim.collectives.schedules.schedule import ChannelKind
     from hpnsim.fabrics import hpn7
 
     f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)

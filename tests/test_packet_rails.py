@@ -1,6 +1,6 @@
 """Rail-parallel ring collectives run together as packets (issue 18): ``hpnsim collective
 --per-rail --engine packet`` and scenario ``per_rail:``/``together:`` under ``engine:
-packet`` (:func:`hpnsim.collectives.packet_groups.run_groups_packet`)."""
+packet`` (:func:`hpnsim.collectives.packet.groups.run_groups_packet`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from hpnsim.cli.main import app
-from hpnsim.collectives.concurrent import Together, rail_groups, run_together
-from hpnsim.collectives.packet_groups import run_groups_packet
-from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+from hpnsim.collectives.packet.groups import run_groups_packet
+from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
+from hpnsim.collectives.planning.concurrent import Together, rail_groups, run_together
 from hpnsim.fabrics import hpn7
 from hpnsim.packet import PacketParams
 
@@ -119,8 +119,8 @@ def test_groups_route_with_the_flow_engines_group_seeds_on_ecmp(monkeypatch):
     # fail: routed with the shared seed instead, some group's paths differ.
     import numpy as np
 
-    from hpnsim.collectives import compile as compile_mod
-    from hpnsim.collectives import plan as plan_mod
+    from hpnsim.collectives.planning import compile as compile_mod
+    from hpnsim.collectives.planning import plan as plan_mod
     from hpnsim.fabrics import dcn_plus
 
     f = dcn_plus(segments=2, hosts_per_segment=2, tor_uplinks=4, aggs_per_pod=4)

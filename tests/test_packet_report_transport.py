@@ -50,7 +50,7 @@ def test_text_tables_and_html_section_show_the_forced_drops_rewind():
 
 
 def test_a_lossy_collective_reports_its_rewinds_in_json_and_rows():
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
     from hpnsim.fabrics import build_fabric
     from hpnsim.packet import PacketParams
 

@@ -1,5 +1,5 @@
 """Chunked tree pipelines in the packet engine (hpnsim.packet.pipeline,
-hpnsim.collectives.packet_tree): against pipelined closed forms derived by hand, against
+hpnsim.collectives.packet.tree): against pipelined closed forms derived by hand, against
 the whole-step task graph when there is one chunk, and against the flow engine on HPN."""
 
 import numpy as np
@@ -102,8 +102,8 @@ def test_chunked_tree_on_hpn_against_the_flow_engine(algo):
     (2 depth - 1) / N] (depth: 7 NVLink + 1 network hops for tree; for NVLS-tree the NVLS
     reduction, 1 network hop and the multicast)."""
     from hpnsim.collectives import run_collective
-    from hpnsim.collectives.options import CollectiveOptions
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
+    from hpnsim.collectives.planning.options import CollectiveOptions
     from hpnsim.fabrics import hpn7
 
     f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
@@ -122,8 +122,8 @@ def test_window_extrapolates_what_every_chunk_gives():
     simulates part of the chunks and extrapolates t_K + (N - K) dt; every chunk simulated
     gives the same time within 1% (measured: 1e-11, since the window's own drain stands for
     the whole run's)."""
-    from hpnsim.collectives.options import CollectiveOptions
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
+    from hpnsim.collectives.planning.options import CollectiveOptions
     from hpnsim.fabrics import hpn7
 
     f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from hpnsim.collectives.plan import plan_collective
+from hpnsim.collectives.planning.plan import plan_collective
 from hpnsim.engine import TaskGraph
 from hpnsim.fabrics import hpn7
 from hpnsim.sched.cluster.jobs import ClusterJob, IterationTemplate, TemplateCache

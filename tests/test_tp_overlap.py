@@ -7,7 +7,7 @@ from hpnsim.training import program_from_job, simulate_iteration
 from hpnsim.training.job import TrainJob
 from hpnsim.training.program import Collective
 
-# NCCL Simple-protocol ring latencies (collectives.cost): base, NVLink hop
+# NCCL Simple-protocol ring latencies (collectives.closed_form.cost): base, NVLink hop
 BASE, NVLINK_HOP = 8.4e-6, 3.4e-6
 SEQ8 = 8192
 

@@ -66,7 +66,7 @@ from hpnsim.frames import to_frame
 from hpnsim.jsonable import to_jsonable
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time see __getattr__
-    from hpnsim.collectives.run import CollectiveResult
+    from hpnsim.collectives.planning.run import CollectiveResult
     from hpnsim.engine.simresult import SimResult
     from hpnsim.training.iteration import IterationResult
     from hpnsim.training.scaling import ScalingResult
@@ -76,7 +76,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time see __getattr__
 #: ``import hpnsim.scenario.runner`` would load every subpackage)
 _REEXPORTS = {
     "SimResult": "hpnsim.engine.simresult",
-    "CollectiveResult": "hpnsim.collectives.run",
+    "CollectiveResult": "hpnsim.collectives.planning.run",
     "IterationResult": "hpnsim.training.iteration",
     "TrafficReport": "hpnsim.workloads.traffic",
     "ScalingResult": "hpnsim.training.scaling",
@@ -276,7 +276,7 @@ class CollectiveRun:
         """One row per size: the fields of ``CollectiveResult.to_dict`` (bandwidths in GB/s,
         time in s and us) but its list of busiest links; a packet run's totals as flat
         columns instead of its ``packet`` section (ports and queue series)."""
-        from hpnsim.collectives.packet_run import PACKET_ROW_FIELDS
+        from hpnsim.collectives.packet.run import PACKET_ROW_FIELDS
 
         return [{"collective": self.name, **{k: v for k, v in r.to_dict().items()
                                              if k not in ("top_links", "packet")},

@@ -68,7 +68,7 @@ def _incast(n: int, size: float, lossless: bool):
 
 def fabric_rings(fabric, gpus, channels: int, *, policy: str | None = None,
                  pxn: bool = True, seed: int = 0) -> list[list[np.ndarray]]:
-    """NCCL's rings over ``gpus`` (one per channel, :func:`hpnsim.collectives.ring.ring_order`:
+    """NCCL's rings over ``gpus`` (one per channel, :func:`hpnsim.collectives.schedules.ring.ring_order`:
     channel c leaves each host from rail c) routed on ``fabric``; ``rings[c][r]`` is the
     packet path from rank r to rank r+1 (:func:`hpnsim.packet.adapter.network_legs`), for
     :func:`hpnsim.packet.ring.simulate_ring`. (It lives here, above routing and collectives
@@ -81,7 +81,7 @@ def fabric_rings(fabric, gpus, channels: int, *, policy: str | None = None,
     >>> len(rings), len(rings[0]), [len(p) for p in rings[1]][6:9]   # NVLink, NVLink, network
     (2, 16, [2, 2, 2])
     """
-    from hpnsim.collectives.ring import ring_order
+    from hpnsim.collectives.schedules.ring import ring_order
     from hpnsim.packet.adapter import network_legs
     from hpnsim.routing import native_policy, route
 

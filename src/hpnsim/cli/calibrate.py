@@ -1,5 +1,5 @@
 """CLI command: ``hpnsim calibrate LOG... --fabric TEMPLATE`` — fit NCCL's efficiencies and
-latency to nccl-tests logs (:mod:`hpnsim.collectives.calibrate`) and write a calibration
+latency to nccl-tests logs (:mod:`hpnsim.collectives.nccl.calibrate`) and write a calibration
 file that ``collective``, ``train`` and ``run`` take (``--calibration FILE``)."""
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ def gpu_of_logs(logs) -> str | None:
 
 
 def measurements_of(logs, fabric, algo: str, protocol: str) -> list:
-    """One :class:`~hpnsim.collectives.calibrate.Measurement` per log: its ranks placed on
+    """One :class:`~hpnsim.collectives.nccl.calibrate.Measurement` per log: its ranks placed on
     ``fabric`` as it ran (hosts × GPUs per host), the mean of the out-of-place and in-place
     time per size."""
     import numpy as np
 
-    from hpnsim.collectives.calibrate import Measurement, log_gpus
+    from hpnsim.collectives.nccl.calibrate import Measurement, log_gpus
     from hpnsim.errors import InputError
     from hpnsim.workloads.nccl_tests import check_fits
 
@@ -96,9 +96,9 @@ def register(app: typer.Typer) -> None:
         --fabric hpn7 --segments 1 --gpu h100 --out calib.yaml
         """
         from hpnsim.cli.common import check_output_file
-        from hpnsim.collectives.calibrate import calibrate as fit
-        from hpnsim.collectives.calibrate import write_calibration
-        from hpnsim.collectives.nccl import NcclParams
+        from hpnsim.collectives.nccl.calibrate import calibrate as fit
+        from hpnsim.collectives.nccl.calibrate import write_calibration
+        from hpnsim.collectives.nccl.params import NcclParams
         from hpnsim.collectives.ops import normalize_algorithm, normalize_protocol
         from hpnsim.errors import InputError, check_seed
         from hpnsim.fabrics import build_fabric

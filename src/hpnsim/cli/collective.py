@@ -25,7 +25,7 @@ from hpnsim.cli.common import (
     parse_extra_options,
 )
 from hpnsim.collectives.ops import COLLECTIVE_ALGORITHMS, OPS, PROTOCOLS
-from hpnsim.collectives.options import CollectiveOptions as Defaults
+from hpnsim.collectives.planning.options import CollectiveOptions as Defaults
 from hpnsim.routing.names import ROUTING_POLICIES
 
 
@@ -160,7 +160,7 @@ def _status():
 
 def register(app: typer.Typer) -> None:
     """Add ``collective`` to the root app (defaults and names from
-    :class:`~hpnsim.collectives.options.CollectiveOptions` and :mod:`hpnsim.collectives.ops`).
+    :class:`~hpnsim.collectives.planning.options.CollectiveOptions` and :mod:`hpnsim.collectives.ops`).
 
     Parameters
     ----------

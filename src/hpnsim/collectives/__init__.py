@@ -1,14 +1,19 @@
 """Collectives: NCCL-style algorithms compiled into engine transfer groups, and closed forms.
 
-Modules: ``ops`` (the names of operations, algorithms and protocols), ``options`` (how a
-collective runs: :class:`CollectiveOptions`), ``schedule`` and the algorithm modules
-(``ring``, ``tree``, ``nvls``, ``p2p``, built by ``algorithms``), ``plan`` (choose, schedule,
-route; cached; ``paths`` routes the members), ``compile`` (into a TaskGraph), ``run`` (one
-collective alone, measured like nccl-tests), ``cost`` (alpha-beta and NCCL's own model),
-``shape``, ``forms`` and ``model`` (each algorithm in closed form on a group of hosts, and
-the ``auto`` choice), ``nccl`` and ``calibrate`` (NCCL's parameters and their fit to
-logs). Names load on first use, so importing a vocabulary (``hpnsim.collectives.ops``)
-stays cheap.
+``ops`` names the operations, algorithms and protocols every part speaks. The rooms:
+
+- ``schedules``: the algorithms' schedules (``schedule``, ``ring``, ``tree``, ``nvls``,
+  ``p2p``; ``algorithms`` builds them);
+- ``nccl``: NCCL's parameters (``params``) and their calibration to logs (``measurement``,
+  ``identifiability``, ``calibrate``, ``calibration``);
+- ``closed_form``: each algorithm in closed form on a group of hosts (``shape``, ``cost``
+  with alpha-beta and NCCL's own model, ``forms``, ``model`` with the ``auto`` choice);
+- ``planning``: how a collective runs (``options``), choose, schedule and route it
+  (``plan``, ``paths``; cached), compile it into a TaskGraph (``compile``), run it alone
+  measured like nccl-tests (``run``) or several at once (``concurrent``) on the flow engine;
+- ``packet``: the same plans run through the packet engine.
+
+Names load on first use, so importing a vocabulary (``hpnsim.collectives.ops``) stays cheap.
 
 >>> import hpnsim.collectives as hc
 >>> hc.busbw_factor("allreduce", 8)
@@ -21,19 +26,24 @@ import importlib
 
 #: public name -> submodule that defines it
 _HOMES = {
-    "build_schedule": "algorithms", "default_channels": "algorithms",
-    "CompiledCollective": "compile", "compile_collective": "compile", "compile_into": "compile",
-    "alpha_beta_time": "cost", "hierarchical_time": "cost", "hop_latencies": "cost",
-    "nccl_time": "cost",
-    "GroupShape": "shape", "choose_algorithm": "model", "choose_protocol": "model",
-    "hd_time": "forms", "model_time": "model", "ring_time": "forms", "tree_time": "forms",
-    "PROTOCOL_EFFICIENCY": "nccl", "NcclParams": "nccl",
+    "build_schedule": "schedules.algorithms", "default_channels": "schedules.algorithms",
+    "Schedule": "schedules.schedule", "Stage": "schedules.schedule",
+    "PROTOCOL_EFFICIENCY": "nccl.params", "NcclParams": "nccl.params",
+    "alpha_beta_time": "closed_form.cost", "hierarchical_time": "closed_form.cost",
+    "hop_latencies": "closed_form.cost", "nccl_time": "closed_form.cost",
+    "GroupShape": "closed_form.shape",
+    "hd_time": "closed_form.forms", "ring_time": "closed_form.forms",
+    "tree_time": "closed_form.forms",
+    "choose_algorithm": "closed_form.model", "choose_protocol": "closed_form.model",
+    "model_time": "closed_form.model",
     "COLLECTIVE_ALGORITHMS": "ops", "OPS": "ops", "PROTOCOLS": "ops", "busbw_factor": "ops",
     "normalize_algorithm": "ops", "normalize_op": "ops", "normalize_protocol": "ops",
-    "CollectiveOptions": "options",
-    "RoutedSchedule": "plan", "plan_cache": "plan", "plan_collective": "plan",
-    "CollectiveResult": "run", "run_collective": "run",
-    "Schedule": "schedule", "Stage": "schedule",
+    "CollectiveOptions": "planning.options",
+    "RoutedSchedule": "planning.plan", "plan_cache": "planning.plan",
+    "plan_collective": "planning.plan",
+    "CompiledCollective": "planning.compile", "compile_collective": "planning.compile",
+    "compile_into": "planning.compile",
+    "CollectiveResult": "planning.run", "run_collective": "planning.run",
 }
 
 __all__ = sorted(_HOMES)

@@ -19,7 +19,7 @@ AUTO = "auto"
 #: nvls and nvlstree need NVSwitch multicast/reduction, see :mod:`.nvls`)
 COLLECTIVE_ALGORITHMS = ("ring", "tree", "hd", "hier", "nvls", "nvlstree", "direct")
 
-#: NCCL's protocols (payload per wire byte: :data:`hpnsim.collectives.nccl.PROTOCOL_EFFICIENCY`)
+#: NCCL's protocols (payload per wire byte: :data:`hpnsim.collectives.nccl.params.PROTOCOL_EFFICIENCY`)
 PROTOCOLS = ("ll", "ll128", "simple")
 
 #: which algorithms implement which operation

@@ -48,7 +48,7 @@ def nvlink_sends(fabric, result, gpus) -> dict[str, Any]:
     GPU sends through its own NIC, or, on a rail-optimized fabric, hands the bytes over
     NVLink to the GPU on the next host's rail (PXN), which is one more NVLink send. The
     count is read from the simulated NVLink bytes (as NCCL's wire: payload over the
-    protocol's and NVLink's efficiencies, :class:`~hpnsim.collectives.nccl.NcclParams`
+    protocol's and NVLink's efficiencies, :class:`~hpnsim.collectives.nccl.params.NcclParams`
     defaults, as :func:`~hpnsim.collectives.run_collective` used them); ``ring_channels``
     is NCCL's default of one ring per NIC port of a host. ``None`` unless the ring ran.
 
@@ -61,7 +61,7 @@ def nvlink_sends(fabric, result, gpus) -> dict[str, Any]:
     >>> nvlink_sends(f, r, range(32))
     {'nvlink_sends_per_gpu': 16.0, 'ring_channels': 16}
     """
-    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.collectives.nccl.params import NcclParams
     from hpnsim.fabrics import LinkKind
 
     gpus = np.asarray(gpus)

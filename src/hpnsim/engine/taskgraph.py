@@ -77,7 +77,7 @@ class TaskGraph(FrozenColumns, CopyAppends):
     def channels(self) -> list[int]:
         """Per task, the connection id its transfer runs on, as the caller that added it gave
         it (``channel=``; the collective compiler gives
-        :attr:`hpnsim.collectives.schedule.Stage.channel`), or -1: none (delays too).
+        :attr:`hpnsim.collectives.schedules.schedule.Stage.channel`), or -1: none (delays too).
 
         >>> g = TaskGraph(); _ = g.add_transfer([0], 1.0, 8.0, channel=7); _ = g.add_delay(1.0)
         >>> g.channels

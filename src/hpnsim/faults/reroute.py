@@ -67,7 +67,7 @@ class Rerouter:
         return paths
 
     def _plan(self, record, routing: str, seed: int, state) -> list:
-        from hpnsim.collectives.plan import plan_collective
+        from hpnsim.collectives.planning.plan import plan_collective
         from hpnsim.routing import route
 
         if record.op == "p2p":

@@ -3,7 +3,7 @@ PFC pauses), the queue at chosen ports over time (the kind of plot the HPN paper
 ToR's two downstream ports), and the HTML report's section.
 
 Everything reads the JSON form of a packet run
-(:meth:`~hpnsim.collectives.packet_run.PacketCollectiveResult.to_dict`: its ``packet`` key).
+(:meth:`~hpnsim.collectives.packet.run.PacketCollectiveResult.to_dict`: its ``packet`` key).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Collectives do not share the simulation with the jobs: each runs alone on the idle fabric,
 one size after another, as ``hpnsim collective`` does, but those sharing a ``together``
 label, which run size by size in one simulation, and ``per_rail`` ones, whose rails run
-together (:func:`~hpnsim.collectives.concurrent.run_together`). Under ``engine: packet``
+together (:func:`~hpnsim.collectives.planning.concurrent.run_together`). Under ``engine: packet``
 they run on the packet engine (:mod:`hpnsim.scenario.packet_runs`).
 :meth:`hpnsim.scenario.runner.JobsTogether.collectives` is the phase of a run that calls
 :func:`collective_runs`.
@@ -40,7 +40,7 @@ def run_collectives(scenario, fabric, say=None) -> list[CollectiveRun]:
 def collective_runs(scenario, fabric, nccl, say, lines=None) -> list[CollectiveRun]:
     """Every collective of ``scenario`` at every size, each alone on ``fabric``, but those
     sharing a ``together`` label, which run size by size in one simulation, and ``per_rail``
-    ones, whose rails run together (:func:`~hpnsim.collectives.concurrent.run_together`).
+    ones, whose rails run together (:func:`~hpnsim.collectives.planning.concurrent.run_together`).
     ``nccl``: the scenario's calibration, if any; ``lines``: its YAML line map."""
     from hpnsim.collectives import run_collective
     from hpnsim.units import format_bytes
@@ -70,7 +70,7 @@ def collective_runs(scenario, fabric, nccl, say, lines=None) -> list[CollectiveR
 def _run_together(scenario, fabric, i: int, nccl, say, lines) -> dict[int, CollectiveRun]:
     """Collective ``i`` and those with its ``together`` label (or its rails, ``per_rail``),
     size by size in one simulation each: ``{index: CollectiveRun}``."""
-    from hpnsim.collectives.concurrent import Together, run_together
+    from hpnsim.collectives.planning.concurrent import Together, run_together
 
     specs = scenario.collectives
     lead = specs[i]

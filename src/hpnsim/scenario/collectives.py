@@ -31,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from hpnsim.collectives.nccl import MAXCHANNELS
+from hpnsim.collectives.nccl.params import MAXCHANNELS
 from hpnsim.collectives.ops import AUTO, COLLECTIVE_ALGORITHMS, OPS, PROTOCOLS
 from hpnsim.errors import InputError
 from hpnsim.scenario.yaml import format_path, located
@@ -212,11 +212,11 @@ class CollectiveSpec(BaseModel):
         return list(range(fabric_gpus if self.gpus is None else self.gpus))
 
     def options(self, base):
-        """This collective's :class:`~hpnsim.collectives.options.CollectiveOptions`: ``base``
+        """This collective's :class:`~hpnsim.collectives.planning.options.CollectiveOptions`: ``base``
         (the scenario's routing, seed and NCCL parameters, :func:`scenario_options`) with
         its algorithm, protocol, channels, QPs and root.
 
-        >>> from hpnsim.collectives.options import CollectiveOptions
+        >>> from hpnsim.collectives.planning.options import CollectiveOptions
         >>> o = CollectiveSpec(algo="ring").options(CollectiveOptions(seed=2))
         >>> o.algo, o.seed, o.channels
         ('ring', 2, None)
@@ -226,7 +226,7 @@ class CollectiveSpec(BaseModel):
         return replace(base, **self.overrides())
 
     def overrides(self) -> dict:
-        """The fields of :class:`~hpnsim.collectives.options.CollectiveOptions` this
+        """The fields of :class:`~hpnsim.collectives.planning.options.CollectiveOptions` this
         collective sets (its algorithm, protocol, channels, QPs and root); routing, seed and
         NCCL parameters are the scenario's.
 
@@ -238,11 +238,11 @@ class CollectiveSpec(BaseModel):
 
 
 def scenario_options(scenario, nccl=None):
-    """The :class:`~hpnsim.collectives.options.CollectiveOptions` every collective and job of
+    """The :class:`~hpnsim.collectives.planning.options.CollectiveOptions` every collective and job of
     ``scenario`` starts from: its routing, seed and NCCL parameters (``nccl``, as
     :func:`~hpnsim.scenario.prepare.prepare` resolved them; else read from the scenario's
     calibration)."""
-    from hpnsim.collectives.options import CollectiveOptions
+    from hpnsim.collectives.planning.options import CollectiveOptions
 
     return CollectiveOptions(routing=scenario.routing, seed=scenario.seed,
                              routing_options=routing_options(scenario),

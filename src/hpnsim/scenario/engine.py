@@ -3,7 +3,7 @@ settings.
 
 ``engine: flow`` (the default) shares bandwidth max-min fairly (:mod:`hpnsim.engine`);
 ``engine: packet`` runs each collective as packets (:mod:`hpnsim.packet`, through
-:func:`hpnsim.collectives.packet_run.run_collective_packet`) and the jobs' iterations as
+:func:`hpnsim.collectives.packet.run.run_collective_packet`) and the jobs' iterations as
 their task graph moved as packets (:mod:`hpnsim.scenario.packet_jobs`). The mapping form sets
 the packet engine's options::
 
@@ -90,10 +90,10 @@ class EngineSpec(BaseModel):
             raise ValueError(f"params: cannot read {self.params}: {exc.strerror}") from None
 
     def packet_run(self, fabric=None):
-        """The :class:`~hpnsim.collectives.packet_run.PacketRun` of these settings; ``watch``
+        """The :class:`~hpnsim.collectives.packet.run.PacketRun` of these settings; ``watch``
         names resolved on ``fabric`` (an unknown name is an :class:`InputError` named
         ``engine.watch``)."""
-        from hpnsim.collectives.packet_run import PacketRun
+        from hpnsim.collectives.packet.run import PacketRun
 
         watch = ()
         if self.watch:

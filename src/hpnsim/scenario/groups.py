@@ -16,7 +16,7 @@ __all__ = ["collective_nccl"]
 def collective_nccl(scenario, spec, calibrated=None):
     """NCCL parameters of a scenario collective: the calibration if any, else those of its
     ``gpu``, else of the jobs' GPU (one kind), else None (NCCL's generic parameters)."""
-    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.collectives.nccl.params import NcclParams
 
     if calibrated is not None:
         return calibrated
@@ -28,7 +28,7 @@ def collective_nccl(scenario, spec, calibrated=None):
 def _members(scenario, fabric, i: int, lines) -> list[tuple[int, list]]:
     """``(index, gpus)`` of what runs with collective ``i``: its rails (``per_rail``) or
     the collectives with its ``together`` label."""
-    from hpnsim.collectives.concurrent import rail_groups
+    from hpnsim.collectives.planning.concurrent import rail_groups
 
     specs = scenario.collectives
     lead = specs[i]
@@ -47,7 +47,7 @@ def _members(scenario, fabric, i: int, lines) -> list[tuple[int, list]]:
 def _gathered(scenario, fabric, i, members, per_member) -> dict[int, CollectiveRun]:
     """The runs of :func:`_members` as ``{index: CollectiveRun}``: a ``per_rail`` collective's
     rails as its groups, the slowest rail's result at each size as its results."""
-    from hpnsim.collectives.concurrent import slowest
+    from hpnsim.collectives.planning.concurrent import slowest
 
     specs = scenario.collectives
     lead = specs[i]

@@ -1,7 +1,7 @@
 """A scenario's jobs under ``engine: packet`` (:func:`simulate_jobs_packet`): the task graph
 the flow engine would run (every iteration of every job, compiled as for the flow engine:
 compute waits, collectives' transfers with their member paths, pipeline messages) moved as
-packets (:func:`hpnsim.collectives.packet_graph.run_graph_packet`), accounted as the flow
+packets (:func:`hpnsim.collectives.packet.graph.run_graph_packet`), accounted as the flow
 engine's run is (:func:`hpnsim.training.account` on its start and finish times).
 
 Before anything is simulated the graph's packet hops are counted and a run beyond
@@ -50,7 +50,7 @@ def simulate_jobs_packet(prepared, graph, built: dict) -> tuple[dict, dict, dict
     >>> bool(abs(r.jobs[0].iteration_time / r.packet["flow_makespan"] - 1) < 0.05)
     True
     """
-    from hpnsim.collectives.packet_graph import check_graph_work, packet_summary, run_graph_packet
+    from hpnsim.collectives.packet.graph import check_graph_work, packet_summary, run_graph_packet
     from hpnsim.engine import simulate
     from hpnsim.training import account
 

@@ -1,7 +1,7 @@
 """A scenario's collectives under ``engine: packet`` (:func:`packet_runs`): each alone
-through :func:`~hpnsim.collectives.packet_run.run_collective_packet`, or, ``per_rail`` and
+through :func:`~hpnsim.collectives.packet.run.run_collective_packet`, or, ``per_rail`` and
 ``together:``, several in one packet run
-(:func:`~hpnsim.collectives.packet_groups.run_groups_packet`), as the flow engine runs them
+(:func:`~hpnsim.collectives.packet.groups.run_groups_packet`), as the flow engine runs them
 together (:func:`hpnsim.scenario.collective_runs._run_together`)."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ __all__ = ["packet_runs"]
 
 def packet_runs(scenario, fabric, nccl, say, lines) -> list[CollectiveRun]:
     """Every collective through the packet engine
-    (:func:`~hpnsim.collectives.packet_run.run_collective_packet`), each alone, size by size,
+    (:func:`~hpnsim.collectives.packet.run.run_collective_packet`), each alone, size by size,
     but ``per_rail`` ones and those sharing a ``together`` label, which run size by size in
-    one packet run (:func:`~hpnsim.collectives.packet_groups.run_groups_packet`); every
+    one packet run (:func:`~hpnsim.collectives.packet.groups.run_groups_packet`); every
     collective's largest size is checked first (ring, operation, packet budget, of all
     groups together), so a refusal comes before anything runs. Errors name
     ``collectives[i].<key>`` or ``engine``."""
-    from hpnsim.collectives.packet_run import check_collective_packet
+    from hpnsim.collectives.packet.run import check_collective_packet
 
     def named(i, exc):
         key = "engine.max_packets" if exc.field == "max_packets" else \
@@ -56,7 +56,7 @@ def packet_runs(scenario, fabric, nccl, say, lines) -> list[CollectiveRun]:
 
 def _alone(fabric, i, spec, options, gpus, run_, named):
     """``say -> {i: CollectiveRun}``: collective ``i`` alone, size by size."""
-    from hpnsim.collectives.packet_run import run_collective_packet
+    from hpnsim.collectives.packet.run import run_collective_packet
     from hpnsim.units import format_bytes
 
     def step(say) -> dict[int, CollectiveRun]:
@@ -78,8 +78,8 @@ def _packet_batch(scenario, fabric, i: int, nccl, run_, named, lines):
     for one packet run (one operation, options and group size; the work estimate
     of every group together at the largest size); returns ``say -> {index: CollectiveRun}``,
     which runs it size by size."""
-    from hpnsim.collectives.packet_groups import run_groups_packet
-    from hpnsim.collectives.packet_run import check_collective_packet
+    from hpnsim.collectives.packet.groups import run_groups_packet
+    from hpnsim.collectives.packet.run import check_collective_packet
 
     specs = scenario.collectives
     lead = specs[i]

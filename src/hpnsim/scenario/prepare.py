@@ -49,7 +49,7 @@ class PreparedScenario:
     lines : YAML path -> line (empty when the scenario did not come from a file)
     faults : the scenario's faults, resolved against the fabric
         (:class:`~hpnsim.faults.events.Fault`, in scenario order)
-    nccl : the calibration's :class:`~hpnsim.collectives.nccl.NcclParams` (None: NCCL's
+    nccl : the calibration's :class:`~hpnsim.collectives.nccl.params.NcclParams` (None: NCCL's
         defaults)
     workloads : per job, its parsed AICB workload (None for a model job)
     gpu_counts : per job, the GPUs it occupies

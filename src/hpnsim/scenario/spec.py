@@ -92,12 +92,12 @@ class Scenario(BaseModel):
                           "kind, params, window, max_packets, watch (hpnsim.scenario.engine)")
 
     def nccl_params(self):
-        """The :class:`~hpnsim.collectives.nccl.NcclParams` of ``calibration`` (None without
+        """The :class:`~hpnsim.collectives.nccl.params.NcclParams` of ``calibration`` (None without
         one: NCCL's defaults), read from the file on every call; a bad file is an
         :class:`InputError` named ``calibration``."""
         if self.calibration is None:
             return None
-        from hpnsim.collectives.calibrate import load_calibration
+        from hpnsim.collectives.nccl.calibrate import load_calibration
 
         return load_calibration(self.calibration)
 

@@ -9,7 +9,7 @@ An iteration repeats the same collective (same group, size, algorithm) many time
 ZeRO-3 unit every micro-batch, every full gradient bucket. Compiling (scheduling and routing)
 it once and *replaying* its transfer groups with new dependencies gives the same tasks for a
 fraction of the cost; :func:`replay` mirrors how
-:func:`hpnsim.collectives.compile.compile_into` turns a schedule into tasks.
+:func:`hpnsim.collectives.planning.compile.compile_into` turns a schedule into tasks.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
     """
     base, nvlink_hop, net_hop = hop_latencies(compiled.algo, compiled.protocol, compiled.nccl)
     efficiency = compiled.nccl.protocol_efficiency(compiled.protocol) * compiled.qps
-    from hpnsim.collectives.paths import payload_paths
+    from hpnsim.collectives.planning.paths import payload_paths
 
     paths = compiled.wire_paths     # links weighted by wire bytes per payload byte
     payload = payload_paths(compiled.schedule, compiled.paths, compiled.nccl)

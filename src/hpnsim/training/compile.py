@@ -29,7 +29,7 @@ from dataclasses import replace
 import numpy as np
 
 from hpnsim.collectives.ops import AUTO
-from hpnsim.collectives.options import CollectiveOptions
+from hpnsim.collectives.planning.options import CollectiveOptions
 from hpnsim.engine import TaskGraph
 from hpnsim.errors import InputError
 from hpnsim.training.comm import compile_groups, time_groups
@@ -83,7 +83,7 @@ def compile_program(program: Program, graph: TaskGraph, fabric,
     release, after : float, sequence of int
         The iteration starts at ``release`` and after the tasks ``after``.
     **keywords
-        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        Fields of :class:`~hpnsim.collectives.planning.options.CollectiveOptions` replacing those of
         ``options`` (``routing="hpn_dual_plane"``, ``seed=1``, ``nccl=...``). Without ``nccl``, the collectives
         run with the defaults of the job's GPU (:func:`program_nccl`), so an H800 or H100 job
         gets NVLS.
@@ -136,7 +136,7 @@ def program_nccl(program: Program, nccl=None):
     >>> program_nccl(Program(Layout(tp=8), [[]])).nvls
     False
     """
-    from hpnsim.collectives.nccl import NVLINK_EFFICIENCY, NcclParams, resolve_nccl
+    from hpnsim.collectives.nccl.params import NVLINK_EFFICIENCY, NcclParams, resolve_nccl
 
     if nccl is not None:
         return resolve_nccl(nccl)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpnsim.collectives.options import CollectiveOptions
+from hpnsim.collectives.planning.options import CollectiveOptions
 from hpnsim.engine import TaskGraph
 from hpnsim.training.program import Program
 

@@ -8,7 +8,7 @@ algorithm and protocol are chosen without routes), and the collectives replayed 
 (inside a host no flow hashes; :func:`reseeded_arrays` checks that their routes are the same).
 A cluster's path selection compiles each job on several seeds, each a full compile of the
 program; :func:`reseeded_arrays` gives the same frozen graph from one compile, planning
-only the routes again (:func:`~hpnsim.collectives.plan.plan_collective`, as the compiler
+only the routes again (:func:`~hpnsim.collectives.planning.plan.plan_collective`, as the compiler
 does) and merging each transfer's link entries as the graph does.
 """
 
@@ -75,7 +75,7 @@ def reseeded_arrays(it: CompiledIteration, arrays: GraphArrays, fabric, seed: in
     >>> bool(np.array_equal(again.links, frozen(3)[1].links))
     True
     """
-    from hpnsim.collectives.plan import plan_collective
+    from hpnsim.collectives.planning.plan import plan_collective
     from hpnsim.routing import route
 
     for op, group, size, options in it.timed:
@@ -154,8 +154,8 @@ def _same_routes(a, b) -> bool:
 
 def _collective_entries(fabric, op: str, group: np.ndarray, size: float, options) -> tuple:
     """``(entries per task, links, usage)`` of one compiled collective's transfers, in the
-    order :func:`~hpnsim.collectives.compile.add_plan` (and a replay) adds them."""
-    from hpnsim.collectives.plan import plan_collective
+    order :func:`~hpnsim.collectives.planning.compile.add_plan` (and a replay) adds them."""
+    from hpnsim.collectives.planning.plan import plan_collective
 
     plan = plan_collective(fabric, op, group, size, options)
     counts, links, usage = [], [], []

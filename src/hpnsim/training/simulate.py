@@ -7,7 +7,7 @@ then :func:`~hpnsim.training.compile_program`, the engine, and
 
 from __future__ import annotations
 
-from hpnsim.collectives.options import CollectiveOptions
+from hpnsim.collectives.planning.options import CollectiveOptions
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.errors import InputError
 from hpnsim.training.account import account
@@ -38,7 +38,7 @@ def build_iteration_graph(job: TrainJob, fabric, options: CollectiveOptions | No
     graph : TaskGraph, optional
         The graph to add to (default a new one).
     **keywords
-        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        Fields of :class:`~hpnsim.collectives.planning.options.CollectiveOptions` replacing those of
         ``options`` (``routing``, ``seed``, ``nccl``, ...).
 
     Returns
@@ -74,7 +74,7 @@ def simulate_iteration(job: TrainJob, fabric, options: CollectiveOptions | None 
     gpus : array of int, optional
         GPU indices of the job in rank order (default ``0 .. n - 1``).
     **keywords
-        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        Fields of :class:`~hpnsim.collectives.planning.options.CollectiveOptions` replacing those of
         ``options``: ``routing="hpn_dual_plane"``, ``seed=1``, ...
 
     Returns
@@ -108,7 +108,7 @@ def simulate_aicb(workload: Workload, fabric, options: CollectiveOptions | None 
     options : CollectiveOptions, optional
         How its collectives run (default: every default).
     **keywords
-        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        Fields of :class:`~hpnsim.collectives.planning.options.CollectiveOptions` replacing those of
         ``options`` (``routing``, ``seed``, ...).
 
     Returns

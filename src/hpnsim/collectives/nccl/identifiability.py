@@ -5,7 +5,7 @@
 :data:`MIN_ELASTICITY` of their relative change) and that do not move the times as the
 already chosen ones do (QR with column pivoting, :data:`MIN_INDEPENDENT`), and says why each
 other one is held. :func:`log_residuals` is the objective
-:func:`~hpnsim.collectives.calibrate.calibrate` minimises.
+:func:`~hpnsim.collectives.nccl.calibrate.calibrate` minimises.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from hpnsim.collectives.measurement import Measurement, predict  # noqa: F401  (doctest)
-from hpnsim.collectives.nccl import BOUNDS, NcclParams, resolve_nccl
+from hpnsim.collectives.nccl.measurement import Measurement, predict  # noqa: F401  (doctest)
+from hpnsim.collectives.nccl.params import BOUNDS, NcclParams, resolve_nccl
 
 __all__ = ["FITTABLE", "MIN_ELASTICITY", "MIN_INDEPENDENT", "elasticities", "identifiable",
            "log_residuals", "params_with"]

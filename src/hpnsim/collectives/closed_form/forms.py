@@ -1,9 +1,9 @@
 """Closed forms of each simulated algorithm on a group of multi-GPU hosts
-(:class:`~hpnsim.collectives.shape.GroupShape`): rail-aligned ring, double binary tree,
+(:class:`~hpnsim.collectives.closed_form.shape.GroupShape`): rail-aligned ring, double binary tree,
 halving-doubling, pipelined hierarchical, NVLS and NVLS+tree.
 
 Each is what the simulator gives for that group on a non-blocking network with the NIC
-ports evenly used; :func:`~hpnsim.collectives.model.model_time` picks the one of an
+ports evenly used; :func:`~hpnsim.collectives.closed_form.model.model_time` picks the one of an
 algorithm and supplies NCCL's latencies and protocol efficiency.
 
 Examples
@@ -19,10 +19,10 @@ import math
 
 import numpy as np
 
-from hpnsim.collectives.nccl import NcclParams
-from hpnsim.collectives.nvls import nvls_loads
-from hpnsim.collectives.shape import GroupShape
-from hpnsim.collectives.tree import dtree_depth, dtree_load
+from hpnsim.collectives.closed_form.shape import GroupShape
+from hpnsim.collectives.nccl.params import NcclParams
+from hpnsim.collectives.schedules.nvls import nvls_loads
+from hpnsim.collectives.schedules.tree import dtree_depth, dtree_load
 
 __all__ = ["hd_time", "hier_time", "nvls_time", "ring_time", "tree_time"]
 
@@ -81,7 +81,7 @@ def ring_time(op: str, shape: GroupShape, size: float, *, channels: int, alpha_i
 
 def tree_time(shape: GroupShape, size: float, *, channels: int, alpha_intra: float,
               alpha_inter: float, efficiency: float = 1.0) -> float:
-    """Double binary tree all-reduce over hosts (:func:`~hpnsim.collectives.tree.tree_stages`).
+    """Double binary tree all-reduce over hosts (:func:`~hpnsim.collectives.schedules.tree.tree_stages`).
 
     Latency: 2(k-1)·α_intra + 2·ceil(log2 H)·α_inter. Bandwidth: all 2C stages run at one
     rate, set by the busiest link. A GPU in the middle of a channel's chain sends 2 members
@@ -127,7 +127,7 @@ def tree_time(shape: GroupShape, size: float, *, channels: int, alpha_intra: flo
 
 def hd_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
             alpha_inter: float, efficiency: float = 1.0) -> float:
-    """Halving-doubling (:func:`~hpnsim.collectives.tree.hd_stages`) on ``shape``.
+    """Halving-doubling (:func:`~hpnsim.collectives.schedules.tree.hd_stages`) on ``shape``.
 
     Step k exchanges S/2^(k+1) with the partner at distance 2^k: over NVLink while every
     pair of the step shares a host, else over the NIC (all ports). Reduce-scatter and
@@ -180,7 +180,7 @@ def hd_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
 
 def hier_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
               alpha_inter: float, efficiency: float = 1.0) -> float:
-    """Pipelined hierarchical collective (:func:`~hpnsim.collectives.ring.hier_stages`).
+    """Pipelined hierarchical collective (:func:`~hpnsim.collectives.schedules.ring.hier_stages`).
 
     All phases run at once: the NVLink rings (reduce-scatter, all-gather: (k-1)/k·S each per
     GPU) share NVLink, the rail rings move r(H-1)/H·S/k per NIC. Each phase ends at its
@@ -234,10 +234,10 @@ def hier_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
 
 def nvls_time(op: str, shape: GroupShape, size: float, nccl: NcclParams, *,
               channels: int, alpha_intra: float, alpha_inter: float) -> float:
-    """NVLS on one host, NVLS+tree across hosts (:mod:`~hpnsim.collectives.nvls`).
+    """NVLS on one host, NVLS+tree across hosts (:mod:`~hpnsim.collectives.schedules.nvls`).
 
     One host: α_intra + S·max(out, in)/(B_intra·nvls_efficiency), (out, in) from
-    :func:`~hpnsim.collectives.nvls.nvls_loads` (all-reduce (k+1)/k both ways). Across
+    :func:`~hpnsim.collectives.schedules.nvls.nvls_loads` (all-reduce (k+1)/k both ways). Across
     hosts the per-rail double binary tree over hosts carries S/k at the same time
     (:func:`tree_time` on one GPU per host), after the NVLS hop.
 

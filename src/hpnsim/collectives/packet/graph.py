@@ -7,13 +7,13 @@ What each member path becomes (:func:`member_legs`):
 * a path that crosses the network is cut to its NIC-to-NIC leg, as the ring path does
   (:func:`hpnsim.packet.adapter.network_legs`: DCQCN paces at the NIC; GPU-NIC PCIe hops
   are not simulated); NVLink hops before the NIC (a PXN relay) are a leg of their own
-  before it (:func:`~hpnsim.collectives.packet_run.relayed_legs`);
+  before it (:func:`~hpnsim.collectives.packet.run.relayed_legs`);
 * a path inside a host keeps its NVLink links (unbuffered, credit-based: no ECN, no PFC);
 * a member whose links carry different bytes per byte of the transfer (an NVLS member:
   ``up`` bytes GPU -> NVSwitch, ``down`` bytes NVSwitch -> GPU) runs as one one-link flow per
   link, all at once.
 
-Link rates are those of :func:`~hpnsim.collectives.packet_ports.packet_capacity`: network
+Link rates are those of :func:`~hpnsim.collectives.packet.ports.packet_capacity`: network
 links at line rate (headers simulated per packet), NVLink and PCIe at NCCL's efficiency.
 A transfer's bytes are the graph's (payload over the protocol's efficiency for collectives);
 its ``latency`` (NCCL's software terms; a pipeline message's propagation, which the packets
@@ -95,8 +95,8 @@ def graph_members(fabric, graph, state=None) -> tuple[np.ndarray, list, np.ndarr
 def task_channels(graph) -> list:
     """Per task of ``graph``, the connection id its transfers run on, as the compiler
     recorded it (:attr:`~hpnsim.engine.TaskGraph.channels`: a coupled stage's
-    :attr:`~hpnsim.collectives.schedule.Stage.channel`, its
-    :class:`~hpnsim.collectives.schedule.ChannelKind`, lane and NCCL channel). Transfers
+    :attr:`~hpnsim.collectives.schedules.schedule.Stage.channel`, its
+    :class:`~hpnsim.collectives.schedules.schedule.ChannelKind`, lane and NCCL channel). Transfers
     of one id reuse its connections' QPs (:class:`hpnsim.packet.graph.QpScope`). A task
     with none (-1: the per-member transfers of an uncoupled stage, pipeline sends, delays)
     gives None: its flows get fresh QPs.
@@ -158,7 +158,7 @@ def check_graph_work(fabric, graph, run, *, state=None, what: str = "the graph",
     nothing is simulated.
 
     >>> from hpnsim.collectives import compile_into
-    >>> from hpnsim.collectives.packet_run import PacketRun
+    >>> from hpnsim.collectives.packet.run import PacketRun
     >>> from hpnsim.engine import TaskGraph
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
@@ -194,7 +194,7 @@ def run_graph_packet(fabric, graph, nccl, run, *, state=None, horizon: float | N
         With member paths (compiled collectives and iterations keep them).
     nccl : NcclParams
         Link efficiencies (NVLink and PCIe rates).
-    run : :class:`~hpnsim.collectives.packet_run.PacketRun`
+    run : :class:`~hpnsim.collectives.packet.run.PacketRun`
         Packet parameters, work limit, watched ports, samples.
     state : FabricState, optional
         Link capacities and down links.
@@ -212,7 +212,7 @@ def run_graph_packet(fabric, graph, nccl, run, *, state=None, horizon: float | N
     Examples
     --------
     >>> from hpnsim.collectives import compile_into
-    >>> from hpnsim.collectives.packet_run import PacketRun
+    >>> from hpnsim.collectives.packet.run import PacketRun
     >>> from hpnsim.engine import TaskGraph
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
@@ -222,7 +222,7 @@ def run_graph_packet(fabric, graph, nccl, run, *, state=None, horizon: float | N
     >>> bool(r.run.finish[c.final[0]] > 0), int(r.run.result.drops.sum())
     (True, 0)
     """
-    from hpnsim.collectives.packet_ports import packet_capacity
+    from hpnsim.collectives.packet.ports import packet_capacity
     from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.graph import simulate_graph
 
@@ -251,7 +251,7 @@ def packet_summary(fabric, out: GraphPacketRun, watch_chosen: bool = False) -> d
     queue over time at the watched ports.
 
     >>> from hpnsim.collectives import compile_into
-    >>> from hpnsim.collectives.packet_run import PacketRun
+    >>> from hpnsim.collectives.packet.run import PacketRun
     >>> from hpnsim.engine import TaskGraph
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
@@ -260,8 +260,8 @@ def packet_summary(fabric, out: GraphPacketRun, watch_chosen: bool = False) -> d
     >>> s["ecn_marks"], s["pfc_pauses"], s["drops"], s["events"] > 0
     (0, 0, 0, True)
     """
-    from hpnsim.collectives.packet_ports import top_ports
-    from hpnsim.collectives.packet_result import PacketCollectiveResult
+    from hpnsim.collectives.packet.ports import top_ports
+    from hpnsim.collectives.packet.result import PacketCollectiveResult
 
     res = out.run.result
     view = PacketCollectiveResult(*[None] * 14, link_bytes=None, watch=out.watch,
@@ -280,14 +280,14 @@ def chain_latency(plan) -> float:
     base on the stages that start it, the per-hop terms of each): what the flow engine adds
     to the bytes' time, and what the gates of :func:`run_graph_packet` wait.
 
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> plan = plan_collective(hpn7(segments=1, hosts_per_segment=2, backup_hosts=0),
     ...                        "allreduce", range(16), 2**20, algo="ring", protocol="simple")
     >>> round(chain_latency(plan) * 1e6, 3)               # 8.4 + 28 x 3.4 + 2 x 14 (NCCL)
     131.6
     """
-    from hpnsim.collectives.cost import latency_family
+    from hpnsim.collectives.closed_form.cost import latency_family
 
     base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
     ends: list[float] = []
@@ -302,7 +302,7 @@ def graph_plan(fabric, op: str, gpus, size: float, options, state=None):
     one it runs as NCCL's chunked ring (ring all-reduce, all-gather, reduce-scatter, also
     when ``algo: auto`` picks ring).
 
-    >>> from hpnsim.collectives.options import CollectiveOptions
+    >>> from hpnsim.collectives.planning.options import CollectiveOptions
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> graph_plan(f, "allreduce", range(16), 2**20, CollectiveOptions(algo="ring")) is None
@@ -311,8 +311,8 @@ def graph_plan(fabric, op: str, gpus, size: float, options, state=None):
     'direct'
     """
     from hpnsim.collectives.ops import AUTO, normalize_algorithm, normalize_op
-    from hpnsim.collectives.packet_ports import PACKET_OPS
-    from hpnsim.collectives.plan import plan_collective
+    from hpnsim.collectives.packet.ports import PACKET_OPS
+    from hpnsim.collectives.planning.plan import plan_collective
 
     op, algo = normalize_op(op), normalize_algorithm(options.algo)
     if op in PACKET_OPS and algo == "ring":
@@ -322,7 +322,7 @@ def graph_plan(fabric, op: str, gpus, size: float, options, state=None):
 
 
 def _compiled(fabric, plan, state):
-    from hpnsim.collectives.compile import add_plan
+    from hpnsim.collectives.planning.compile import add_plan
     from hpnsim.engine import TaskGraph
 
     graph = TaskGraph()
@@ -335,8 +335,8 @@ def check_graph_packet(fabric, plan, run, state=None) -> float:
     """Packet hops of a planned collective run as its task graph; beyond ``run.max_packets``
     an :class:`~hpnsim.errors.InputError` named ``max_packets``.
 
-    >>> from hpnsim.collectives.packet_run import PacketRun
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.packet.run import PacketRun
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> plan = plan_collective(f, "allreduce", range(16), 2**30, algo="tree")
@@ -354,11 +354,11 @@ def run_collective_graph_packet(fabric, plan, size: float, routing: str, run,
                                 state=None):
     """A planned collective run as packets through its compiled task graph (the flow
     engine's whole-step transfers, or its chunks where the plan has them; not NCCL's
-    per-chunk pipeline): a :class:`~hpnsim.collectives.packet_result.PacketCollectiveResult`
+    per-chunk pipeline): a :class:`~hpnsim.collectives.packet.result.PacketCollectiveResult`
     whose ``network_time`` is the run less :func:`chain_latency` (``nccl_latency``).
 
-    >>> from hpnsim.collectives.packet_run import PacketRun
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.packet.run import PacketRun
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> plan = plan_collective(f, "alltoall", range(16), 2**24)
@@ -366,8 +366,8 @@ def run_collective_graph_packet(fabric, plan, size: float, routing: str, run,
     >>> r.algo, r.engine, r.extrapolated, bool(r.network_time > 0)
     ('direct', 'packet', 0.0, True)
     """
-    from hpnsim.collectives.packet_result import packet_collective_result
-    from hpnsim.collectives.run import concurrent_link_flows
+    from hpnsim.collectives.packet.result import packet_collective_result
+    from hpnsim.collectives.planning.run import concurrent_link_flows
     from hpnsim.engine import simulate
 
     graph, compiled = _compiled(fabric, plan, state)

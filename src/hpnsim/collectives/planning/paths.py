@@ -3,7 +3,7 @@ their fixed in-host links, and the wire weights the engine runs.
 
 Examples
 --------
->>> from hpnsim.collectives.algorithms import build_schedule
+>>> from hpnsim.collectives.schedules.algorithms import build_schedule
 >>> from hpnsim.fabrics import hpn7
 >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
 >>> sch = build_schedule("allgather", [0, 8], 2**20, "ring", channels=1)
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.nccl import NcclParams
-from hpnsim.collectives.schedule import Schedule, Stage
+from hpnsim.collectives.nccl.params import NcclParams
+from hpnsim.collectives.schedules.schedule import Schedule, Stage
 from hpnsim.errors import InputError
 
 __all__ = ["payload_paths", "route_schedule", "routing_order", "wire_paths"]
@@ -35,7 +35,7 @@ def wire_paths(fabric, sch: Schedule, paths: tuple, nccl: NcclParams) -> tuple:
     paths : tuple of Paths or None
         Per stage, as :func:`route_schedule` returns them.
     nccl : NcclParams
-        Link efficiencies (:meth:`~hpnsim.collectives.nccl.NcclParams.link_inflation`).
+        Link efficiencies (:meth:`~hpnsim.collectives.nccl.params.NcclParams.link_inflation`).
 
     Returns
     -------
@@ -44,7 +44,7 @@ def wire_paths(fabric, sch: Schedule, paths: tuple, nccl: NcclParams) -> tuple:
 
     Examples
     --------
-    >>> from hpnsim.collectives.algorithms import build_schedule
+    >>> from hpnsim.collectives.schedules.algorithms import build_schedule
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> sch = build_schedule("allgather", [0, 8], 2**20, "ring", channels=1)
@@ -76,7 +76,7 @@ def payload_paths(sch: Schedule, paths: tuple, nccl: NcclParams) -> tuple:
     member on its own path (:mod:`hpnsim.packet`) sends; the link efficiencies it simulates
     or applies to the link itself.
 
-    >>> from hpnsim.collectives.algorithms import build_schedule
+    >>> from hpnsim.collectives.schedules.algorithms import build_schedule
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> sch = build_schedule("allgather", [0, 8], 2**20, "ring", channels=1)
@@ -182,7 +182,7 @@ def routing_order(sch: Schedule, qps: int) -> np.ndarray:
     Examples
     --------
     >>> sch = Schedule("sendrecv", "direct", np.array([0, 8]), 2.0)
-    >>> from hpnsim.collectives.p2p import p2p_stages
+    >>> from hpnsim.collectives.schedules.p2p import p2p_stages
     >>> p2p_stages(sch, 8, 2)
     >>> routing_order(sch, 1).tolist()     # members of channel 0 and 1 alternate
     [0, 2, 1, 3]
@@ -230,7 +230,7 @@ def route_schedule(fabric, sch: Schedule, routing: str, qps: int, seed: int,
 
     Examples
     --------
-    >>> from hpnsim.collectives.algorithms import build_schedule
+    >>> from hpnsim.collectives.schedules.algorithms import build_schedule
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> sch = build_schedule("alltoall", [0, 8], 2**20, "direct", channels=1)

@@ -10,7 +10,7 @@ multicast after it. Each chunk is one step of a connection's ``NCCL_STEPS`` = 8 
 ``computeColl``, ``src/enqueue.cc``), so a sender is at most 8 chunks ahead of the rank
 that consumes them.
 
-What each planned tree stage (one NCCL channel: :func:`~hpnsim.collectives.tree.tree_stages`)
+What each planned tree stage (one NCCL channel: :func:`~hpnsim.collectives.schedules.tree.tree_stages`)
 becomes (:func:`tree_hops`), as :class:`~hpnsim.packet.pipeline.Hop`\\ s:
 
 * an up hop per edge (child -> parent): it needs the up hops into the child; it frees its
@@ -26,7 +26,7 @@ becomes (:func:`tree_hops`), as :class:`~hpnsim.packet.pipeline.Hop`\\ s:
 
 Members are the stage's routed paths (QP-expanded: each chunk is cut over the QPs, as
 ``ncclIbMultiSend`` does), cut to their NIC-to-NIC legs as the ring and graph paths cut
-them (:func:`~hpnsim.collectives.packet_graph.member_legs`). Chunk size per channel:
+them (:func:`~hpnsim.collectives.packet.graph.member_legs`). Chunk size per channel:
 :func:`tree_chunk`. Protocols other than Simple (LL, LL128) run as the task graph.
 """
 
@@ -47,7 +47,7 @@ def tree_pipelined(plan) -> bool:
     """Whether the packet engine runs ``plan`` as NCCL's chunked tree pipeline: a tree or
     NVLS-tree all-reduce with the Simple protocol.
 
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> tree_pipelined(plan_collective(f, "allreduce", range(16), 2**28, algo="tree",
@@ -71,7 +71,7 @@ def tree_chunk(plan, gpus_per_host: int = 8) -> float:
     it at 256, 128, 64, 32 KiB when ``size`` is under 32, 16, 4, 1 x (concurrent chunk streams
     x chunk); its streams are NCCL's channels x heads, here the planned rail stages.
 
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> p = plan_collective(f, "allreduce", range(16), 2**30, algo="tree", protocol="simple")
@@ -100,7 +100,7 @@ def tree_chunk(plan, gpus_per_host: int = 8) -> float:
 
 def _members(fabric, paths, qps: int, scale: float) -> list:
     """Per member of a stage: (legs, weights) of its QP paths cut to packet legs."""
-    from hpnsim.collectives.packet_graph import member_legs
+    from hpnsim.collectives.packet.graph import member_legs
 
     n = paths.n_flows
     task, legs, weight = member_legs(fabric, np.arange(n), paths.ptr, paths.links,
@@ -128,7 +128,7 @@ def tree_hops(fabric, plan) -> list:
     all-reduce (see the module docstring), weights in wire bytes per chunk byte of a rail
     or tree stage.
 
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> p = plan_collective(f, "allreduce", range(16), 2**28, algo="tree", protocol="simple",
@@ -247,8 +247,8 @@ def check_tree_packet(fabric, plan, run, state=None) -> float:
     chunk); beyond ``run.max_packets`` an :class:`~hpnsim.errors.InputError` named
     ``max_packets``.
 
-    >>> from hpnsim.collectives.packet_run import PacketRun
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.packet.run import PacketRun
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> plan = plan_collective(f, "allreduce", range(16), 2**30, algo="tree", protocol="simple")
@@ -262,15 +262,15 @@ def check_tree_packet(fabric, plan, run, state=None) -> float:
 
 def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
     """A planned tree or NVLS-tree all-reduce (Simple) as NCCL's chunked pipeline in the
-    packet engine: a :class:`~hpnsim.collectives.packet_result.PacketCollectiveResult` whose
+    packet engine: a :class:`~hpnsim.collectives.packet.result.PacketCollectiveResult` whose
     ``steps`` are the chunks per channel, ``steps_simulated`` those simulated (windowed
     mode: until the per-chunk time is steady, the rest extrapolated, ``extrapolated`` their
     share), ``network_time`` the packets' time and ``nccl_latency`` NCCL's software terms
-    along the schedule (:func:`~hpnsim.collectives.packet_graph.chain_latency`), added as
+    along the schedule (:func:`~hpnsim.collectives.packet.graph.chain_latency`), added as
     for rings.
 
-    >>> from hpnsim.collectives.packet_run import PacketRun
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.packet.run import PacketRun
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> plan = plan_collective(f, "allreduce", range(16), 2**26, algo="tree", protocol="simple")
@@ -278,10 +278,10 @@ def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
     >>> r.algo, r.steps, r.drops, bool(r.network_time > 0)
     ('tree', 32, 0, True)
     """
-    from hpnsim.collectives.packet_graph import _compiled, _watch, chain_latency
-    from hpnsim.collectives.packet_ports import packet_capacity
-    from hpnsim.collectives.packet_result import packet_collective_result
-    from hpnsim.collectives.run import concurrent_link_flows
+    from hpnsim.collectives.packet.graph import _compiled, _watch, chain_latency
+    from hpnsim.collectives.packet.ports import packet_capacity
+    from hpnsim.collectives.packet.result import packet_collective_result
+    from hpnsim.collectives.planning.run import concurrent_link_flows
     from hpnsim.engine import simulate
     from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.pipeline import simulate_pipeline

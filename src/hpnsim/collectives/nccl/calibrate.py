@@ -1,4 +1,4 @@
-"""Fit :class:`~hpnsim.collectives.nccl.NcclParams` to measured collective times.
+"""Fit :class:`~hpnsim.collectives.nccl.params.NcclParams` to measured collective times.
 
 A :class:`Measurement` is one measured sweep (an nccl-tests log: op, the GPUs it ran on,
 time per size). :func:`calibrate` fits the efficiency and latency parameters so that
@@ -7,18 +7,18 @@ every measured time, then runs the simulation at the optimum and reports both re
 
 Method: bounded nonlinear least squares (``scipy.optimize.least_squares``, trust-region
 reflective) on the log of predicted over measured time, so every size weighs the same
-whether it takes 10 µs or 100 ms; bounds are :data:`~hpnsim.collectives.nccl.BOUNDS`.
+whether it takes 10 µs or 100 ms; bounds are :data:`~hpnsim.collectives.nccl.params.BOUNDS`.
 Which parameters are fitted is decided from the data (:func:`identifiable`): a parameter
 the predicted times do not depend on (NVLink efficiency on one GPU per host, the network
 on one host, the network when NVLink is the bottleneck) or that moves them exactly as an
 already chosen one does (its column of the Jacobian of log times is dependent on theirs)
 is held at its default, and the result says why.
 
-The measured sweeps and the closed form are in :mod:`hpnsim.collectives.measurement`, the
-choice of parameters in :mod:`hpnsim.collectives.identifiability` (both re-exported here).
-The result is a :class:`~hpnsim.collectives.calibration.Calibration`, written and read
-back by :func:`~hpnsim.collectives.calibration.write_calibration` and
-:func:`~hpnsim.collectives.calibration.load_calibration` (re-exported here).
+The measured sweeps and the closed form are in :mod:`hpnsim.collectives.nccl.measurement`, the
+choice of parameters in :mod:`hpnsim.collectives.nccl.identifiability` (both re-exported here).
+The result is a :class:`~hpnsim.collectives.nccl.calibration.Calibration`, written and read
+back by :func:`~hpnsim.collectives.nccl.calibration.write_calibration` and
+:func:`~hpnsim.collectives.nccl.calibration.load_calibration` (re-exported here).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from hpnsim.collectives.calibration import Calibration, load_calibration, write_calibration
-from hpnsim.collectives.identifiability import (
+from hpnsim.collectives.nccl.calibration import Calibration, load_calibration, write_calibration
+from hpnsim.collectives.nccl.identifiability import (
     FITTABLE,
     MIN_ELASTICITY,  # noqa: F401  (kept importable from here)
     MIN_INDEPENDENT,  # noqa: F401  (kept importable from here)
@@ -37,9 +37,9 @@ from hpnsim.collectives.identifiability import (
     log_residuals,
     params_with,
 )
-from hpnsim.collectives.measurement import Measurement, log_gpus, predict
-from hpnsim.collectives.nccl import BOUNDS, NcclParams, resolve_nccl  # noqa: F401  (doctest)
-from hpnsim.collectives.options import CollectiveOptions
+from hpnsim.collectives.nccl.measurement import Measurement, log_gpus, predict
+from hpnsim.collectives.nccl.params import BOUNDS, NcclParams, resolve_nccl  # noqa: F401  (doctest)
+from hpnsim.collectives.planning.options import CollectiveOptions
 from hpnsim.errors import InputError
 
 __all__ = ["FITTABLE", "Calibration", "Measurement", "calibrate", "elasticities",
@@ -137,7 +137,7 @@ def calibrate(fabric, measurements, base=None, *, parameters=None, simulate: boo
 
 
 def _simulated(fabric, m: Measurement, options: CollectiveOptions) -> list[float]:
-    from hpnsim.collectives.run import run_collective
+    from hpnsim.collectives.planning.run import run_collective
 
     options = replace(options, algo=m.algo, protocol=m.protocol)
     return [run_collective(fabric, m.op, m.gpus, float(s), options).time for s in m.sizes]

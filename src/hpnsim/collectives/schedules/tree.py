@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedule import ChannelKind, Schedule, Stage, hd_lane, host_groups
+from hpnsim.collectives.schedules.schedule import ChannelKind, Schedule, Stage, hd_lane, host_groups
 from hpnsim.errors import InputError
 
 
@@ -127,7 +127,7 @@ def host_chains(groups: list[np.ndarray], channel: int) -> list[np.ndarray]:
     Parameters
     ----------
     groups : list of numpy.ndarray
-        The group's GPUs per host (:func:`~hpnsim.collectives.schedule.host_groups`).
+        The group's GPUs per host (:func:`~hpnsim.collectives.schedules.schedule.host_groups`).
     channel : int
 
     Returns

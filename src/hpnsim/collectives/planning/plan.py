@@ -17,14 +17,14 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from hpnsim.collectives.algorithms import build_schedule
-from hpnsim.collectives.model import choose_algorithm, choose_protocol
-from hpnsim.collectives.nccl import NcclParams, resolve_nccl
+from hpnsim.collectives.closed_form.model import choose_algorithm, choose_protocol
+from hpnsim.collectives.closed_form.shape import GroupShape
+from hpnsim.collectives.nccl.params import NcclParams, resolve_nccl
 from hpnsim.collectives.ops import AUTO, normalize_algorithm, normalize_op, normalize_protocol
-from hpnsim.collectives.options import CollectiveOptions
-from hpnsim.collectives.paths import route_schedule, wire_paths
-from hpnsim.collectives.schedule import Schedule, check_group
-from hpnsim.collectives.shape import GroupShape
+from hpnsim.collectives.planning.options import CollectiveOptions
+from hpnsim.collectives.planning.paths import route_schedule, wire_paths
+from hpnsim.collectives.schedules.algorithms import build_schedule
+from hpnsim.collectives.schedules.schedule import Schedule, check_group
 from hpnsim.errors import InputError, check_seed
 
 
@@ -46,7 +46,7 @@ class RoutedSchedule:
     wire_paths : tuple of Paths or None
         The same paths with every link weighted by its wire bytes per payload byte
         (1/efficiency of the link kind; NVLS stages also 1/NVLS efficiency): what the engine
-        runs (:func:`~hpnsim.collectives.paths.wire_paths`).
+        runs (:func:`~hpnsim.collectives.planning.paths.wire_paths`).
 
     Examples
     --------
@@ -69,7 +69,7 @@ class RoutedSchedule:
 def resolve_algorithm(fabric, op: str, gpus: np.ndarray, size: float,
                       options: CollectiveOptions) -> tuple[str, str]:
     """Concrete (algorithm, protocol) of ``options`` on the actual group: an ``auto`` choice
-    is the smallest predicted time (:func:`~hpnsim.collectives.model.choose_algorithm`).
+    is the smallest predicted time (:func:`~hpnsim.collectives.closed_form.model.choose_algorithm`).
 
     Parameters
     ----------
@@ -264,13 +264,13 @@ def plan_collective(fabric, op: str, gpus, size: float,
     ----------
     fabric : hpnsim.fabrics.Fabric
     op, gpus, size
-        As :func:`~hpnsim.collectives.compile.compile_collective`.
+        As :func:`~hpnsim.collectives.planning.compile.compile_collective`.
     options : CollectiveOptions, optional
         How it runs (default: every default); ``qps`` None is ``nccl.qps_per_connection``.
     state : hpnsim.fabrics.FabricState, optional
         Routing avoids its down links where it has a choice (None: every link up).
     **keywords
-        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        Fields of :class:`~hpnsim.collectives.planning.options.CollectiveOptions` replacing those of
         ``options`` (``algo="ring"``, ``routing="spray"``, ...).
 
     Returns

@@ -43,7 +43,7 @@ class CollectiveOptions:
         spray, ...).
     channels : int or None
         Parallel rings/trees, each its own connections (None: one per NIC port and rail,
-        :func:`~hpnsim.collectives.algorithms.default_channels`).
+        :func:`~hpnsim.collectives.schedules.algorithms.default_channels`).
     qps : int or None
         Queue pairs per connection, each its own hashed flow carrying 1/qps of the bytes
         (None: ``nccl.qps_per_connection``, NCCL_IB_QPS_PER_CONNECTION).
@@ -58,7 +58,7 @@ class CollectiveOptions:
         arrays).
     nccl : NcclParams, dict or None
         Protocol and link efficiencies, latencies, channels per NIC, QPs per connection
-        (:class:`~hpnsim.collectives.nccl.NcclParams`; a dict is parsed into one; None:
+        (:class:`~hpnsim.collectives.nccl.params.NcclParams`; a dict is parsed into one; None:
         NCCL's defaults). Links carry payload / (protocol efficiency x link efficiency).
 
     Notes
@@ -95,7 +95,7 @@ class CollectiveOptions:
 
     def __post_init__(self) -> None:
         if isinstance(self.nccl, dict):   # hashable and checked once, not at every plan
-            from hpnsim.collectives.nccl import resolve_nccl
+            from hpnsim.collectives.nccl.params import resolve_nccl
 
             object.__setattr__(self, "nccl", resolve_nccl(self.nccl))
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpnsim.collectives.cost import latency_family
-from hpnsim.collectives.nccl import NcclParams
-from hpnsim.collectives.options import CollectiveOptions
-from hpnsim.collectives.plan import RoutedSchedule, plan_collective
-from hpnsim.collectives.schedule import Schedule
+from hpnsim.collectives.closed_form.cost import latency_family
+from hpnsim.collectives.nccl.params import NcclParams
+from hpnsim.collectives.planning.options import CollectiveOptions
+from hpnsim.collectives.planning.plan import RoutedSchedule, plan_collective
+from hpnsim.collectives.schedules.schedule import Schedule
 
 
 @dataclass
@@ -24,7 +24,7 @@ class CompiledCollective:
     Attributes
     ----------
     schedule : Schedule
-        The stages of the collective (:func:`~hpnsim.collectives.algorithms.build_schedule`).
+        The stages of the collective (:func:`~hpnsim.collectives.schedules.algorithms.build_schedule`).
     algo, protocol : str
         The concrete algorithm and protocol (``auto`` resolved).
     paths : list of Paths
@@ -68,7 +68,7 @@ def compile_into(graph, fabric, op: str, gpus, size: float,
                  **keywords) -> CompiledCollective:
     """:func:`compile_collective` returning everything it built (schedule, paths, task ids).
 
-    The schedule and paths come from :func:`~hpnsim.collectives.plan.plan_collective`
+    The schedule and paths come from :func:`~hpnsim.collectives.planning.plan.plan_collective`
     (cached: compiling the same collective again only adds tasks).
 
     Parameters
@@ -76,7 +76,7 @@ def compile_into(graph, fabric, op: str, gpus, size: float,
     graph, fabric, op, gpus, size, options, deps, priority, weight, release, name, state
         As :func:`compile_collective`.
     **keywords
-        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        Fields of :class:`~hpnsim.collectives.planning.options.CollectiveOptions` replacing those of
         ``options``.
 
     Returns
@@ -106,14 +106,14 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
     several). Each stage's latency is NCCL's per-hop figure for its NVLink and network
     steps (plus the base latency on the stages that start the collective); its wire bytes
     are payload / (QPs x protocol efficiency). A coupled stage's task carries the stage's
-    connection id (:attr:`~hpnsim.collectives.schedule.Stage.channel`); an uncoupled
+    connection id (:attr:`~hpnsim.collectives.schedules.schedule.Stage.channel`); an uncoupled
     stage's member flows carry none (-1).
 
     Parameters
     ----------
     graph : hpnsim.engine.TaskGraph
     plan : RoutedSchedule
-        From :func:`~hpnsim.collectives.plan.plan_collective`.
+        From :func:`~hpnsim.collectives.planning.plan.plan_collective`.
     deps, release : sequence of int, float
         The collective starts after these tasks and not before ``release``.
     priority, weight : int, float
@@ -136,7 +136,7 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
     >>> len(c.final), len(g) > len(c.stage_tasks)     # one barrier after the member flows
     (1, True)
     """
-    from hpnsim.collectives.paths import payload_paths
+    from hpnsim.collectives.planning.paths import payload_paths
 
     sch = plan.schedule
     payload = payload_paths(sch, plan.paths, plan.nccl)
@@ -189,7 +189,7 @@ def compile_collective(graph, fabric, op: str, gpus, size: float,
     gpus : GPU indices of the group, in rank order.
     size : bytes, nccl-tests convention (the all-reduce buffer; the gathered all-gather
         output; each rank's all-to-all send buffer; the send/recv message).
-    options : :class:`~hpnsim.collectives.options.CollectiveOptions`, optional
+    options : :class:`~hpnsim.collectives.planning.options.CollectiveOptions`, optional
         How it runs: algorithm, protocol, routing, channels, QPs, seed, root, PXN, routing
         options, NCCL parameters (default: every default).
     deps, release : the collective starts after these tasks and not before ``release``.

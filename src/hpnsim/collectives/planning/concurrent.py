@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from hpnsim.collectives.compile import compile_into
 from hpnsim.collectives.ops import busbw_factor
-from hpnsim.collectives.options import CollectiveOptions
-from hpnsim.collectives.run import CollectiveResult, concurrent_link_flows
+from hpnsim.collectives.planning.compile import compile_into
+from hpnsim.collectives.planning.options import CollectiveOptions
+from hpnsim.collectives.planning.run import CollectiveResult, concurrent_link_flows
 from hpnsim.errors import MAX_SEED, InputError
 
 
@@ -67,7 +67,7 @@ def group_seed(seed: int, j: int) -> int:
 class Together:
     """One collective of a :func:`run_together` call: ``op`` on ``gpus`` moving ``size``
     bytes; ``options`` are the fields of
-    :class:`~hpnsim.collectives.options.CollectiveOptions` in which it differs from the
+    :class:`~hpnsim.collectives.planning.options.CollectiveOptions` in which it differs from the
     run's shared options (algo, protocol, channels, qps, root, pxn)."""
 
     op: str
@@ -95,7 +95,7 @@ def run_together(fabric, collectives: list[Together], options: CollectiveOptions
     state : FabricState, optional
         Links down and capacities (default: the fabric as built).
     **keywords
-        Fields of :class:`~hpnsim.collectives.options.CollectiveOptions` replacing those of
+        Fields of :class:`~hpnsim.collectives.planning.options.CollectiveOptions` replacing those of
         ``options`` (``routing="hpn_dual_plane"``, ``seed=1``).
 
     Examples

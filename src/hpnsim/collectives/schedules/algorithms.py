@@ -6,20 +6,20 @@ import math
 
 import numpy as np
 
-from hpnsim.collectives.nvls import nvls_stages
+from hpnsim.collectives.closed_form.shape import default_channel_count
 from hpnsim.collectives.ops import AUTO, check_supported, normalize_algorithm, normalize_op
-from hpnsim.collectives.p2p import alltoall_stages, p2p_stages
-from hpnsim.collectives.ring import hier_stages, ring_stages
-from hpnsim.collectives.schedule import Schedule, check_group, host_groups, uniform_hosts
-from hpnsim.collectives.shape import default_channel_count
-from hpnsim.collectives.tree import hd_stages, tree_stages
+from hpnsim.collectives.schedules.nvls import nvls_stages
+from hpnsim.collectives.schedules.p2p import alltoall_stages, p2p_stages
+from hpnsim.collectives.schedules.ring import hier_stages, ring_stages
+from hpnsim.collectives.schedules.schedule import Schedule, check_group, host_groups, uniform_hosts
+from hpnsim.collectives.schedules.tree import hd_stages, tree_stages
 from hpnsim.errors import InputError
 
 
 def default_channels(op: str, algo: str, gpus: np.ndarray, gpus_per_host: int,
                      nic_ports: int = 1) -> int:
     """Default channel count for the group ``gpus``
-    (:func:`~hpnsim.collectives.shape.default_channel_count`).
+    (:func:`~hpnsim.collectives.closed_form.shape.default_channel_count`).
 
     Parameters
     ----------
@@ -65,7 +65,7 @@ def build_schedule(op: str, gpus, size: float, algo: str, *, gpus_per_host: int 
         Bytes, nccl-tests convention.
     algo : str
         ring, tree, hd, hier, nvls, nvlstree or direct (not auto: see
-        :func:`hpnsim.collectives.model.choose_algorithm`).
+        :func:`hpnsim.collectives.closed_form.model.choose_algorithm`).
     gpus_per_host : int
         GPUs per host of the fabric.
     channels : int, optional

@@ -1,5 +1,5 @@
 """A planned collective through the packet engine: the same NCCL schedule, paths and QPs as
-:func:`~hpnsim.collectives.run.run_collective`, run as packets (:mod:`hpnsim.packet`).
+:func:`~hpnsim.collectives.planning.run.run_collective`, run as packets (:mod:`hpnsim.packet`).
 
 :func:`plan_collective` gives the schedule (one ring stage per NCCL channel) and its routed,
 QP-expanded member paths (same routing policy, ECMP hash and seed as the flow engine). Each
@@ -23,10 +23,10 @@ differ by what the network does.
 
 Ring all-reduce, all-gather and reduce-scatter run this way (:data:`PACKET_OPS`, also
 when ``algo: auto`` picks ring); tree and NVLS-tree all-reduce (Simple) run as NCCL's
-chunked tree pipeline (:func:`hpnsim.collectives.packet_tree.run_tree_packet`); every other
+chunked tree pipeline (:func:`hpnsim.collectives.packet.tree.run_tree_packet`); every other
 collective (NVLS, hierarchical, all-to-all, LL/LL128 trees, ...) runs as the flow engine's
 compiled task graph, moved as packets
-(:func:`hpnsim.collectives.packet_graph.run_collective_graph_packet`). Collectives run
+(:func:`hpnsim.collectives.packet.graph.run_collective_graph_packet`). Collectives run
 together (:func:`run_together_packet`) are rings. The work is bounded before the run:
 :func:`estimate_packets` counts the packet hops of the steps the run would simulate and
 :func:`run_collective_packet` refuses a run beyond ``max_packets`` naming the option that
@@ -39,16 +39,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hpnsim.collectives.concurrent import group_seed
-from hpnsim.collectives.options import CollectiveOptions
-from hpnsim.collectives.packet_ports import PACKET_OPS
-from hpnsim.collectives.packet_ports import packet_capacity as _packet_capacity
-from hpnsim.collectives.packet_result import (
+from hpnsim.collectives.packet.ports import PACKET_OPS
+from hpnsim.collectives.packet.ports import packet_capacity as _packet_capacity
+from hpnsim.collectives.packet.result import (
     PACKET_ROW_FIELDS,
     PacketCollectiveResult,
     packet_collective_result,
 )
-from hpnsim.collectives.run import concurrent_link_flows
+from hpnsim.collectives.planning.concurrent import group_seed
+from hpnsim.collectives.planning.options import CollectiveOptions
+from hpnsim.collectives.planning.run import concurrent_link_flows
 from hpnsim.errors import InputError
 
 __all__ = ["PACKET_OPS", "PACKET_ROW_FIELDS", "DEFAULT_MAX_PACKETS", "PacketCollectiveResult",
@@ -99,7 +99,7 @@ def packet_rings(fabric, plan) -> tuple[list, float, int, float]:
     r+1; ``piece`` the payload bytes per rank and step on each ring; ``chunk`` NCCL's slot
     per QP.
 
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> plan = plan_collective(f, "allreduce", range(16), 2**24, algo="ring", qps=2)
@@ -126,7 +126,7 @@ def relayed_legs(fabric, paths) -> list:
     NCCL's proxy first copies the chunk over NVLink to the GPU beside the right NIC, which
     then sends it, so the relay loads NVLink as the flow engine's path does.
 
-    >>> from hpnsim.collectives.plan import plan_collective
+    >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> plan = plan_collective(f, "allreduce", range(16), 2**20, algo="ring", channels=2)
@@ -189,7 +189,7 @@ def _checked(fabric, op, gpus, size, options, run: PacketRun, state=None):
     from dataclasses import replace
 
     from hpnsim.collectives.ops import normalize_algorithm, normalize_op
-    from hpnsim.collectives.plan import plan_collective
+    from hpnsim.collectives.planning.plan import plan_collective
     from hpnsim.packet import PacketParams
 
     op = normalize_op(op)
@@ -241,8 +241,8 @@ def check_collective_packet(fabric, op: str, gpus, size: float,
     ...
     hpnsim.errors.InputError: max_packets: the run would simulate ~2.36e+06 packet hops, over the limit 1e+05: raise --max-packets
     """
-    from hpnsim.collectives.packet_graph import check_graph_packet, graph_plan
-    from hpnsim.collectives.packet_tree import check_tree_packet, tree_pipelined
+    from hpnsim.collectives.packet.graph import check_graph_packet, graph_plan
+    from hpnsim.collectives.packet.tree import check_tree_packet, tree_pipelined
 
     options = CollectiveOptions.build(options)
     plan = None if together else graph_plan(fabric, op, gpus, size, options)
@@ -261,9 +261,9 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     Parameters
     ----------
     fabric, op, gpus, size, options, keywords
-        As :func:`~hpnsim.collectives.run.run_collective`; what is not a ring (``algo``
+        As :func:`~hpnsim.collectives.planning.run.run_collective`; what is not a ring (``algo``
         given, or what ``auto`` picks) runs as its task graph
-        (:func:`~hpnsim.collectives.packet_graph.run_collective_graph_packet`).
+        (:func:`~hpnsim.collectives.packet.graph.run_collective_graph_packet`).
     run : PacketRun
         Packet parameters, windowed mode, the work limit and the watched ports.
     state : hpnsim.fabrics.FabricState, optional
@@ -290,8 +290,8 @@ def run_collective_packet(fabric, op: str, gpus, size: float,
     >>> bool(abs(r.network_time / (30 * step) - 1) < 0.02)
     True
     """
-    from hpnsim.collectives.packet_graph import graph_plan, run_collective_graph_packet
-    from hpnsim.collectives.packet_tree import run_tree_packet, tree_pipelined
+    from hpnsim.collectives.packet.graph import graph_plan, run_collective_graph_packet
+    from hpnsim.collectives.packet.tree import run_tree_packet, tree_pipelined
 
     options = CollectiveOptions.build(options, **keywords)
     graph = graph_plan(fabric, op, gpus, size, options, state)
@@ -313,11 +313,11 @@ def run_together_packet(fabric, op: str, groups, size: float,
     their rings share one packet run, so they meet in the same queues. Returns the run as
     one result: ``time`` is the slowest collective's, ``n_gpus`` one group's; counters and
     ports cover them all. Group ``j`` routes with
-    :func:`~hpnsim.collectives.concurrent.group_seed` ``(options.seed, j)``, as
-    :func:`~hpnsim.collectives.concurrent.run_together` does, so both engines route it on
+    :func:`~hpnsim.collectives.planning.concurrent.group_seed` ``(options.seed, j)``, as
+    :func:`~hpnsim.collectives.planning.concurrent.run_together` does, so both engines route it on
     the same paths.
 
-    >>> from hpnsim.collectives.concurrent import rail_groups
+    >>> from hpnsim.collectives.planning.concurrent import rail_groups
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
     >>> groups = [g.tolist() for g in rail_groups(range(32), 8)]
@@ -375,7 +375,7 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
                              watch=watch, sample_interval=interval,
                              max_samples=2 * run.samples + 16, pct=(99.0,))
     res = ring_run.result
-    from hpnsim.collectives.cost import latency_family
+    from hpnsim.collectives.closed_form.cost import latency_family
 
     base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
     first = plan.schedule.stages[0]

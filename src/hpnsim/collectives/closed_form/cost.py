@@ -2,10 +2,10 @@
 
 These are the references the simulated collectives are validated against; the forms on a
 real group of multi-GPU hosts, and the ``auto`` choice, are in
-:mod:`hpnsim.collectives.model`.
+:mod:`hpnsim.collectives.closed_form.model`.
 
 Latency tables (NCCL ``tuning.cc``: base latency per algorithm and protocol, per-hop latency
-over NVLink and over the network) live in :class:`~hpnsim.collectives.nccl.NcclParams`.
+over NVLink and over the network) live in :class:`~hpnsim.collectives.nccl.params.NcclParams`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hpnsim.collectives.ops import (
     normalize_op,
     normalize_protocol,
 )
-from hpnsim.collectives.tree import dtree_depth, dtree_load
+from hpnsim.collectives.schedules.tree import dtree_depth, dtree_load
 from hpnsim.errors import InputError
 
 
@@ -53,7 +53,7 @@ def hop_latencies(algo: str, protocol: str, nccl=None) -> tuple[float, float, fl
     algo, protocol : str
         The algorithm (its :func:`latency_family` picks the table) and protocol.
     nccl : NcclParams, dict or None
-        :class:`~hpnsim.collectives.nccl.NcclParams` (None: NCCL's tables).
+        :class:`~hpnsim.collectives.nccl.params.NcclParams` (None: NCCL's tables).
 
     Returns
     -------
@@ -65,7 +65,7 @@ def hop_latencies(algo: str, protocol: str, nccl=None) -> tuple[float, float, fl
     >>> hop_latencies("ring", "simple")
     (8.4e-06, 3.4e-06, 1.4e-05)
     """
-    from hpnsim.collectives.nccl import resolve_nccl
+    from hpnsim.collectives.nccl.params import resolve_nccl
 
     return resolve_nccl(nccl).latencies(latency_family(algo), normalize_protocol(protocol))
 
@@ -229,7 +229,7 @@ def nccl_time(op: str, algo: str, protocol: str, n: int, hosts: int, size: float
     _check(n, size)
     if n == 1:
         return 0.0
-    from hpnsim.collectives.nccl import resolve_nccl
+    from hpnsim.collectives.nccl.params import resolve_nccl
 
     nccl = resolve_nccl(nccl)
     base, nvlink, net = hop_latencies(algo, proto, nccl)

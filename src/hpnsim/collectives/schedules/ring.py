@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedule import (
+from hpnsim.collectives.schedules.schedule import (
     ChannelKind,
     Schedule,
     Stage,

@@ -1,5 +1,5 @@
 """What a collective run through the packet engine returns: :class:`PacketCollectiveResult`
-(:func:`hpnsim.collectives.packet_run.run_collective_packet`)."""
+(:func:`hpnsim.collectives.packet.run.run_collective_packet`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpnsim.collectives.run import CollectiveResult
+from hpnsim.collectives.planning.run import CollectiveResult
 
 __all__ = ["PACKET_ROW_FIELDS", "PacketCollectiveResult", "packet_collective_result"]
 
@@ -20,13 +20,13 @@ PACKET_ROW_FIELDS = ("engine", "network_time", "nccl_latency", "steps", "steps_s
 
 @dataclass
 class PacketCollectiveResult(CollectiveResult):
-    """:class:`~hpnsim.collectives.run.CollectiveResult` of a packet run, plus what the
+    """:class:`~hpnsim.collectives.planning.run.CollectiveResult` of a packet run, plus what the
     fabric did. Queue and PFC figures are over the simulated steps (``steps_simulated`` of
     ``steps``); ``link_bytes`` are scaled to the whole collective.
 
     ``time`` is ``network_time`` (what the packets took) plus ``nccl_latency``: NCCL's
     software latency terms the flow engine charges too (base, per NVLink and per network
-    step: :meth:`~hpnsim.collectives.nccl.NcclParams.latencies`), so that the two engines
+    step: :meth:`~hpnsim.collectives.nccl.params.NcclParams.latencies`), so that the two engines
     differ by what the network does, and nothing else.
 
     Attributes
@@ -147,7 +147,7 @@ def packet_collective_result(fabric, res, *, op: str, size: float, time: float,
 
     Examples
     --------
-    >>> from hpnsim.collectives.packet_run import run_collective_packet
+    >>> from hpnsim.collectives.packet.run import run_collective_packet
     >>> from hpnsim.fabrics import hpn7
     >>> r = run_collective_packet(hpn7(segments=1, hosts_per_segment=2, backup_hosts=0),
     ...                           "allgather", range(16), 2**22)
@@ -155,7 +155,7 @@ def packet_collective_result(fabric, res, *, op: str, size: float, time: float,
     (True, True)
     """
     from hpnsim.collectives.ops import busbw_factor
-    from hpnsim.collectives.packet_ports import top_ports
+    from hpnsim.collectives.packet.ports import top_ports
     from hpnsim.routing.diagnostics import port_imbalance
 
     link_bytes = np.asarray(link_bytes, dtype=np.float64)

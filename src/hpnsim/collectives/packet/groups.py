@@ -2,7 +2,7 @@
 (:func:`run_groups_packet`): the HPN paper's Multi-AllReduce (one all-reduce per rail, all at
 once) and a scenario's ``together:`` collectives under ``engine: packet``.
 
-:func:`~hpnsim.collectives.packet_run.run_together_packet` runs the groups' rings in one
+:func:`~hpnsim.collectives.packet.run.run_together_packet` runs the groups' rings in one
 packet simulation, so they meet in the same queues. Each group's time is when its own rings
 ended their last step: simulated, or, in the windowed mode, its last simulated step end plus
 the steps left at its own last per-step time (when the run's per-step time had not settled,
@@ -17,8 +17,8 @@ from dataclasses import replace
 import numpy as np
 
 from hpnsim.collectives.ops import busbw_factor
-from hpnsim.collectives.packet_result import PacketCollectiveResult
-from hpnsim.collectives.packet_run import PacketRun, run_together_packet
+from hpnsim.collectives.packet.result import PacketCollectiveResult
+from hpnsim.collectives.packet.run import PacketRun, run_together_packet
 
 __all__ = ["group_network_times", "run_groups_packet"]
 
@@ -56,7 +56,7 @@ def run_groups_packet(fabric, op: str, groups, size: float, options=None,
     """Ring collectives of one operation and size on ``groups`` (lists of GPUs of one size),
     run together as packets; one result per group, in order, each with its own time, algbw
     and busbw and the shared run's counters (ECN marks, CNPs, PFC pauses, queues, ports).
-    Arguments as :func:`~hpnsim.collectives.packet_run.run_together_packet`; the work
+    Arguments as :func:`~hpnsim.collectives.packet.run.run_together_packet`; the work
     estimate (``run.max_packets``) covers every group together.
 
     Examples
@@ -64,8 +64,8 @@ def run_groups_packet(fabric, op: str, groups, size: float, options=None,
     Four hosts of one HPN segment, one all-reduce per rail: rail r uses NIC r and ToR pair
     r only, so every rail runs as fast as one rail alone.
 
-    >>> from hpnsim.collectives.concurrent import rail_groups
-    >>> from hpnsim.collectives.packet_run import run_collective_packet
+    >>> from hpnsim.collectives.planning.concurrent import rail_groups
+    >>> from hpnsim.collectives.packet.run import run_collective_packet
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
     >>> groups = [g.tolist() for g in rail_groups(range(32), 8)]

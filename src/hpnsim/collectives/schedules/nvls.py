@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedule import (
+from hpnsim.collectives.schedules.schedule import (
     NVLS_OPS,
     ChannelKind,
     Schedule,
@@ -82,7 +82,7 @@ def nvls_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     >>> s.n_members, s.size, s.switch, s.intra_steps
     (8, 8.0, (1.125, 1.125), 1)
     """
-    from hpnsim.collectives.tree import tree_stages
+    from hpnsim.collectives.schedules.tree import tree_stages
 
     groups = host_groups(sch.gpus, gpus_per_host)
     if sch.op not in _LOADS:

@@ -3,7 +3,7 @@
 A :class:`Measurement` is one measured sweep (an nccl-tests log: op, the GPUs it ran on,
 time per size); :func:`log_gpus` places a log's ranks on a fabric; :func:`predict` is the
 closed-form time of every size (the model ``auto`` and the simulator share), what
-:func:`~hpnsim.collectives.calibrate.calibrate` fits to the measured times.
+:func:`~hpnsim.collectives.nccl.calibrate.calibrate` fits to the measured times.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpnsim.collectives.model import auto_candidates, model_time
-from hpnsim.collectives.nccl import NcclParams, resolve_nccl  # noqa: F401  (doctest)
+from hpnsim.collectives.closed_form.model import auto_candidates, model_time
+from hpnsim.collectives.closed_form.shape import GroupShape
+from hpnsim.collectives.nccl.params import NcclParams, resolve_nccl  # noqa: F401  (doctest)
 from hpnsim.collectives.ops import (
     AUTO,
     PROTOCOLS,
@@ -21,7 +22,6 @@ from hpnsim.collectives.ops import (
     normalize_op,
     normalize_protocol,
 )
-from hpnsim.collectives.shape import GroupShape
 from hpnsim.errors import InputError
 
 __all__ = ["Measurement", "log_gpus", "predict"]
@@ -125,7 +125,7 @@ def log_gpus(source: str, n_gpus: int, n_hosts: int | None, fabric) -> np.ndarra
 def predict(fabric, m: Measurement, nccl=None) -> np.ndarray:
     """Closed-form time (s) of every size of ``m`` on ``fabric`` with ``nccl``: the forced
     algorithm and protocol, else the fastest ``auto`` would weigh (the choice NCCL's tuner and
-    hpnsim's ``auto`` make, :func:`~hpnsim.collectives.model.choose_algorithm`); the minimum
+    hpnsim's ``auto`` make, :func:`~hpnsim.collectives.closed_form.model.choose_algorithm`); the minimum
     keeps the prediction continuous in the parameters as the choice changes.
 
     Parameters

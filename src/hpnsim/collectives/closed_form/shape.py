@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpnsim.collectives.nccl import NcclParams, resolve_nccl
+from hpnsim.collectives.nccl.params import NcclParams, resolve_nccl
 
 __all__ = ["GroupShape", "default_channel_count"]
 
@@ -67,12 +67,12 @@ class GroupShape:
         Examples
         --------
         >>> from hpnsim.fabrics import fat_tree
-        >>> from hpnsim.collectives.nccl import WIRE_RATE
+        >>> from hpnsim.collectives.nccl.params import WIRE_RATE
         >>> s = GroupShape.from_fabric(fat_tree(4), range(16), nccl=WIRE_RATE)
         >>> s.hosts, bool(s.bw_inter == fat_tree(4).link_capacity[fat_tree(4).gpu_access_link[0, 0]])
         (16, True)
         """
-        from hpnsim.collectives.schedule import host_groups, uniform_hosts
+        from hpnsim.collectives.schedules.schedule import host_groups, uniform_hosts
         from hpnsim.fabrics.fabric import LinkKind
 
         gpus = np.asarray(gpus, dtype=np.int64)

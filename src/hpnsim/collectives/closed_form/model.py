@@ -1,12 +1,12 @@
 """Closed forms of the simulated algorithms on a real group, and the ``auto`` choice.
 
 A group is ``hosts`` hosts with ``gpus_per_host`` of its GPUs each
-(:class:`~hpnsim.collectives.shape.GroupShape`): NVLink inside a host, one NIC per GPU
-across hosts. The closed form of each algorithm (:mod:`hpnsim.collectives.forms`) is what
+(:class:`~hpnsim.collectives.closed_form.shape.GroupShape`): NVLink inside a host, one NIC per GPU
+across hosts. The closed form of each algorithm (:mod:`hpnsim.collectives.closed_form.forms`) is what
 the simulator gives for that group on a non-blocking network with the NIC ports evenly used
 (spraying, or one port per channel); the tests check them to 1e-9. :func:`model_time`
 dispatches to them: every time is ``base + hop latencies + bytes / (protocol efficiency ·
-bandwidth)``, with NCCL's latency tables (:func:`~hpnsim.collectives.cost.hop_latencies`).
+bandwidth)``, with NCCL's latency tables (:func:`~hpnsim.collectives.closed_form.cost.hop_latencies`).
 
 ``auto`` (:func:`choose_algorithm`) takes the algorithm and protocol with the smallest
 predicted time on the actual group, the way NCCL's tuner does with its own model
@@ -21,11 +21,11 @@ only (disabled across nodes without CollNet); NVLS+tree (``NCCL_ALGO_NVLS_TREE``
 hosts only (disabled when ``nNodes == 1``), all-reduce only; both need NVLink SHARP
 (``nccl.nvls``: every Hopper part and B200) and Simple. hpnsim adds its own pipelined
 hierarchical form (``hier``). The times compared are this module's closed forms, which the
-simulator reproduces, with the latencies of :mod:`~hpnsim.collectives.nccl` (later NCCL
+simulator reproduces, with the latencies of :mod:`~hpnsim.collectives.nccl.params` (later NCCL
 tables; 2.18.3's NVLS latencies were 23 us base and, for NVLS+tree, 2(nNodes-1)·19 us,
 which moves the size where NVLS+tree takes over, not the large-buffer choice). Every efficiency and latency comes from one
-:class:`~hpnsim.collectives.nccl.NcclParams`, the same the simulation runs with: link
-efficiencies scale ``bw_intra`` / ``bw_inter`` (:meth:`~hpnsim.collectives.shape.GroupShape.from_fabric`), protocol
+:class:`~hpnsim.collectives.nccl.params.NcclParams`, the same the simulation runs with: link
+efficiencies scale ``bw_intra`` / ``bw_inter`` (:meth:`~hpnsim.collectives.closed_form.shape.GroupShape.from_fabric`), protocol
 efficiencies divide the bytes.
 """
 
@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import math
 
-from hpnsim.collectives.cost import latency_family, nccl_time
-from hpnsim.collectives.forms import hd_time, hier_time, nvls_time, ring_time, tree_time
-from hpnsim.collectives.nccl import NcclParams, resolve_nccl
+from hpnsim.collectives.closed_form.cost import latency_family, nccl_time
+from hpnsim.collectives.closed_form.forms import hd_time, hier_time, nvls_time, ring_time, tree_time
+from hpnsim.collectives.closed_form.shape import GroupShape, default_channel_count
+from hpnsim.collectives.nccl.params import NcclParams, resolve_nccl
 from hpnsim.collectives.ops import (
     PROTOCOLS,
     SUPPORTED,
@@ -43,7 +44,6 @@ from hpnsim.collectives.ops import (
     normalize_op,
     normalize_protocol,
 )
-from hpnsim.collectives.shape import GroupShape, default_channel_count
 from hpnsim.errors import InputError
 
 __all__ = ["AUTO_CANDIDATES", "GroupShape", "auto_candidates", "choose_algorithm",
@@ -59,7 +59,7 @@ def model_time(op: str, algo: str, protocol: str, shape: GroupShape, size: float
                channels: int | None = None, nccl: NcclParams | None = None) -> float:
     """Predicted time (s) of ``op`` with ``algo`` and ``protocol`` on ``shape``: the closed
     forms above for ring, tree, hd, hier, nvls and nvlstree (all-reduce, all-gather,
-    reduce-scatter); NCCL's own model (:func:`~hpnsim.collectives.cost.nccl_time`) for the
+    reduce-scatter); NCCL's own model (:func:`~hpnsim.collectives.closed_form.cost.nccl_time`) for the
     rest. Efficiencies and latencies from ``nccl`` (None: NCCL's defaults); NVLS runs
     Simple only (infinite time otherwise, as NCCL disables it).
 

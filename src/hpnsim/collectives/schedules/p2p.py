@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedule import Schedule, Stage
+from hpnsim.collectives.schedules.schedule import Schedule, Stage
 
 
 def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpnsim.collectives.compile import compile_into
 from hpnsim.collectives.ops import busbw_factor
-from hpnsim.collectives.options import CollectiveOptions
+from hpnsim.collectives.planning.compile import compile_into
+from hpnsim.collectives.planning.options import CollectiveOptions
 
 
 @dataclass
@@ -177,7 +177,7 @@ def run_collective(fabric, op: str, gpus, size: float,
     size : float
         Bytes, nccl-tests convention (see :func:`compile_collective`).
     options : CollectiveOptions, optional
-        How it runs (:class:`~hpnsim.collectives.options.CollectiveOptions`; default: every
+        How it runs (:class:`~hpnsim.collectives.planning.options.CollectiveOptions`; default: every
         default).
     state : hpnsim.fabrics.FabricState, optional
         Routing avoids its down links where it can and the links run at

@@ -1,8 +1,8 @@
-"""A calibration: what :func:`~hpnsim.collectives.calibrate.calibrate` found
+"""A calibration: what :func:`~hpnsim.collectives.nccl.calibrate.calibrate` found
 (:class:`Calibration`) and its file.
 
 The file :func:`write_calibration` writes is YAML: ``nccl:`` (every parameter, as
-:meth:`~hpnsim.collectives.nccl.NcclParams.from_dict` reads it back), ``fitted:``, ``held:``
+:meth:`~hpnsim.collectives.nccl.params.NcclParams.from_dict` reads it back), ``fitted:``, ``held:``
 (reasons), ``logs:``, ``residuals:``; :func:`load_calibration` reads it for
 ``--calibration FILE`` and a scenario's ``calibration:`` key.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from hpnsim.collectives.nccl import NcclParams
+from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.errors import InputError, read_user_text
 
 __all__ = ["Calibration", "load_calibration", "write_calibration"]
@@ -28,7 +28,7 @@ __all__ = ["Calibration", "load_calibration", "write_calibration"]
 
 @dataclass
 class Calibration:
-    """Outcome of :func:`~hpnsim.collectives.calibrate.calibrate`.
+    """Outcome of :func:`~hpnsim.collectives.nccl.calibrate.calibrate`.
 
     Attributes
     ----------
@@ -123,7 +123,7 @@ def write_calibration(calibration: Calibration, path) -> None:
 
 def load_calibration(path, field_name: str = "calibration") -> NcclParams:
     """The :class:`NcclParams` of a calibration file (its ``nccl:`` mapping); every value is
-    checked against :data:`~hpnsim.collectives.nccl.BOUNDS` (an efficiency below 0.05 or above 1 is refused).
+    checked against :data:`~hpnsim.collectives.nccl.params.BOUNDS` (an efficiency below 0.05 or above 1 is refused).
 
     Parameters
     ----------
