@@ -53,7 +53,8 @@ class MiswireClass(Enum):
     UNPLANNED = "unplanned"                  # ports with no planned cable at either end
 
 
-def _key(a: End, b: End) -> tuple[End, End]:
+def cable_key(a: End, b: End) -> tuple[End, End]:
+    """A cable named by its two ends, whichever end names it first."""
     return (a, b) if a <= b else (b, a)
 
 
@@ -133,11 +134,12 @@ def classify(plan: CablingPlan, anchor: End, planned_far: End, found_far: End,
     return MiswireClass.BETWEEN_SWITCHES
 
 
-def _seen(sightings: list[Sighting]) -> dict[tuple[End, End], SeenCable]:
+def seen_cables(sightings: list[Sighting]) -> dict[tuple[End, End], SeenCable]:
+    """The cables the sightings show, each with the ends whose tables list it."""
     seen: dict[tuple[End, End], SeenCable] = {}
     for s in sightings:
         here, there = (s.device, s.port), (s.far_device, s.far_port)
-        cable = seen.setdefault(_key(here, there), SeenCable(_key(here, there)))
+        cable = seen.setdefault(cable_key(here, there), SeenCable(cable_key(here, there)))
         cable.seen_from.add(here)
     return seen
 
@@ -163,8 +165,8 @@ def _swap_items(plan: CablingPlan, i: int, j: int) -> list[dict]:
 def check(plan: CablingPlan, sightings: list[Sighting], reported: set[str]) -> CheckReport:
     """Compare ``plan`` with the cables ``sightings`` show (module docstring); ``reported``
     are the devices that sent a table."""
-    seen = _seen(sightings)
-    planned = {_key(*c.ends): i for i, c in enumerate(plan.cables)}
+    seen = seen_cables(sightings)
+    planned = {cable_key(*c.ends): i for i, c in enumerate(plan.cables)}
     matched = [i for k, i in planned.items() if k in seen]
     unmatched_plan = {i for k, i in planned.items() if k not in seen}
     unmatched_seen = {k for k in seen if k not in planned}
@@ -180,7 +182,7 @@ def check(plan: CablingPlan, sightings: list[Sighting], reported: set[str]) -> C
             if i == j or i not in unmatched_plan or j not in unmatched_plan:
                 continue
             x2, y1 = plan.cables[j].ends[0], plan.cables[i].ends[1]
-            other = _key(x2, y1)
+            other = cable_key(x2, y1)
             if other in unmatched_seen and other != key:
                 swaps.append(sorted((i, j)))
                 unmatched_seen -= {key, other}
