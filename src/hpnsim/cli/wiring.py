@@ -186,3 +186,36 @@ def impact(
         emit_json(result)
         return
     typer.echo(_impact_text(result))
+
+
+def _impact_text(result: dict) -> str:
+    """The impact as lines: the miswires, then one block per collective."""
+    from hpnsim.units import format_bytes
+
+    found = result["findings"]
+    lines = [f"# {found['swaps']} swaps, {found['missing']} missing, {found['unexpected']} "
+             f"unexpected; {len(result['changed_nodes'])} nodes cabled otherwise than planned"]
+    for a, b in result["swaps"]:
+        lines.append(f"swap ({a['class']}): {a['a_device']} {a['a_port']} <-> {b['a_device']} "
+                     f"{b['a_port']}: {a['fix']}")
+    if not result["collectives"]:
+        lines.append("no network link differs from the plan: no collective is affected")
+    for c in result["collectives"]:
+        head = (f"{c['label']}: {c['op']} ({c['algo']}) of {c['n_gpus']} GPUs, "
+                f"{format_bytes(c['size'])}, routing {c['routing']}")
+        lines.append(head)
+        if not c["reachable"]:
+            lines.append(f"  busbw {c['busbw_planned']:.1f} GB/s planned; as built it cannot "
+                         f"run: {c['why']}")
+            continue
+        lines.append(f"  busbw {c['busbw_planned']:.1f} GB/s planned, {c['busbw_as_built']:.1f} "
+                     f"GB/s as built ({c['busbw_change_percent']:+.1f}%); through the Agg "
+                     f"tier {format_bytes(c['uplink_bytes_planned'])} -> "
+                     f"{format_bytes(c['uplink_bytes_as_built'])}")
+        lines.append(f"  bottleneck {c['bottleneck_planned']} -> {c['bottleneck_as_built']}")
+        if c["colliding_links"]:
+            lines.append(f"  {c['colliding_links']} links now carry more flows than planned:")
+            for item in c["colliding"]:
+                lines.append(f"    {item['link']}: {item['flows']:g} flows (planned "
+                             f"{item['flows_planned']:g})")
+    return "\n".join(lines)
