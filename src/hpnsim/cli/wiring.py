@@ -162,7 +162,8 @@ def impact(
     gpus: str = typer.Option(None, "--gpus", help="Run this group instead (GPU indices and "
                              "ranges, e.g. 0-7,64-71); default: the rail's and the "
                              "segment's all-reduce of every miswired NIC."),
-    op: str = typer.Option("allreduce", "--op", help="Collective of --gpus."),
+    op: str = typer.Option("allreduce", "--op", help="Collective to run (on --gpus, or on "
+                           "the default groups)."),
     size: str = typer.Option("1GiB", "--size", help="Bytes per collective (nccl-tests "
                              "convention)."),
     routing: str = typer.Option(None, "--routing", help="Routing policy (default: the "

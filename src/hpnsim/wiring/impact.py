@@ -1,8 +1,8 @@
 """What a miswire costs: the collectives that cross the miswired ports, run on the planned
 and on the as-built fabric (:mod:`hpnsim.wiring.asbuilt`), busbw before and after.
 
-By default, for every NIC (or ToR) whose links differ from the plan: the all-reduce of its
-rail in its segment (the GPUs of that rail on every host of the segment) and the
+By default, for every NIC (or ToR) whose links differ from the plan: the all-reduce (or
+the ``op`` asked for) of its rail in its segment (the GPUs of that rail on every host of the segment) and the
 segment's all-reduce (every GPU of the segment); when an Agg's or core's links differ, also
 the rail's all-reduce over the whole pod (it crosses the Aggs). Or the user's group and op.
 
@@ -173,7 +173,6 @@ def wiring_impact(plan: CablingPlan, sightings: list[Sighting], reported: set[st
         groups = [(f"--gpus {gpus}", chosen)]
     else:
         groups = affected_groups(plan, built.changed_nodes)
-        op = "allreduce"
     out = []
     for label, members in groups:
         out.append({"label": label, **run_both(plan, built, op, members, size, policy)})

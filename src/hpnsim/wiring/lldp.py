@@ -179,3 +179,37 @@ def read_neighbour_tables(folder: str | Path, devices: set[str],
         sightings += found
         reported.add(device)
     return sightings, reported
+
+
+def neighbour_table(entries: list[tuple[str, str, str]]) -> dict:
+    """lldpcli's ``-f json`` output for a device whose ports ``entries`` = (port, far device,
+    far port) each see one neighbour (the shapes of the module docstring).
+
+    >>> neighbour_table([("swp1", "h0", "nic0p0")])["lldp"]["interface"]["swp1"]["port"]
+    {'id': {'type': 'ifname', 'value': 'nic0p0'}, 'descr': 'nic0p0'}
+    """
+    shaped = [{port: {"via": "LLDP", "chassis": {device: {}},
+                      "port": {"id": {"type": "ifname", "value": far}, "descr": far}}}
+              for port, device, far in entries]
+    if not shaped:
+        return {"lldp": {}}
+    return {"lldp": {"interface": shaped[0] if len(shaped) == 1 else shaped}}
+
+
+def write_tables(folder: str | Path, cables) -> list[Path]:
+    """Write ``DEVICE.json`` for every device of ``cables`` (pairs of (device, port) ends):
+    what lldpd would print on a fabric cabled so (e.g. :meth:`CablingPlan.built
+    <hpnsim.wiring.plan.CablingPlan.built>`)."""
+    seen: dict[str, list] = {}
+    for (ad, ap), (bd, bp) in cables:
+        seen.setdefault(ad, []).append((ap, bd, bp))
+        seen.setdefault(bd, []).append((bp, ad, ap))
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    for device in sorted(seen):
+        path = root / f"{device}.json"
+        path.write_text(json.dumps(neighbour_table(sorted(seen[device])), indent=1) + "\n",
+                        encoding="utf-8")
+        written.append(path)
+    return written

@@ -149,6 +149,24 @@ class CablingPlan:
         i, side = hit
         return int(self.b_node[i] if side else self.a_node[i])
 
+    def built(self, swaps=(), missing=()) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+        """The cables as a fabric built with these mistakes would have them: for each pair
+        of ``a`` ends in ``swaps`` the two cables' far ends exchanged, the cables of the
+        ``a`` ends in ``missing`` left out (for examples and tests; see
+        :func:`hpnsim.wiring.lldp.write_tables`).
+
+        >>> from hpnsim.fabrics import fat_tree
+        >>> plan = cabling_plan(fat_tree(2), "fat_tree", {"k": "2"})
+        >>> plan.built(swaps=[(("pod0-seg0-host0", "nic0p0"), ("pod1-seg0-host1", "nic0p0"))])[0]
+        (('pod0-seg0-host0', 'nic0p0'), ('pod1-seg0-tor', 'swp1'))
+        """
+        cables = [list(c.ends) for c in self.cables]
+        for x1, x2 in swaps:
+            i, j = self.ends[tuple(x1)][0], self.ends[tuple(x2)][0]
+            cables[i][1], cables[j][1] = cables[j][1], cables[i][1]
+        gone = {self.ends[tuple(end)][0] for end in missing}
+        return [tuple(ends) for i, ends in enumerate(cables) if i not in gone]
+
     def counts(self) -> dict[str, dict[str, int]]:
         """Cables per network and class, and transceivers by medium (two per cable), the
         figures of the bill of materials (:func:`hpnsim.fabrics.bom.bill_of_materials`)."""
