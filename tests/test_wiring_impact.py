@@ -147,3 +147,18 @@ def test_impact_and_paths_on_the_command_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert done.value.code == 2 and len(err) == 1
     assert "bad.jsonl: line 1: source pod0-seg0-tor-r0-p0 swp1 is no host port" in err[0]
+
+
+def test_a_cable_moved_to_a_free_port_of_its_switch_changes_no_link():
+    plan = small_plan(SEGMENT)
+    cables = built_cables(plan, missing=[find(plan, "pod0-seg0-host3", "nic1p1")])
+    cables.append((("pod0-seg0-host3", "nic1p1"), ("pod0-seg0-tor-r1-p1", "swp20")))
+    result = wiring_impact(plan, _sightings(cables), plan.devices)
+    assert [u["class"] for u in result["unexpected"]] == ["within_switch"]
+    assert [m["why"] for m in result["missing"]] == ["its ends see pod0-seg0-tor-r1-p1 swp20"]
+    assert result["changed_nodes"] == [] and result["collectives"] == []
+    # the same cable on a free port of the other plane's ToR moves the link
+    cables[-1] = (("pod0-seg0-host3", "nic1p1"), ("pod0-seg0-tor-r1-p0", "swp20"))
+    moved = as_built(plan, _sightings(cables))
+    assert _access(moved.fabric, 3, 1, 1) == "pod0/seg0/tor-r1-p0"
+    assert moved.state is None

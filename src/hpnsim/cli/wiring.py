@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
 
     >>> app = typer.Typer()
     >>> register(app)
-    >>> [c.name for c in wiring_app.registered_commands]
+    >>> [c.callback.__name__ for c in wiring_app.registered_commands]
     ['plan', 'check', 'impact']
     """
     app.add_typer(wiring_app, name="wiring")
@@ -178,7 +178,14 @@ def impact(
     from hpnsim.wiring.impact import wiring_impact
     from hpnsim.wiring.planfile import read_plan
 
+    from hpnsim.collectives.ops import normalize_op
+    from hpnsim.routing.names import ROUTING_POLICIES
+
     nbytes = parse_size(size, "--size")
+    op = normalize_op(op)
+    if routing is not None and routing not in ROUTING_POLICIES:
+        raise InputError("--routing", f"choose one of {', '.join(ROUTING_POLICIES)}, got "
+                                      f"{routing!r}")
     planned = read_plan(plan_file)
     sightings, reported = _tables(planned, lldp)
     result = wiring_impact(planned, sightings, reported, gpus=gpus, op=op, size=nbytes,

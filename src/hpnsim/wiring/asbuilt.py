@@ -2,12 +2,13 @@
 
 Every cable seen keeps the end the plan calls its ``a`` end (the host's NIC port, the
 lower switch's port) and the planned link of that end, and goes to the node it was seen
-reaching: a NIC port swapped onto the other plane's ToR becomes an ACCESS link from that
-NIC (same NIC port) to that ToR. Links of one planned link that reach the same node stay
+reaching (a switch port no planned cable uses is still that switch): a NIC port swapped
+onto the other plane's ToR becomes an ACCESS link from that NIC (same NIC port) to that ToR. Links of one planned link that reach the same node stay
 one link (a bonded NIC's two cables); a planned cable not seen lowers its link's capacity
 by one cable's share and a link with no cable left is down (a
 :class:`~hpnsim.fabrics.state.FabricState`), so routing avoids it where it can. Cables to
-backup hosts (not built) and between ports no planned cable uses are left out.
+backup hosts (not built), to a host port no planned cable uses, and between ports no planned
+cable uses are left out.
 
 Nodes, GPUs and in-host links are those of the planned fabric; only network links change.
 """
@@ -80,12 +81,15 @@ def as_built(plan: CablingPlan, sightings: list[Sighting]) -> AsBuilt:
         cables_of_link[int(link)] = cables_of_link.get(int(link), 0) + 1
     # per planned link: far node -> cables reaching it
     reach: dict[int, dict[int, int]] = {}
+    switches = plan.switch_nodes
     for ends in seen:
         anchored = _anchor(plan, ends)
         if anchored is None:
             continue
         cable, far_end = anchored
         far = plan.node_of(far_end)
+        if far < 0:             # a switch port no planned cable uses: still that switch
+            far = switches.get(far_end[0], -1) if far_end not in plan.ends else -1
         if far < 0:
             continue
         link = int(plan.link[cable])

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpnsim.fabrics.bom import DEFAULT_DISTANCES, speed_label
+from hpnsim.fabrics.columns import SWITCH_KINDS
 from hpnsim.fabrics.fabric import FRONTEND, Fabric, LinkKind, NodeKind
 from hpnsim.wiring.names import (
     backup_hostname,
@@ -140,6 +141,17 @@ class CablingPlan:
     def devices(self) -> set[str]:
         """Every device that has a cable in the plan."""
         return {device for device, _ in self.ends}
+
+    @property
+    def switch_nodes(self) -> dict[str, int]:
+        """Switch hostname -> its node (a switch is one node; a host is many)."""
+        out = {}
+        for i, cable in enumerate(self.cables):
+            for device, node in ((cable.a_device, self.a_node[i]),
+                                 (cable.b_device, self.b_node[i])):
+                if node >= 0 and self.fabric.node_kind[node] in SWITCH_KINDS:
+                    out[device] = int(node)
+        return out
 
     def node_of(self, end: tuple[str, str]) -> int:
         """The fabric node at a plan end (-1 at a backup host, or not in the plan)."""
