@@ -162,3 +162,5 @@ def test_a_cable_moved_to_a_free_port_of_its_switch_changes_no_link():
     moved = as_built(plan, _sightings(cables))
     assert _access(moved.fabric, 3, 1, 1) == "pod0/seg0/tor-r1-p0"
     assert moved.state is None
+    report = wiring_impact(plan, _sightings(cables), plan.devices)
+    assert [u["class"] for u in report["unexpected"]] == ["across_planes"]

@@ -104,8 +104,10 @@ def planned_sightings(plan: CablingPlan, skip: set[int] = frozenset()) -> list[S
 
 
 def _node_attrs(plan: CablingPlan, end: End):
-    """(node id, kind, plane, rail) at a plan end; a backup host's end: its ToR's view."""
+    """(node id, kind, plane, rail) at an end; a backup host's (not built): a host's."""
     node = plan.node_of(end)
+    if node < 0:                # a switch port no planned cable uses is still that switch
+        node = plan.switch_nodes.get(end[0], -1)
     fabric = plan.fabric
     if node < 0:
         return -1, NodeKind.HOST, -1, -1

@@ -27,6 +27,7 @@ rows. The same fabric parameters give the same plan, byte for byte.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -137,12 +138,12 @@ class CablingPlan:
             self._ends = ends
         return self._ends
 
-    @property
+    @cached_property
     def devices(self) -> set[str]:
         """Every device that has a cable in the plan."""
         return {device for device, _ in self.ends}
 
-    @property
+    @cached_property
     def switch_nodes(self) -> dict[str, int]:
         """Switch hostname -> its node (a switch is one node; a host is many)."""
         out = {}
