@@ -2,17 +2,17 @@
 and on the as-built fabric (:mod:`hpnsim.wiring.asbuilt`), busbw before and after.
 
 By default, for every NIC (or ToR) whose links differ from the plan: the all-reduce (or
-the ``op`` asked for) of its rail in its segment (the GPUs of that rail on every host of the segment) and the
-segment's all-reduce (every GPU of the segment); when an Agg's or core's links differ, also
-the rail's all-reduce over the whole pod (it crosses the Aggs). Or the user's group and op.
+the ``op`` asked for) of its rail in its segment (the GPUs of that rail on every host of
+the segment) and the segment's (every GPU of the segment); when an Agg's or core's links
+differ, also the rail's over the whole pod (it crosses the Aggs). Or the user's group.
 
 Each runs alone (:func:`hpnsim.collectives.run_collective`), under the fabric's own
 routing by default (HPN 7.0: ``hpn_dual_plane``, port p stays in plane p). Colliding links
 are the network links (NIC ports, switch links) that carry more member flows of one step
-on the as-built fabric than on the plan's same link, and more than one: a cross-plane
-swap puts two flows on the one port of a plane (the dual plane's one path per flow is
-gone); a cross-rail swap sends the rail's flows up through the Agg tier (``uplink_bytes``
-after > 0).
+on the as-built fabric than on the plan's same link, and more than one: across planes,
+flows arrive on another port than the one their connection was balanced for (the dual
+plane's one path per flow is gone); across rails, a rail's flows go up through the Agg
+tier (``uplink_bytes`` as built > 0 where the plan has 0).
 """
 
 from __future__ import annotations
