@@ -153,3 +153,16 @@ def test_plan_file_round_trip_and_bad_plans(tmp_path, capsys):
                                     + lines[2].split(",")[4:])] + lines[3:]
     (tmp_path / "flipped.csv").write_text("\n".join(flipped) + "\n")
     assert len(read_plan(tmp_path / "flipped.csv").cables) == 48
+
+
+def test_json_plan_is_read_back(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        run(["wiring", "plan", "fat_tree", "--k", "4", "--json"])
+    data = capsys.readouterr().out
+    (tmp_path / "plan.json").write_text(data)
+    plan = read_plan(tmp_path / "plan.json")
+    assert len(plan.cables) == 48 and plan.template == "fat_tree"
+    broken = data.replace('"swp1"', '"swp99"', 1)
+    (tmp_path / "broken.json").write_text(broken)
+    _refused(capsys, ["wiring", "check", tmp_path / "broken.json", "--lldp", tmp_path],
+             "broken.json", "cables[0]: ", "is no cable of fat_tree --k 4")
