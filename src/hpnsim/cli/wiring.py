@@ -174,12 +174,11 @@ def impact(
 ) -> None:
     """Run the collectives that cross the miswired ports on the planned and on the as-built
     fabric: busbw before and after, and the links that now collide."""
+    from hpnsim.collectives.ops import normalize_op
+    from hpnsim.routing.names import ROUTING_POLICIES
     from hpnsim.units import parse_size
     from hpnsim.wiring.impact import wiring_impact
     from hpnsim.wiring.planfile import read_plan
-
-    from hpnsim.collectives.ops import normalize_op
-    from hpnsim.routing.names import ROUTING_POLICIES
 
     nbytes = parse_size(size, "--size")
     op = normalize_op(op)
