@@ -51,18 +51,25 @@ BASE = {
     "sweep": ["sweep", EXAMPLES / "sweep.yaml"],
     "cluster": ["cluster", EXAMPLES / "cluster.yaml"],
     "calibrate": ["calibrate", "{logs}"],
+    "wiring plan": ["wiring", "plan", "fat_tree", "--k", "4"],
 }
 
 _OUTPUT_FLAGS = ("--plot", "--out", "--csv", "--parquet", "--trace")
 _FOLDER_OUT = {"demo", "run", "sweep", "cluster"}       # their --out is a folder
 _EXTENSION = {"--plot": "png", "--csv": "csv", "--parquet": "parquet", "--trace": "json"}
-_FILE_OUT_EXTENSION = {"report": "html", "calibrate": "yaml"}
+_FILE_OUT_EXTENSION = {"report": "html", "calibrate": "yaml", "wiring plan": "csv"}
 
 
 def _output_flags() -> list[tuple[str, str]]:
     """(command, flag) for every output option of every command, read from the CLI itself."""
-    group = typer.main.get_command(app)
-    return [(name, opt) for name, command in group.commands.items()
+    def commands(group, prefix=""):    # a command group's (hpnsim wiring) subcommands
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                yield from commands(command, f"{prefix}{name} ")
+            else:
+                yield f"{prefix}{name}", command
+
+    return [(name, opt) for name, command in commands(typer.main.get_command(app))
             for param in command.params for opt in param.opts if opt in _OUTPUT_FLAGS]
 
 

@@ -110,8 +110,14 @@ def test_every_command_has_json_as_readme_says():
 
     from hpnsim.cli.main import app
 
-    group = typer.main.get_command(app)
-    lacking = [name for name, command in group.commands.items()
+    def commands(group, prefix=""):    # a command group's (hpnsim wiring) subcommands
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                yield from commands(command, f"{prefix}{name} ")
+            else:
+                yield f"{prefix}{name}", command
+
+    lacking = [name for name, command in commands(typer.main.get_command(app))
                if "--json" not in [o for p in command.params for o in p.opts]]
     assert lacking == ["schema"]
     assert "Every command has `--help` and `--json` (`schema` prints JSON only)" in \

@@ -17,6 +17,7 @@ from hpnsim.cli import calibrate as calibrate_cli
 from hpnsim.cli import cluster as cluster_cli
 from hpnsim.cli import reliability as reliability_cli
 from hpnsim.cli import report as report_cli
+from hpnsim.cli import wiring as wiring_cli
 
 app = typer.Typer(
     name="hpnsim",
@@ -44,7 +45,7 @@ def _root(
 
 
 for module in (demo, scenario, fabric, collective, workload, train, bench, reliability_cli,
-               report_cli, sweep, cluster_cli, calibrate_cli):
+               report_cli, sweep, cluster_cli, calibrate_cli, wiring_cli):
     module.register(app)
 
 
