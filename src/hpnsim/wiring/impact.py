@@ -79,7 +79,7 @@ def affected_groups(plan: CablingPlan, changed: set[int]) -> list[tuple[str, lis
 def link_flows(fabric: Fabric, op: str, gpus, size: float, routing: str, state=None
                ) -> np.ndarray:
     """Per link, the most member flows of one wave of concurrent stages (0 off the network)."""
-    from hpnsim.collectives.compile import compile_into
+    from hpnsim.collectives.planning.compile import compile_into
     from hpnsim.engine import TaskGraph
     from hpnsim.routing.diagnostics import NETWORK_KINDS
 
@@ -107,7 +107,7 @@ def run_both(plan: CablingPlan, built: AsBuilt, op: str, gpus: list[int], size: 
     """One collective on the plan and as built: busbw, uplink bytes, colliding links. Where
     the as-built fabric cannot carry it (two GPUs of the group share no plane any more),
     ``reachable`` is false, with routing's reason, and its busbw 0."""
-    from hpnsim.collectives.run import run_collective
+    from hpnsim.collectives.planning.run import run_collective
     from hpnsim.errors import InputError
 
     before = run_collective(plan.fabric, op, gpus, size, routing=routing)
