@@ -43,6 +43,9 @@ from hpnsim.workloads.gpus import GPUSpec
 #: bounds of the M (token) classes the errors are reported by: decode-like, short, training-like
 M_CLASSES = ((1, 128), (128, 1024), (1024, 1 << 40))
 _ROUNDS = 50
+#: kernels moving at least this many bytes are also reported apart (``errors_large``): the
+#: sizes of a training step's norms and activations (16 MB: 1024 tokens x 8192 x BF16)
+LARGE_BYTES = 16 * 2 ** 20
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,8 @@ def fit_memory(rows: list[MeasuredKernel], gpu: GPUSpec, held_out: tuple[str, ..
         if family != name:
             entry = {"uses": family}
         entry["errors"] = _summary(x[mask] @ c, y[mask], train[mask])
+        large = mask & (x[:, 0] * gpu.memory_bandwidth >= LARGE_BYTES)
+        entry["errors_large"] = _summary(x[large] @ c, y[large], train[large])
         kernels[name] = entry
     return {"kernels": kernels,
             "fitted_on": sorted({r.model for r in mem if r.model not in held_out}),
