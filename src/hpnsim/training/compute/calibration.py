@@ -92,6 +92,7 @@ def calibration_data() -> dict:
     return json.loads(text)
 
 
+@cache
 def gemm_calibration(part: str, dtype_class: str) -> GemmCalibration | None:
     """The fitted GEMM calibration of a measured part (``"h100"``, ``"a100"``, ``"h800"``) and
     dtype class (``"16bit"``, ``"fp8"``), or None where nothing was measured."""
@@ -104,6 +105,7 @@ def gemm_calibration(part: str, dtype_class: str) -> GemmCalibration | None:
                            tuple(entry["held_out"]))
 
 
+@cache
 def memory_calibration(part: str, kernel: str) -> MemoryCalibration | None:
     """The fitted calibration of elementwise kernel ``kernel`` on a measured part: its own fit
     where it was measured (``"rmsnorm"``, ``"rotary"``, ``"swiglu"``, ``"residual"``), its

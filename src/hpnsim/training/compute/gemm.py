@@ -2,8 +2,9 @@
 
 ``C[M, N] = A[M, K] @ B[K, N]`` on one GPU takes the longer of
 
-- **memory**: the HBM bytes of A, B and C once each, at the achievable HBM bandwidth
-  (:data:`~hpnsim.training.compute.memory_ops.HBM_EFFICIENCY` of the datasheet figure);
+- **memory**: the HBM bytes of A, B and C once each, at the GEMM's fitted streaming
+  efficiency of the datasheet bandwidth plus a floor (elsewhere
+  :data:`~hpnsim.training.compute.memory_ops.HBM_EFFICIENCY`, no floor);
 - **compute**: the kernel cuts C into CTA tiles of ``tm x tn``; each SM computes one tile at a
   time, walking K in blocks of ``kb`` elements (128 bytes of K: 64 for 16-bit, 128 for FP8, 32
   for TF32). A tile costs ``ceil(K / kb) + 1`` block-steps: K rounded up to whole blocks
@@ -14,11 +15,10 @@
   has 64 rows, the wgmma instruction's M). A block-step runs at the SM's share of the dtype's
   dense peak, times the clock ratio, times an issue efficiency ``eta``.
 
-  The kernel uses the architecture's largest :data:`TILES` whenever their grid fills one wave,
-  and otherwise whichever tile is fastest (cuBLAS picks smaller tiles to create parallelism
-  for small problems); all tiles share one ``eta``, which is optimistic for the small ones. No
-  split-K or stream-K: shapes with few output tiles and long K are slower here than under
-  cuBLAS's stream-K kernels.
+  The kernel is whichever of the architecture's :data:`TILES` pads least, and below one wave
+  of the largest tiles also whichever split-K (:func:`kernel_plan`); all tiles of a shape
+  class share one ``eta``, which is optimistic for the small ones. No stream-K: shapes whose
+  last wave is ragged are slower here than under cuBLAS's stream-K kernels.
 
 ``eta`` is **fitted to measured kernels** where the part was measured (A100 and H100 16-bit
 GEMMs from microsoft/vidur's per-operation profiles, Hopper FP8 from alibaba/InferSim's DeepGEMM
