@@ -294,7 +294,8 @@ TRAIN_CASES = {
 # to vidur's measured H100/A100 GEMMs and InferSim's H800 FP8 GEMMs instead of the MAMF
 # ceilings (MAMF only a bound), every tile (and split-K below one wave) a candidate, a fitted
 # shortest-kernel floor; norms, rotary, SwiGLU and residual adds at their fitted effective
-# bandwidth and floor. Compute +9% on the dense 8B cases, +13% on Mixtral; comm unchanged.
+# bandwidth and floor. Compute +9% on the dense 8B cases, +13% on ZeRO-3 and the 16-GPU
+# Mixtral, +9% on the 64-GPU Mixtral; communication unchanged (exposed PP/DP follow compute).
 OPERATION_PINS = {'dense-tp8pp2dp2': {'iteration_time': 0.4773105026805747,
                      'compute_time': 0.21313546343743534,
                      'exposed_comm': {'tp': 0.1443736781267847,
