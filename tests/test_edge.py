@@ -52,12 +52,13 @@ BASE = {
     "cluster": ["cluster", EXAMPLES / "cluster.yaml"],
     "calibrate": ["calibrate", "{logs}"],
     "wiring plan": ["wiring", "plan", "fat_tree", "--k", "4"],
+    "kernels": ["kernels", "{trace}"],
 }
 
 _OUTPUT_FLAGS = ("--plot", "--out", "--csv", "--parquet", "--trace")
 _FOLDER_OUT = {"demo", "run", "sweep", "cluster"}       # their --out is a folder
 _EXTENSION = {"--plot": "png", "--csv": "csv", "--parquet": "parquet", "--trace": "json"}
-_FILE_OUT_EXTENSION = {"report": "html", "calibrate": "yaml", "wiring plan": "csv"}
+_FILE_OUT_EXTENSION = {"report": "html", "calibrate": "yaml", "wiring plan": "csv", "kernels": "csv"}
 
 
 def _output_flags() -> list[tuple[str, str]]:
@@ -107,6 +108,9 @@ def tripwired(monkeypatch, tmp_path):
     (inputs / "full").mkdir()
     (inputs / "full" / "mine.txt").write_text("the user's own file")
     (inputs / "logs.txt").write_text("")
+    (inputs / "trace.json").write_text(json.dumps({"deviceProperties": [
+        {"id": 0, "name": "NVIDIA H100"}], "traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1, "args": {"device": 0}}]}))
 
     def tripwire(*args, **kwargs):
         raise AssertionError("the command started its work before refusing its output")
@@ -123,7 +127,8 @@ def tripwired(monkeypatch, tmp_path):
 
     return {"work": work, "file": str(inputs / "file.txt"), "folder": str(inputs / "folder"),
             "full": str(inputs / "full"), "results": str(inputs / "results"),
-            "logs": str(inputs / "logs.txt"), "aicb": str(example_path())}
+            "logs": str(inputs / "logs.txt"), "aicb": str(example_path()),
+            "trace": str(inputs / "trace.json")}
 
 
 def _cli(capsys, argv) -> tuple[int, str, str]:

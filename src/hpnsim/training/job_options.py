@@ -75,6 +75,10 @@ def compute_settings(gpu: GPUSpec, dtype, efficiency, table
     elif table is not None and not isinstance(table, KernelTable):
         raise InputError("kernel_table", f"must be a KernelTable or a CSV path, got "
                                          f"{type(table).__name__}")
+    if table is not None and table.rows and not any(r.gpu == gpu.name for r in table.rows):
+        measured = ", ".join(sorted({r.gpu for r in table.rows}))
+        raise InputError("kernel_table", f"{table.source} has rows for {measured}, none for "
+                                         f"the job's GPU {gpu.name}")
     return gpu, dtype, efficiency, table
 
 

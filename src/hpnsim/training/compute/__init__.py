@@ -12,7 +12,7 @@ end-to-end training throughput. See docs/compute.md.
 
 >>> from hpnsim.workloads.gpus import get_gpu
 >>> round(gemm_time(8192, 8192, 8192, "bf16", get_gpu("h100")).seconds * 1e3, 3)
-1.431
+1.502
 """
 
 from hpnsim.training.compute.attention import (

@@ -2,8 +2,9 @@
 
 ``C[M, N] = A[M, K] @ B[K, N]`` on one GPU takes the longer of
 
-- **memory**: the HBM bytes of A, B and C once each, at the achievable HBM bandwidth
-  (:data:`~hpnsim.training.compute.memory_ops.HBM_EFFICIENCY` of the datasheet figure);
+- **memory**: the HBM bytes of A, B and C once each, at the GEMM's fitted streaming
+  efficiency of the datasheet bandwidth plus a floor (elsewhere
+  :data:`~hpnsim.training.compute.memory_ops.HBM_EFFICIENCY`, no floor);
 - **compute**: the kernel cuts C into CTA tiles of ``tm x tn``; each SM computes one tile at a
   time, walking K in blocks of ``kb`` elements (128 bytes of K: 64 for 16-bit, 128 for FP8, 32
   for TF32). A tile costs ``ceil(K / kb) + 1`` block-steps: K rounded up to whole blocks
@@ -14,28 +15,30 @@
   has 64 rows, the wgmma instruction's M). A block-step runs at the SM's share of the dtype's
   dense peak, times the clock ratio, times an issue efficiency ``eta``.
 
-  The kernel uses the architecture's largest :data:`TILES` whenever their grid fills one wave,
-  and otherwise whichever tile is fastest (cuBLAS picks smaller tiles to create parallelism
-  for small problems); all tiles share one ``eta``, which is optimistic for the small ones. No
-  split-K or stream-K: shapes with few output tiles and long K are slower here than under
-  cuBLAS's stream-K kernels.
+  The kernel is whichever of the architecture's :data:`TILES` pads least, and below one wave
+  of the largest tiles also whichever split-K (:func:`kernel_plan`); all tiles of a shape
+  class share one ``eta``, which is optimistic for the small ones. No stream-K: shapes whose
+  last wave is ragged are slower here than under cuBLAS's stream-K kernels.
 
-``eta`` is calibrated, once per GPU and dtype, on a published per-kernel measurement: the
-maximum achievable matmul FLOPS (MAMF) of the part, at the shape where it was measured
-(:data:`MAMF`): ``eta = MAMF / (peak * f_K * f_edge)`` with ``f_K`` and ``f_edge`` the model's
-K-block and tile-edge factors at that shape. ``eta`` carries what the model does not name
-(issue stalls, the clock under load, power). Nothing is fitted to end-to-end training
+``eta`` is **fitted to measured kernels** where the part was measured (A100 and H100 16-bit
+GEMMs from microsoft/vidur's per-operation profiles, Hopper FP8 from alibaba/InferSim's DeepGEMM
+table; H800 and H200 share H100's compute): one ``eta`` per :class:`ShapeClass` (a grid under
+one wave, with smaller tiles and split-K; one to four waves; more), with a shortest kernel
+``floor_s`` added to the compute side and a fitted streaming efficiency on the memory side
+(:mod:`~hpnsim.training.compute.calibration`; fit and held-out errors in docs/compute.md). The
+maximum achievable matmul FLOPS (:data:`MAMF`) of the part is a bound only: no GEMM runs faster.
+Parts without measurements (B200, TF32) keep the MAMF calibration: ``eta = MAMF / (peak * f_K *
+f_edge)`` at the shape where MAMF was measured. Nothing is fitted to end-to-end training
 throughput.
 
 Worked example (H100, BF16, 8192^3): 64 x 32 = 2048 tiles of 128x256 are 15.5 waves of 132
-SMs, i.e. 16 waves (3% lost); K = 8192 is 128 blocks + 1 prologue step (0.8% lost).
+SMs, i.e. 16 waves (3% lost, the many-waves class); 64x128 tiles pad less (8192 tiles, 62.06
+waves -> 63 of a quarter of the work: 15.75); K = 8192 is 128 blocks + 1 prologue step.
 
 >>> from hpnsim.workloads.gpus import get_gpu
 >>> t = gemm_time(8192, 8192, 8192, "bf16", get_gpu("h100"))
->>> t.bound, t.tile, t.waves
-('compute', (128, 256), 16)
->>> round(t.achieved_flops / 1e12)
-768
+>>> t.bound, t.tile, t.waves, t.shape_class.value
+('compute', (64, 128), 63, 'many_waves')
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 
 from hpnsim.errors import InputError
+from hpnsim.training.compute.calibration import (
+    FEW_WAVES_MAX,
+    GemmCalibration,
+    ShapeClass,
+    gemm_calibration,
+)
 from hpnsim.training.compute.memory_ops import HBM_EFFICIENCY
 from hpnsim.training.compute.precision import (
     element_bytes,
@@ -71,6 +80,9 @@ TILES: dict[str, tuple[tuple[int, int], ...]] = {
 K_BLOCK_BYTES = 128
 #: mainloop steps per output tile that no MMA overlaps (the first block's load)
 PROLOGUE_STEPS = 1
+#: fewest K blocks a split-K slice keeps (a model choice: shorter slices would spend more on
+#: the prologue and the partial-sum reduction than they gain)
+MIN_SPLIT_BLOCKS = 4
 
 #: Maximum achievable matmul FLOPS per (GPU, dtype): (measured TFLOP/s, M, N, K of the best
 #: shape, torch version). Source: S. Bekman, "Machine Learning Engineering", chapter
@@ -93,6 +105,16 @@ MAMF: dict[tuple[str, str], tuple[float, int, int, int, str]] = {
 _MAMF_STAND_IN = {"fp16": "bf16", "tf32": "bf16"}
 #: a user GPU borrows the catalog part of its architecture
 _ARCH_REFERENCE = {"ampere": "a100", "hopper": "h100", "blackwell": "b200"}
+#: dtype -> the calibration's dtype class (FP16 and BF16 run the same tensor rate and kernels)
+_DTYPE_CLASS = {"bf16": "16bit", "fp16": "16bit", "fp8": "fp8"}
+#: (catalog part, dtype class) -> the measured part whose fitted calibration it uses. H800 and
+#: H200 are the H100 die and clocks (their memory side keeps their own bandwidth); Hopper FP8
+#: was measured on an H800 (InferSim, DeepGEMM).
+_FITTED_PART = {
+    ("a100", "16bit"): ("a100", "16bit"),
+    **{(p, "16bit"): ("h100", "16bit") for p in ("h100", "h800", "h200")},
+    **{(p, "fp8"): ("h800", "fp8") for p in ("h100", "h800", "h200")},
+}
 
 
 @dataclass(frozen=True)
@@ -115,7 +137,11 @@ class GemmTiming:
         Compute-side and memory-side times; ``seconds`` is the larger (or the kernel-table
         override when one applied).
     bound : str
-        ``"compute"``, ``"memory"`` or ``"table"``.
+        ``"compute"``, ``"memory"``, ``"ceiling"`` (the MAMF bound) or ``"table"``.
+    split : int
+        Split-K slices (1: none).
+    shape_class : ShapeClass
+        The shape class whose fitted efficiency applied.
     """
 
     m: int
@@ -131,6 +157,8 @@ class GemmTiming:
     memory_s: float
     seconds: float
     bound: str
+    split: int = 1
+    shape_class: ShapeClass = ShapeClass.MANY_WAVES
 
     @property
     def achieved_flops(self) -> float:
@@ -190,20 +218,102 @@ def gemm_time(m: int, n: int, k: int, dtype: str, gpu: GPUSpec, *, batch: int = 
     return timing
 
 
+@dataclass(frozen=True)
+class KernelPlan:
+    """The kernel the model runs for one GEMM shape: its tiles, split, waves and work.
+
+    Attributes
+    ----------
+    tile : tuple of int
+        CTA tile (rows, columns).
+    split : int
+        K split into ``split`` slices run by separate CTAs (split-K; 1 = none).
+    waves : int
+        Waves of ``tiles x split`` CTAs over the SMs.
+    block_steps : int
+        Mainloop steps each CTA runs: its K blocks plus the prologue.
+    shape_class : ShapeClass
+        The class whose fitted efficiency applies.
+    work : float
+        FLOP-equivalent work per SM: ``waves x block_steps x 2 tm tn kb``.
+    """
+
+    tile: tuple[int, int]
+    split: int
+    waves: int
+    block_steps: int
+    shape_class: ShapeClass
+    work: float
+
+
+@lru_cache(maxsize=1 << 16)
+def kernel_plan(m: int, n: int, k: int, batch: int, architecture: str, sm_count: int,
+                a_bytes: int) -> KernelPlan:
+    """The tile, split and waves the model runs ``batch`` GEMMs ``[m,k] @ [k,n]`` with.
+
+    The kernel is whichever of the architecture's tiles, and for a grid under one wave whichever
+    split of K into slices of at least :data:`MIN_SPLIT_BLOCKS` blocks that keeps the CTAs in one
+    wave, does the least padded work: cuBLAS's heuristics choose among tile shapes and split-K
+    kernels per shape (NVIDIA, Matrix Multiplication Background User's Guide, section 2.3), and
+    on the measured kernels this choice fits better than keeping the largest tile whenever it
+    fills a wave (docs/compute.md). Equal work keeps the larger tile. The shape class is set by
+    the grid of the largest tiles, so the plan does not depend on the fitted efficiencies.
+
+    >>> kernel_plan(8192, 8192, 8192, 1, "hopper", 132, 2).waves   # 64x128 tiles
+    63
+    >>> p = kernel_plan(64, 4096, 8192, 1, "hopper", 132, 2)   # 32 tiles: K split 4 ways
+    >>> p.tile, p.split, p.shape_class.value
+    ((64, 128), 4, 'sub_wave')
+    """
+    if architecture not in TILES:
+        raise InputError("gpu", f"no GEMM tiles for architecture {architecture!r}; "
+                                f"known: {', '.join(TILES)}")
+    k_block = K_BLOCK_BYTES // a_bytes
+    blocks = math.ceil(k / k_block)
+    tiles = TILES[architecture]
+    largest = max(t[0] * t[1] for t in tiles)
+    big = [t for t in tiles if t[0] * t[1] == largest]
+    fills = any(batch * math.ceil(m / t[0]) * math.ceil(n / t[1]) >= sm_count for t in big)
+    best = None
+    for tile in tiles:
+        grid = batch * math.ceil(m / tile[0]) * math.ceil(n / tile[1])
+        splits = [1] if grid >= sm_count else [s for s in range(1, sm_count // grid + 1)
+                                               if s == 1 or blocks // s >= MIN_SPLIT_BLOCKS]
+        for split in splits:
+            waves = math.ceil(grid * split / sm_count)
+            steps = math.ceil(blocks / split) + PROLOGUE_STEPS
+            work = waves * 2.0 * tile[0] * tile[1] * k_block * steps
+            if best is None or work < best[-1]:
+                best = (tile, split, waves, steps, work)
+    tile, split, waves, steps, work = best
+    big_waves = min(wave_count(m, n, t, sm_count, batch) for t in big)
+    if not fills:
+        shape_class = ShapeClass.SUB_WAVE
+    elif big_waves <= FEW_WAVES_MAX:
+        shape_class = ShapeClass.FEW_WAVES
+    else:
+        shape_class = ShapeClass.MANY_WAVES
+    return KernelPlan(tile, split, waves, steps, shape_class, work)
+
+
 @lru_cache(maxsize=1 << 16)
 def _modelled(m, n, k, batch, dtype, out_dtype, clock, gpu) -> GemmTiming:
     # validated inputs only; cached because a model has few distinct GEMM shapes per layer
     a_bytes, c_bytes = element_bytes(dtype), element_bytes(out_dtype)
+    cal = calibration(gpu, dtype)
     flops = 2.0 * m * n * k * batch
     traffic = float(batch * ((m * k + k * n) * a_bytes + m * n * c_bytes))
-    memory_s = traffic / (gpu.memory_bandwidth * HBM_EFFICIENCY)
-    rate_per_sm = (gpu.tensor_peak(dtype) / gpu.sm_count * (clock / gpu.sustained_clock_hz)
-                   * issue_efficiency(gpu, dtype))
-    tile, waves, work = _best_tile(m, n, k, batch, gpu.architecture, gpu.sm_count, a_bytes)
-    compute_s = work / rate_per_sm
-    seconds, bound = max((compute_s, "compute"), (memory_s, "memory"))
-    return GemmTiming(m, n, k, batch, dtype, flops, traffic, tile, waves, compute_s, memory_s,
-                      seconds, bound)
+    memory_s = traffic / (gpu.memory_bandwidth * cal.memory_efficiency) + cal.memory_floor_s
+    plan = kernel_plan(m, n, k, batch, gpu.architecture, gpu.sm_count, a_bytes)
+    clock_ratio = clock / gpu.sustained_clock_hz
+    rate_per_sm = (gpu.tensor_peak(dtype) / gpu.sm_count * clock_ratio
+                   * cal.eta[plan.shape_class])
+    compute_s = plan.work / rate_per_sm + cal.floor_s
+    ceiling = mamf_ceiling(gpu, dtype)
+    ceiling_s = flops / (ceiling * clock_ratio) if ceiling else 0.0
+    seconds, bound = max((compute_s, "compute"), (memory_s, "memory"), (ceiling_s, "ceiling"))
+    return GemmTiming(m, n, k, batch, dtype, flops, traffic, plan.tile, plan.waves, compute_s,
+                      memory_s, seconds, bound, plan.split, plan.shape_class)
 
 
 def wave_count(m: int, n: int, tile: tuple[int, int], sm_count: int, batch: int = 1) -> int:
@@ -218,57 +328,74 @@ def wave_count(m: int, n: int, tile: tuple[int, int], sm_count: int, batch: int 
     return math.ceil(tiles / sm_count)
 
 
-def _best_tile(m, n, k, batch, architecture, sm_count, a_bytes):
-    """(tile, waves, FLOPs-equivalent work per SM) of the tile shape the kernel uses.
-
-    The largest tiles (most operand reuse) are used whenever they fill at least one wave;
-    only a grid too small for the SMs falls back to whichever tile is fastest, as cuBLAS's
-    heuristics pick smaller tiles to create parallelism for small problems (NVIDIA, Matrix
-    Multiplication Background User's Guide, section 2.3). Equal times keep the larger tile.
-    """
-    if architecture not in TILES:
-        raise InputError("gpu", f"no GEMM tiles for architecture {architecture!r}; "
-                                f"known: {', '.join(TILES)}")
-    k_block = K_BLOCK_BYTES // a_bytes
-    steps = math.ceil(k / k_block) + PROLOGUE_STEPS
-    tiles = TILES[architecture]
-    largest = max(t[0] * t[1] for t in tiles)
-    big = [t for t in tiles if t[0] * t[1] == largest]
-    fills = any(batch * math.ceil(m / t[0]) * math.ceil(n / t[1]) >= sm_count for t in big)
-    best = None
-    for tile in (big if fills else tiles):
-        waves = wave_count(m, n, tile, sm_count, batch)
-        work = waves * 2.0 * tile[0] * tile[1] * k_block * steps
-        if best is None or work < best[2]:
-            best = (tile, waves, work)
-    return best
+def _dtype_key(dtype: str) -> str:
+    return _MAMF_STAND_IN.get(dtype, dtype)
 
 
-def issue_efficiency(gpu: GPUSpec, dtype: str) -> float:
-    """Fraction of the SM's tensor peak a GEMM mainloop sustains, calibrated on :data:`MAMF`.
+def _reference(gpu: GPUSpec) -> str | None:
+    return gpu.name if gpu.name in GPUS else _ARCH_REFERENCE.get(gpu.architecture)
+
+
+def mamf_ceiling(gpu: GPUSpec, dtype: str) -> float | None:
+    """The part's maximum achievable matmul FLOP/s (:data:`MAMF`), a bound on every GEMM, or
+    None where none was published.
 
     >>> from hpnsim.workloads.gpus import get_gpu
-    >>> round(issue_efficiency(get_gpu("h100"), "bf16"), 3)
-    0.807
+    >>> mamf_ceiling(get_gpu("h800"), "bf16") / 1e12
+    794.5
+    """
+    key = (_reference(gpu), _dtype_key(str(dtype).strip().lower()))
+    return MAMF[key][0] * 1e12 if key in MAMF else None
+
+
+def calibration(gpu: GPUSpec, dtype: str) -> GemmCalibration:
+    """The GEMM calibration of ``gpu`` and ``dtype``: fitted to measured kernels where the part
+    (or the part it shares its compute with) was measured, else the MAMF-ceiling one.
+
+    >>> from hpnsim.workloads.gpus import get_gpu
+    >>> calibration(get_gpu("h800"), "bf16") == calibration(get_gpu("h100"), "fp16")
+    True
+    >>> calibration(get_gpu("b200"), "bf16").fitted_on   # no measurement: MAMF ceiling
+    ()
     """
     dtype = str(dtype).strip().lower()
-    key = _MAMF_STAND_IN.get(dtype, dtype)
-    name = gpu.name if (gpu.name, key) in MAMF else _ARCH_REFERENCE.get(gpu.architecture)
+    reference = _reference(gpu)
+    fitted = _FITTED_PART.get((reference, _DTYPE_CLASS.get(dtype)))
+    if fitted is not None:
+        return gemm_calibration(*fitted)
+    eta = _mamf_eta(gpu, dtype)
+    return GemmCalibration({c: eta for c in ShapeClass}, 0.0, HBM_EFFICIENCY, 0.0)
+
+
+def issue_efficiency(gpu: GPUSpec, dtype: str,
+                     shape_class: ShapeClass = ShapeClass.MANY_WAVES) -> float:
+    """Fraction of the SM's tensor peak a GEMM mainloop of ``shape_class`` sustains.
+
+    >>> from hpnsim.workloads.gpus import get_gpu
+    >>> round(issue_efficiency(get_gpu("b200"), "bf16"), 3)   # MAMF-calibrated
+    0.792
+    """
+    return calibration(gpu, dtype).eta[shape_class]
+
+
+def _mamf_eta(gpu: GPUSpec, dtype: str) -> float:
+    key = _dtype_key(dtype)
+    name = _reference(gpu)
     if (name, key) not in MAMF:
         raise InputError("dtype", f"no GEMM efficiency measurement for {dtype} on "
                                   f"{gpu.architecture or gpu.name}")
-    return _calibrated(name, key)
+    return _mamf_calibrated(name, key)
 
 
 @cache
-def _calibrated(name: str, dtype: str) -> float:
+def _mamf_calibrated(name: str, dtype: str) -> float:
     # The best shape of a brute-force search is, by construction, one the measured kernel
     # quantizes well (cuBLAS also has stream-K kernels that remove the wave tail), so only the
     # model's K-block and tile-edge losses at that shape are divided out, not its waves.
     tflops, m, n, k, _ = MAMF[(name, dtype)]
     ref = GPUS[name]
     a_bytes = element_bytes(dtype)
-    tile, _, _ = _best_tile(m, n, k, 1, ref.architecture, ref.sm_count, a_bytes)
+    tile = kernel_plan(m, n, k, 1, ref.architecture, ref.sm_count, a_bytes).tile
     k_block = K_BLOCK_BYTES // a_bytes
     k_factor = k / (k_block * (math.ceil(k / k_block) + PROLOGUE_STEPS))
     edge_factor = m * n / (tile[0] * math.ceil(m / tile[0]) * tile[1] * math.ceil(n / tile[1]))

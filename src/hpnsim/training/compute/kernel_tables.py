@@ -19,8 +19,10 @@ measured kernel and these columns (``tools/measure_kernels.py`` writes them)::
   with a ``_bwd`` variant for its backward, and ``adam``, ``grad_accumulation``;
 - ``tflops`` for GEMM and attention rows, ``gbps`` (10^9 bytes/s) for memory rows.
 
-Further columns (the measuring script adds ``kernel``, the backend it timed) are kept out of
-the model and ignored.
+Further columns (the measuring script adds ``kernel``, the backend it timed; the imported
+tables ``time_ms``, ``model``, ``tp``, ``tokens``, ``timed``) are kept out of the model and
+ignored, and lines starting with ``#`` are a provenance header. The imported public
+measurements ship as ``hpnsim/data/kernels_*.csv`` (:func:`packaged_table`).
 
 Interpolation. Each op has a *sweep* axis (GEMM: M; attention: S; memory: bytes). A query uses
 the rows whose other axes are nearest to its own in log2 distance (exact when measured), and
@@ -113,11 +115,17 @@ class KernelTable:
         ...
         hpnsim.errors.InputError: kernel-table: missing columns device_name, driver, torch, cuda, date, shape, dtype, tflops, gbps
         """
-        reader = csv.DictReader(io.StringIO(text))
+        # lines starting with '#' are a provenance header (tools/import_kernels.py writes
+        # one); blanked, not dropped, so errors name the file's own line numbers
+        lines = text.splitlines()
+        header = next((i for i, line in enumerate(lines) if not line.startswith("#")),
+                      len(lines))
+        body = "\n".join("" if line.startswith("#") else line for line in lines[header:])
+        reader = csv.DictReader(io.StringIO(body))
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
         if missing:
             raise InputError(source, f"missing columns {', '.join(missing)}")
-        rows = tuple(_parse_row(row, f"{source} line {i + 2}") for i, row in enumerate(reader))
+        rows = tuple(_parse_row(row, f"{source} line {header + reader.line_num}") for row in reader)
         return cls(rows, source)
 
     def select(self, gpu: str, op: str, dtype: str | None) -> tuple[KernelRow, ...]:
@@ -162,6 +170,21 @@ class KernelTable:
             return None
         return interpolate([r.shape for r in rows], [r.value * 1e9 for r in rows],
                            (nbytes,), sweep_axis=0)
+
+
+def packaged_table(name: str) -> KernelTable:
+    """A kernel table shipped with hpnsim: ``"vidur_h100"``, ``"vidur_a100"`` (microsoft/vidur,
+    FP16 layer kernels) or ``"infersim_h800"`` (alibaba/InferSim, DeepGEMM FP8); provenance in
+    each file's header.
+
+    >>> t = packaged_table("vidur_h100")
+    >>> round(t.select("h100", "gemm", "fp16")[0].value, 1) > 0
+    True
+    """
+    from importlib import resources
+
+    path = resources.files("hpnsim").joinpath("data", f"kernels_{name}.csv")
+    return KernelTable.from_text(path.read_text(encoding="utf-8"), f"hpnsim/data/{path.name}")
 
 
 def interpolate(shapes, values, query, *, sweep_axis: int) -> float:

@@ -3,7 +3,10 @@
 Elementwise and reduction kernels (norms, activations, rotary, residual adds, dropout, casts,
 the optimizer step, gradient accumulation, an unfused softmax) do a few FLOPs per byte, far
 below any GPU's ridge point, so their time is their HBM traffic at the bandwidth a streaming
-kernel reaches: :data:`HBM_EFFICIENCY` of the datasheet figure. Each ``*_bytes`` function
+kernel reaches, plus the shortest duration of such a kernel: both fitted, on A100 and Hopper,
+to vidur's measured norm, rotary, activation and residual-add kernels
+(:func:`~hpnsim.training.compute.calibration.memory_calibration`); other kernels and parts use
+:data:`HBM_EFFICIENCY` of the datasheet figure and no floor. Each ``*_bytes`` function
 counts the bytes one such kernel reads and writes, for one direction; the formulas assume the
 usual fused kernels (Apex/Transformer Engine norms, fused SwiGLU, fused rotary, fused Adam)
 and no cache reuse between kernels.
@@ -11,7 +14,7 @@ and no cache reuse between kernels.
 >>> from hpnsim.workloads.gpus import get_gpu
 >>> t = memory_op_time("rmsnorm", norm_bytes(8192, 4096, 2), get_gpu("h100"))
 >>> t.bytes, round(t.seconds * 1e6, 1)
-(134217728.0, 44.5)
+(134217728.0, 80.6)
 """
 
 from __future__ import annotations
@@ -19,14 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpnsim.errors import InputError
+from hpnsim.training.compute.calibration import memory_calibration
 from hpnsim.training.compute.precision import positive_int, positive_number
 from hpnsim.workloads.gpus import GPUSpec
 
 #: Fraction of datasheet HBM bandwidth a large streaming kernel sustains. Source: a STREAM
 #: triad and device-to-device copy on an H100 SXM (80 GB HBM3, torch 2.11) measured 3.09 and
 #: 3.02 TB/s of 3.35 (92% and 90%; public benchmark log, see docs/compute.md); we take 0.90 for
-#: every part until tools/measure_kernels.py tables replace it.
+#: every part without a fitted calibration (:func:`hbm_efficiency`).
 HBM_EFFICIENCY = 0.90
+#: catalog part -> the measured part whose elementwise-kernel fit it uses (H800 and H200: the
+#: Hopper memory system of H100; each keeps its own datasheet bandwidth)
+_MEASURED_PART = {"a100": "a100", "h100": "h100", "h800": "h100", "h200": "h100"}
 
 _DIRECTIONS = ("forward", "backward")
 
@@ -57,20 +64,40 @@ def memory_op_time(name: str, nbytes: float, gpu: GPUSpec, *, table=None) -> Mem
     for this GPU replaces the bandwidth by its measured GB/s, interpolated in log-bytes.
 
     >>> from hpnsim.workloads.gpus import get_gpu
-    >>> memory_op_time("adam", 30e9, get_gpu("h100")).seconds   # 30 GB at 0.9 x 3.35 TB/s
-    0.009950248756218905
+    >>> e, floor = hbm_efficiency(get_gpu("b200"))    # no measurement: 0.9 of 8 TB/s
+    >>> memory_op_time("adam", 30e9, get_gpu("b200")).seconds == 30e9 / (e * 8e12) + floor
+    True
     >>> memory_op_time("adam", 0, get_gpu("h100"))
     Traceback (most recent call last):
     ...
     hpnsim.errors.InputError: bytes: must be a positive number, got 0
     """
     nbytes = positive_number("bytes", nbytes)
-    bandwidth = gpu.memory_bandwidth * HBM_EFFICIENCY
+    efficiency, floor_s = hbm_efficiency(gpu, name.removesuffix("_bwd"))
     if table is not None:
         measured = table.memory_bandwidth(gpu, name, nbytes)
         if measured is not None:
-            bandwidth = measured
-    return MemoryOpTiming(name, nbytes, nbytes / bandwidth)
+            return MemoryOpTiming(name, nbytes, nbytes / measured)
+    return MemoryOpTiming(name, nbytes, floor_s + nbytes / (gpu.memory_bandwidth * efficiency))
+
+
+def hbm_efficiency(gpu: GPUSpec, kernel: str = "") -> tuple[float, float]:
+    """(fraction of datasheet HBM bandwidth, shortest kernel seconds) of elementwise kernel
+    ``kernel`` on ``gpu``: fitted to measured kernels on A100 and Hopper (its own fit or its
+    family's, a backward kernel its forward's), else (:data:`HBM_EFFICIENCY`, 0): kernels
+    never measured (Adam, dropout, casts) stream at the STREAM-measured fraction.
+
+    >>> from hpnsim.workloads.gpus import get_gpu
+    >>> hbm_efficiency(get_gpu("h800"), "rmsnorm") == hbm_efficiency(get_gpu("h100"), "rmsnorm")
+    True
+    >>> hbm_efficiency(get_gpu("b200"), "rmsnorm"), hbm_efficiency(get_gpu("h100"), "adam")
+    ((0.9, 0.0), (0.9, 0.0))
+    """
+    part = _MEASURED_PART.get(gpu.name)
+    fitted = memory_calibration(part, kernel) if part else None
+    if fitted is None:
+        return HBM_EFFICIENCY, 0.0
+    return fitted.efficiency, fitted.floor_s
 
 
 def _direction(direction: str) -> str:

@@ -12,7 +12,7 @@ after the last backward.
 >>> ops.ops[0].name, ops.ops[1].name, len(ops.select(kind="attention"))
 ('embedding', 'layer0.input_norm', 20)
 >>> round(ops.forward_seconds * 1e3, 1), round(ops.backward_seconds * 1e3, 1)
-(27.1, 54.8)
+(28.5, 58.1)
 """
 
 from __future__ import annotations

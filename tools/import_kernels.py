@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Rebuild hpnsim's measured-kernel package data from public per-kernel measurements.
+
+Sources (read from local git clones, at a recorded commit):
+
+- microsoft/vidur (MIT): ``data/profiling/compute/{a100,h100}/<org>/<model>/mlp.csv``: one
+  transformer layer's operations (QKV, O, MLP up and down projections; RMSNorm/LayerNorm,
+  rotary, SiLU-and-mul/GeLU, residual add) in FP16 under ``torch.inference_mode``, by token
+  count and TP degree; each figure is the median over 20 runs of the CUDA-kernel time that
+  torch.profiler recorded under the operation's ``record_function`` (vidur
+  ``profiling/mlp/mlp_wrapper.py``, ``profiling/utils/record_function_tracer.py``). Its
+  attention tables (``attention.csv``) are inference (paged prefill/decode) kernels and are not
+  imported.
+- alibaba/InferSim (Apache-2.0): ``bench_data/gemm/h800/data.csv``: DeepGEMM FP8 GEMMs
+  (1D2D block scaling, BF16 out) on an H800, timed with DeepGEMM's ``bench_kineto``
+  (``kernel_benchmark/deepgemm_gemm.py``).
+
+Writes into ``--out`` (default ``src/hpnsim/data``): ``kernels_vidur_a100.csv``,
+``kernels_vidur_h100.csv``, ``kernels_infersim_h800.csv`` (kernel tables ``--kernel-table``
+reads, with a ``#`` provenance header and the source's time in ``time_ms``), and
+``kernels_calibration.json`` (the fit of :mod:`hpnsim.training.compute.kernel_fit` on those
+files, with its held-out errors). Existing files are kept unless ``--force``.
+
+    git clone https://github.com/microsoft/vidur; git clone https://github.com/alibaba/InferSim
+    python tools/import_kernels.py --vidur vidur/.git --infersim InferSim/.git --force
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+from hpnsim.training.compute.kernel_fit import fit_gemm, fit_memory, read_measurements
+from hpnsim.training.compute.memory_ops import (
+    gelu_bytes,
+    norm_bytes,
+    residual_bytes,
+    rotary_bytes,
+    swiglu_bytes,
+)
+from hpnsim.workloads.gpus import get_gpu
+
+VIDUR = "microsoft/vidur"
+INFERSIM = "alibaba/InferSim"
+LICENCES = {VIDUR: "MIT", INFERSIM: "Apache-2.0"}
+#: token counts kept (vidur measures 1..4096 every 8 to 32, Llama 3 to 32768): powers of two
+#: and 3 x 2^k, enough to see tile and wave steps at every scale, small enough to ship
+TOKENS = sorted({2 ** i for i in range(16)} | {3 * 2 ** i for i in range(3, 14)})
+#: models whose rows the fit does not see (the error is reported on them)
+HELD_OUT = {
+    "a100": ("meta-llama/Llama-2-70b-hf", "meta-llama/Meta-Llama-3-8B", "microsoft/phi-2"),
+    "h100": ("meta-llama/Llama-2-70b-hf", "microsoft/phi-2"),
+}
+#: vidur's Phi-2 config (vidur/config/model_config.py, Phi2ModelConfig): LayerNorm, attention
+#: and MLP in parallel (no post-attention norm: its "add" times two adds, not imported)
+LAYERNORM_MODELS = {"microsoft/phi-2"}
+GEMMS = ("attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj")
+COLUMNS = ("gpu", "device_name", "driver", "torch", "cuda", "date", "op", "shape", "dtype",
+           "tflops", "gbps", "time_ms", "model", "tp", "tokens", "timed")
+STAT = "median"
+
+
+def git_show(git_dir: str, commit: str, path: str) -> str:
+    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"],
+                          check=True, capture_output=True, text=True).stdout
+
+
+def git_ls(git_dir: str, commit: str, under: str) -> list[str]:
+    out = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", commit,
+                          under], check=True, capture_output=True, text=True).stdout
+    return out.split()
+
+
+def resolve(git_dir: str, commit: str) -> str:
+    return subprocess.run(["git", "--git-dir", git_dir, "rev-parse", commit], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def vidur_layer_kernels(text: str, model: str) -> list[dict]:
+    """Kernel rows (GEMMs and memory-bound ops) of one vidur ``mlp.csv``, first row per
+    (tokens, TP) among :data:`TOKENS`."""
+    out, seen = [], set()
+    for row in csv.DictReader(io.StringIO(text)):
+        tokens, tp = int(row["num_tokens"]), int(row["num_tensor_parallel_workers"])
+        if tokens not in TOKENS or (tokens, tp) in seen:
+            continue
+        seen.add((tokens, tp))
+        heads, kv, hidden = int(row["n_head"]), int(row["n_kv_head"]), int(row["n_embd"])
+        ffn, gated = int(row["n_expanded_embd"]), row["use_gated_mlp"] == "True"
+        head_dim = hidden // heads
+        up = 2 * ffn if gated else ffn
+        shapes = {"attn_pre_proj": (tokens, (heads + 2 * kv) * head_dim // tp, hidden),
+                  "attn_post_proj": (tokens, hidden, heads * head_dim // tp),
+                  "mlp_up_proj": (tokens, up // tp, hidden),
+                  "mlp_down_proj": (tokens, hidden, ffn // tp)}
+        for timed in GEMMS:
+            m, n, k = shapes[timed]
+            out.append(_row("gemm", (m, n, k), row[f"time_stats.{timed}.{STAT}"], model, tp,
+                            tokens, timed, flops=2 * m * n * k))
+        memory = [("attn_rope", "rotary", rotary_bytes(tokens, (heads + kv) * head_dim // tp,
+                                                        2)),
+                  ("mlp_act", "swiglu" if gated else "gelu",
+                   (swiglu_bytes if gated else gelu_bytes)(tokens, ffn // tp, 2))]
+        if tp == 1:   # norms and adds see the whole hidden size at every TP degree
+            memory.append(("input_layernorm",
+                           "layernorm" if model in LAYERNORM_MODELS else "rmsnorm",
+                           norm_bytes(tokens, hidden, 2)))
+            if model not in LAYERNORM_MODELS:
+                memory.append(("add", "residual", residual_bytes(tokens, hidden, 2)))
+        for timed, name, nbytes in memory:
+            out.append(_row(f"memory:{name}", (int(nbytes),), row[f"time_stats.{timed}.{STAT}"],
+                            model, tp, tokens, timed, nbytes=nbytes))
+    return out
+
+
+def infersim_gemms(text: str) -> list[dict]:
+    """Kernel rows of InferSim's DeepGEMM table (``m,k,n,latency_us,mfu``); the source's
+    microseconds become exact decimal milliseconds."""
+    out = []
+    for row in csv.DictReader(io.StringIO(text)):
+        m, k, n = int(row["m"]), int(row["k"]), int(row["n"])
+        ms = str(Decimal(row["latency_us"]) / 1000)
+        out.append(_row("gemm", (m, n, k), ms, f"n={n},k={k}", 1, m, "deepgemm_fp8_gemm_nt",
+                        flops=2 * m * n * k))
+    return out
+
+
+def _row(op, shape, ms, model, tp, tokens, timed, *, flops=None, nbytes=None) -> dict:
+    seconds = float(ms) * 1e-3
+    return {"op": op, "shape": "x".join(map(str, shape)), "time_ms": ms, "model": model,
+            "tp": tp, "tokens": tokens, "timed": timed,
+            "tflops": repr(flops / seconds / 1e12) if flops else "",
+            "gbps": repr(nbytes / seconds / 1e9) if nbytes else ""}
+
+
+def write_table(path: Path, header: list[str], gpu: str, dtype: str, rows: list[dict],
+                force: bool) -> None:
+    if path.exists() and not force:
+        sys.exit(f"error: {path} exists; pass --force to rebuild it")
+    buf = io.StringIO()
+    buf.write("".join(f"# {line}\n" for line in header))
+    writer = csv.DictWriter(buf, COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({"gpu": gpu, "device_name": "", "driver": "", "torch": "", "cuda": "",
+                         "date": "", "dtype": dtype, **r})
+    path.write_text(buf.getvalue(), encoding="utf-8")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--vidur", required=True, help="git dir of a microsoft/vidur clone")
+    ap.add_argument("--vidur-commit", default="HEAD")
+    ap.add_argument("--infersim", required=True, help="git dir of an alibaba/InferSim clone")
+    ap.add_argument("--infersim-commit", default="HEAD")
+    ap.add_argument("--out", default="src/hpnsim/data")
+    ap.add_argument("--force", action="store_true", help="rebuild existing files")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    vidur_commit = resolve(args.vidur, args.vidur_commit)
+    infersim_commit = resolve(args.infersim, args.infersim_commit)
+    sources, tables = [], {}
+    for gpu in ("a100", "h100"):
+        under = f"data/profiling/compute/{gpu}"
+        paths = [p for p in git_ls(args.vidur, vidur_commit, under) if p.endswith("/mlp.csv")]
+        rows = []
+        for p in paths:
+            model = "/".join(p.split("/")[4:6])
+            rows += vidur_layer_kernels(git_show(args.vidur, vidur_commit, p), model)
+        header = [f"source: https://github.com/{VIDUR} commit {vidur_commit}",
+                  f"licence: {LICENCES[VIDUR]} (Copyright (c) Microsoft Corporation)",
+                  f"paths: {under}/<org>/<model>/mlp.csv ({len(paths)} models)",
+                  f"gpu: {gpu} as vidur names it (data/profiling/compute/{gpu})",
+                  "timed: one layer's kernels in FP16 under torch.inference_mode (sarathi-serve "
+                  "layers); CUDA-kernel time under each op's record_function, torch.profiler",
+                  f"statistic: time_stats.<op>.{STAT} over 20 runs, in ms (column time_ms, "
+                  "verbatim); tflops/gbps derived; shape MxNxK ([M,K]@[K,N]) or bytes",
+                  f"rows: first row per (tokens, TP) for tokens in {TOKENS}; norms and adds at "
+                  "TP 1 only (their shape does not depend on TP)",
+                  "rebuilt by tools/import_kernels.py"]
+        path = out / f"kernels_vidur_{gpu}.csv"
+        write_table(path, header, gpu, "fp16", rows, args.force)
+        tables[gpu] = path
+        sources.append({"repository": VIDUR, "commit": vidur_commit, "licence": LICENCES[VIDUR],
+                        "paths": paths, "gpu": gpu, "file": path.name,
+                        "timed": "FP16 layer kernels (GEMMs, norms, rotary, activation, add)"})
+    infersim_path = "bench_data/gemm/h800/data.csv"
+    rows = infersim_gemms(git_show(args.infersim, infersim_commit, infersim_path))
+    header = [f"source: https://github.com/{INFERSIM} commit {infersim_commit}",
+              f"licence: {LICENCES[INFERSIM]}",
+              f"path: {infersim_path}",
+              "gpu: h800",
+              "timed: DeepGEMM FP8 GEMM (1D2D block scaling, K-major A and B, BF16 out), "
+              "deep_gemm.testing.bench_kineto (kernel_benchmark/deepgemm_gemm.py)",
+              "statistic: latency_us as published, here in ms (column time_ms, exact decimal)",
+              "rebuilt by tools/import_kernels.py"]
+    path = out / "kernels_infersim_h800.csv"
+    write_table(path, header, "h800", "fp8", rows, args.force)
+    tables["h800"] = path
+    sources.append({"repository": INFERSIM, "commit": infersim_commit,
+                    "licence": LICENCES[INFERSIM], "paths": [infersim_path], "gpu": "h800",
+                    "file": path.name, "timed": "DeepGEMM FP8 GEMMs, BF16 out"})
+    calibration = {"sources": sources, "gemm": {}, "memory": {}}
+    for gpu in ("a100", "h100"):
+        measured = read_measurements(tables[gpu].read_text(encoding="utf-8"))
+        calibration["gemm"][f"{gpu}/16bit"] = fit_gemm(measured, get_gpu(gpu), "fp16",
+                                                       HELD_OUT[gpu])
+        calibration["memory"][gpu] = fit_memory(measured, get_gpu(gpu), HELD_OUT[gpu])
+    measured = read_measurements(tables["h800"].read_text(encoding="utf-8"))
+    groups = sorted({r.model for r in measured})
+    calibration["gemm"]["h800/fp8"] = fit_gemm(measured, get_gpu("h800"), "fp8",
+                                               tuple(groups[1::2]))
+    path = out / "kernels_calibration.json"
+    if path.exists() and not args.force:
+        sys.exit(f"error: {path} exists; pass --force to rebuild it")
+    path.write_text(json.dumps(calibration, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps({k: {p: {x: v for x, v in e.items() if x not in ("fitted_on", "held_out")}
+                          for p, e in calibration[k].items()} for k in ("gemm", "memory")},
+                     indent=1))
+
+
+if __name__ == "__main__":
+    main()
