@@ -42,7 +42,8 @@ def hpn7(pods: int = 1, segments: int | None = None, hosts_per_segment: int | No
          frontend_hosts_per_tor: int = 64, frontend_port_speed: str = "200G",
          frontend_tor_uplinks: int | None = None, frontend_aggs_per_pod: int | None = None,
          frontend_agg_uplinks: int | None = None, frontend_core_ports: int | None = None,
-         storage_hosts: int | None = None, gpus_per_pcie_switch: int = 1) -> Fabric:
+         storage_hosts: int | None = None, gpus_per_pcie_switch: int = 1,
+         rail_only: bool = False) -> Fabric:
     """Build an HPN 7.0 fabric (defaults: the published 15,360-GPU pod).
 
     ``segments``, ``hosts_per_segment``, ``backup_hosts``, ``tor_uplinks``, ``aggs_per_plane``
@@ -83,6 +84,10 @@ def hpn7(pods: int = 1, segments: int | None = None, hosts_per_segment: int | No
     gpus_per_pcie_switch : ``k`` GPUs of a host under one PCIe switch with one NIC (its
         ``ports_per_nic`` ports to the ToRs of its rail); ``rails / k`` NICs per host, ToRs
         per segment and rail. Default 1: one NIC per GPU (the published host).
+    rail_only : the ToRs of rail ``r`` (and of plane ``p`` with ``dual_plane``) link only to
+        the Aggs of their own plane: ``rails`` (``2 x rails``) planes, no cross-rail path
+        through the network (the paper's Table 4: 16 planes, 120 segments per pod). Give
+        ``segments``: the derived count is for the any-to-any pod.
 
     Examples
     --------
@@ -133,7 +138,7 @@ def hpn7(pods: int = 1, segments: int | None = None, hosts_per_segment: int | No
         gpus_per_host=rails, rail_optimized=True, sides=1 if single else 2,
         ports_per_nic=ports_per_nic, port_speed=speeds["port_speed"],
         tor_uplinks=tor_uplinks, aggs_per_plane=aggs,
-        plane_by="side" if dual_plane and not single else "none", agg_uplinks=agg_up,
+        plane_by=_plane_by(dual_plane and not single, rail_only), agg_uplinks=agg_up,
         up_speed=speeds["up_speed"], chip=speeds["chip"],
         core_ports=None if core_ports is None else positive_int(core_ports, "core_ports"),
         peer_links=peer_links if mode == "stacked" else 0,
@@ -145,7 +150,13 @@ def hpn7(pods: int = 1, segments: int | None = None, hosts_per_segment: int | No
         gpus_per_pcie_switch=positive_int(gpus_per_pcie_switch, "gpus_per_pcie_switch"),
         gpus_field="rails", **common_speeds(nvlink, pcie, hop_latency, host_latency),
         param_names=_PARAM_NAMES, reference=_reference(mode, derived))
-    return build_tiered(spec, dual_tor=mode, dual_plane=spec.plane_by == "side")
+    return build_tiered(spec, dual_tor=mode, dual_plane=spec.plane_by in ("side", "group_side"))
+
+
+def _plane_by(dual_plane: bool, rail_only: bool) -> str:
+    if rail_only:
+        return "group_side" if dual_plane else "group"
+    return "side" if dual_plane else "none"
 
 
 #: TieredSpec field -> hpn7 parameter (port-check errors name the parameter)

@@ -4,8 +4,8 @@ A *segment* is the set of hosts under one group of ToRs. Inside a segment there 
 ``groups`` x ``sides`` ToRs: a NIC on rail ``r`` uses group ``r`` when rail-optimized (else
 group 0), and its port ``p`` goes to side ``p`` (dual ToR) or, with one side, all ports are
 bonded into one ACCESS link pair. ToRs link evenly to every Agg of their *plane*; the planes
-split the Aggs of a pod by ToR side (HPN dual-plane), by ToR group (rail-only), or not at
-all. The last pod may hold fewer segments (``last_pod_segments``): its Aggs are all built,
+split the Aggs of a pod by ToR side (HPN dual-plane), by ToR group (rail-only), by both
+(rail-only on two planes: HPN's Table 4), or not at all. The last pod may hold fewer segments (``last_pod_segments``): its Aggs are all built,
 their down ports partly used. With more than one pod, Agg uplink ``u`` of Agg ``j`` goes to core ``(plane, u, j // q)``,
 where ``q`` Aggs per pod share a core (as many as the core's ports allow): a fat-tree when
 ``q == 1``.
@@ -48,7 +48,7 @@ class TieredSpec:
     port_speed: float
     tor_uplinks: int
     aggs_per_plane: int
-    plane_by: str              # "side", "group" or "none"
+    plane_by: str              # "side", "group", "group_side" or "none"
     agg_uplinks: int           # per Agg toward the core (reserved when pods == 1)
     up_speed: float
     chip: float
@@ -99,7 +99,8 @@ def _shape(s: TieredSpec) -> tuple[int, int, int]:
     """(ToR groups per segment, planes, ToRs of one plane per segment). Rail-optimized:
     one group per NIC of a host (per GPU, or per PCIe switch when GPUs share a NIC)."""
     groups = s.gpus_per_host // s.gpus_per_pcie_switch if s.rail_optimized else 1
-    planes = {"side": s.sides, "group": groups, "none": 1}[s.plane_by]
+    planes = {"side": s.sides, "group": groups, "group_side": groups * s.sides,
+              "none": 1}[s.plane_by]
     return groups, planes, groups * s.sides // planes
 
 
@@ -224,7 +225,8 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     a = np.arange(n_agg, dtype=np.int32)
     agg = asm.nodes(NodeKind.AGG, n_agg, tier=2, pod=a // (planes * aggs),
                     plane=(a // aggs) % planes if planes > 1 else -1, index=a % aggs)
-    tor_plane = {"side": tor_side, "group": tor_group, "none": 0 * tor_side}[s.plane_by]
+    tor_plane = {"side": tor_side, "group": tor_group,
+                 "group_side": tor_group * s.sides + tor_side, "none": 0 * tor_side}[s.plane_by]
     first_agg = agg[0] + (tor_seg // s.segments * planes + tor_plane) * aggs
     slots = np.arange(s.tor_uplinks, dtype=np.int32) // per_pair
     asm.cables(np.repeat(tor, s.tor_uplinks), (first_agg[:, None] + slots).ravel(),
