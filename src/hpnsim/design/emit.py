@@ -35,19 +35,24 @@ def template_options(d: DesignInputs, design: Design) -> tuple[str, dict[str, An
     if not design.feasible or design.shape is None:
         raise InputError("emit", f"{design.name} cannot be built: {design.reason}")
     s, m = design.shape, design.mechanisms
-    common = {"pods": design.pods, "segments": design.segments,
-              "hosts_per_segment": s.units_per_tor, "backup_hosts": s.backup_units,
-              "port_speed": _speed(d.nic_speed), "ports_per_nic": d.nic_ports,
-              "uplink_speed": _speed(d.uplink_speed), "tor_uplinks": s.tor_uplinks,
-              "agg_core_uplinks": s.agg_up,
-              "dual_tor": "nonstacked" if m.dual_tor else "single", "chip": d.chip.name,
-              "nvlink": f"{d.domain.nvlink / 1e9:g}GB/s"}
+    head = {"chip": d.chip.name, "dual_tor": "nonstacked" if m.dual_tor else "single"}
     if m.rail_optimized:
-        return "hpn7", {**common, "rails": d.rails, "aggs_per_plane": s.aggs_per_plane,
-                        "dual_plane": m.dual_plane, "rail_only": m.rail_only}
-    return "dcn_plus", {**common, "gpus_per_host": d.rails,
-                        "aggs_per_pod": s.planes * s.aggs_per_plane,
-                        "dual_plane": m.dual_plane}
+        head.update({"dual_plane": m.dual_plane, "rail_only": m.rail_only, "rails": d.rails})
+    else:
+        head.update({"dual_plane": m.dual_plane, "gpus_per_host": d.rails})
+    counts = {"port_speed": _speed(d.nic_speed), "ports_per_nic": d.nic_ports,
+              "uplink_speed": _speed(d.uplink_speed), "hosts_per_segment": s.units_per_tor,
+              "backup_hosts": s.backup_units, "tor_uplinks": s.tor_uplinks}
+    if m.rail_optimized:
+        counts["aggs_per_plane"] = s.aggs_per_plane
+    else:
+        counts["aggs_per_pod"] = s.planes * s.aggs_per_plane
+    counts.update({"agg_core_uplinks": s.agg_up, "segments": design.segments,
+                   "pods": design.pods})
+    if design.last_pod_segments != design.segments:
+        counts["last_pod_segments"] = design.last_pod_segments
+    counts["nvlink"] = f"{d.domain.nvlink / 1e9:g}GB/s"
+    return ("hpn7" if m.rail_optimized else "dcn_plus"), {**head, **counts}
 
 
 def command_line(template: str, options: dict[str, Any]) -> str:

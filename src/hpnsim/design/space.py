@@ -29,6 +29,7 @@ class Design:
     reason: str
     pods: int = 0
     segments: int = 0                 # per pod
+    last_pod_segments: int = 0        # segments of the last pod (a partial pod: hpn7 only)
     gpus: int = 0
     max_gpus: int = 0
     bill: dict[str, Any] = field(default_factory=dict)
@@ -62,9 +63,11 @@ class Design:
         return math.prod(choices), sum(1 for c in choices if c > 1)
 
 
-def _counts(d: DesignInputs, s: Shape, pods: int, segments: int) -> dict[str, Any]:
-    """Bill of ``pods`` pods of ``segments`` segments each (the builder's accounting)."""
-    n_seg = pods * segments
+def _counts(d: DesignInputs, s: Shape, pods: int, segments: int,
+            last: int | None = None) -> dict[str, Any]:
+    """Bill of ``pods`` pods of ``segments`` segments each, the last of ``last`` (the
+    builder's accounting: a partial pod still has all its Aggs)."""
+    n_seg = (pods - 1) * segments + (segments if last is None else last)
     n_tor = n_seg * s.tors_per_segment
     n_agg = pods * s.planes * s.aggs_per_plane
     per_unit = s.access_ports * s.unit_gpus          # ports of one unit on one ToR
@@ -114,40 +117,46 @@ def evaluate(d: DesignInputs, m: Mechanisms) -> Design:
     top = max_pods(s) if three else 1
     max_gpus = top * s.pod_gpus
     binding = Binding.CORE_RADIX if three else Binding.AGG_RADIX
-    # sizes, smallest first: (pods, segments per pod)
+    # sizes, smallest first: (pods, segments per pod, segments of the last pod)
+    full = s.max_segments
     if three:
-        sizes = [(p, s.max_segments) for p in range(2, top + 1)]
+        sizes = [(p, full, full) for p in range(2, top + 1)]
     else:
-        sizes = [(1, n) for n in range(1, s.max_segments + 1)]
+        sizes = [(1, n, n) for n in range(1, full + 1)]
     if d.target_gpus is not None:
-        need = math.ceil(d.target_gpus / (s.pod_gpus if three else s.segment_gpus))
-        if three:
-            need = max(need, 2)
-        if need > (top if three else s.max_segments):
+        n_seg = math.ceil(d.target_gpus / s.segment_gpus)
+        if n_seg > top * full:
             return Design(m, s, False, binding, f"{d.target_gpus:,} GPUs exceed its "
                                                 f"{max_gpus:,} ({binding.value})",
                           max_gpus=max_gpus)
-        sizes = [(need, s.max_segments) if three else (1, need)]
+        if not three:
+            sizes = [(1, n_seg, n_seg)]
+        else:  # at least two pods; a partial last pod where the template builds one (hpn7)
+            pods = max(2, math.ceil(n_seg / full))
+            last = max(1, n_seg - (pods - 1) * full) if m.rail_optimized else full
+            sizes = [(pods, full, last)]
     chosen = None
-    for pods, segments in reversed(sizes):
-        bill = _counts(d, s, pods, segments)
+    for pods, segments, last in reversed(sizes):
+        bill = _counts(d, s, pods, segments, last)
         if _fits(d, bill):
-            chosen = (pods, segments, bill)
+            chosen = (pods, segments, last, bill)
             break
         binding = Binding.POWER
     if chosen is None:
         return Design(m, s, False, Binding.POWER, "its smallest size exceeds the power budget"
                       if d.target_gpus is None else "the target exceeds the power budget",
                       max_gpus=max_gpus)
-    pods, segments, bill = chosen
-    gpus = pods * segments * s.segment_gpus
+    pods, segments, last, bill = chosen
+    gpus = ((pods - 1) * segments + last) * s.segment_gpus
     if binding is Binding.POWER and d.target_gpus is None:
         max_gpus = gpus
-    return Design(m, s, True, binding, "", pods, segments, gpus, max_gpus, bill)
+    return Design(m, s, True, binding, "", pods, segments, last, gpus, max_gpus, bill)
 
 
 def design_space(d: DesignInputs) -> list[Design]:
-    """Every member of the family, feasible first, then by network cost per GPU."""
+    """Every member of the family: feasible first, then by network cost per GPU, then the
+    largest first."""
     designs = [evaluate(d, m) for m in family()]
     return sorted(designs, key=lambda x: (not x.feasible,
-                                          x.bill.get("cost_per_gpu_usd", math.inf), x.name))
+                                          round(x.bill.get("cost_per_gpu_usd", math.inf), 2),
+                                          -x.max_gpus, x.name))
