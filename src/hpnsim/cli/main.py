@@ -14,8 +14,8 @@ except ImportError:  # pragma: no cover - older typer on plain click
 from hpnsim import __version__
 from hpnsim.cli import bench, collective, demo, fabric, scenario, sweep, train, workload
 from hpnsim.cli import calibrate as calibrate_cli
-from hpnsim.cli import design as design_cli
 from hpnsim.cli import cluster as cluster_cli
+from hpnsim.cli import design as design_cli
 from hpnsim.cli import reliability as reliability_cli
 from hpnsim.cli import report as report_cli
 
