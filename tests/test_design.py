@@ -11,8 +11,14 @@ import pytest
 from typer.testing import CliRunner
 
 from hpnsim.cli.main import app
-from hpnsim.design import Mechanisms, design_inputs, design_space, evaluate, ladder
-from hpnsim.design import template_options
+from hpnsim.design import (
+    Mechanisms,
+    design_inputs,
+    design_space,
+    evaluate,
+    ladder,
+    template_options,
+)
 from hpnsim.design.records import design_dict
 from hpnsim.fabrics import NodeKind, hpn7
 from hpnsim.fabrics.bom import bill_of_materials

@@ -89,8 +89,9 @@ def ladder_table(steps: list[dict[str, Any]], title: str = "mechanism ladder"):
 
 
 def design_figure(designs: list[dict[str, Any]], title: str = ""):
-    """Largest scale (log) against network cost per GPU: one marker per feasible design,
-    circles for two tiers, squares for three, each labelled with its name.
+    """Largest scale (log) against network cost per GPU, one marker per feasible design
+    (circles: two tiers, squares: three). Designs at the same point share a number; the
+    numbers are listed beside the axes with the designs' names.
 
     >>> fig = design_figure([{"name": "a", "feasible": True, "tiers": 2, "max_gpus": 15360,
     ...                       "cost_per_gpu_usd": 2228.75}])
@@ -99,20 +100,31 @@ def design_figure(designs: list[dict[str, Any]], title: str = ""):
     >>> pyplot().close(fig)
     """
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
+    fig, (ax, side) = plt.subplots(1, 2, figsize=(12, 5.5), layout="constrained",
+                                   width_ratios=(2.6, 1))
+    side.axis("off")
+    shown = [x for x in designs if x["feasible"]]
     for tiers, marker in ((2, "o"), (3, "s")):
-        pts = [x for x in designs if x["feasible"] and x["tiers"] == tiers]
-        if not pts:
-            continue
-        ax.scatter([x["max_gpus"] for x in pts], [x["cost_per_gpu_usd"] for x in pts],
-                   marker=marker, s=36, label=f"{tiers} tiers", zorder=3)
-        for x in pts:
-            ax.annotate(x["name"].split("-", 1)[-1], (x["max_gpus"], x["cost_per_gpu_usd"]),
-                        textcoords="offset points", xytext=(4, 3), fontsize=7)
+        pts = [x for x in shown if x["tiers"] == tiers]
+        if pts:
+            ax.scatter([x["max_gpus"] for x in pts], [x["cost_per_gpu_usd"] for x in pts],
+                       marker=marker, s=40, label=f"{tiers} tiers", zorder=3)
+    points: dict[tuple[int, float], list[str]] = {}
+    for x in shown:
+        points.setdefault((x["max_gpus"], round(x["cost_per_gpu_usd"], 2)), []).append(x["name"])
+    key = []
+    for i, ((gpus, cost), names) in enumerate(sorted(points.items()), start=1):
+        ax.annotate(str(i), (gpus, cost), textcoords="offset points",
+                    xytext=(0, 7 + 9 * (i % 2)), ha="center", fontsize=8)
+        key.append(f"{i}: " + "\n    ".join(names))
+    if key:
+        side.text(0.0, 0.5, "\n".join(key), fontsize=7, va="center", ha="left",
+                  family="monospace", transform=side.transAxes)
     ax.set_xscale("log")
     ax.set_xlabel("largest fabric (GPUs, log scale)")
     ax.set_ylabel("network cost per GPU (USD)")
-    ax.set_ylim(bottom=0)
+    top = max((x["cost_per_gpu_usd"] for x in shown), default=1.0)
+    ax.set_ylim(0, 1.15 * top)
     ax.grid(True, alpha=0.3)
     if ax.collections:
         ax.legend(loc="lower right")
