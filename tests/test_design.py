@@ -196,10 +196,36 @@ def test_figure_plots_scale_against_cost():
     (["--domain", "nvl72", "--rails", "7"], "--rails"),
     (["--emit", "nope"], "--emit"),
     (["--power-budget", "lots"], "--power-budget"),
+    (["--compare", "allreduce:1G"], "--compare"),
+    (["--compare", "allreduce:1G:2048", "--designs", "nope"], "--designs"),
+    (["--designs", "2tier-dualtor"], "--designs"),
 ], ids=["nic-speed", "agg-oversub", "tor-oversub", "domain", "chip", "rails", "emit",
-        "power"])
+        "power", "compare", "designs", "designs-alone"])
 def test_bad_input_is_one_line_and_exit_2(args, flag):
     result = runner.invoke(app, ["design", *args])
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {flag}:"), result.stderr
+
+
+def test_compare_runs_one_collective_on_the_named_designs():
+    from hpnsim.collectives import run_collective
+    from hpnsim.design.compare import compare, parse_workload, pick
+
+    work = parse_workload("allreduce:64MiB:2048")
+    d = design_inputs(gpus=work.gpus)
+    space = design_space(d)
+    chosen = pick(space, work, ["2tier-dualtor-rail-dualplane", "2tier-dualtor-rail"])
+    rows = compare(d, chosen, work)
+    hpn, single_plane = rows
+    assert (hpn["routing"], single_plane["routing"]) == ("hpn_dual_plane", "ecmp")
+    # HPN's one hash decision against two on a single plane: fewer colliding flows
+    assert hpn["hash_collisions"] < single_plane["hash_collisions"]
+    # the row is the collective run on the emitted fabric, nothing else
+    template, options = template_options(d, chosen[0])
+    direct = run_collective(build_fabric(template, options), "allreduce", range(2048),
+                            work.size, routing="hpn_dual_plane")
+    assert hpn["busbw_GBps"] == pytest.approx(direct.busbw / 1e9)
+    # rail-only designs cannot carry a collective across rails through the network
+    with pytest.raises(Exception, match="rail-only"):
+        pick(space, work, ["2tier-dualtor-rail-dualplane-railonly"])

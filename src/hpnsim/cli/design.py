@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from hpnsim.cli.common import emit_json, guarded
+from hpnsim.errors import InputError
 
 
 def register(app: typer.Typer) -> None:
@@ -43,6 +44,11 @@ def register(app: typer.Typer) -> None:
                                         "HPN paper's Table 2 and Table 4) for this chip."),
         emit: str = typer.Option(None, "--emit", help="Print the hpnsim fabric command and "
                                  "the scenario fabric block that build design NAME."),
+        compare_work: str = typer.Option(None, "--compare", help="Run one collective, "
+                                         "OP:SIZE:GPUS (e.g. allreduce:1GiB:2048), on the "
+                                         "top three designs (or --designs) side by side."),
+        designs_named: str = typer.Option(None, "--designs", help="Comma-separated design "
+                                          "names for --compare."),
         json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
         plot: str = typer.Option(None, "--plot", help="Write the scale-against-cost figure."),
     ) -> None:
@@ -57,16 +63,37 @@ def register(app: typer.Typer) -> None:
         from hpnsim.cli.common import check_figure_file, table_console
         from hpnsim.design import design_inputs, design_space, ladder, scenario_block
         from hpnsim.design.records import design_dict, inputs_dict
-        from hpnsim.errors import InputError
         from hpnsim.report.design import designs_table, ladder_table, plot_designs
 
         if plot:
             check_figure_file(plot)
+        work = None
+        if compare_work is not None:
+            from hpnsim.design.compare import parse_workload
+
+            work = parse_workload(compare_work)
+            gpus = max(gpus or 0, work.gpus)   # every design built for the collective
+        elif designs_named is not None:
+            raise InputError("designs", "names the designs of --compare; give --compare too")
         inputs = design_inputs(chip=chip, nic_ports=nic_ports, nic_speed=nic_speed,
                                uplink_speed=uplink_speed, domain=domain, nvlink=nvlink,
                                rails=rails, tor_oversub=tor_oversub, agg_oversub=agg_oversub,
                                power_budget=power_budget, gpus=gpus, gpu_power=gpu_power)
         head = inputs_dict(inputs)
+        if work is not None:
+            from hpnsim.design.compare import compare, pick
+            from hpnsim.report.design import compare_table
+
+            names = None if designs_named is None else [
+                n.strip() for n in designs_named.split(",") if n.strip()]
+            rows = compare(inputs, pick(design_space(inputs), work, names), work)
+            if json_out:
+                emit_json({"inputs": head, "workload": {"op": work.op, "size": work.size,
+                                                        "gpus": work.gpus}, "compare": rows})
+            else:
+                typer.echo(compare_table(rows, f"{work.op} of {compare_work.split(':')[1]} on "
+                                               f"{work.gpus:,} GPUs"))
+            return
         if ladder_out:
             steps = [s.to_dict() for s in ladder(inputs)]
             if json_out:

@@ -8,7 +8,7 @@ from typing import Any
 
 from hpnsim.report.canvas import pyplot, save
 
-__all__ = ["design_figure", "designs_table", "ladder_table", "plot_designs"]
+__all__ = ["compare_table", "design_figure", "designs_table", "ladder_table", "plot_designs"]
 
 
 def _k(n: int | None) -> str:
@@ -58,6 +58,25 @@ def designs_table(designs: list[dict[str, Any]], title: str = "design space") ->
     if notes:
         lines += ["", "* cannot be built: " + notes[0], *("  " + n for n in notes[1:])]
     return "\n".join(lines)
+
+
+def compare_table(rows: list[dict[str, Any]], title: str) -> str:
+    """Fixed-width text: one collective on each design, side by side.
+
+    >>> print(compare_table([{"name": "a", "routing": "ecmp", "algo": "ring", "time_s": 0.01,
+    ...                       "busbw_GBps": 40.0, "hash_collisions": 3, "bottleneck": "x",
+    ...                       "cost_per_gpu_usd": 2229.0}], "t"))
+    t
+    design  routing  algo  time ms  busbw GB/s  hash collisions  $/GPU  bottleneck
+    ------  -------  ----  -------  ----------  ---------------  -----  ----------
+    a       ecmp     ring   10.000        40.0                3  2,229  x
+    """
+    headers = ["design", "routing", "algo", "time ms", "busbw GB/s", "hash collisions",
+               "$/GPU", "bottleneck"]
+    body = [[r["name"], r["routing"], r["algo"], f"{r['time_s'] * 1e3:.3f}",
+             f"{r['busbw_GBps']:.1f}", f"{r['hash_collisions']:,}",
+             f"{r['cost_per_gpu_usd']:,.0f}", r["bottleneck"]] for r in rows]
+    return "\n".join([title, *_columns(headers, body, {0, 1, 2, 7})])
 
 
 def _scale(step: dict[str, Any], tier: str) -> str:
