@@ -1,11 +1,10 @@
 """The ``hpnsim fabric`` template and parameters that build a design.
 
 Rail-optimized designs are ``hpn7`` (``dual_tor`` nonstacked or single, ``dual_plane``,
-``rail_only``); the others ``dcn_plus`` (a ToR group serves whole hosts). Every count is
-passed explicitly, so the built fabric has the design's switches, ports and cables whatever
-the template's defaults. The fabric model's host is a group of ``rails`` GPUs on NVLink (for
-a larger scale-up domain, such as an NVL72 rack, each rack is ``72 / rails`` of them: the
-scale-out network is the same).
+``rail_only``, ``domain_gpus`` for a domain larger than its rails); the others ``dcn_plus``
+(a ToR group serves whole hosts). Every count is passed explicitly, so the built fabric has
+the design's switches, ports and cables whatever the template's defaults. A host of the
+fabric is one scale-up domain: an NVL72 rack is a 72-GPU host on one NVSwitch.
 """
 
 from __future__ import annotations
@@ -38,8 +37,10 @@ def template_options(d: DesignInputs, design: Design) -> tuple[str, dict[str, An
     head = {"chip": d.chip.name, "dual_tor": "nonstacked" if m.dual_tor else "single"}
     if m.rail_optimized:
         head.update({"dual_plane": m.dual_plane, "rail_only": m.rail_only, "rails": d.rails})
+        if d.domain.gpus != d.rails:
+            head["domain_gpus"] = d.domain.gpus
     else:
-        head.update({"dual_plane": m.dual_plane, "gpus_per_host": d.rails})
+        head.update({"dual_plane": m.dual_plane, "gpus_per_host": d.domain.gpus})
     counts = {"port_speed": _speed(d.nic_speed), "ports_per_nic": d.nic_ports,
               "uplink_speed": _speed(d.uplink_speed), "hosts_per_segment": s.units_per_tor,
               "backup_hosts": s.backup_units, "tor_uplinks": s.tor_uplinks}

@@ -2,8 +2,9 @@
 
 For a chip of capacity ``C`` at access port speed ``s`` and fabric link speed ``s_up``:
 
-- ToR: ``n`` units (a host's GPU of its rail, or a whole host when not rail-optimized), each
-  taking ``a`` ports (``nic_ports / sides``) per GPU, ``n // 16`` backup units more (HPN: 8
+- ToR: ``n`` hosts (a host is one scale-up domain: an HGX box, an NVL72 rack), each putting
+  its GPUs of the ToR's rail (all of its GPUs when not rail-optimized) on it with ``a`` ports
+  (``nic_ports / sides``) per GPU, ``n // 16`` backup units more (HPN: 8
   per 128), and ``U`` uplinks: the most that fit, no more than 1:1, and at most the allowed
   oversubscription; ``n`` is the largest that fits (51.2T, 200G, dual ToR: 128 + 8 ports of
   200G and 60 x 400G up).
@@ -43,9 +44,10 @@ class Shape:
     """Per-switch port allocation of one design, and its largest pod and fabric."""
 
     mechanisms: Mechanisms
-    units_per_tor: int        # hosts (rail-optimized) or whole hosts per ToR group
+    units_per_tor: int        # hosts (scale-up domains) a ToR group serves
     backup_units: int         # backup hosts per ToR group
-    unit_gpus: int            # GPUs a unit puts on one ToR group (1 rail-opt, else rails)
+    unit_gpus: int            # GPUs a host puts on one ToR group (domain / rails when
+    #                           rail-optimized: 1 on an HGX host, 9 for NVL72 on 8 rails)
     access_ports: int         # ports of one GPU on one ToR
     tor_uplinks: int
     tors_per_segment: int
@@ -71,11 +73,17 @@ class Shape:
         return self.tor_active_bw / self.tor_up_bw
 
 
+def host_gpus_on_tor(d: DesignInputs, m: Mechanisms) -> int:
+    """GPUs of one host (a scale-up domain) on one ToR group: the domain's share of a rail
+    when rail-optimized, else the whole domain."""
+    return d.domain.gpus // d.rails if m.rail_optimized else d.domain.gpus
+
+
 def _tor(d: DesignInputs, m: Mechanisms) -> tuple[int, int, int, int, float, float] | None:
     """(units, backup units, access ports per GPU, uplinks, down and up bytes/s) of a ToR."""
     sides = 2 if m.dual_tor else 1
     a = d.nic_ports // sides
-    gpus_per_unit = 1 if m.rail_optimized else d.rails
+    gpus_per_unit = host_gpus_on_tor(d, m)
     port_bw = a * d.nic_speed * gpus_per_unit     # one unit's active ports on one ToR
     c, s_up, max_ports = d.chip.capacity, d.uplink_speed, d.chip.max_ports
     for n in range(int(c / port_bw + _EPS), 0, -1):
@@ -110,7 +118,7 @@ def shape(d: DesignInputs, m: Mechanisms) -> Shape | Binding:
     n, b, a, up, down_bw, up_bw = tor
     sides = 2 if m.dual_tor else 1
     groups = d.rails if m.rail_optimized else 1
-    unit_gpus = 1 if m.rail_optimized else d.rails
+    unit_gpus = host_gpus_on_tor(d, m)
     tors = groups * sides
     planes = (groups if m.rail_only else 1) * (sides if m.dual_plane else 1)
     radix = d.chip.radix(d.uplink_speed)

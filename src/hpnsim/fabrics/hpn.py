@@ -43,7 +43,7 @@ def hpn7(pods: int = 1, segments: int | None = None, hosts_per_segment: int | No
          frontend_tor_uplinks: int | None = None, frontend_aggs_per_pod: int | None = None,
          frontend_agg_uplinks: int | None = None, frontend_core_ports: int | None = None,
          storage_hosts: int | None = None, gpus_per_pcie_switch: int = 1,
-         rail_only: bool = False) -> Fabric:
+         rail_only: bool = False, domain_gpus: int | None = None) -> Fabric:
     """Build an HPN 7.0 fabric (defaults: the published 15,360-GPU pod).
 
     ``segments``, ``hosts_per_segment``, ``backup_hosts``, ``tor_uplinks``, ``aggs_per_plane``
@@ -88,6 +88,9 @@ def hpn7(pods: int = 1, segments: int | None = None, hosts_per_segment: int | No
         the Aggs of their own plane: ``rails`` (``2 x rails``) planes, no cross-rail path
         through the network (the paper's Table 4: 16 planes, 120 segments per pod). Give
         ``segments``: the derived count is for the any-to-any pod.
+    domain_gpus : GPUs of one host on one NVLink domain (its NVSwitch), when larger than
+        ``rails`` (a GB200 NVL72 rack: 72 GPUs on 8 rails, GPU ``g`` on rail ``g % rails``,
+        9 NICs of a rack on each rail's ToR pair). Default: ``rails`` (the HGX host).
 
     Examples
     --------
@@ -116,7 +119,9 @@ def hpn7(pods: int = 1, segments: int | None = None, hosts_per_segment: int | No
     speeds = {"port_speed": parse_bandwidth(port_speed, "port_speed"),
               "up_speed": parse_bandwidth(uplink_speed, "uplink_speed"),
               "chip": parse_bandwidth(chip, "chip")}
-    derived = _derived(speeds["chip"], speeds["port_speed"], ports_per_nic, mode, peer_links)
+    domain = None if domain_gpus is None else _domain(rails, domain_gpus)
+    derived = _derived(speeds["chip"], speeds["port_speed"], ports_per_nic, mode, peer_links,
+                       1 if domain is None else domain // rails)
 
     def given(value, name):
         return derived[name] if value is None else value
@@ -135,7 +140,8 @@ def hpn7(pods: int = 1, segments: int | None = None, hosts_per_segment: int | No
                                         f"got {tor_uplinks}")
     spec = TieredSpec(
         template="hpn7", pods=pods, segments=segments, hosts=hosts, backups=backups,
-        gpus_per_host=rails, rail_optimized=True, sides=1 if single else 2,
+        gpus_per_host=rails if domain is None else domain, rail_groups=None if domain is None
+        else rails, rail_optimized=True, sides=1 if single else 2,
         ports_per_nic=ports_per_nic, port_speed=speeds["port_speed"],
         tor_uplinks=tor_uplinks, aggs_per_plane=aggs,
         plane_by=_plane_by(dual_plane and not single, rail_only), agg_uplinks=agg_up,
@@ -177,19 +183,30 @@ def hpn7_derived(**options) -> dict[str, int]:
     d = {name: p.default for name, p in inspect.signature(hpn7).parameters.items()}
     d.update(options)
     mode = choice(d["dual_tor"], "dual_tor", DUAL_TOR_MODES)
+    per_rail = 1 if d["domain_gpus"] is None else _domain(d["rails"], d["domain_gpus"]) \
+        // d["rails"]
     return _derived(parse_bandwidth(d["chip"], "chip"),
                     parse_bandwidth(d["port_speed"], "port_speed"),
                     positive_int(d["ports_per_nic"], "ports_per_nic"), mode,
-                    positive_int(d["peer_links"], "peer_links"))
+                    positive_int(d["peer_links"], "peer_links"), per_rail)
+
+
+def _domain(rails, domain_gpus) -> int:
+    rails = positive_int(rails, "rails")
+    domain = positive_int(domain_gpus, "domain_gpus")
+    if domain % rails:
+        raise InputError("domain_gpus", f"must be a multiple of rails={rails} (each rail takes "
+                                        f"the same GPUs of every domain), got {domain}")
+    return domain
 
 
 def _derived(chip: float, port_speed: float, ports_per_nic: int, mode: str,
-             peer_links: int) -> dict[str, int]:
+             peer_links: int, gpus_per_rail: int = 1) -> dict[str, int]:
     """Counts hpn7 derives for a chip and NIC, at its default ToR-Agg link speed."""
     d = inspect.signature(hpn7).parameters
     return hpn7_sizes(chip, port_speed, ports_per_nic,
                       parse_bandwidth(d["uplink_speed"].default, "uplink_speed"), mode,
-                      peer_links)
+                      peer_links, gpus_per_rail)
 
 
 def _reference(mode: str, derived: dict[str, int]) -> dict:

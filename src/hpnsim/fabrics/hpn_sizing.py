@@ -31,15 +31,20 @@ HPN_TORS_PER_PLANE = 8
 
 
 def hpn7_sizes(chip: float, port_speed: float, ports_per_nic: int, uplink_speed: float,
-               dual_tor: str, peer_links: int) -> dict[str, int]:
+               dual_tor: str, peer_links: int, gpus_per_rail: int = 1) -> dict[str, int]:
     """hpn7's derived defaults for a chip and NIC (bytes/s); see the module docstring.
+
+    ``gpus_per_rail``: GPUs a host puts on one rail (1 on an HGX host; 9 for an NVL72 rack on
+    8 rails). Uplinks stop at 1:1 (more would carry nothing a ToR's hosts send).
 
     >>> hpn7_sizes(51.2e12 / 8, 25e9, 2, 50e9, "nonstacked", 1)
     {'hosts_per_segment': 128, 'backup_hosts': 8, 'tor_uplinks': 60, 'aggs_per_plane': 60, 'agg_core_uplinks': 8, 'segments': 15}
     >>> hpn7_sizes(102.4e12 / 8, 25e9, 2, 50e9, "nonstacked", 1)["segments"]
     30
+    >>> hpn7_sizes(51.2e12 / 8, 25e9, 2, 50e9, "nonstacked", 1, gpus_per_rail=9)["tor_uplinks"]
+    63
     """
-    per_tor = ports_per_nic if dual_tor == "single" else ports_per_nic // 2
+    per_tor = (ports_per_nic if dual_tor == "single" else ports_per_nic // 2) * gpus_per_rail
     hosts = max(1, int(chip / 2 / (per_tor * port_speed) + 1e-9))
     backups = int(hosts * BACKUP_SHARE + 1e-9)
     peer = peer_links if dual_tor == "stacked" else 0
@@ -47,7 +52,8 @@ def hpn7_sizes(chip: float, port_speed: float, ports_per_nic: int, uplink_speed:
         backups = max(0, backups - math.ceil(peer * uplink_speed / (per_tor * port_speed)
                                              - 1e-9))
     left = chip - (hosts + backups) * per_tor * port_speed - peer * uplink_speed
-    uplinks = max(1, int(left / uplink_speed + 1e-9))
+    full = math.ceil(hosts * per_tor * port_speed / uplink_speed - 1e-9)   # 1:1
+    uplinks = max(1, min(full, int(left / uplink_speed + 1e-9)))
     radix = int(chip / uplink_speed + 1e-9)
     agg_up = max(1, math.ceil(radix / (AGG_CORE_RATIO + 1) - 1e-9))
     segments = max(1, (radix - agg_up) // HPN_TORS_PER_PLANE)

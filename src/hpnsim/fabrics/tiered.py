@@ -64,6 +64,8 @@ class TieredSpec:
     frontend: FrontendSpec | None = None   # HPN frontend network (see frontend.py)
     gpus_per_pcie_switch: int = 1          # GPUs sharing one PCIe switch and its NIC
     gpus_field: str = "gpus_per_host"      # the builder's parameter for GPUs per host
+    rail_groups: int | None = None         # rails when fewer than the host's NICs (a host
+    #                                        larger than its rails: an NVL72 rack on 8 rails)
     # For port-check errors: builder parameter of each spec field, and the spec values of
     # the builder's defaults. A switch over its chip budget then names the parameter that
     # pushes it over (see _check_switch); without them the error names hosts_field
@@ -98,7 +100,8 @@ _FIX = {"plane_by": "set {} true", "aggs_per_plane": "raise {}", "chip": "raise 
 def _shape(s: TieredSpec) -> tuple[int, int, int]:
     """(ToR groups per segment, planes, ToRs of one plane per segment). Rail-optimized:
     one group per NIC of a host (per GPU, or per PCIe switch when GPUs share a NIC)."""
-    groups = s.gpus_per_host // s.gpus_per_pcie_switch if s.rail_optimized else 1
+    groups = (s.rail_groups or s.gpus_per_host // s.gpus_per_pcie_switch) \
+        if s.rail_optimized else 1
     planes = {"side": s.sides, "group": groups, "group_side": groups * s.sides,
               "none": 1}[s.plane_by]
     return groups, planes, groups * s.sides // planes
@@ -210,7 +213,7 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
                     plane=tor_side if s.sides > 1 else -1)
     lat = s.hop_latency
     g = np.arange(len(gpu), dtype=np.int32)
-    group_of_gpu = (g % s.gpus_per_host) // k if s.rail_optimized else 0
+    group_of_gpu = (g % s.gpus_per_host) // k % groups if s.rail_optimized else 0
     first_tor = tor[0] + ((g // s.gpus_per_host) // s.hosts * groups + group_of_gpu) * s.sides
     bonded = tor_ports_per_nic * s.port_speed
     for side in range(s.sides):  # one cable per NIC: a shared NIC's first GPU's ToR
