@@ -146,6 +146,8 @@ def test_nvl72_racks_as_hosts_and_their_rails():
     f = hpn7(domain_gpus=72, segments=1)   # the builder: 72-GPU hosts on one NVSwitch
     assert (f.n_gpus, f.gpus_per_host, f.meta["tiers"]["tor"]["up_ports"]) == (1008, 72, 63)
     assert f.nodes_where(kind=NodeKind.NVSWITCH).size == 14
+    # --gpus sizes in whole segments of 14 racks: 3,000 GPUs -> 3 x 1,008
+    assert build_fabric("hpn7", {"domain_gpus": "72", "gpus": "3000"}).n_gpus == 3024
     # 72 rails: a segment is 72 ToR pairs x 128 = 9,216 GPUs in one hop, but a segment then
     # takes 72 of an Agg's 120 down ports: one segment a pod
     x = evaluate(design_inputs(domain="nvl72", rails=72), HPN)

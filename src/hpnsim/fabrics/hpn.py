@@ -61,7 +61,8 @@ def hpn7(pods: int = 1, segments: int | None = None, hosts_per_segment: int | No
     hosts_per_segment, backup_hosts : active and backup hosts per segment (defaults on 51.2T
         128 and 8; 64 and 4 with ``dual_tor="single"``; 6 backups with ``"stacked"``). Backup hosts are
         not built as nodes: they take ToR ports (port check, bill of materials) only.
-    rails : GPUs (and NICs) per host. ports_per_nic, port_speed : NIC ports and their speed.
+    rails : rails (ToR groups of a segment), and GPUs (and NICs) per host unless
+        ``domain_gpus`` is given. ports_per_nic, port_speed : NIC ports and their speed.
     uplink_speed, tor_uplinks, aggs_per_plane : ToR uplinks, spread evenly over the Aggs of
         the ToR's plane (``tor_uplinks`` must be a multiple of ``aggs_per_plane``).
     agg_core_uplinks : uplinks per Agg toward the core (reserved when ``pods == 1``).

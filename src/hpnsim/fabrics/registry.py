@@ -52,7 +52,7 @@ def option_default(template: str, name: str, options: dict[str, Any] | None = No
     if default is None and template == "hpn7":
         derived = hpn7_derived(**{k: v for k, v in options.items()
                                   if k in ("chip", "port_speed", "ports_per_nic", "dual_tor",
-                                           "peer_links")})
+                                           "peer_links", "rails", "domain_gpus")})
         return derived.get(name)
     return default
 
@@ -140,7 +140,8 @@ def size_options(template: str, gpus: int, options: dict[str, Any] | None = None
 
     if template == "hpn7":
         hosts = option_default(template, "hosts_per_segment", opts)
-        sized = _fill(hosts * get("rails"), option_default(template, "segments", opts), gpus,
+        per_host = get("domain_gpus") or get("rails")
+        sized = _fill(hosts * per_host, option_default(template, "segments", opts), gpus,
                       partial_pod="pods" not in opts)
     elif template in ("dcn_plus", "rail_optimized"):
         per_host = get("gpus_per_host") if template == "dcn_plus" else get("rails")
@@ -176,6 +177,7 @@ def sizing_unit(template: str, options: dict[str, Any]) -> str:
     per_host = get("gpus_per_host") if template == "dcn_plus" else get("rails")
     if template == "hpn7":
         hosts = option_default(template, "hosts_per_segment", options)
+        per_host = get("domain_gpus") or per_host
         return f"whole segments of {hosts * per_host:,} GPUs: {hosts} hosts x {per_host} GPUs"
     hosts = get("hosts_per_segment")
     if template == "rail_only" or get("pods") == 1:

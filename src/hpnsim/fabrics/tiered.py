@@ -5,8 +5,8 @@ A *segment* is the set of hosts under one group of ToRs. Inside a segment there 
 group 0), and its port ``p`` goes to side ``p`` (dual ToR) or, with one side, all ports are
 bonded into one ACCESS link pair. ToRs link evenly to every Agg of their *plane*; the planes
 split the Aggs of a pod by ToR side (HPN dual-plane), by ToR group (rail-only), by both
-(rail-only on two planes: HPN's Table 4), or not at all. The last pod may hold fewer segments (``last_pod_segments``): its Aggs are all built,
-their down ports partly used. With more than one pod, Agg uplink ``u`` of Agg ``j`` goes to core ``(plane, u, j // q)``,
+(rail-only on two planes: HPN's Table 4), or not at all. The last pod may hold fewer
+segments (``last_pod_segments``): its Aggs are all built, their down ports partly used. With more than one pod, Agg uplink ``u`` of Agg ``j`` goes to core ``(plane, u, j // q)``,
 where ``q`` Aggs per pod share a core (as many as the core's ports allow): a fat-tree when
 ``q == 1``.
 """
