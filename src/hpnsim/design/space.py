@@ -1,8 +1,9 @@
 """The design space: every member of the family for one set of inputs, sized and costed.
 
 A design is sized to the target GPU count in whole segments (two tiers: one pod, all its
-Aggs built) or whole pods (three tiers: a core joins them); without a target, to its
-largest: one full pod, or as many pods as the core has ports. A power budget caps either:
+Aggs built; three tiers: at least two pods joined by a core, the last one partial for
+rail-optimized designs, whose template ``hpn7`` builds one, else whole pods); without a
+target, to its largest: one full pod, or as many pods as the core has ports. A power budget caps either:
 the largest size whose total power (GPUs, backup hosts, network) fits it.
 """
 
