@@ -227,8 +227,10 @@ def test_figure_plots_scale_against_cost():
     (["--compare", "allreduce:1G"], "--compare"),
     (["--compare", "allreduce:1G:2048", "--designs", "nope"], "--designs"),
     (["--designs", "2tier-dualtor"], "--designs"),
+    (["--compare", "train:nope:8:1:2"], "--compare"),
+    (["--compare", "train:llama3-8b:8:0:2"], "--compare"),
 ], ids=["nic-speed", "agg-oversub", "tor-oversub", "domain", "chip", "rails", "emit",
-        "power", "compare", "designs", "designs-alone"])
+        "power", "compare", "designs", "designs-alone", "train-model", "train-degree"])
 def test_bad_input_is_one_line_and_exit_2(args, flag):
     result = runner.invoke(app, ["design", *args])
     assert result.exit_code == 2
@@ -254,6 +256,15 @@ def test_compare_runs_one_collective_on_the_named_designs():
     direct = run_collective(build_fabric(template, options), "allreduce", range(2048),
                             work.size, routing="hpn_dual_plane")
     assert hpn["busbw_GBps"] == pytest.approx(direct.busbw / 1e9)
+    # one training iteration: the same hosts compute alike and TP stays on NVLink; only the
+    # DP all-reduce across hosts sees the network, less exposed on HPN's planes
+    work = parse_workload("train:llama3-8b:8:1:32")
+    d = design_inputs(gpus=work.gpus)
+    hpn, single_plane = compare(d, pick(design_space(d), work, [
+        "2tier-dualtor-rail-dualplane", "2tier-dualtor-rail"]), work)
+    assert hpn["compute_time_s"] == pytest.approx(single_plane["compute_time_s"])
+    assert hpn["exposed_comm_s"]["tp"] == pytest.approx(single_plane["exposed_comm_s"]["tp"])
+    assert hpn["exposed_comm_s"]["dp"] < single_plane["exposed_comm_s"]["dp"]
     # rail-only designs cannot carry a collective across rails through the network
     with pytest.raises(Exception, match="rail-only"):
         pick(space, work, ["2tier-dualtor-rail-dualplane-railonly"])

@@ -44,9 +44,10 @@ def register(app: typer.Typer) -> None:
                                         "HPN paper's Table 2 and Table 4) for this chip."),
         emit: str = typer.Option(None, "--emit", help="Print the hpnsim fabric command and "
                                  "the scenario fabric block that build design NAME."),
-        compare_work: str = typer.Option(None, "--compare", help="Run one collective, "
-                                         "OP:SIZE:GPUS (e.g. allreduce:1GiB:2048), on the "
-                                         "top three designs (or --designs) side by side."),
+        compare_work: str = typer.Option(None, "--compare", help="Run one workload on the "
+                                         "top three designs (or --designs) side by side: a "
+                                         "collective OP:SIZE:GPUS (allreduce:1GiB:2048) or "
+                                         "an iteration train:MODEL:TP:PP:DP."),
         designs_named: str = typer.Option(None, "--designs", help="Comma-separated design "
                                           "names for --compare."),
         json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -87,12 +88,13 @@ def register(app: typer.Typer) -> None:
             names = None if designs_named is None else [
                 n.strip() for n in designs_named.split(",") if n.strip()]
             rows = compare(inputs, pick(design_space(inputs), work, names), work)
+            what = (f"{work.model} TP {work.tp} PP {work.pp} DP {work.dp}" if work.model
+                    else f"{work.op} of {compare_work.split(':')[1]}")
             if json_out:
-                emit_json({"inputs": head, "workload": {"op": work.op, "size": work.size,
+                emit_json({"inputs": head, "workload": {"spec": compare_work,
                                                         "gpus": work.gpus}, "compare": rows})
             else:
-                typer.echo(compare_table(rows, f"{work.op} of {compare_work.split(':')[1]} on "
-                                               f"{work.gpus:,} GPUs"))
+                typer.echo(compare_table(rows, f"{what} on {work.gpus:,} GPUs"))
             return
         if ladder_out:
             steps = [s.to_dict() for s in ladder(inputs)]

@@ -1,11 +1,12 @@
-"""One collective on the top designs side by side (``hpnsim design --compare``).
+"""One workload on the top designs side by side (``hpnsim design --compare``).
 
-Each design is built by its emitted template (sized for at least the collective's GPUs), the
-collective runs on its first GPUs (whole hosts, then segments: what a scheduler packing a job
-would hand it) under the routing the design was made for: HPN's dual-plane routing on a
-dual-plane ``hpn7`` fabric, ECMP elsewhere. Rail-only designs are left out: a collective
-across rails has no path through their network (it would relay over NVLink, which the fabric
-model does not route).
+The workload is a collective (``allreduce:1GiB:2048``) or one training iteration
+(``train:llama3-8b:8:1:32``: model, TP, PP, DP; TP inside a host). Each design is built by its
+emitted template (sized for at least the workload's GPUs); the workload runs on its first
+GPUs (whole hosts, then segments: what a scheduler packing a job would hand it) under the
+routing the design was made for: HPN's dual-plane routing on a dual-plane rail-optimized
+fabric, ECMP elsewhere. Rail-only designs are left out: traffic across rails has no path
+through their network (it would relay over NVLink, which the fabric model does not route).
 """
 
 from __future__ import annotations
@@ -25,28 +26,56 @@ OPS = ("allreduce", "allgather", "reducescatter", "alltoall")
 
 @dataclass(frozen=True)
 class Workload:
-    """A collective: ``op`` of ``size`` bytes on ``gpus`` GPUs."""
+    """A collective (``op`` of ``size`` bytes) or, with ``model``, a training iteration
+    (``tp x pp x dp``), on ``gpus`` GPUs."""
 
     op: str
     size: float
     gpus: int
+    model: str = ""
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+
+
+def _train(parts: list[str], text, field: str) -> Workload:
+    if len(parts) != 5:
+        raise InputError(field, f"give train:MODEL:TP:PP:DP, e.g. train:llama3-8b:8:1:32, "
+                                f"got {text!r}")
+    try:
+        tp, pp, dp = (int(p) for p in parts[2:])
+    except ValueError:
+        tp = pp = dp = 0
+    if min(tp, pp, dp) < 1:
+        raise InputError(field, f"TP, PP and DP must be integers >= 1, got {text!r}")
+    from hpnsim.workloads import models
+
+    try:
+        models.get(parts[1])   # an unknown model is refused before anything is built
+    except InputError as error:
+        raise InputError(field, error.message) from None
+    return Workload("train", 0.0, tp * pp * dp, parts[1], tp, pp, dp)
 
 
 def parse_workload(text, field: str = "compare") -> Workload:
-    """``"allreduce:1G:1024"`` -> Workload.
+    """``"allreduce:1G:1024"`` or ``"train:MODEL:TP:PP:DP"`` -> Workload.
 
     >>> parse_workload("allreduce:1GiB:1024")
-    Workload(op='allreduce', size=1073741824.0, gpus=1024)
+    Workload(op='allreduce', size=1073741824.0, gpus=1024, model='', tp=1, pp=1, dp=1)
+    >>> parse_workload("train:llama3-8b:8:1:4").gpus
+    32
     >>> parse_workload("allreduce:1G")
     Traceback (most recent call last):
     hpnsim.errors.InputError: compare: give OP:SIZE:GPUS, e.g. allreduce:1GiB:1024, got 'allreduce:1G'
     """
     parts = str(text).split(":")
+    if parts[0] == "train":
+        return _train(parts, text, field)
     if len(parts) != 3:
         raise InputError(field, f"give OP:SIZE:GPUS, e.g. allreduce:1GiB:1024, got {text!r}")
     op, size, gpus = parts
     if op not in OPS:
-        raise InputError(field, f"op must be one of {', '.join(OPS)}, got {op!r}")
+        raise InputError(field, f"op must be one of {', '.join(OPS)} or train, got {op!r}")
     try:
         n = int(gpus)
     except ValueError:
@@ -100,10 +129,24 @@ def compare(d: DesignInputs, designs: list[Design], work: Workload) -> list[dict
         template, options = template_options(d, x)
         fabric = build_fabric(template, options)
         routing = routing_for(x)
-        r = run_collective(fabric, work.op, range(work.gpus), work.size, routing=routing)
-        rows.append({"name": x.name, "template": template, "routing": routing,
-                     "gpus_built": fabric.n_gpus, "algo": r.algo, "time_s": r.time,
-                     "busbw_GBps": r.busbw / 1e9, "bottleneck": r.bottleneck,
-                     "hash_collisions": int(r.hash_collisions),
-                     "cost_per_gpu_usd": x.bill["cost_per_gpu_usd"]})
+        row = {"name": x.name, "template": template, "routing": routing,
+               "gpus_built": fabric.n_gpus, "cost_per_gpu_usd": x.bill["cost_per_gpu_usd"]}
+        if work.model:
+            row.update(_iteration(fabric, work, routing))
+        else:
+            r = run_collective(fabric, work.op, range(work.gpus), work.size, routing=routing)
+            row.update({"algo": r.algo, "time_s": r.time, "busbw_GBps": r.busbw / 1e9,
+                        "bottleneck": r.bottleneck, "hash_collisions": int(r.hash_collisions)})
+        rows.append(row)
     return rows
+
+
+def _iteration(fabric, work: Workload, routing: str) -> dict[str, Any]:
+    """One training iteration of ``work`` on ``fabric``: its time and what is exposed."""
+    from hpnsim.training import TrainJob, simulate_iteration
+
+    job = TrainJob(work.model, tp=work.tp, pp=work.pp, dp=work.dp)
+    r = simulate_iteration(job, fabric, routing=routing)
+    return {"iteration_time_s": r.iteration_time, "compute_time_s": r.compute_time,
+            "exposed_comm_s": dict(r.exposed_comm), "tokens_per_second": r.tokens_per_second,
+            "mfu": r.mfu}

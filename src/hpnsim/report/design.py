@@ -71,6 +71,15 @@ def compare_table(rows: list[dict[str, Any]], title: str) -> str:
     ------  -------  ----  -------  ----------  ---------------  -----  ----------
     a       ecmp     ring   10.000        40.0                3  2,229  x
     """
+    if rows and "iteration_time_s" in rows[0]:
+        headers = ["design", "routing", "iteration ms", "exposed TP ms", "exposed DP ms",
+                   "tokens/s", "MFU", "$/GPU"]
+        body = [[r["name"], r["routing"], f"{r['iteration_time_s'] * 1e3:.2f}",
+                 f"{r['exposed_comm_s'].get('tp', 0.0) * 1e3:.2f}",
+                 f"{r['exposed_comm_s'].get('dp', 0.0) * 1e3:.2f}",
+                 f"{r['tokens_per_second']:,.0f}", f"{r['mfu']:.3f}",
+                 f"{r['cost_per_gpu_usd']:,.0f}"] for r in rows]
+        return "\n".join([title, *_columns(headers, body, {0, 1})])
     headers = ["design", "routing", "algo", "time ms", "busbw GB/s", "hash collisions",
                "$/GPU", "bottleneck"]
     body = [[r["name"], r["routing"], r["algo"], f"{r['time_s'] * 1e3:.3f}",
