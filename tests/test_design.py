@@ -167,6 +167,10 @@ def test_collectives_and_training_run_on_an_nvl72_fabric():
     r = run_collective(f, "allreduce", range(72), 2**28, algo="ring")
     network = f.link_kind != int(LinkKind.NVLINK)
     assert r.link_bytes[network].sum() == 0 and r.link_bytes.sum() > 0
+    # NVLS across the whole 72-GPU domain: the NVSwitch reduces, nothing leaves the rack
+    nvls = run_collective(f, "allreduce", range(72), 2**28, algo="nvls")
+    assert nvls.algo == "nvls" and nvls.link_bytes[network].sum() == 0
+    assert nvls.busbw > r.busbw
     # across two racks under HPN's routing: one hash decision, no collision
     r = run_collective(f, "allreduce", range(144), 2**28, routing="hpn_dual_plane")
     assert r.hash_collisions == 0 and r.busbw > 0
