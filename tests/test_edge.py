@@ -33,7 +33,7 @@ _WORK = ("hpnsim.scenario.runner.run", "hpnsim.scenario.cluster.run_cluster",
          "hpnsim.training.scaling.scaling_linearity", "hpnsim.training.simulate_iteration",
          "hpnsim.collectives.run_collective", "hpnsim.fabrics.build_fabric",
          "hpnsim.cli.collective.build_fabric", "hpnsim.report.html.write_report",
-         "hpnsim.faults.reliability.compare_designs")
+         "hpnsim.faults.reliability.compare_designs", "hpnsim.design.design_space")
 
 #: a valid, small invocation of every command that writes an output file or folder
 BASE = {
@@ -53,6 +53,7 @@ BASE = {
     "calibrate": ["calibrate", "{logs}"],
     "wiring plan": ["wiring", "plan", "fat_tree", "--k", "4"],
     "kernels": ["kernels", "{trace}"],
+    "design": ["design"],
 }
 
 _OUTPUT_FLAGS = ("--plot", "--out", "--csv", "--parquet", "--trace")

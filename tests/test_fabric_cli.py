@@ -82,7 +82,7 @@ def _one_line_error(result, field):
     (["fabric", "hpn7", "--export", "x", "--format", "dot"], "--format"),
     (["fabric", "hpn7", "--rails", "16"], "--rails"),
     (["fabric", "hpn7", "--dual-plane", "false"], "--dual-plane"),
-    (["fabric", "hpn7", "--chip", "25.6T"], "--chip"),
+    (["fabric", "hpn7", "--chip", "25.6T", "--segments", "15"], "--chip"),
 ])
 def test_cli_bad_input_exits_2_with_one_line(args, field):
     _one_line_error(runner.invoke(app, args), field)
@@ -160,8 +160,9 @@ def test_unit_overrides_accept_new_chips_and_zero():
     bom = bill_of_materials(f, units={"switch_204.8T": {"power_w": 3000, "cost_usd": 1e5},
                                       "1600G-SM": {"power_w": 25, "cost_usd": 2000},
                                       "gpu": {"power_w": 0}})
-    assert bom["power_w"]["switches"] == (16 + 120) * 3000.0  # 16 ToRs, 2 x 60 Aggs
-    assert bom["cost_usd"]["switches"] == (16 + 120) * 1e5
+    # 16 ToRs; the chip sizes the Aggs: (204.8T - 544 x 200G) / 400G = 240 a plane
+    assert bom["power_w"]["switches"] == (16 + 480) * 3000.0
+    assert bom["cost_usd"]["switches"] == (16 + 480) * 1e5
     assert bom["power_w"]["gpus"] == 0.0 and bom["power_w"]["backup_hosts"] == 0.0
 
 
@@ -205,8 +206,9 @@ def test_switch_25_6T_power_follows_the_hpn_fact():
     # next generation: an estimate, the same +45% step again
     assert UNIT_TABLE["switch_102.4T"]["power_w"] / UNIT_TABLE["switch_51.2T"]["power_w"] == \
         pytest.approx(1.45)
+    # 102.4T sizes its own pod: 480 ToRs and 240 Aggs (HPN 8.0 class, 61,440 GPUs)
     assert bill_of_materials(hpn7(chip="102.4T"))["power_w"]["switches"] == \
-        pytest.approx(360 * 1500.0 * 1.45)
+        pytest.approx(720 * 1500.0 * 1.45)
 
 
 def test_compare_keeps_row_groups_together():

@@ -222,7 +222,6 @@ def _agg_tbps(segments, tors_per_plane, links_per_tor, up=8):
     ({"agg_core_uplinks": 16}, "agg_core_uplinks", _agg_tbps(15, 8, 1, up=16)),
     # ToR: (128 + 8) x 200G down + 60 x 800G up
     ({"uplink_speed": "800G"}, "uplink_speed", 136 * 0.2 + 60 * 0.8),
-    ({"chip": "25.6T"}, "chip", 136 * 0.2 + 60 * 0.4),
 ])
 def test_chip_budget_error_names_the_parameter(kwargs, field, need):
     with pytest.raises(InputError) as info:
@@ -230,6 +229,31 @@ def test_chip_budget_error_names_the_parameter(kwargs, field, need):
     assert info.value.field == field
     assert f"would need {need:.1f} Tbps" in info.value.message
     assert f"set by {field} (at its default it would fit)" in info.value.message
+
+
+def test_chip_sizes_the_pod_by_hand_derived_radix():
+    # 25.6T, 2 x 200G NICs: ToR 12.8T / 200G = 64 active + 64/16 = 4 backup ports, then
+    # (25.6T - 68 x 200G) / 400G = 30 uplinks to 30 Aggs a plane; an Agg has 25.6T / 400G
+    # = 64 ports, 64/16 = 4 up, 60 down: 60 // 8 ToRs of a plane = 7 segments of 512 GPUs
+    f = hpn7(chip="25.6T")
+    assert (f.n_gpus, f.meta["hosts_per_segment"], f.meta["backup_hosts_per_segment"]) == \
+        (7 * 64 * 8, 64, 4)
+    assert f.meta["tiers"]["tor"]["up_ports"] == 30 and f.meta["tiers"]["agg"]["up_ports"] == 4
+    assert (f.nodes_where(kind=NodeKind.TOR).size, f.nodes_where(kind=NodeKind.AGG).size) == \
+        (7 * 16, 2 * 30)
+    # 102.4T: 256 + 16 ports of 200G, (102.4T - 272 x 200G) / 400G = 120 uplinks; Agg 256
+    # ports, 16 up, 240 down: 30 segments of 2,048 GPUs (HPN 8.0 class)
+    g = hpn7(chip="102.4T")
+    assert (g.n_gpus, g.meta["segments"], g.meta["hosts_per_segment"]) == (61440, 30, 256)
+    assert g.meta["tiers"]["tor"]["up_ports"] == 120 and g.meta["tiers"]["agg"]["up_ports"] == 16
+    assert (g.nodes_where(kind=NodeKind.TOR).size, g.nodes_where(kind=NodeKind.AGG).size) == \
+        (480, 240)
+    # 15 segments do not fit the 25.6T Agg: either the chip or the segments is to blame
+    with pytest.raises(InputError, match=r"would need 49.6 Tbps .* set by chip, segments"):
+        hpn7(chip="25.6T", segments=15)
+    # the single and stacked modes keep their published 51.2T counts
+    assert hpn7(dual_tor="single", segments=1).meta["hosts_per_segment"] == 64
+    assert hpn7(dual_tor="stacked", segments=1).meta["backup_hosts_per_segment"] == 6
 
 
 def test_chip_budget_error_lists_every_contributing_parameter():

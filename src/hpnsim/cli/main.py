@@ -15,6 +15,7 @@ from hpnsim import __version__
 from hpnsim.cli import bench, collective, demo, fabric, kernels, scenario, sweep, train, workload
 from hpnsim.cli import calibrate as calibrate_cli
 from hpnsim.cli import cluster as cluster_cli
+from hpnsim.cli import design as design_cli
 from hpnsim.cli import reliability as reliability_cli
 from hpnsim.cli import report as report_cli
 from hpnsim.cli import wiring as wiring_cli
@@ -45,7 +46,7 @@ def _root(
 
 
 for module in (demo, scenario, fabric, collective, workload, train, bench, reliability_cli,
-               report_cli, sweep, cluster_cli, calibrate_cli, wiring_cli, kernels):
+               report_cli, sweep, cluster_cli, calibrate_cli, wiring_cli, kernels, design_cli):
     module.register(app)
 
 

@@ -29,7 +29,8 @@ def dcn_plus(pods: int = 1, segments: int = 4, hosts_per_segment: int = 16,
              aggs_per_pod: int = 8, agg_core_uplinks: int = 64, dual_tor: str = "nonstacked",
              peer_links: int = 1, chip: str = "51.2T", core_ports: int | None = None,
              nvlink: str = "400GB/s", pcie: str = "Gen5x16", hop_latency: str = "1us",
-             host_latency: str = "0.5us", gpus_per_pcie_switch: int = 1) -> Fabric:
+             host_latency: str = "0.5us", gpus_per_pcie_switch: int = 1,
+             dual_plane: bool = False) -> Fabric:
     """Alibaba DCN+: 3-tier Clos, dual ToR, full bisection, not rail-optimized.
 
     Every NIC of a host connects (port 0 / port 1) to its segment's ToR pair: 16 hosts
@@ -38,6 +39,8 @@ def dcn_plus(pods: int = 1, segments: int = 4, hosts_per_segment: int = 16,
     ``gpus_per_pcie_switch = k > 1`` puts every ``k`` GPUs of a host under one PCIe switch
     with one NIC (``gpus_per_host / k`` NICs per host, each ``ports_per_nic x
     port_speed``): those GPUs share the switch's ``pcie`` link to the NIC and its ports.
+    ``dual_plane`` (dual ToR only): ToR side ``p`` links only to the ``aggs_per_pod / 2``
+    Aggs of plane ``p``, as in HPN.
 
     >>> f = dcn_plus(segments=1, hosts_per_segment=2, gpus_per_pcie_switch=2)
     >>> int(f.gpu_nic[0] == f.gpu_nic[1]), int(f.gpu_nic[1] == f.gpu_nic[2])
@@ -52,6 +55,10 @@ def dcn_plus(pods: int = 1, segments: int = 4, hosts_per_segment: int = 16,
     if mode != "single" and ports_per_nic != 2:
         raise InputError("ports_per_nic", f"dual_tor={mode!r} needs 2 NIC ports, got "
                                           f"{ports_per_nic}; use dual_tor='single'")
+    aggs = positive_int(aggs_per_pod, "aggs_per_pod")
+    if dual_plane and (mode == "single" or aggs % 2):
+        raise InputError("dual_plane", f"needs a dual ToR and an even aggs_per_pod, got "
+                                       f"dual_tor={mode!r}, aggs_per_pod={aggs}")
     spec = TieredSpec(
         template="dcn_plus", pods=positive_int(pods, "pods"),
         segments=positive_int(segments, "segments"),
@@ -60,14 +67,15 @@ def dcn_plus(pods: int = 1, segments: int = 4, hosts_per_segment: int = 16,
         gpus_per_host=positive_int(gpus_per_host, "gpus_per_host"), rail_optimized=False,
         sides=1 if mode == "single" else 2, ports_per_nic=ports_per_nic,
         tor_uplinks=positive_int(tor_uplinks, "tor_uplinks"),
-        aggs_per_plane=positive_int(aggs_per_pod, "aggs_per_pod"), plane_by="none",
+        aggs_per_plane=aggs // 2 if dual_plane else aggs,
+        plane_by="side" if dual_plane else "none",
         agg_uplinks=positive_int(agg_core_uplinks, "agg_core_uplinks"),
         core_ports=None if core_ports is None else positive_int(core_ports, "core_ports"),
         peer_links=positive_int(peer_links, "peer_links") if mode == "stacked" else 0,
         **_speeds(port_speed, uplink_speed, chip),
         gpus_per_pcie_switch=positive_int(gpus_per_pcie_switch, "gpus_per_pcie_switch"),
         **common_speeds(nvlink, pcie, hop_latency, host_latency))
-    return build_tiered(spec, dual_tor=mode, dual_plane=False)
+    return build_tiered(spec, dual_tor=mode, dual_plane=dual_plane)
 
 
 def rail_optimized(pods: int = 1, segments: int = 8, hosts_per_segment: int = 64,

@@ -10,7 +10,7 @@ from typing import Any
 from hpnsim.errors import InputError
 from hpnsim.fabrics.clos import dcn_plus, fat_tree, rail_only, rail_optimized
 from hpnsim.fabrics.fabric import Fabric
-from hpnsim.fabrics.hpn import hpn7
+from hpnsim.fabrics.hpn import hpn7, hpn7_derived
 from hpnsim.fabrics.lingjun import from_lingjun
 from hpnsim.fabrics.tiered import PLAN_ONLY, Planned
 
@@ -36,6 +36,25 @@ def template_parameters(template: str) -> dict[str, tuple[type, Any]]:
         args = [a for a in typing.get_args(kind) if a is not type(None)]
         out[name] = (args[0] if args else kind, param.default)
     return out
+
+
+def option_default(template: str, name: str, options: dict[str, Any] | None = None) -> Any:
+    """The value a template takes for ``name`` when the typed ``options`` leave it out: its
+    signature's default, or for hpn7's counts the value derived from its chip and NIC.
+
+    >>> option_default("hpn7", "segments"), option_default("hpn7", "segments", {"chip": "102.4T"})
+    (15, 30)
+    """
+    options = options or {}
+    if name in options:
+        return options[name]
+    default = template_parameters(template)[name][1]
+    if default is None and template == "hpn7":
+        derived = hpn7_derived(**{k: v for k, v in options.items()
+                                  if k in ("chip", "port_speed", "ports_per_nic", "dual_tor",
+                                           "peer_links", "rails", "domain_gpus")})
+        return derived.get(name)
+    return default
 
 
 def _builder(template: str) -> Callable[..., Fabric]:
@@ -120,8 +139,9 @@ def size_options(template: str, gpus: int, options: dict[str, Any] | None = None
         return opts.get(name, params[name][1])
 
     if template == "hpn7":
-        hosts = get("hosts_per_segment") or (64 if get("dual_tor") == "single" else 128)
-        sized = _fill(hosts * get("rails"), opts.get("segments", 15), gpus,
+        hosts = option_default(template, "hosts_per_segment", opts)
+        per_host = get("domain_gpus") or get("rails")
+        sized = _fill(hosts * per_host, option_default(template, "segments", opts), gpus,
                       partial_pod="pods" not in opts)
     elif template in ("dcn_plus", "rail_optimized"):
         per_host = get("gpus_per_host") if template == "dcn_plus" else get("rails")
@@ -156,7 +176,8 @@ def sizing_unit(template: str, options: dict[str, Any]) -> str:
         return "a k-ary fat-tree has k^3/4 GPUs, k even"
     per_host = get("gpus_per_host") if template == "dcn_plus" else get("rails")
     if template == "hpn7":
-        hosts = get("hosts_per_segment") or (64 if get("dual_tor") == "single" else 128)
+        hosts = option_default(template, "hosts_per_segment", options)
+        per_host = get("domain_gpus") or per_host
         return f"whole segments of {hosts * per_host:,} GPUs: {hosts} hosts x {per_host} GPUs"
     hosts = get("hosts_per_segment")
     if template == "rail_only" or get("pods") == 1:

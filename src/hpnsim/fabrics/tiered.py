@@ -4,9 +4,9 @@ A *segment* is the set of hosts under one group of ToRs. Inside a segment there 
 ``groups`` x ``sides`` ToRs: a NIC on rail ``r`` uses group ``r`` when rail-optimized (else
 group 0), and its port ``p`` goes to side ``p`` (dual ToR) or, with one side, all ports are
 bonded into one ACCESS link pair. ToRs link evenly to every Agg of their *plane*; the planes
-split the Aggs of a pod by ToR side (HPN dual-plane), by ToR group (rail-only), or not at
-all. The last pod may hold fewer segments (``last_pod_segments``): its Aggs are all built,
-their down ports partly used. With more than one pod, Agg uplink ``u`` of Agg ``j`` goes to core ``(plane, u, j // q)``,
+split the Aggs of a pod by ToR side (HPN dual-plane), by ToR group (rail-only), by both
+(rail-only on two planes: HPN's Table 4), or not at all. The last pod may hold fewer
+segments (``last_pod_segments``): its Aggs are all built, their down ports partly used. With more than one pod, Agg uplink ``u`` of Agg ``j`` goes to core ``(plane, u, j // q)``,
 where ``q`` Aggs per pod share a core (as many as the core's ports allow): a fat-tree when
 ``q == 1``.
 """
@@ -48,7 +48,7 @@ class TieredSpec:
     port_speed: float
     tor_uplinks: int
     aggs_per_plane: int
-    plane_by: str              # "side", "group" or "none"
+    plane_by: str              # "side", "group", "group_side" or "none"
     agg_uplinks: int           # per Agg toward the core (reserved when pods == 1)
     up_speed: float
     chip: float
@@ -64,6 +64,8 @@ class TieredSpec:
     frontend: FrontendSpec | None = None   # HPN frontend network (see frontend.py)
     gpus_per_pcie_switch: int = 1          # GPUs sharing one PCIe switch and its NIC
     gpus_field: str = "gpus_per_host"      # the builder's parameter for GPUs per host
+    rail_groups: int | None = None         # rails when fewer than the host's NICs (a host
+    #                                        larger than its rails: an NVL72 rack on 8 rails)
     # For port-check errors: builder parameter of each spec field, and the spec values of
     # the builder's defaults. A switch over its chip budget then names the parameter that
     # pushes it over (see _check_switch); without them the error names hosts_field
@@ -98,8 +100,10 @@ _FIX = {"plane_by": "set {} true", "aggs_per_plane": "raise {}", "chip": "raise 
 def _shape(s: TieredSpec) -> tuple[int, int, int]:
     """(ToR groups per segment, planes, ToRs of one plane per segment). Rail-optimized:
     one group per NIC of a host (per GPU, or per PCIe switch when GPUs share a NIC)."""
-    groups = s.gpus_per_host // s.gpus_per_pcie_switch if s.rail_optimized else 1
-    planes = {"side": s.sides, "group": groups, "none": 1}[s.plane_by]
+    groups = (s.rail_groups or s.gpus_per_host // s.gpus_per_pcie_switch) \
+        if s.rail_optimized else 1
+    planes = {"side": s.sides, "group": groups, "group_side": groups * s.sides,
+              "none": 1}[s.plane_by]
     return groups, planes, groups * s.sides // planes
 
 
@@ -209,7 +213,7 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
                     plane=tor_side if s.sides > 1 else -1)
     lat = s.hop_latency
     g = np.arange(len(gpu), dtype=np.int32)
-    group_of_gpu = (g % s.gpus_per_host) // k if s.rail_optimized else 0
+    group_of_gpu = (g % s.gpus_per_host) // k % groups if s.rail_optimized else 0
     first_tor = tor[0] + ((g // s.gpus_per_host) // s.hosts * groups + group_of_gpu) * s.sides
     bonded = tor_ports_per_nic * s.port_speed
     for side in range(s.sides):  # one cable per NIC: a shared NIC's first GPU's ToR
@@ -224,7 +228,8 @@ def build_tiered(spec: TieredSpec, **meta) -> Fabric:
     a = np.arange(n_agg, dtype=np.int32)
     agg = asm.nodes(NodeKind.AGG, n_agg, tier=2, pod=a // (planes * aggs),
                     plane=(a // aggs) % planes if planes > 1 else -1, index=a % aggs)
-    tor_plane = {"side": tor_side, "group": tor_group, "none": 0 * tor_side}[s.plane_by]
+    tor_plane = {"side": tor_side, "group": tor_group,
+                 "group_side": tor_group * s.sides + tor_side, "none": 0 * tor_side}[s.plane_by]
     first_agg = agg[0] + (tor_seg // s.segments * planes + tor_plane) * aggs
     slots = np.arange(s.tor_uplinks, dtype=np.int32) // per_pair
     asm.cables(np.repeat(tor, s.tor_uplinks), (first_agg[:, None] + slots).ravel(),

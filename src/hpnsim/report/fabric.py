@@ -67,14 +67,15 @@ def built_for_gpus(report: dict[str, Any]) -> int | None:
     >>> built_for_gpus({"template": "hpn7", "gpus": 15360, "options": {"segments": 15}}) is None
     True
     """
-    from hpnsim.fabrics.registry import template_parameters
+    from hpnsim.fabrics.registry import option_default, template_parameters
 
     options = report.get("options") or {}
     params = template_parameters(report["template"])
     if "pods" not in params or "segments" not in params or options.get("pods", 1) != 1:
         return None
-    segments = int(options.get("segments", params["segments"][1]))
-    full = int(params["segments"][1])
+    unsized = {k: v for k, v in options.items() if k != "segments"}
+    full = int(option_default(report["template"], "segments", unsized))
+    segments = int(options.get("segments", full))
     if segments >= full:
         return None
     return report["gpus"] // segments * full
