@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpnsim.collectives.closed_form.cost import latency_family
+from hpnsim.collectives.closed_form.cost import schedule_latencies
 from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.collectives.planning.options import CollectiveOptions
 from hpnsim.collectives.planning.plan import RoutedSchedule, plan_collective
@@ -140,7 +140,7 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
 
     sch = plan.schedule
     payload = payload_paths(sch, plan.paths, plan.nccl)
-    base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
+    base, nvlink_hop, net_hop = schedule_latencies(sch, plan.algo, plan.protocol, plan.nccl)
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
     label = name or f"{sch.op}/{plan.algo}"
     deps = [int(d) for d in (deps if not isinstance(deps, int | np.integer) else [deps])]
