@@ -70,7 +70,7 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
         if stage.deps:
             stage_deps = [t for d in stage.deps for t in stage_tasks[d]]
         else:
-            latency += base
+            latency += base + compiled.fill
             stage_deps = deps
         wire = stage.size / efficiency
         if stage.coupled:

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from hpnsim.collectives.closed_form.nvlstree import nvlstree_fill
 from hpnsim.collectives.closed_form.shape import GroupShape
 from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.collectives.schedules.nvls import nvls_loads
@@ -243,7 +244,9 @@ def nvls_time(op: str, shape: GroupShape, size: float, nccl: NcclParams, *,
     One host: α_intra + S·max(out, in)/(B_intra·nvls_efficiency), (out, in) from
     :func:`~hpnsim.collectives.schedules.nvls.nvls_loads` (all-reduce (k+1)/k both ways). Across
     hosts the per-rail double binary tree over hosts carries S/k at the same time
-    (:func:`tree_time` on one GPU per host), after the NVLS hop.
+    (:func:`tree_time` on one GPU per host), after the NVLS hop, plus what NCCL's chunk
+    pipeline adds to that steady rate (its fill over the tree's depth:
+    :func:`~hpnsim.collectives.closed_form.nvlstree.nvlstree_fill`).
 
     Parameters
     ----------
@@ -279,4 +282,4 @@ def nvls_time(op: str, shape: GroupShape, size: float, nccl: NcclParams, *,
     rail = GroupShape(shape.hosts, 1, shape.bw_intra, shape.bw_inter, shape.nic_ports)
     net = tree_time(rail, size / k, channels=channels, alpha_intra=0.0,
                     alpha_inter=alpha_inter)
-    return alpha_intra + max(intra, net)
+    return alpha_intra + max(intra, net) + nvlstree_fill(shape, size, nccl)

@@ -22,7 +22,7 @@ also take: counted twice, microseconds) is a wait before its flows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -327,7 +327,8 @@ def _compiled(fabric, plan, state):
     from hpnsim.engine import TaskGraph
 
     graph = TaskGraph()
-    compiled = add_plan(graph, plan)
+    # whole-step flows, no chunk pipeline: without the flow engine's closed-form NVLS-tree fill
+    compiled = add_plan(graph, replace(plan, fill=0.0))
     graph_members(fabric, graph, state)                 # a down link on a path: refused
     return graph, compiled
 
