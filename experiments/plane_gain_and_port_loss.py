@@ -6,8 +6,9 @@ HPN's dual plane over the single plane under ECMP, as each mechanism the gain re
 varied: the number of QPs per connection (``NCCL_IB_QPS_PER_CONNECTION``, each QP its own UDP
 source port and so its own hash), the hash functions and seeds of the ToR and Agg tiers
 (defaults: CRC32 low and high halves with per-switch seeds; ``polarized``: the same CRC32 low
-half at both tiers and one seed for every switch, so the tiers' choices correlate), and the
-hash seed of the connections (three seeds per case).
+half at both tiers and one seed for every switch, so the tiers' choices correlate), the
+NIC's bond hash (default XOR fold; ``bond crc16``), and the hash seed of the connections
+(three seeds per case).
 
 Part 2, a dead NIC port under the non-stacked dual ToR (setup of experiments/failure_lag.py:
 LLaMA-7B TP8 x DP32 on one HPN segment of 32 hosts, GPU 17's port 0 down from 1 s on, the
@@ -47,7 +48,8 @@ SIZE = 4e9
 GPUS = (32, 64, 128, 256)
 #: hashing variants of the single plane: name -> routing options
 HASHING = {"defaults": {},
-           "polarized": {"hash_tor": "crc32_lo", "hash_agg": "crc32_lo", "seed_mode": "same"}}
+           "polarized": {"hash_tor": "crc32_lo", "hash_agg": "crc32_lo", "seed_mode": "same"},
+           "bond crc16": {"hash_nic": "crc16"}}
 #: down from 1 s for longer than the run: every iteration after the reroute runs degraded
 FAULT = "link:gpu17.port0@1s+1000s"
 

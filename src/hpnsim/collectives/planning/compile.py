@@ -108,10 +108,10 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
     waiting for the stage's dependencies (through one zero-length barrier when there are
     several). Each stage's latency is NCCL's per-hop figure for its NVLink and network
     steps (plus the base latency and the plan's pipeline fill on the stages that start the
-    collective); its wire bytes
-    are payload / (QPs x protocol efficiency). A coupled stage's task carries the stage's
-    connection id (:attr:`~hpnsim.collectives.schedules.schedule.Stage.channel`); an uncoupled
-    stage's member flows carry none (-1).
+    collective); its wire bytes are payload / (QPs x protocol efficiency). A coupled
+    stage's task carries the stage's connection id
+    (:attr:`~hpnsim.collectives.schedules.schedule.Stage.channel`); an uncoupled stage's
+    member flows carry none (-1).
 
     Parameters
     ----------

@@ -49,9 +49,10 @@ class RoutedSchedule:
         runs (:func:`~hpnsim.collectives.planning.paths.wire_paths`).
     fill : float
         Seconds NCCL's chunk pipeline adds to the stages' steady rate, charged on the stages
-        that start the collective: the NVLS-tree fill over the tree's depth
-        (:func:`~hpnsim.collectives.closed_form.nvlstree.nvlstree_fill`, 0 for the others,
-        whose pipelines the flow engine's rates and NCCL's per-step latencies cover).
+        that start the collective: the NVLS-tree fill over the tree's depth at the fabric's
+        nominal rates (:func:`~hpnsim.collectives.closed_form.nvlstree.nvlstree_fill`; 0 for
+        the others, whose pipelines the flow engine's rates and NCCL's per-step latencies
+        cover).
 
     Examples
     --------
