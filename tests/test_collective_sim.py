@@ -351,10 +351,11 @@ def segment_fast_by_hand(algo, size):
                 + max(2 * (k - 1) / k * size / nv_bw, 2 * size / k / NIC) / eff)
     base, nv_hop, net_hop = 14.0e-6, 1.9e-6, 4.0e-6       # NCCL ring LL128
     if algo == "ring":
-        # 16 channels (8 rails x 2 ports), each a ring over all 32 GPUs: 2(n-1) steps of
-        # which 2(H-1) cross hosts; each GPU sends 2(n-1)/n S over NVLink (PXN relay
+        # 16 channels (8 rails x 2 ports), each a ring over all 32 GPUs: 2(n-1) steps; the
+        # slowest rank's walk of 2(n-1) of the ring's 2n edges leaves out two NVLink edges,
+        # so it crosses hosts 2H times; each GPU sends 2(n-1)/n S over NVLink (PXN relay
         # included), each NIC 2 of the 16 channels' 2(n-1)/n S/16 -> NIC-bound here
-        return (base + 2 * (n - hosts) * nv_hop + 2 * (hosts - 1) * net_hop
+        return (base + (2 * (n - 1) - 2 * hosts) * nv_hop + 2 * hosts * net_hop
                 + max(2 * (n - 1) / n * size / nv_bw,
                       2 * (n - 1) / n * size / 8 / NIC) / eff)
     if algo == "hier":

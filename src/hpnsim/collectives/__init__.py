@@ -4,10 +4,11 @@
 
 - ``schedules``: the algorithms' schedules (``schedule``, ``ring``, ``tree``, ``nvls``,
   ``p2p``; ``algorithms`` builds them);
-- ``nccl``: NCCL's parameters (``params``) and their calibration to logs (``measurement``,
-  ``identifiability``, ``calibrate``, ``calibration``);
+- ``nccl``: NCCL's parameters (``params``, the per-step pipeline in ``steps``) and their
+  calibration to logs (``measurement``, ``identifiability``, ``calibrate``, ``calibration``);
 - ``closed_form``: each algorithm in closed form on a group of hosts (``shape``, ``cost``
-  with alpha-beta and NCCL's own model, ``forms``, ``model`` with the ``auto`` choice);
+  with alpha-beta and NCCL's own model, ``forms``, ``nvlstree``, ``model`` with the ``auto``
+  choice);
 - ``planning``: how a collective runs (``options``), choose, schedule and route it
   (``plan``, ``paths``; cached), compile it into a TaskGraph (``compile``), run it alone
   measured like nccl-tests (``run``) or several at once (``concurrent``) on the flow engine;

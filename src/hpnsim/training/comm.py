@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives import CollectiveOptions, compile_into, hop_latencies
+from hpnsim.collectives import CollectiveOptions, compile_into
+from hpnsim.collectives.closed_form.cost import schedule_latencies
 from hpnsim.engine import TaskGraph, simulate
 from hpnsim.engine.fragment import GraphFragment
 
@@ -54,7 +55,8 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
     >>> bool(abs(sim.finish[again[0]] - 2 * sim.finish[c.final[0]]) < 1e-15)
     True
     """
-    base, nvlink_hop, net_hop = hop_latencies(compiled.algo, compiled.protocol, compiled.nccl)
+    base, nvlink_hop, net_hop = schedule_latencies(compiled.schedule, compiled.algo,
+                                                   compiled.protocol, compiled.nccl)
     efficiency = compiled.nccl.protocol_efficiency(compiled.protocol) * compiled.qps
     from hpnsim.collectives.planning.paths import payload_paths
 
@@ -68,7 +70,7 @@ def replay(graph: TaskGraph, compiled, deps=(), name: str = "") -> list[int]:
         if stage.deps:
             stage_deps = [t for d in stage.deps for t in stage_tasks[d]]
         else:
-            latency += base
+            latency += base + compiled.fill
             stage_deps = deps
         wire = stage.size / efficiency
         if stage.coupled:

@@ -2,5 +2,5 @@
 
 ``shape`` (:class:`GroupShape`: the group as the closed forms see it, and NCCL's channel
 count on it), ``cost`` (alpha-beta and NCCL's own tuning model), ``forms`` (each algorithm's
-time) and ``model`` (the fastest algorithm and protocol, NCCL's ``auto``).
+time), ``nvlstree`` (NVLS-tree's chunk pipeline as NCCL 2.18.3 runs it) and ``model`` (the fastest algorithm and protocol, NCCL's ``auto``).
 """

@@ -70,6 +70,44 @@ def hop_latencies(algo: str, protocol: str, nccl=None) -> tuple[float, float, fl
     return resolve_nccl(nccl).latencies(latency_family(algo), normalize_protocol(protocol))
 
 
+#: operations whose rings pay the proxy's post overhead per step across hosts (tuning.cc
+#: applies ``max(intraLat, netOverhead)`` to every ring but broadcast and reduce chains)
+_PACED_RING_OPS = ("allreduce", "allgather", "reducescatter")
+
+
+def schedule_latencies(schedule, algo: str, protocol: str, nccl) -> tuple[float, float, float]:
+    """``(base, per NVLink hop, per network hop)`` seconds that the stages of ``schedule``
+    pay: :func:`hop_latencies`, with the proxy's per-step floor on the NVLink hops of NCCL's
+    ring when it spans hosts (:meth:`~hpnsim.collectives.nccl.params.NcclParams.latencies`;
+    tuning.cc applies it to ``NCCL_ALGO_RING`` only, so hpnsim's own hier and hd keep
+    their tables).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        Its operation and stages (a stage with network steps means the ring spans hosts).
+    algo, protocol : str
+        Concrete algorithm and protocol.
+    nccl : NcclParams
+
+    Returns
+    -------
+    tuple of float
+
+    Examples
+    --------
+    >>> from hpnsim.collectives.nccl.params import NcclParams
+    >>> from hpnsim.collectives.schedules.algorithms import build_schedule
+    >>> sch = build_schedule("allreduce", list(range(16)), 1e6, "ring", gpus_per_host=8)
+    >>> schedule_latencies(sch, "ring", "ll", NcclParams())      # 0.6 us floored at 1 us
+    (6.6e-06, 1e-06, 2.7e-06)
+    """
+    multi_host = normalize_algorithm(algo) == "ring" and schedule.op in _PACED_RING_OPS and \
+        any(stage.inter_steps for stage in schedule.stages)
+    return nccl.latencies(latency_family(algo), normalize_protocol(protocol),
+                          multi_host=multi_host)
+
+
 def _check(n: int, size: float) -> None:
     if n < 1:
         raise InputError("gpus", f"need at least 1 GPU, got {n}")

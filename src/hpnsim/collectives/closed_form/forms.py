@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from hpnsim.collectives.closed_form.nvlstree import nvlstree_fill
 from hpnsim.collectives.closed_form.shape import GroupShape
 from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.collectives.schedules.nvls import nvls_loads
@@ -38,9 +39,11 @@ def ring_time(op: str, shape: GroupShape, size: float, *, channels: int, alpha_i
 
     Channel c walks every host's GPUs from rail c mod k, so its network hop stays on one
     rail; with PXN the last GPU of a host relays its chunk over NVLink, so every GPU sends
-    one member per channel over NVLink. Each member moves r(n-1)/n·S/C:
-    r(n-1)·steps, r(H-1) of them across hosts;
-    time = r(n-H)·α_intra + r(H-1)·α_inter + r(n-1)/n·S·max(u/B_intra, f/B_inter)/eff, with u
+    one member per channel over NVLink. Each member moves r(n-1)/n·S/C in r(n-1) steps;
+    every rank's chunk walks r(n-1) consecutive edges and the collective waits for the walk
+    that crosses hosts most, X = ceil(r(n-1)/k) crossings (2H for an all-reduce with k >= 3,
+    H for an all-gather with k >= 2; 0 on one host);
+    time = (r(n-1) - X)·α_intra + X·α_inter + r(n-1)/n·S·max(u/B_intra, f/B_inter)/eff, with u
     = 1 (PXN or one host), (k-1)/k without PXN, 0 for one GPU per host, and f the largest
     share of channels on one rail (1/k when C is a multiple of k), 0 on one host.
 
@@ -76,7 +79,9 @@ def ring_time(op: str, shape: GroupShape, size: float, *, channels: int, alpha_i
     nv = 0.0 if k == 1 else (1.0 if (shape.pxn or h == 1) else (k - 1) / k)
     net = 0.0 if h == 1 else _rail_share(channels, k)
     bw = max(nv / shape.bw_intra, net / shape.bw_inter)
-    return rounds * ((n - h) * alpha_intra + (h - 1) * alpha_inter) + moved * bw / efficiency
+    steps = rounds * (n - 1)
+    inter = math.ceil(steps / k) if h > 1 else 0    # the slowest chunk's walk
+    return (steps - inter) * alpha_intra + inter * alpha_inter + moved * bw / efficiency
 
 
 def tree_time(shape: GroupShape, size: float, *, channels: int, alpha_intra: float,
@@ -239,7 +244,9 @@ def nvls_time(op: str, shape: GroupShape, size: float, nccl: NcclParams, *,
     One host: α_intra + S·max(out, in)/(B_intra·nvls_efficiency), (out, in) from
     :func:`~hpnsim.collectives.schedules.nvls.nvls_loads` (all-reduce (k+1)/k both ways). Across
     hosts the per-rail double binary tree over hosts carries S/k at the same time
-    (:func:`tree_time` on one GPU per host), after the NVLS hop.
+    (:func:`tree_time` on one GPU per host), after the NVLS hop, plus what NCCL's chunk
+    pipeline adds to that steady rate (its fill over the tree's depth:
+    :func:`~hpnsim.collectives.closed_form.nvlstree.nvlstree_fill`).
 
     Parameters
     ----------
@@ -275,4 +282,4 @@ def nvls_time(op: str, shape: GroupShape, size: float, nccl: NcclParams, *,
     rail = GroupShape(shape.hosts, 1, shape.bw_intra, shape.bw_inter, shape.nic_ports)
     net = tree_time(rail, size / k, channels=channels, alpha_intra=0.0,
                     alpha_inter=alpha_inter)
-    return alpha_intra + max(intra, net)
+    return alpha_intra + max(intra, net) + nvlstree_fill(shape, size, nccl)

@@ -95,7 +95,10 @@ def model_time(op: str, algo: str, protocol: str, shape: GroupShape, size: float
     if channels is None:
         channels = default_channel_count(op, algo, shape.hosts, shape.gpus_per_host,
                                          shape.uniform, shape.nic_ports)
-    base, nv_hop, net_hop = nccl.latencies(latency_family(algo), proto)
+    family = latency_family(algo)
+    paced = algo == "ring" and shape.hosts > 1 and op in ("allreduce", "allgather",
+                                                            "reducescatter")
+    base, nv_hop, net_hop = nccl.latencies(family, proto, multi_host=paced)
     eff = nccl.protocol_efficiency(proto)
     common = dict(channels=channels, alpha_intra=nv_hop, alpha_inter=net_hop, efficiency=eff)
     if algo in ("nvls", "nvlstree"):

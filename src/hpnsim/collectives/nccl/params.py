@@ -73,6 +73,7 @@ BOUNDS = {
     "latency_scale": (0.0, 100.0), "ll128_channel_cap": (0.0, 1e13),
     "ll_max_bandwidth": (0.0, 1e13), "tree_bandwidth_derate": (0.05, 1.0),
     "ring_simple_plateau": (1.0, 4.0), "chunk_bytes": (1.0, 1e9), "mtu": (256.0, 9216.0),
+    "net_overhead_us": (0.0, 100.0),
 }
 
 
@@ -99,6 +100,11 @@ class NcclParams:
         GB/s); ll_max_bandwidth : most an LL ring carries in all (tuning.cc llMaxBws Hopper
         one node 141 GB/s; several nodes 45 GB/s is used by ``auto``, see model.py).
     tree_bandwidth_derate : tuning.cc tree all-reduce ``busBw * .92``.
+    net_overhead_us : the proxy thread's cost of posting one network step, microseconds
+        (tuning.cc ``getNetOverhead``, v2.18.3-1 and v2.29.7-1: 1 on Intel x86 and non-x86
+        hosts, 2 on AMD; NCCL_NET_OVERHEAD in ns overrides it). A ring that spans hosts pays
+        at least this per step (times 3 for Simple), inside the hosts too
+        (:meth:`latencies` with ``multi_host``).
     ring_simple_plateau : tuning.cc ring Simple all-reduce latency × 1.4 across nodes on
         Ampere and later ("plateau effect of ring").
     chunk_bytes : bytes one pipeline step carries per channel (Simple: 4 MiB buffer /
@@ -143,6 +149,7 @@ class NcclParams:
     ll_max_bandwidth: float = 141e9
     tree_bandwidth_derate: float = 0.92
     ring_simple_plateau: float = 1.4
+    net_overhead_us: float = 1.0
     chunk_bytes: float = 512 * 1024
     channels_per_nic: int | None = None
     channels_per_net_peer: int = 2
@@ -236,18 +243,28 @@ class NcclParams:
         """
         return {"simple": self.eff_simple, "ll128": self.eff_ll128, "ll": self.eff_ll}[protocol]
 
-    def latencies(self, family: str, protocol: str) -> tuple[float, float, float]:
+    def latencies(self, family: str, protocol: str,
+                  multi_host: bool = False) -> tuple[float, float, float]:
         """``(base, per NVLink hop, per network hop)`` seconds of an NCCL latency family
         (ring, tree, nvls, nvlstree) and protocol, times ``latency_scale``.
+
+        ``multi_host``: a ring (all-reduce, all-gather, reduce-scatter) that spans hosts,
+        whose every step costs at least the proxy's post overhead (``net_overhead_us``,
+        times 3 for Simple; tuning.cc: ``intraLat = max(intraLat, netOverhead)``).
 
         Examples
         --------
         >>> NcclParams().latencies("ring", "simple")
         (8.4e-06, 3.4e-06, 1.4e-05)
+        >>> NcclParams().latencies("ring", "ll"), NcclParams().latencies("ring", "ll", True)
+        ((6.6e-06, 6e-07, 2.7e-06), (6.6e-06, 1e-06, 2.7e-06))
         """
         i = PROTOCOLS.index(protocol)
         scale = self.latency_scale * 1e-6
-        return (round(_BASE[family][i] * scale, 15), round(_NVLINK_HOP[family][i] * scale, 15),
+        nvlink = _NVLINK_HOP[family][i]
+        if multi_host and family == "ring":
+            nvlink = max(nvlink, self.net_overhead_us * (3 if protocol == "simple" else 1))
+        return (round(_BASE[family][i] * scale, 15), round(nvlink * scale, 15),
                 round(_NET_HOP[family][i] * scale, 15))
 
     def link_inflation(self, fabric) -> np.ndarray:

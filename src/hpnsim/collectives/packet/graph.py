@@ -22,7 +22,7 @@ also take: counted twice, microseconds) is a wait before its flows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -284,12 +284,13 @@ def chain_latency(plan) -> float:
     >>> from hpnsim.fabrics import hpn7
     >>> plan = plan_collective(hpn7(segments=1, hosts_per_segment=2, backup_hosts=0),
     ...                        "allreduce", range(16), 2**20, algo="ring", protocol="simple")
-    >>> round(chain_latency(plan) * 1e6, 3)               # 8.4 + 28 x 3.4 + 2 x 14 (NCCL)
-    131.6
+    >>> round(chain_latency(plan) * 1e6, 3)        # 8.4 + 26 x 3.4 + 4 x 14 (slowest walk)
+    152.8
     """
-    from hpnsim.collectives.closed_form.cost import latency_family
+    from hpnsim.collectives.closed_form.cost import schedule_latencies
 
-    base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
+    base, nvlink_hop, net_hop = schedule_latencies(plan.schedule, plan.algo, plan.protocol,
+                                                   plan.nccl)
     ends: list[float] = []
     for stage in plan.schedule.stages:
         own = stage.intra_steps * nvlink_hop + stage.inter_steps * net_hop
@@ -326,7 +327,8 @@ def _compiled(fabric, plan, state):
     from hpnsim.engine import TaskGraph
 
     graph = TaskGraph()
-    compiled = add_plan(graph, plan)
+    # whole-step flows, no chunk pipeline: without the flow engine's closed-form NVLS-tree fill
+    compiled = add_plan(graph, replace(plan, fill=0.0))
     graph_members(fabric, graph, state)                 # a down link on a path: refused
     return graph, compiled
 

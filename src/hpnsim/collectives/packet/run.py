@@ -375,9 +375,10 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
                              watch=watch, sample_interval=interval,
                              max_samples=2 * run.samples + 16, pct=(99.0,))
     res = ring_run.result
-    from hpnsim.collectives.closed_form.cost import latency_family
+    from hpnsim.collectives.closed_form.cost import schedule_latencies
 
-    base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
+    base, nvlink_hop, net_hop = schedule_latencies(plan.schedule, plan.algo, plan.protocol,
+                                                   plan.nccl)
     first = plan.schedule.stages[0]
     nccl_latency = base + first.intra_steps * nvlink_hop + first.inter_steps * net_hop
     time = ring_run.time + nccl_latency

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpnsim.collectives.closed_form.cost import latency_family
+from hpnsim.collectives.closed_form.cost import schedule_latencies
 from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.collectives.planning.options import CollectiveOptions
 from hpnsim.collectives.planning.plan import RoutedSchedule, plan_collective
@@ -40,6 +40,8 @@ class CompiledCollective:
         ``paths`` with links weighted by wire bytes per payload byte (what the engine ran).
     qps : int
         Queue pairs per connection.
+    fill : float
+        The plan's pipeline fill (:attr:`~hpnsim.collectives.planning.plan.RoutedSchedule.fill`).
 
     Examples
     --------
@@ -60,6 +62,7 @@ class CompiledCollective:
     nccl: NcclParams = NcclParams()
     wire_paths: list = None  # type: ignore[assignment]
     qps: int = 1
+    fill: float = 0.0
 
 
 def compile_into(graph, fabric, op: str, gpus, size: float,
@@ -104,10 +107,11 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
     A coupled stage is one engine group; an uncoupled one a group per member flow, all
     waiting for the stage's dependencies (through one zero-length barrier when there are
     several). Each stage's latency is NCCL's per-hop figure for its NVLink and network
-    steps (plus the base latency on the stages that start the collective); its wire bytes
-    are payload / (QPs x protocol efficiency). A coupled stage's task carries the stage's
-    connection id (:attr:`~hpnsim.collectives.schedules.schedule.Stage.channel`); an uncoupled
-    stage's member flows carry none (-1).
+    steps (plus the base latency and the plan's pipeline fill on the stages that start the
+    collective); its wire bytes are payload / (QPs x protocol efficiency). A coupled
+    stage's task carries the stage's connection id
+    (:attr:`~hpnsim.collectives.schedules.schedule.Stage.channel`); an uncoupled stage's
+    member flows carry none (-1).
 
     Parameters
     ----------
@@ -140,7 +144,7 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
 
     sch = plan.schedule
     payload = payload_paths(sch, plan.paths, plan.nccl)
-    base, nvlink_hop, net_hop = plan.nccl.latencies(latency_family(plan.algo), plan.protocol)
+    base, nvlink_hop, net_hop = schedule_latencies(sch, plan.algo, plan.protocol, plan.nccl)
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
     label = name or f"{sch.op}/{plan.algo}"
     deps = [int(d) for d in (deps if not isinstance(deps, int | np.integer) else [deps])]
@@ -151,7 +155,7 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
         if stage.deps:
             stage_deps = [int(t) for d in stage.deps for t in stage_tasks[d]]
         else:
-            latency += base
+            latency += base + plan.fill
             stage_deps = deps
         wire = stage.size / plan.qps / efficiency
         opts = dict(priority=priority, weight=weight, latency=latency, release=release)
@@ -172,7 +176,7 @@ def add_plan(graph, plan: RoutedSchedule, *, deps=(), priority: int = 0, weight:
     elif not final:  # a single GPU: nothing to move
         final = [graph.add_delay(0.0, deps=deps, release=release, name=f"{label}/done")]
     return CompiledCollective(sch, plan.algo, plan.protocol, list(plan.paths), stage_tasks,
-                              final, plan.nccl, list(plan.wire_paths), plan.qps)
+                              final, plan.nccl, list(plan.wire_paths), plan.qps, plan.fill)
 
 
 def compile_collective(graph, fabric, op: str, gpus, size: float,

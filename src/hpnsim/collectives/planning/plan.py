@@ -47,6 +47,12 @@ class RoutedSchedule:
         The same paths with every link weighted by its wire bytes per payload byte
         (1/efficiency of the link kind; NVLS stages also 1/NVLS efficiency): what the engine
         runs (:func:`~hpnsim.collectives.planning.paths.wire_paths`).
+    fill : float
+        Seconds NCCL's chunk pipeline adds to the stages' steady rate, charged on the stages
+        that start the collective: the NVLS-tree fill over the tree's depth at the fabric's
+        nominal rates (:func:`~hpnsim.collectives.closed_form.nvlstree.nvlstree_fill`; 0 for
+        the others, whose pipelines the flow engine's rates and NCCL's per-step latencies
+        cover).
 
     Examples
     --------
@@ -64,6 +70,17 @@ class RoutedSchedule:
     paths: tuple  # Paths per stage
     nccl: NcclParams = NcclParams()
     wire_paths: tuple = ()
+    fill: float = 0.0
+
+
+def _pipeline_fill(fabric, gpus: np.ndarray, size: float, algo: str, pxn: bool,
+                   nccl: NcclParams) -> float:
+    """:attr:`RoutedSchedule.fill` of a planned collective."""
+    if algo != "nvlstree":
+        return 0.0
+    from hpnsim.collectives.closed_form.nvlstree import nvlstree_fill
+
+    return nvlstree_fill(GroupShape.from_fabric(fabric, gpus, pxn, nccl=nccl), size, nccl)
 
 
 def resolve_algorithm(fabric, op: str, gpus: np.ndarray, size: float,
@@ -333,11 +350,12 @@ def plan_collective(fabric, op: str, gpus, size: float,
         sch = build_schedule(op, gpus, size, algo, gpus_per_host=fabric.gpus_per_host,
                              channels=channels, root=options.root, pxn=relay,
                              nic_ports=per_nic)
-        scheduled = (algo, protocol, sch)
+        fill = _pipeline_fill(fabric, gpus, float(size), algo, bool(options.pxn), nccl)
+        scheduled = (algo, protocol, sch, fill)
         SCHEDULE_CACHE.put(fabric, scheduled_key, scheduled)
-    algo, protocol, sch = scheduled
+    algo, protocol, sch, fill = scheduled
     paths = route_schedule(fabric, sch, routing, int(qps), seed, routing_options, state)
     plan = RoutedSchedule(sch, algo, protocol, int(qps), paths, nccl,
-                          wire_paths(fabric, sch, paths, nccl))
+                          wire_paths(fabric, sch, paths, nccl), fill)
     PLAN_CACHE.put(fabric, key, plan)
     return plan

@@ -66,13 +66,22 @@ def ring_order(gpus: np.ndarray, gpus_per_host: int, channel: int = 0,
     return order, via
 
 
-def _crossings(order: np.ndarray, gpus_per_host: int, closed: bool) -> int:
-    """Network steps per round, as NCCL counts them: one per host beyond the first on a closed
-    ring (nInterSteps = nNodes - 1), one per host change on an open chain."""
+def _crossings(order: np.ndarray, gpus_per_host: int, closed: bool, steps: int = 0) -> int:
+    """Network steps of the slowest chain: on a closed ring, the most host changes in
+    ``steps`` consecutive edges (every rank's chunk walks ``steps`` edges from its own rank,
+    and the collective waits for the chunk whose walk crosses hosts most: 2 x hosts for an
+    all-reduce with three or more GPUs per host, hosts for an all-gather with two or more);
+    one per host change on an open chain."""
     hosts = order // gpus_per_host
-    if closed:
-        return int(np.unique(hosts).size - 1)
-    return int((hosts[1:] != hosts[:-1]).sum())
+    if not closed:
+        return int((hosts[1:] != hosts[:-1]).sum())
+    cross = (hosts != np.roll(hosts, -1)).astype(np.int64)   # edge i: order[i] -> order[i+1]
+    if steps <= 0 or not cross.any():
+        return 0
+    n = cross.size
+    walked = np.concatenate(([0], np.cumsum(np.tile(cross, steps // n + 2))))
+    start = np.arange(n)
+    return int((walked[start + steps] - walked[start]).max())
 
 
 def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True,
@@ -124,9 +133,9 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
                 via = np.where(via >= 0, _relay(src, dst, gpus_per_host), -1)
             size, steps = share, n - 1
         else:
-            crossings = _crossings(order, gpus_per_host, closed=True)
             rounds = 2 if sch.op == "allreduce" else 1
-            size, steps, crossings = rounds * (n - 1) / n * share, rounds * (n - 1), rounds * crossings
+            size, steps = rounds * (n - 1) / n * share, rounds * (n - 1)
+            crossings = _crossings(order, gpus_per_host, closed=True, steps=steps)
         intra, inter = split_steps(steps, crossings)
         sch.add(Stage(src, dst, size, intra, inter, conn=c, via=via,
                       name=f"{sch.op}/ring/ch{c}", kind=ChannelKind.RING))
