@@ -119,6 +119,14 @@ class JobSpec(BaseModel):
         DEFAULT_VERSION_TEXT, exclude=True,   # not echoed: the job's own JSON names it when set
         description="Megatron-Core version the job runs (quoted, e.g. '0.13'): an option it "
                     "lacks is refused (hpnsim.training.frameworks)")
+    attention: Literal["flash", "unfused"] | None = Field(
+        None, exclude=True,   # not echoed: the job's own JSON names it when not flash
+        description="core attention kernel: flash (fused) or unfused (Megatron's core "
+                    "attention, scores in HBM); default: what megatron_core runs by default")
+    gpu_variation: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
+        None, exclude=True,
+        description="coefficient of variation of one GPU's compute time per step (the "
+                    "straggler term; 0: off); default the measured 0.007")
     stage_layers: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
         None, min_length=1, description="transformer layers of each virtual stage "
                                         "(u = chunk * pp + stage), summing to the model's layers")

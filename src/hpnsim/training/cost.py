@@ -39,9 +39,12 @@ from dataclasses import dataclass, fields
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable, OpList, head_ops, layer_ops, step_ops
 from hpnsim.training.compute import embedding_ops as _embedding_ops
+from hpnsim.training.compute.contention import slowdown
+from hpnsim.training.compute.overhead import pass_gaps
 
-#: Operation classes of compute in a report: GEMMs, fused attention, memory-bound kernels.
-OP_CLASSES = ("gemm", "attention", "memory")
+#: Operation classes of compute in a report: GEMMs, attention, memory-bound kernels, and the
+#: time between kernels (dispatch gaps, a host slower than its kernels).
+OP_CLASSES = ("gemm", "attention", "memory", "gaps")
 #: Activation recomputation policies: none, or the whole layer forward replayed in backward.
 RECOMPUTE = ("none", "full")
 #: Compute models (strategies filling the blocks).
@@ -65,8 +68,8 @@ class Block:
     recomputed forward, if any); ``forward_attention``: the attention sub-layer's share of the
     forward (the rest is the MLP, or the whole head); ``attention_ig`` / ``attention_wg`` /
     ``mlp_ig`` / ``mlp_wg``: the backward's input- and weight-gradient kernels of each part
-    (the head's in ``mlp_*``), without recomputation; ``gemm``, ``attention``, ``memory``: the
-    block's seconds (both passes, recomputation included) per operation class. TP all-reduce
+    (the head's in ``mlp_*``), without recomputation; ``gemm``, ``attention``, ``memory``,
+    ``gaps``: the block's seconds (both passes, recomputation included) per operation class. TP all-reduce
     and EP all-to-all counts per pass; dense parameters, routed-expert ones apart when
     ``ep > 1`` (they synchronize over another group).
     """
@@ -88,11 +91,14 @@ class Block:
     gemm: float = 0.0
     attention: float = 0.0
     memory: float = 0.0
+    gaps: float = 0.0
 
     @property
     def classes(self) -> dict[str, float]:
-        """Seconds per operation class (both passes): ``gemm``, ``attention``, ``memory``."""
-        return {"gemm": self.gemm, "attention": self.attention, "memory": self.memory}
+        """Seconds per operation class (both passes): ``gemm``, ``attention``, ``memory``,
+        ``gaps``."""
+        return {"gemm": self.gemm, "attention": self.attention, "memory": self.memory,
+                "gaps": self.gaps}
 
 
 #: Block fields that add up when blocks merge (FSDP units).
@@ -203,21 +209,58 @@ class OperationModel:
                     sequence_parallel=job.sequence_parallel, table=self.table)
 
     def _block(self, job, name: str, ops: OpList, counts, params) -> Block:
+        """One block from its kernels, with the time between them: each pass's gaps
+        (:func:`~hpnsim.training.compute.overhead.pass_gaps`; the recomputed forward's are the
+        forward's) spread over the pass's parts by their kernel counts."""
         policy = "full" if job.recompute else "none"
         again = recomputed_seconds(ops, policy)
-        part = {True: {}, False: {}}
+        part: dict[bool, dict[str, float]] = {True: {}, False: {}}
+        kernels: dict[bool, dict[str, int]] = {True: {}, False: {}}
         for op in ops.ops:
-            base = op.name.removesuffix("_grad_cast").removesuffix("_input_cast")
-            key = (base in _ATTENTION_PART, op.phase)
-            part[key[0]][op.phase] = part[key[0]].get(op.phase, 0.0) + op.seconds
-        attn, mlp = part[True], part[False]
+            in_attention = _in_attention(op.name)
+            part[in_attention][op.phase] = part[in_attention].get(op.phase, 0.0) + op.seconds
+            kernels[in_attention][op.phase] = kernels[in_attention].get(op.phase, 0) + 1
+        gaps = {}
+        for phases in (("forward",), ("input_grad", "weight_grad")):
+            cells = [(a, p) for a in (True, False) for p in phases]
+            n = sum(kernels[a].get(p, 0) for a, p in cells)
+            between = pass_gaps(n, sum(part[a].get(p, 0.0) for a, p in cells))
+            for a, p in cells:
+                if kernels[a].get(p):
+                    part[a][p] += between * kernels[a][p] / n
+            gaps[phases[0]] = between
+        replayed = gaps["forward"] if len(again) else 0.0
         classes = {k: ops.seconds(kind=k) + again.seconds(kind=k) for k in OP_CLASSES}
-        return Block(name, ops.forward_seconds, ops.backward_seconds + again.seconds(),
+        classes["gaps"] += gaps["forward"] + gaps["input_grad"] + replayed
+        attn, mlp = part[True], part[False]
+        return Block(name, ops.forward_seconds + gaps["forward"],
+                     ops.backward_seconds + gaps["input_grad"] + again.seconds() + replayed,
                      *counts, *params, forward_attention=attn.get("forward", 0.0),
                      attention_ig=attn.get("input_grad", 0.0),
                      attention_wg=attn.get("weight_grad", 0.0),
                      mlp_ig=mlp.get("input_grad", 0.0), mlp_wg=mlp.get("weight_grad", 0.0),
                      **classes)
+
+    def block_kernels(self, job, name: str) -> OpList:
+        """The kernels of block ``name`` (``embedding``, ``layer<i>``, ``head``) of ``job``."""
+        spec, shard = job.model, self._sharding(job)
+        if name == "embedding":
+            return _embedding_ops(spec, job.gpu, **shard)
+        if name == "head":
+            return head_ops(spec, job.gpu, **shard)
+        return layer_ops(spec, job.gpu, layer=int(name.removeprefix("layer")), ep=job.ep,
+                         dtype=self.dtype, attention=job.attention, **shard)
+
+    def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
+                 names: tuple[str, ...] = (), part: str = "") -> float:
+        """How much longer block ``name``'s kernels of ``phases`` take beside a
+        communication kernel holding ``sms`` SMs (:mod:`hpnsim.training.compute.contention`);
+        only the kernels called ``names`` (when given) of the ``part`` (``attention`` or
+        ``mlp``, when given)."""
+        kernels = [op for op in self.block_kernels(job, name).ops if op.phase in phases
+                   and (not names or op.name in names)
+                   and (not part or _in_attention(op.name) == (part == "attention"))]
+        return slowdown(kernels, job.gpu, sms, self.table)
 
     def blocks(self, job, layers, first: bool, last: bool) -> list[Block]:
         """The stage's blocks in *forward* order."""
@@ -232,7 +275,7 @@ class OperationModel:
             moe = spec.is_moe_layer(layer)
             if moe not in cached:
                 cached[moe] = layer_ops(spec, job.gpu, layer=layer, ep=job.ep,
-                                        dtype=self.dtype, **shard)
+                                        dtype=self.dtype, attention=job.attention, **shard)
             out.append(self._block(job, f"layer{layer}", cached[moe], _counts(job, moe),
                                    _params(job, layer)))
         if last:
@@ -240,14 +283,18 @@ class OperationModel:
             out.append(self._block(job, "head", ops, (0, 0, 0, 0), (_head_params(job), 0.0)))
         return out
 
-    def optimizer_seconds(self, job, params: float, layer_params: float) -> float:
-        """Adam step over the GPU's optimizer shard (plus FP8 weight casts of the stage's
-        layers when the linear layers run in FP8)."""
+    def optimizer_seconds(self, job, params: float, layer_params: float,
+                          local_params: float | None = None) -> float:
+        """The optimizer step's kernels over the GPU's optimizer shard ``params`` (its
+        gradient buffer: ``local_params``), plus FP8 weight casts of the stage's layers when
+        the linear layers run in FP8, and the time between them."""
         if params < 1:
             return 0.0
         fp8 = int(layer_params) if self.dtype == "fp8" else 0
+        local = int(max(local_params or params, params))
         return step_ops(job.gpu, parameters=int(params), micro_batches=job.micro_batches,
-                        fp8_parameters=fp8, table=self.table).seconds()
+                        fp8_parameters=fp8, local_parameters=local,
+                        table=self.table).seconds()
 
 
 class ConstantEfficiency:
@@ -287,8 +334,22 @@ class ConstantEfficiency:
                              mlp_ig=head, mlp_wg=head, gemm=(1 + factor) * head))
         return out
 
-    def optimizer_seconds(self, job, params: float, layer_params: float) -> float:
+    def optimizer_seconds(self, job, params: float, layer_params: float,
+                          local_params: float | None = None) -> float:
         return params * CONSTANT_OPTIMIZER_BYTES / job.gpu.memory_bandwidth
+
+    def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
+                 names: tuple[str, ...] = (), part: str = "") -> float:
+        """Every kernel at a fixed fraction of peak: ``sms`` fewer SMs slow it by
+        ``n / (n - sms)`` (1 for a GPU spec without an SM count)."""
+        n = job.gpu.sm_count
+        return n / (n - sms) if n and sms < n else 1.0
+
+
+def _in_attention(name: str) -> bool:
+    """Whether kernel ``name`` belongs to a layer's attention sub-layer (else its MLP)."""
+    base = name.removesuffix("_grad_cast").removesuffix("_input_cast")
+    return base in _ATTENTION_PART or base.startswith("attention")
 
 
 def _attention_flops_per_token(spec, seq_len: int) -> float:

@@ -32,11 +32,13 @@ from hpnsim.training.job_options import (
     check_sizes,
     compute_model,
     compute_settings,
+    job_attention,
     job_layout,
     options_used,
     parse_version,
 )
 from hpnsim.training.stages import layer_ranges, split_layers
+from hpnsim.training.straggler import GPU_VARIATION, straggler_variation
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
 from hpnsim.workloads.layout import Layout
@@ -144,8 +146,18 @@ class TrainJob(StageCosts):
         measured HBM efficiency, FP8 weight casts; the constant model: 28 bytes).
     megatron_core : str
         The Megatron-Core version the job runs (``"0.13"``, ``"core_v0.13.0"``; default the
-        one docs/pipelines.md reads, 0.20): an option that version lacks is refused, naming
-        its keyword (:mod:`hpnsim.training.frameworks` says which release added each).
+        one docs/pipelines.md reads, 0.20), or a Megatron-LM release before Megatron-Core
+        (``"v2.6"``): an option that version lacks is refused, naming its keyword
+        (:mod:`hpnsim.training.frameworks` says which release added each).
+    attention : {"flash", "unfused"}, optional
+        Core attention kernel (:mod:`hpnsim.training.compute.core_attention`): fused
+        FlashAttention, or Megatron's unfused core attention (scores in HBM). Default: what the
+        job's Megatron version runs by default (fused from Megatron-Core 0.7, unfused before);
+        ``"flash"`` before Megatron-LM had ``--use-flash-attn`` is refused, as is ``"unfused"``
+        with ``cp > 1``.
+    gpu_variation : float, optional
+        Coefficient of variation of one GPU's compute time per step (0 leaves the straggler
+        term out); default the measured :data:`~hpnsim.training.straggler.GPU_VARIATION`.
     layout : Layout, optional
         The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
         defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
@@ -184,6 +196,8 @@ class TrainJob(StageCosts):
     selective_recompute: bool
     overlap_param_gather: bool
     megatron_core: tuple[int, int]
+    attention: str
+    gpu_variation: float
     optimizer_bytes_per_param: float | None
     stage_layers: tuple[int, ...]
     _costs: dict = field(compare=False, repr=False)
@@ -204,7 +218,8 @@ class TrainJob(StageCosts):
                  layout: Layout | None = None, dtype: str = "bf16",
                  compute_efficiency: float | None = None,
                  kernel_table: KernelTable | str | Path | None = None,
-                 megatron_core: str = DEFAULT_VERSION_TEXT):
+                 megatron_core: str = DEFAULT_VERSION_TEXT, attention: str | None = None,
+                 gpu_variation: float | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -213,7 +228,13 @@ class TrainJob(StageCosts):
                         virtual_stages=virtual_stages)
         check_sizes(parallel, grad_bytes, zero)
         version = parse_version(megatron_core)
+        kernel = job_attention(version, attention, cp)
+        if kernel == "unfused" and cp > 1:
+            raise InputError("attention", "unfused attention with context parallelism: "
+                                          "Megatron's CP runs through fused attention only")
         set_ = object.__setattr__
+        set_(self, "attention", kernel)
+        set_(self, "gpu_variation", straggler_variation(gpu_variation))
         set_(self, "model", spec)
         if mfu is not None:
             warnings.warn("TrainJob(mfu=...) is deprecated: it is the fraction of peak every "
@@ -241,7 +262,8 @@ class TrainJob(StageCosts):
             overlap_grad_reduce=overlap_grad_reduce, tp_comm_overlap=tp_comm_overlap,
             overlap_param_gather=overlap_param_gather, first_stage_layers=first_stage_layers,
             last_stage_layers=last_stage_layers, account_for_embedding=account_for_embedding,
-            account_for_loss=account_for_loss, stage_layers=stage_layers))
+            account_for_loss=account_for_loss, stage_layers=stage_layers,
+            attention=kernel == "flash"))
         set_(self, "megatron_core", version)
         set_(self, "tp_comm_overlap", bool(tp_comm_overlap))
         set_(self, "overlap_grad_reduce", bool(overlap_grad_reduce))
@@ -377,6 +399,9 @@ class TrainJob(StageCosts):
             **({"overlap_param_gather": True} if self.overlap_param_gather else {}),
             **({"megatron_core": ".".join(map(str, self.megatron_core))}
                if self.megatron_core != MEGATRON_CORE_DEFAULT else {}),
+            **({"attention": self.attention} if self.attention != "flash" else {}),
+            **({"gpu_variation": self.gpu_variation}
+               if self.gpu_variation != GPU_VARIATION else {}),
             **({"stage_layers": list(self.stage_layers)}
                if len(set(self.stage_layers)) > 1 else {}),
         }
