@@ -29,7 +29,7 @@ def test_ring_attention_hides_min_of_exchange_and_attention_step():
     fabric = hpn7(segments=1, hosts_per_segment=cp, backup_hosts=0)
     # the constant compute model: the backward's attention costs its forward, as below
     job = TrainJob(spec, tp=8, cp=cp, global_batch=1, optimizer_bytes_per_param=0,
-                   compute_efficiency=0.45, gpu_variation=0)
+                   compute_efficiency=0.45)
     r = simulate_iteration(job, fabric)
     # every CP group (one per TP rank) exchanges at once: time them together, alone
     groups = place(job.layout, fabric.gpus_per_host).groups("cp")
@@ -39,8 +39,6 @@ def test_ring_attention_hides_min_of_exchange_and_attention_step():
     layer = next(b for b in job.stage_cost(0).blocks if b.name == "layer0")
     qkv, proj, _, _ = gemm_shares(spec, SEQ)
     g = layer.forward_attention * (1 - qkv - proj) / cp       # one step of attention
-    # a step beside an exchange leaves 2 channels x 2 neighbours = 4 of 132 SMs to NCCL
-    g *= 132 / 128
     # per layer and pass: cp - 1 exchanges, each hiding min(c, g) behind a step
     exposed = 2 * (cp - 1) * (c_fwd - min(c_fwd, g) + c_bwd - min(c_bwd, g))
     assert r.exposed_comm["cp"] == pytest.approx(exposed, rel=1e-9)

@@ -41,6 +41,7 @@ from hpnsim.training.compute import KernelTable, OpList, head_ops, layer_ops, st
 from hpnsim.training.compute import embedding_ops as _embedding_ops
 from hpnsim.training.compute.contention import slowdown
 from hpnsim.training.compute.overhead import pass_gaps
+from hpnsim.training.straggler import GPU_VARIATION
 
 #: Operation classes of compute in a report: GEMMs, attention, memory-bound kernels, and the
 #: time between kernels (dispatch gaps, a host slower than its kernels).
@@ -200,6 +201,8 @@ class OperationModel:
     """Blocks from the per-operation compute model (:mod:`hpnsim.training.compute`)."""
 
     name = "operations"
+    #: the default per-GPU variation of a job timed by this model (measured)
+    gpu_variation = GPU_VARIATION
 
     def __init__(self, dtype: str = "bf16", table: KernelTable | None = None):
         self.dtype, self.table = dtype, table
@@ -300,9 +303,13 @@ class OperationModel:
 class ConstantEfficiency:
     """Blocks at ``efficiency`` x the tensor peak of the job's dtype (the pre-operation model):
     forward = catalog FLOPs / rate, backward = 2 x forward (3 x with full recomputation);
-    class split: the attention scores' FLOPs are ``attention``, the rest ``gemm``."""
+    class split: the attention scores' FLOPs are ``attention``, the rest ``gemm``. Its one
+    fraction folds in what the operation model times apart (gaps between kernels, kernels
+    beside communication, stragglers), so it adds none of them."""
 
     name = "constant"
+    #: the default per-GPU variation of a job timed by this model (folded into the fraction)
+    gpu_variation = 0.0
 
     def __init__(self, efficiency: float, dtype: str = "bf16"):
         self.efficiency, self.dtype = efficiency, dtype
@@ -340,10 +347,10 @@ class ConstantEfficiency:
 
     def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
                  names: tuple[str, ...] = (), part: str = "") -> float:
-        """Every kernel at a fixed fraction of peak: ``sms`` fewer SMs slow it by
-        ``n / (n - sms)`` (1 for a GPU spec without an SM count)."""
-        n = job.gpu.sm_count
-        return n / (n - sms) if n and sms < n else 1.0
+        """1: the constant fraction of peak came from end-to-end runs, which already paid
+        for their kernels running beside communication (and for their stragglers: the
+        constant model's default ``gpu_variation`` is 0)."""
+        return 1.0
 
 
 def _in_attention(name: str) -> bool:

@@ -38,7 +38,7 @@ from hpnsim.training.job_options import (
     parse_version,
 )
 from hpnsim.training.stages import layer_ranges, split_layers
-from hpnsim.training.straggler import GPU_VARIATION, straggler_variation
+from hpnsim.training.straggler import straggler_variation
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
 from hpnsim.workloads.layout import Layout
@@ -157,7 +157,8 @@ class TrainJob(StageCosts):
         with ``cp > 1``.
     gpu_variation : float, optional
         Coefficient of variation of one GPU's compute time per step (0 leaves the straggler
-        term out); default the measured :data:`~hpnsim.training.straggler.GPU_VARIATION`.
+        term out); default the measured :data:`~hpnsim.training.straggler.GPU_VARIATION`
+        (0 with ``compute_efficiency``: the constant model's fraction folds it in).
     layout : Layout, optional
         The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
         defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
@@ -234,7 +235,6 @@ class TrainJob(StageCosts):
                                           "Megatron's CP runs through fused attention only")
         set_ = object.__setattr__
         set_(self, "attention", kernel)
-        set_(self, "gpu_variation", straggler_variation(gpu_variation))
         set_(self, "model", spec)
         if mfu is not None:
             warnings.warn("TrainJob(mfu=...) is deprecated: it is the fraction of peak every "
@@ -247,6 +247,8 @@ class TrainJob(StageCosts):
                                compute_settings(get_gpu(gpu), dtype, compute_efficiency,
                                                 kernel_table), strict=True):
             set_(self, name, value)
+        set_(self, "gpu_variation", self.compute_model.gpu_variation if gpu_variation is None
+             else straggler_variation(gpu_variation))
         set_(self, "seq_len", spec.seq_len if seq_len is None else seq_len)
         uneven = (stage_layers is not None or first_stage_layers is not None
                   or last_stage_layers is not None or account_for_embedding or account_for_loss)
@@ -401,7 +403,7 @@ class TrainJob(StageCosts):
                if self.megatron_core != MEGATRON_CORE_DEFAULT else {}),
             **({"attention": self.attention} if self.attention != "flash" else {}),
             **({"gpu_variation": self.gpu_variation}
-               if self.gpu_variation != GPU_VARIATION else {}),
+               if self.gpu_variation != self.compute_model.gpu_variation else {}),
             **({"stage_layers": list(self.stage_layers)}
                if len(set(self.stage_layers)) > 1 else {}),
         }

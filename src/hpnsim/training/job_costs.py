@@ -125,7 +125,10 @@ class StageCosts:
                            for k in range(self.virtual_stages)
                            for b in self.stage_cost(k * self.pp + stage).blocks
                            if b.name.startswith("layer"))
-        return self.compute_model.optimizer_seconds(self, params, layer_params, dense + expert)
+        # the gradient buffer zeroed each step: whole with ZeRO 0-2 (Megatron reduce-scatters
+        # in place), the shard with ZeRO-3
+        local = params if self.zero == 3 else dense + expert
+        return self.compute_model.optimizer_seconds(self, params, layer_params, local)
 
     def compute_by_class(self, stage: int) -> dict[str, float]:
         """Compute seconds per operation class (``gemm``, ``attention``, ``memory``, ``gaps``)
