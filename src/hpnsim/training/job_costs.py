@@ -110,12 +110,15 @@ class StageCosts:
                    for k in range(self.virtual_stages))
 
     def optimizer_time(self, stage: int) -> float:
-        """Adam step on one GPU of ``stage``: memory-bound; ZeRO shards the dense parameters
-        over ``dp`` and the expert ones over the expert-data-parallel group.
+        """The optimizer step on one GPU of ``stage``: memory-bound kernels and the gaps
+        between them (:mod:`~hpnsim.training.compute.optimizer_step`); ZeRO shards the dense
+        parameters over ``dp`` and the expert ones over the expert-data-parallel group.
 
         >>> from hpnsim.training.job import TrainJob
-        >>> round(TrainJob("llama3-8b").optimizer_time(0) * 1e3, 1)   # 8.03e9 x 30 B / 3.015 TB/s
-        79.9
+        >>> round(TrainJob("llama3-8b").optimizer_time(0) * 1e3, 1)  # 8.03e9 x 42 B / 3.015 TB/s
+        114.2
+
+        (and 1,150 launches' 2.06 us gaps: 383 per multi-tensor kernel).
         """
         dense, expert = self.stage_params(stage), self.stage_params(stage, expert=True)
         params = dense / (self.dp * self.cp) + expert / self.edp if self.zero else dense + expert

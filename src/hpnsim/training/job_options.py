@@ -204,7 +204,7 @@ def parse_version(text, field: str = "megatron_core") -> tuple[int, int]:
     >>> parse_version(0.1)
     Traceback (most recent call last):
     ...
-    hpnsim.errors.InputError: megatron_core: a version as text, e.g. '0.20' (quoted in YAML: 0.10 reads as 0.1), got 0.1
+    hpnsim.errors.InputError: megatron_core: a version as text, e.g. '0.20' (quoted in YAML: 0.10 reads as 0.1), or a Megatron-LM release before Megatron-Core (v1.0, v2.0, v2.5, v2.6), got 0.1
     """
     if isinstance(text, str) and text.strip().lower() in MEGATRON_LM_RELEASES:
         return PRE_CORE
