@@ -29,7 +29,7 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
 from hpnsim.errors import InputError, read_user_text
 from hpnsim.scenario.yaml import format_path, located, seconds_field
-from hpnsim.training.job_options import DEFAULT_VERSION_TEXT
+from hpnsim.training.job_options import DEFAULT_VERSION_TEXT, check_attention
 
 __all__ = ["JobSpec", "check_jobs"]
 
@@ -168,6 +168,11 @@ class JobSpec(BaseModel):
                 raise ValueError(f"{fixed[0]}: fixed by the workload file; remove it")
         if job.gpus is not None and job.hosts is not None:
             raise ValueError("hosts: give gpus or hosts, not both")
+        if job.model is not None and job.attention is not None:
+            try:   # here, before any fabric is built for the job
+                check_attention(job.megatron_core, job.attention, job.cp)
+            except InputError as refused:
+                raise ValueError(f"{refused.field}: {refused.message}") from None
         if job.duration is not None and "iterations" in job.model_fields_set:
             raise ValueError("duration: give iterations or duration, not both")
         for key in ("gpus", "hosts"):

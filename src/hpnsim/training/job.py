@@ -26,13 +26,13 @@ from hpnsim.training.job_costs import StageCosts
 from hpnsim.training.job_options import (
     DEFAULT_VERSION_TEXT,
     ZERO_STAGES,  # noqa: F401  (kept importable from here)
+    check_attention,
     check_combinations,
     check_fits,
     check_framework,
     check_sizes,
     compute_model,
     compute_settings,
-    job_attention,
     job_layout,
     options_used,
     parse_version,
@@ -229,10 +229,7 @@ class TrainJob(StageCosts):
                         virtual_stages=virtual_stages)
         check_sizes(parallel, grad_bytes, zero)
         version = parse_version(megatron_core)
-        kernel = job_attention(version, attention, cp)
-        if kernel == "unfused" and cp > 1:
-            raise InputError("attention", "unfused attention with context parallelism: "
-                                          "Megatron's CP runs through fused attention only")
+        kernel = check_attention(megatron_core, attention, cp)
         set_ = object.__setattr__
         set_(self, "attention", kernel)
         set_(self, "model", spec)
@@ -264,8 +261,7 @@ class TrainJob(StageCosts):
             overlap_grad_reduce=overlap_grad_reduce, tp_comm_overlap=tp_comm_overlap,
             overlap_param_gather=overlap_param_gather, first_stage_layers=first_stage_layers,
             last_stage_layers=last_stage_layers, account_for_embedding=account_for_embedding,
-            account_for_loss=account_for_loss, stage_layers=stage_layers,
-            attention=kernel == "flash"))
+            account_for_loss=account_for_loss, stage_layers=stage_layers))
         set_(self, "megatron_core", version)
         set_(self, "tp_comm_overlap", bool(tp_comm_overlap))
         set_(self, "overlap_grad_reduce", bool(overlap_grad_reduce))

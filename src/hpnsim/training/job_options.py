@@ -254,6 +254,27 @@ def check_framework(version: tuple[int, int], used: list[str]) -> None:
                                     f"{_dotted(since.version)} or later, or leave it off")
 
 
+def check_attention(megatron_core, attention, cp: int = 1) -> str:
+    """The checked core-attention kernel of a job given as typed (its Megatron version as text):
+    :func:`job_attention`, refusing ``"flash"`` before Megatron-LM had it and ``"unfused"``
+    with context parallelism. Called by :class:`~hpnsim.training.job.TrainJob` and, before
+    any fabric is built, by the scenario's job spec.
+
+    >>> check_attention("v2.6", "flash")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: attention: Megatron-LM before Megatron-Core lacks it (--use-flash-attn arrived in 0.1); give megatron_core 0.1 or later, or leave it off
+    """
+    version = parse_version(megatron_core)
+    kernel = job_attention(version, attention, cp)
+    if kernel == "unfused" and cp > 1:
+        raise InputError("attention", "unfused attention with context parallelism: "
+                                      "Megatron's CP runs through fused attention only")
+    if kernel == "flash":
+        check_framework(version, ["attention"])
+    return kernel
+
+
 def job_attention(version: tuple[int, int], attention, cp: int = 1) -> str:
     """The core-attention kernel of a job: ``attention`` as given, or the default of its
     Megatron version (fused from 0.7, the unfused core attention before:
