@@ -9,7 +9,7 @@ mean speed would have: the straggler term, ``C sigma e_N`` with
 
     e_N = E[max(Z_1..Z_N)] = integral of x N phi(x) Phi(x)^(N-1) dx
 
-(``e_1 = 0``, ``e_2 = 1/sqrt(pi)``, ``e_3 = 3/(2 sqrt(pi))``; about 3.2 at 1,024 GPUs and 3.9 at
+(``e_1 = 0``, ``e_2 = 1/sqrt(pi)``, ``e_3 = 3/(2 sqrt(pi))``; 3.25 at 1,024 GPUs and 3.97 at
 16,384). :func:`expected_max_normal` integrates it numerically on a fixed grid.
 
 hpnsim charges the term on the compute stream: every compute kernel of a pass is ``sigma e_N``
