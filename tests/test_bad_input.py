@@ -214,8 +214,17 @@ def test_sizing_options_that_grow_the_fabric_say_so():
     (["scaling"], "--model", "required option not given"),
     (["traffic"], "--model", "required option not given"),
     (["aicb"], "path", "required argument not given"),
+    (["train", "--model", "llama3-8b", "--megatron-core", "v2.6", "--no-overlap-grad-reduce",
+      "--attention", "flash"], "--attention", "Megatron-LM before Megatron-Core lacks it"),
+    (["train", "--model", "llama3-8b", "--attention", "sdpa"], "--attention",
+     "Input should be 'flash' or 'unfused'"),
+    (["train", "--model", "llama3-8b", "--tp", "2", "--cp", "2", "--attention", "unfused"],
+     "--attention", "Megatron's CP runs through fused attention only"),
+    (["train", "--model", "llama3-8b", "--gpu-variation", "-0.1"], "--gpu-variation",
+     "greater than or equal to 0"),
 ], ids=["gpus-per-host", "hpn7-gpus", "rail-only-gpus", "port-speed", "scaling-model",
-        "traffic-model", "aicb-file"])
+        "traffic-model", "aicb-file", "flash-before-megatron-had-it", "attention-name",
+        "unfused-with-cp", "gpu-variation"])
 def test_messages_name_the_field_typed(capsys, no_work, argv, field, says):
     assert says in _refused(capsys, argv, field)
 

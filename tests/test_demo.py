@@ -35,7 +35,7 @@ def test_allreduce_rows_follow_nccl_tests_definitions(small_demo):
 def test_iteration_parts_add_up(small_demo):
     for row in small_demo.training:
         parts = (row["compute_time"] + sum(row["exposed_comm"].values()) + row["bubble"]
-                 + row["optimizer_time"])
+                 + row["optimizer_time"] + row["straggler_time"])
         assert parts == pytest.approx(row["iteration_time"], rel=1e-9)
 
 

@@ -23,11 +23,14 @@ TAGS = {"overlap_grad_reduce": "core_v0.4.0", "tp_comm_overlap": "core_v0.4.0",
         "first_stage_layers": "core_v0.9.0", "last_stage_layers": "core_v0.9.0",
         "zero_3": "core_v0.10.0", "account_for_embedding": "core_v0.11.0",
         "account_for_loss": "core_v0.11.0", "stage_layers": "core_v0.13.0"}
-BEFORE_THE_PACKAGE = {"zero_1_2", "recompute", "selective_recompute"}
+BEFORE_THE_PACKAGE = {"zero_1_2", "selective_recompute", "attention"}
+# in every Megatron-LM release tag (v1.0 .. v2.6: --checkpoint-activations)
+IN_EVERY_RELEASE = {"recompute"}
 
 # a job using each option alone on llama3-8b (32 layers)
 USES = {"zero_1_2": dict(zero=1, dp=2), "zero_3": dict(zero=3, dp=2),
         "recompute": dict(recompute=True), "selective_recompute": dict(selective_recompute=True),
+        "attention": dict(attention="flash"),
         "overlap_grad_reduce": dict(overlap_grad_reduce=True),
         "tp_comm_overlap": dict(tp=2, sequence_parallel=True, tp_comm_overlap=True),
         "overlap_param_gather": dict(zero=1, dp=2, overlap_param_gather=True,
@@ -46,9 +49,10 @@ def _job(option, version=None):
 
 
 def test_the_table_reads_back_the_release_tags():
-    assert set(MEGATRON_CORE_SINCE) == set(TAGS) | BEFORE_THE_PACKAGE == set(USES)
+    assert (set(MEGATRON_CORE_SINCE) == set(TAGS) | BEFORE_THE_PACKAGE | IN_EVERY_RELEASE
+            == set(USES))
     for name, since in MEGATRON_CORE_SINCE.items():
-        expected = (0, 1) if name in BEFORE_THE_PACKAGE else tuple(
+        expected = (0, 1) if name in BEFORE_THE_PACKAGE else (0, 0) if name in IN_EVERY_RELEASE else tuple(
             int(x) for x in re.fullmatch(r"core_v(\d+)\.(\d+)\.0", TAGS[name]).groups())
         assert since.version == expected, name
         assert re.search(r"\b[0-9a-f]{10}\b", since.source), name     # the commit that adds it
@@ -64,16 +68,20 @@ def test_the_table_reads_back_the_release_tags():
 def test_each_option_from_its_release_on(option):
     since = MEGATRON_CORE_SINCE[option].version
     assert _job(option).megatron_core == MEGATRON_CORE_DEFAULT     # the default has them all
-    assert _job(option, f"{since[0]}.{since[1]}").megatron_core == since
-    if since == MEGATRON_CORE_FIRST:
+    if since == (0, 0):
+        assert _job(option, "v2.6").megatron_core == since
         return                  # no release before it to refuse
+    assert _job(option, f"{since[0]}.{since[1]}").megatron_core == since
     with pytest.raises(InputError) as refused:
-        _job(option, f"core_v{since[0]}.{since[1] - 1}.0")
+        _job(option, "v2.6" if since == MEGATRON_CORE_FIRST
+             else f"core_v{since[0]}.{since[1] - 1}.0")
     # overlap_param_gather needs overlap_grad_reduce, from the same release and checked first
     field = {"zero_1_2": "zero", "zero_3": "zero",
              "overlap_param_gather": "overlap_grad_reduce"}.get(option, option)
     assert refused.value.field == field
-    assert f"Megatron-Core 0.{since[1] - 1} lacks it" in refused.value.message
+    lacks = ("Megatron-LM before Megatron-Core" if since == MEGATRON_CORE_FIRST
+             else f"Megatron-Core 0.{since[1] - 1}")
+    assert f"{lacks} lacks it" in refused.value.message
 
 
 def test_a_version_before_the_package_or_not_text_is_refused():

@@ -55,7 +55,7 @@ def test_train_csv_and_parquet_are_the_json_per_stage_breakdown(capsys, tmp_path
     code, _, err = _cli(capsys, [*TRAIN, "--csv", tmp_path / "t.csv",
                                  "--parquet", tmp_path / "t.parquet"])
     assert code == 0, err
-    parts = ["compute", "tp", "pp", "dp", "ep", "bubble", "optimizer"]
+    parts = ["compute", "tp", "pp", "dp", "ep", "bubble", "optimizer", "straggler"]
     rows, frame = _csv(tmp_path / "t.csv"), pd.read_parquet(tmp_path / "t.parquet")
     assert list(rows[0]) == ["stage", *parts] and list(frame.columns) == ["stage", *parts]
     assert len(rows) == len(frame) == 2 == len(data["per_stage"])

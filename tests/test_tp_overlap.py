@@ -67,7 +67,6 @@ def test_overlapped_tp_collectives_hide_min_of_comm_and_gemm_per_chunk():
     attn, mlp = layer.forward_attention, layer.forward_compute - layer.forward_attention
     qkv, proj, fc1, fc2 = gemm_shares(spec, SEQ8)
     size = SEQ8 * 4096 * 2
-
     def pipelined(gemm, k):
         # k chunks of c seconds of collective and g of GEMM: (k-1) min(c, g) hidden
         c, g = _ring(size / k), gemm / k
@@ -86,6 +85,49 @@ def test_overlapped_tp_collectives_hide_min_of_comm_and_gemm_per_chunk():
     assert r.comm_bytes["tp"] == pytest.approx(plain.comm_bytes["tp"], rel=1e-12)
     assert r.exposed_comm["dp"] == 0.0
     assert r.iteration_time < plain.iteration_time
+
+
+def test_userbuffer_gemms_run_on_the_sms_their_communication_leaves():
+    """Per-operation model: TransformerEngine's pipelined reduce-scatters and bulk overlaps
+    launch their GEMMs on 132 - 16 SMs; the ring-exchange all-gathers copy with the copy
+    engines. Each overlapped GEMM piece is longer by its kernels' wave ratio, by hand."""
+    from hpnsim.training.compute import gemm_time
+    from hpnsim.training.tp_overlap import gemm_shares
+    from hpnsim.workloads import models
+    from hpnsim.workloads.gpus import get_gpu
+
+    spec = models.ModelSpec("one-layer", layers=1, hidden=4096, heads=32, kv_heads=8,
+                            ffn=14336, vocab=1, seq_len=SEQ8)
+    fabric = hpn7(segments=1, hosts_per_segment=1, backup_hosts=0)
+    kw = dict(tp=8, global_batch=1, sequence_parallel=True, optimizer_bytes_per_param=0,
+              gpu_variation=0)
+    job = TrainJob(spec, tp_comm_overlap=True, **kw)
+    r = simulate_iteration(job, fabric, tp_algo="ring")
+    plain = simulate_iteration(TrainJob(spec, **kw), fabric, tp_algo="ring")
+    h800 = get_gpu("h800")
+
+    def waves(m, n, k, sms):
+        t = gemm_time(m, n, k, "bf16", h800)
+        tiles = -(-m // t.tile[0]) * -(-n // t.tile[1])
+        return -(-tiles // sms) / -(-tiles // 132)
+
+    # the O projection [8192, 4096] @ [4096, 4096/8 ...]: forward M = tokens, N = hidden,
+    # K = local heads x 128; FC2 K = ffn / tp
+    s_proj = waves(SEQ8, 4096, 4096 // 8, 116)
+    s_fc2 = waves(SEQ8, 4096, 14336 // 8, 116)
+    layer = next(b for b in job.stage_cost(0).blocks if b.name == "layer0")
+    attn, mlp = layer.forward_attention, layer.forward_compute - layer.forward_attention
+    _, proj, _, fc2 = gemm_shares(spec, SEQ8)
+    forward = (s_proj - 1) * attn * proj + (s_fc2 - 1) * mlp * fc2
+    assert job.overlap_slowdown("layer0", 16, ("forward",), names=("o_proj",)) == (
+        pytest.approx(s_proj, rel=1e-12))
+    backward = ((job.overlap_slowdown("layer0", 16, ("weight_grad",), part="mlp") - 1)
+                * layer.mlp_wg
+                + (job.overlap_slowdown("layer0", 16, ("weight_grad",), part="attention") - 1)
+                * layer.attention_wg)
+    assert r.compute_by_class["contention"] == pytest.approx(forward + backward, rel=1e-9)
+    assert plain.compute_by_class["contention"] == 0.0
+    assert r.compute_time == pytest.approx(plain.compute_time + forward + backward, rel=1e-9)
 
 
 def test_tp_comm_overlap_needs_sequence_parallelism():

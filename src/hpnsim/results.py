@@ -229,7 +229,8 @@ class JobResult:
         return [{"job": self.name, "iteration": i, "iteration_time": it.iteration_time,
                  "compute": it.compute_time, **{f"exposed_{k}": v
                                                 for k, v in it.exposed_comm.items()},
-                 "bubble": it.bubble, "optimizer": it.optimizer_time, "mfu": it.mfu}
+                 "bubble": it.bubble, "optimizer": it.optimizer_time,
+                 "straggler": it.straggler_time, "mfu": it.mfu}
                 for i, it in enumerate(self.iterations)]
 
     def to_frame(self):

@@ -101,6 +101,14 @@ def register(app: typer.Typer) -> None:
             None, "--megatron-core", help="Megatron-Core version the job runs, e.g. 0.13 "
                                           "(default: the one docs/pipelines.md reads); an "
                                           "option it lacks is refused."),
+        attention: str = typer.Option(
+            None, "--attention", help="Core attention kernel: flash (fused) or unfused "
+                                      "(Megatron's, scores in HBM); default: what "
+                                      "--megatron-core runs by default (fused from 0.7)."),
+        gpu_variation: float = typer.Option(
+            None, "--gpu-variation", help="Coefficient of variation of a GPU's compute time "
+                                          "per step, for the slowest-GPU term (0: off; "
+                                          "default the measured 0.007)."),
         bucket_params: int = typer.Option(None, "--bucket-params",
                                           help="Parameters per gradient bucket."),
         grad_bytes: int = typer.Option(2, "--grad-bytes", help="Bytes per gradient element."),
@@ -203,7 +211,8 @@ def register(app: typer.Typer) -> None:
                    "overlap_grad_reduce": None if overlap_grad_reduce else False,
                    "selective_recompute": selective_recompute or None,
                    "overlap_param_gather": overlap_param_gather or None,
-                   "megatron_core": megatron_core}
+                   "megatron_core": megatron_core, "attention": attention,
+                   "gpu_variation": gpu_variation}
             if mfu is not None:
                 if compute_efficiency is not None:
                     raise InputError("--mfu", "give --compute-efficiency only (--mfu is its "

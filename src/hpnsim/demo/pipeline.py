@@ -86,7 +86,8 @@ class DemoConfig:
 #: the columns of :meth:`DemoResult.rows`
 ROW_COLUMNS = ("fabric", "case", "routing", "host_gpu", "time", "algbw", "busbw",
                "bottleneck_kind", "hash_collisions", "compute", "exposed_tp", "exposed_pp",
-               "exposed_dp", "exposed_ep", "bubble", "optimizer", "mfu", "tokens_per_second")
+               "exposed_dp", "exposed_ep", "bubble", "optimizer", "straggler", "mfu",
+               "tokens_per_second")
 #: the columns of :meth:`DemoResult.fabric_rows`
 FABRIC_COLUMNS = ("fabric", "gpus", "hosts", "tor", "agg", "core", "links", "cables",
                   "network_cost_usd", "network_cost_per_gpu_usd", "network_power_w",
@@ -160,6 +161,7 @@ class DemoResult:
                         **{f"exposed_{dim}": t["exposed_comm"].get(dim, 0.0)
                            for dim in ("tp", "pp", "dp", "ep")},
                         "bubble": t["bubble"], "optimizer": t["optimizer_time"],
+                        "straggler": t.get("straggler_time", 0.0),
                         "mfu": t["mfu"], "tokens_per_second": t["tokens_per_second"]})
             out.append(row)
         return out

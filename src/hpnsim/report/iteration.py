@@ -28,7 +28,8 @@ __all__ = ["CLASS_LABELS", "breakdown_figure", "class_means", "demo_iteration_se
            "iteration_table", "job_sections", "part_means", "print_iteration", "training_table"]
 
 #: what a reader calls each operation class of compute (``IterationResult.compute_by_class``)
-CLASS_LABELS = {"gemm": "GEMM", "attention": "attention", "memory": "memory-bound"}
+CLASS_LABELS = {"gemm": "GEMM", "attention": "attention", "memory": "memory-bound",
+                "gaps": "between kernels", "contention": "beside communication"}
 
 
 def class_means(iterations: list[dict]) -> dict[str, float]:
@@ -37,11 +38,11 @@ def class_means(iterations: list[dict]) -> dict[str, float]:
 
     >>> class_means([{"compute_by_class": {"gemm": 1.0, "attention": 0.2, "memory": 0.1}},
     ...              {"compute_by_class": {"gemm": 3.0, "attention": 0.2, "memory": 0.1}}])
-    {'gemm': 2.0, 'attention': 0.2, 'memory': 0.1}
+    {'gemm': 2.0, 'attention': 0.2, 'memory': 0.1, 'gaps': 0.0, 'contention': 0.0}
     """
     if not iterations or not all(it.get("compute_by_class") for it in iterations):
         return {}
-    return {k: sum(it["compute_by_class"][k] for it in iterations) / len(iterations)
+    return {k: sum(it["compute_by_class"].get(k, 0.0) for it in iterations) / len(iterations)
             for k in CLASS_LABELS}
 
 
@@ -54,6 +55,8 @@ def part_time(iteration: dict, part: str) -> float:
     """
     if part in EXPOSED:
         return iteration["exposed_comm"].get(part, 0.0)
+    if part == "straggler":
+        return iteration.get("straggler_time", 0.0)
     return iteration[{"compute": "compute_time", "bubble": "bubble",
                       "optimizer": "optimizer_time"}[part]]
 
@@ -159,7 +162,8 @@ def iteration_table(r):
     rows = [("compute", r.compute_time, None), *classes,
             *((labels.get(k, f"exposed {k}"), v, r.comm_bytes.get(k))
               for k, v in r.exposed_comm.items()),
-            ("pipeline bubble", r.bubble, None), ("optimizer", r.optimizer_time, None)]
+            ("pipeline bubble", r.bubble, None), ("optimizer", r.optimizer_time, None),
+            ("slowest GPU (straggler)", r.straggler_time, None)]
     for name, value, sent in rows:
         table.add_row(name, format_time(value), f"{100 * value / r.iteration_time:.1f}%",
                       "" if sent is None else format_bytes(sent))
@@ -217,7 +221,8 @@ def job_sections(run: dict) -> list:
                                         "(mean over its simulated iterations)", held),
                        "iteration_breakdown",
                        "Stacked: compute, communication not hidden behind compute, pipeline "
-                       "bubble, optimizer. The largest part bounds the iteration.")
+                       "bubble, optimizer, waiting for the slowest GPU. The largest part "
+                       "bounds the iteration.")
     sections = [("jobs", "Iteration results per job", [table, breakdown,
                                                         *_class_table(jobs)])]
     gantts = []
@@ -250,8 +255,9 @@ def _class_table(jobs: list[dict]) -> list:
     return [Table(["job", *(f"{v} compute" for v in CLASS_LABELS.values()), "compute",
                    "optimizer", "dtype"], rows,
                   "Where the compute goes, per GPU (mean over stages and iterations): GEMMs, "
-                  "fused attention, memory-bound kernels (norms, activations, rotary, "
-                  "residuals, casts, embedding, loss), from the per-operation compute model "
+                  "attention, memory-bound kernels (norms, activations, rotary, "
+                  "residuals, casts, embedding, loss), the time between kernels (dispatch "
+                  "gaps, a host slower than its kernels), from the per-operation compute model "
                   "(docs/compute.md); the shares are of compute.")]
 
 

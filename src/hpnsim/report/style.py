@@ -19,11 +19,12 @@ __all__ = ["DPI", "EXPOSED", "FABRIC_COLORS", "FABRIC_NAMES", "LINK_WORDS", "NVL
 #: what a reader calls each part of an iteration (:data:`PARTS`, the order they stack in)
 PART_LABELS = {"compute": "compute", "tp": "exposed TP", "pp": "exposed PP",
                "dp": "exposed DP", "ep": "exposed EP", "bubble": "pipeline bubble",
-               "optimizer": "optimizer"}
+               "optimizer": "optimizer", "straggler": "slowest GPU"}
 PART_COLORS = {"compute": "#4c72b0", "tp": "#dd8452", "pp": "#937860", "dp": "#c44e52",
-               "ep": "#8172b3", "bubble": "#bbbbbb", "optimizer": "#55a868"}
+               "ep": "#8172b3", "bubble": "#bbbbbb", "optimizer": "#55a868",
+               "straggler": "#da8bc3"}
 #: the parts of an iteration that are communication not hidden behind compute (per dimension)
-EXPOSED = tuple(p for p in PARTS if p not in ("compute", "bubble", "optimizer"))
+EXPOSED = tuple(p for p in PARTS if p not in ("compute", "bubble", "optimizer", "straggler"))
 
 #: what a reader should call each template
 FABRIC_NAMES = {"hpn7": "HPN 7.0 (2-tier, dual-plane)", "dcn_plus": "DCN+ (3-tier Clos)"}

@@ -137,7 +137,7 @@ def _pipeline_flows(proc: _Process, placed: dict) -> None:
 def _summary_args(it) -> dict:
     return {"iteration_time": it.iteration_time, "compute": it.compute_time,
             **{f"exposed_{k}": v for k, v in it.exposed_comm.items()}, "bubble": it.bubble,
-            "optimizer": it.optimizer_time, "mfu": it.mfu}
+            "optimizer": it.optimizer_time, "straggler": it.straggler_time, "mfu": it.mfu}
 
 
 def _trace(processes: list[_Process]) -> dict:

@@ -29,7 +29,7 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
 from hpnsim.errors import InputError, read_user_text
 from hpnsim.scenario.yaml import format_path, located, seconds_field
-from hpnsim.training.job_options import DEFAULT_VERSION_TEXT
+from hpnsim.training.job_options import DEFAULT_VERSION_TEXT, check_attention
 
 __all__ = ["JobSpec", "check_jobs"]
 
@@ -119,6 +119,14 @@ class JobSpec(BaseModel):
         DEFAULT_VERSION_TEXT, exclude=True,   # not echoed: the job's own JSON names it when set
         description="Megatron-Core version the job runs (quoted, e.g. '0.13'): an option it "
                     "lacks is refused (hpnsim.training.frameworks)")
+    attention: Literal["flash", "unfused"] | None = Field(
+        None, exclude=True,   # not echoed: the job's own JSON names it when not flash
+        description="core attention kernel: flash (fused) or unfused (Megatron's core "
+                    "attention, scores in HBM); default: what megatron_core runs by default")
+    gpu_variation: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
+        None, exclude=True,
+        description="coefficient of variation of one GPU's compute time per step (the "
+                    "straggler term; 0: off); default the measured 0.007")
     stage_layers: list[Annotated[int, Field(ge=0, strict=True)]] | None = Field(
         None, min_length=1, description="transformer layers of each virtual stage "
                                         "(u = chunk * pp + stage), summing to the model's layers")
@@ -160,6 +168,11 @@ class JobSpec(BaseModel):
                 raise ValueError(f"{fixed[0]}: fixed by the workload file; remove it")
         if job.gpus is not None and job.hosts is not None:
             raise ValueError("hosts: give gpus or hosts, not both")
+        if job.model is not None and job.attention is not None:
+            try:   # here, before any fabric is built for the job
+                check_attention(job.megatron_core, job.attention, job.cp)
+            except InputError as refused:
+                raise ValueError(f"{refused.field}: {refused.message}") from None
         if job.duration is not None and "iterations" in job.model_fields_set:
             raise ValueError("duration: give iterations or duration, not both")
         for key in ("gpus", "hosts"):

@@ -15,10 +15,14 @@ stage's iteration time splits, with no remainder, into:
 - ``dp``: waiting for gradient buckets before the optimizer and for ZeRO gathers after it
   (the part not hidden behind compute); with ZeRO-3 / FSDP also every wait of the compute
   stream for a unit's parameter all-gather;
-- ``optimizer``: the optimizer step.
+- ``optimizer``: the optimizer step;
+- ``straggler``: the compute stream waiting for the job's slowest GPU (every compute kernel
+  is longer by the expected maximum of the GPUs' variation, :mod:`hpnsim.training.straggler`;
+  the extra seconds are counted here, not in ``compute``).
 
 The compute part splits further by operation class (:data:`~hpnsim.training.cost.OP_CLASSES`:
-GEMM, attention, memory-bound kernels) when the program comes from a
+GEMM, attention, memory-bound kernels, the time between kernels; and ``contention``, the
+further time kernels take beside overlapped communication kernels) when the program comes from a
 :class:`~hpnsim.training.job.TrainJob`, whose job description carries each stage's class
 seconds (``compute_by_class``); ``IterationResult.compute_by_class`` averages them over the
 stages as the parts are, so its values add up to ``compute_time``.
@@ -42,7 +46,7 @@ from hpnsim.training.iteration import PARTS, IterationResult
 
 def _stage(it: CompiledIteration, s: int, start, finish, t0: float, end: float):
     """Parts and Gantt rows of stage ``s``; also the durations of its EP all-to-alls."""
-    parts = dict.fromkeys(_parts(it), 0.0)
+    parts = dict.fromkeys((*_parts(it), "contention"), 0.0)
     rows, ep_calls = [], []
     clock = t0
     optimizer_row = None
@@ -69,6 +73,8 @@ def _stage(it: CompiledIteration, s: int, start, finish, t0: float, end: float):
                 for key, seconds in el.nominal.items():
                     parts["optimizer" if sp.kind == "optimizer" and key == "compute"
                           else key] += seconds
+                    if key == "contention":   # compute, slower beside communication
+                        parts["compute"] += seconds
             else:
                 parts[el.category] += finish[el.last] - begin
                 if el.category == "ep":
@@ -116,7 +122,8 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
     >>> it = compile_program(program_from_job(job), TaskGraph(), fab)
     >>> sim = simulate(it.graph, fab.link_capacity)
     >>> r = account(it, sim.start, sim.finish)
-    >>> parts = r.compute_time + sum(r.exposed_comm.values()) + r.bubble + r.optimizer_time
+    >>> parts = (r.compute_time + sum(r.exposed_comm.values()) + r.bubble + r.optimizer_time
+    ...          + r.straggler_time)
     >>> bool(abs(parts - r.iteration_time) < 1e-9 * r.iteration_time)
     True
     """
@@ -125,8 +132,10 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
     end = float(max(finish[t] for t in it.stage_end))
     stages, timeline, ep_time = [], [], []
     by_class = program.job.get("compute_by_class") or []
+    contention = []   # the part of each stage's compute spent beside communication kernels
     for s in range(len(it.passes)):
         parts, rows, ep_calls = _stage(it, s, start, finish, t0, end)
+        contention.append(parts.pop("contention"))
         stages.append({"stage": s, **{key: float(val) for key, val in parts.items()}})
         timeline += rows
         ep_time.append(min(ep_calls, default=0.0))
@@ -138,6 +147,8 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
     end -= t0
     classes = ({key: float(np.mean([row[key] for row in by_class])) for key in OP_CLASSES}
                if len(by_class) == len(it.passes) else {})
+    if classes:
+        classes["contention"] = float(np.mean(contention))
     peak = program.peak_flops * program.layout.n_gpus
     known = not math.isnan(program.model_flops)
     return IterationResult(
@@ -149,6 +160,7 @@ def account(it: CompiledIteration, start: np.ndarray, finish: np.ndarray) -> Ite
         bubble=mean["bubble"],
         bubble_fraction=mean["bubble"] / end if end > 0 else 0.0,
         optimizer_time=mean["optimizer"],
+        straggler_time=mean["straggler"],
         mfu=(program.model_flops / (end * peak) if end > 0 else 0.0) if known else math.nan,
         tokens_per_second=(program.tokens / end if end > 0 else 0.0) if known else math.nan,
         model_flops=program.model_flops,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from hpnsim.training.compute.contention import NCCL_P2P_SMS, USERBUFFER_SMS
 from hpnsim.training.context import Ring
 from hpnsim.training.cost import Block
 from hpnsim.training.job import TrainJob
@@ -125,13 +126,18 @@ def _ring(job: TrainJob, ops: list, block: Block, shares) -> list:
     attn, attn_ig = block.forward_attention, block.attention_ig
     core, core_ig = attn * (1 - qkv - proj), attn_ig * (1 - qkv - proj)
     kv, steps = job.kv_bytes, job.cp
-    forward = Ring(kv, core, "attention core", steps)
-    backward = Ring(2 * kv, core_ig, "attention core ig", steps)
+    # attention steps with an exchange in flight run beside NCCL's send/recv kernels
+    fwd_slow = job.overlap_slowdown(block.name, NCCL_P2P_SMS, ("forward",), names=("attention",))
+    bwd_slow = job.overlap_slowdown(block.name, NCCL_P2P_SMS, ("input_grad",),
+                                    names=("attention",))
+    forward = Ring(kv, core, "attention core", steps, fwd_slow)
+    backward = Ring(2 * kv, core_ig, "attention core ig", steps, bwd_slow)
     replace_by = {
         "attention": [Compute(attn * qkv, "attention qkv"), forward,
                       Compute(attn * proj, "attention proj")],
         "attention core": [forward],
-        "attention core recompute": [Ring(kv, core, "attention core recompute", steps)],
+        "attention core recompute": [Ring(kv, core, "attention core recompute", steps,
+                                          fwd_slow)],
         "attention ig": [Compute(attn_ig * proj, "attention proj ig"), backward,
                          Compute(attn_ig * qkv, "attention qkv ig")],
         "attention rest ig": [backward, Compute(attn_ig * qkv, "attention qkv ig")],
@@ -154,9 +160,14 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
     ag = Collective("allgather", "tp", size)
     rs = Collective("reducescatter", "tp", size)
     core = attn * (1 - qkv - proj)
+
+    def beside(phases, **which) -> float:   # the GEMMs' slowdown beside userbuffer kernels
+        return job.overlap_slowdown(block.name, USERBUFFER_SMS, phases, **which)
+
     fwd = [Pipelined("allgather", size, attn * qkv, "attention qkv", k, True),
            Compute(core, "attention core"),
-           Pipelined("reducescatter", size, attn * proj, "attention proj", RS_SPLITS, False)]
+           Pipelined("reducescatter", size, attn * proj, "attention proj", RS_SPLITS, False,
+                     beside(("forward",), names=("o_proj",)))]
     ig_attn = [Pipelined("allgather", size, attn_ig * proj, "attention proj ig", k, True),
                Compute(attn_ig * (1 - proj), "attention rest ig")]
     if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
@@ -165,9 +176,12 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
         bwd = [*ig_mlp, Compute(block.mlp_wg, "mlp wg")]
     else:
         fwd += [Pipelined("allgather", size, mlp * fc1, "mlp fc1", k, True),
-                Pipelined("reducescatter", size, mlp * fc2, "mlp fc2", RS_SPLITS, False)]
+                Pipelined("reducescatter", size, mlp * fc2, "mlp fc2", RS_SPLITS, False,
+                          beside(("forward",), names=("fc2",)))]
         ig_mlp = [Pipelined("allgather", size, mlp_ig * fc2, "mlp fc2 ig", k, True),
                   Compute(mlp_ig * fc1, "mlp fc1 ig"), rs]
-        bwd = [*ig_mlp[:2], Bulk(size, block.mlp_wg, "mlp wg")]
-    bwd += [*ig_attn, Bulk(size, block.attention_wg, "attention wg")]
+        bwd = [*ig_mlp[:2], Bulk(size, block.mlp_wg, "mlp wg",
+                                 beside(("weight_grad",), part="mlp"))]
+    bwd += [*ig_attn, Bulk(size, block.attention_wg, "attention wg",
+                           beside(("weight_grad",), part="attention"))]
     return fwd, bwd, [*ig_mlp, *ig_attn, rs]

@@ -305,12 +305,14 @@ class _StageState:
         p = self.pending
         if p is None:
             return
-        seconds = p["compute"] + p["tp"] + p["ep"]
+        seconds = p["compute"] + p["tp"] + p["ep"] + p["straggler"] + p["contention"]
         task = self.graph.add_delay(seconds, deps=p["deps"] or self._origin(),
                                     name=f"s{self.s} {p['name']}")
-        self.current().elements.append(Element(task, task, {k: p[k] for k in
-                                                            ("compute", "tp", "ep")},
-                                               wait=p["wait"]))
+        nominal = {k: p[k] for k in ("compute", "tp", "ep")}
+        for extra in ("straggler", "contention"):
+            if p[extra]:
+                nominal[extra] = p[extra]
+        self.current().elements.append(Element(task, task, nominal, wait=p["wait"]))
         for i in p["ops"]:
             self.tasks[i] = [task]
         self.tail = task
@@ -319,17 +321,21 @@ class _StageState:
     def _origin(self) -> list[int]:
         return [self.c.it.origin] if self.c.it.origin >= 0 else []
 
-    def delay(self, index: int, part: str, seconds: float, after, name: str) -> None:
+    def delay(self, index: int, part: str, seconds: float, after, name: str,
+              straggler: float = 0.0, contention: float = 0.0) -> None:
         if self.pending is None or after or self.recv >= 0:
             self.flush()
             # a wait for a TP or CP collective overlapped with compute is exposed TP or CP
             # time; any other (ZeRO-3 gathers) DP
             waits = [_CATEGORY[self.ops[a].group] for a in after
                      if isinstance(self.ops[a], Collective) and self.ops[a].group in ("tp", "cp")]
-            self.pending = {"compute": 0.0, "tp": 0.0, "ep": 0.0, "ops": [], "name": name,
+            self.pending = {"compute": 0.0, "tp": 0.0, "ep": 0.0, "straggler": 0.0,
+                            "contention": 0.0, "ops": [], "name": name,
                             "deps": self.start_deps(self.deps(after)),
                             "wait": waits[0] if waits else "dp"}
         self.pending[part] += seconds
+        self.pending["straggler"] += straggler
+        self.pending["contention"] += contention
         self.pending["ops"].append(index)
         if index in self.referenced:
             self.flush()
@@ -341,7 +347,8 @@ class _StageState:
             self.passes.append(StagePass(op.kind, op.micro_batch, op.chunk))
         elif isinstance(op, Compute):
             part = "compute"
-            self.delay(i, part, op.seconds, op.after, op.label or "compute")
+            self.delay(i, part, op.seconds, op.after, op.label or "compute", op.straggler,
+                       op.contention)
         elif isinstance(op, Recv):
             self.flush()
             self.recv = c.sent[op.tag]

@@ -25,12 +25,14 @@ from hpnsim.training.program import Collective, Compute
 @dataclass(frozen=True)
 class Ring:
     """Attention of ``seconds`` in ``steps`` equal steps, ``size`` bytes passed around the
-    CP ring before every step but the first."""
+    CP ring before every step but the first; the steps that run while an exchange is in
+    flight (all but the last) are ``slowdown`` times longer beside its NCCL kernels."""
 
     size: float
     seconds: float
     label: str
     steps: int
+    slowdown: float = 1.0
 
 
 def expand_ring(builder, ring: Ring, after: tuple[int, ...]) -> None:
@@ -46,10 +48,13 @@ def expand_ring(builder, ring: Ring, after: tuple[int, ...]) -> None:
     if ring.steps > 1:
         moving = builder.add(Collective("sendrecv", "cp", ring.size, blocking=False,
                                         after=entry))
-    builder.add(Compute(g, ring.label, after=after))        # step 0: the rank's own KV
+    beside = g * (ring.slowdown - 1.0)
+    builder.add(Compute(g, ring.label, after=after,            # step 0: the rank's own KV
+                        contention=beside if ring.steps > 1 else 0.0))
     for i in range(1, ring.steps):
         arrived = moving
         if i < ring.steps - 1:
             moving = builder.add(Collective("sendrecv", "cp", ring.size, blocking=False,
                                             after=(arrived,)))
-        builder.add(Compute(g, ring.label, after=(arrived,)))
+        builder.add(Compute(g, ring.label, after=(arrived,),
+                            contention=beside if i < ring.steps - 1 else 0.0))

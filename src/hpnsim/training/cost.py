@@ -26,8 +26,8 @@ Recomputation (:data:`RECOMPUTE`): ``"full"`` replays a layer's whole forward in
 >>> job = TrainJob("llama3-8b", seq_len=8192)
 >>> layer = job.stage_cost(0).blocks[1]          # backward order: head, layer31, ...
 >>> layer.name, round(layer.forward_compute * 1e3, 2), round(layer.backward_compute * 1e3, 2)
-('layer31', 6.51, 13.45)
->>> round(layer.gemm + layer.attention + layer.memory, 12) == round(
+('layer31', 6.54, 13.48)
+>>> round(layer.gemm + layer.attention + layer.memory + layer.gaps, 12) == round(
 ...     layer.forward_compute + layer.backward_compute, 12)
 True
 """
@@ -39,9 +39,13 @@ from dataclasses import dataclass, fields
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable, OpList, head_ops, layer_ops, step_ops
 from hpnsim.training.compute import embedding_ops as _embedding_ops
+from hpnsim.training.compute.contention import slowdown
+from hpnsim.training.compute.overhead import pass_gaps
+from hpnsim.training.straggler import GPU_VARIATION
 
-#: Operation classes of compute in a report: GEMMs, fused attention, memory-bound kernels.
-OP_CLASSES = ("gemm", "attention", "memory")
+#: Operation classes of compute in a report: GEMMs, attention, memory-bound kernels, and the
+#: time between kernels (dispatch gaps, a host slower than its kernels).
+OP_CLASSES = ("gemm", "attention", "memory", "gaps")
 #: Activation recomputation policies: none, or the whole layer forward replayed in backward.
 RECOMPUTE = ("none", "full")
 #: Compute models (strategies filling the blocks).
@@ -65,8 +69,8 @@ class Block:
     recomputed forward, if any); ``forward_attention``: the attention sub-layer's share of the
     forward (the rest is the MLP, or the whole head); ``attention_ig`` / ``attention_wg`` /
     ``mlp_ig`` / ``mlp_wg``: the backward's input- and weight-gradient kernels of each part
-    (the head's in ``mlp_*``), without recomputation; ``gemm``, ``attention``, ``memory``: the
-    block's seconds (both passes, recomputation included) per operation class. TP all-reduce
+    (the head's in ``mlp_*``), without recomputation; ``gemm``, ``attention``, ``memory``,
+    ``gaps``: the block's seconds (both passes, recomputation included) per operation class. TP all-reduce
     and EP all-to-all counts per pass; dense parameters, routed-expert ones apart when
     ``ep > 1`` (they synchronize over another group).
     """
@@ -88,11 +92,14 @@ class Block:
     gemm: float = 0.0
     attention: float = 0.0
     memory: float = 0.0
+    gaps: float = 0.0
 
     @property
     def classes(self) -> dict[str, float]:
-        """Seconds per operation class (both passes): ``gemm``, ``attention``, ``memory``."""
-        return {"gemm": self.gemm, "attention": self.attention, "memory": self.memory}
+        """Seconds per operation class (both passes): ``gemm``, ``attention``, ``memory``,
+        ``gaps``."""
+        return {"gemm": self.gemm, "attention": self.attention, "memory": self.memory,
+                "gaps": self.gaps}
 
 
 #: Block fields that add up when blocks merge (FSDP units).
@@ -194,6 +201,8 @@ class OperationModel:
     """Blocks from the per-operation compute model (:mod:`hpnsim.training.compute`)."""
 
     name = "operations"
+    #: the default per-GPU variation of a job timed by this model (measured)
+    gpu_variation = GPU_VARIATION
 
     def __init__(self, dtype: str = "bf16", table: KernelTable | None = None):
         self.dtype, self.table = dtype, table
@@ -203,21 +212,58 @@ class OperationModel:
                     sequence_parallel=job.sequence_parallel, table=self.table)
 
     def _block(self, job, name: str, ops: OpList, counts, params) -> Block:
+        """One block from its kernels, with the time between them: each pass's gaps
+        (:func:`~hpnsim.training.compute.overhead.pass_gaps`; the recomputed forward's are the
+        forward's) spread over the pass's parts by their kernel counts."""
         policy = "full" if job.recompute else "none"
         again = recomputed_seconds(ops, policy)
-        part = {True: {}, False: {}}
+        part: dict[bool, dict[str, float]] = {True: {}, False: {}}
+        kernels: dict[bool, dict[str, int]] = {True: {}, False: {}}
         for op in ops.ops:
-            base = op.name.removesuffix("_grad_cast").removesuffix("_input_cast")
-            key = (base in _ATTENTION_PART, op.phase)
-            part[key[0]][op.phase] = part[key[0]].get(op.phase, 0.0) + op.seconds
-        attn, mlp = part[True], part[False]
+            in_attention = _in_attention(op.name)
+            part[in_attention][op.phase] = part[in_attention].get(op.phase, 0.0) + op.seconds
+            kernels[in_attention][op.phase] = kernels[in_attention].get(op.phase, 0) + 1
+        gaps = {}
+        for phases in (("forward",), ("input_grad", "weight_grad")):
+            cells = [(a, p) for a in (True, False) for p in phases]
+            n = sum(kernels[a].get(p, 0) for a, p in cells)
+            between = pass_gaps(n, sum(part[a].get(p, 0.0) for a, p in cells))
+            for a, p in cells:
+                if kernels[a].get(p):
+                    part[a][p] += between * kernels[a][p] / n
+            gaps[phases[0]] = between
+        replayed = gaps["forward"] if len(again) else 0.0
         classes = {k: ops.seconds(kind=k) + again.seconds(kind=k) for k in OP_CLASSES}
-        return Block(name, ops.forward_seconds, ops.backward_seconds + again.seconds(),
+        classes["gaps"] += gaps["forward"] + gaps["input_grad"] + replayed
+        attn, mlp = part[True], part[False]
+        return Block(name, ops.forward_seconds + gaps["forward"],
+                     ops.backward_seconds + gaps["input_grad"] + again.seconds() + replayed,
                      *counts, *params, forward_attention=attn.get("forward", 0.0),
                      attention_ig=attn.get("input_grad", 0.0),
                      attention_wg=attn.get("weight_grad", 0.0),
                      mlp_ig=mlp.get("input_grad", 0.0), mlp_wg=mlp.get("weight_grad", 0.0),
                      **classes)
+
+    def block_kernels(self, job, name: str) -> OpList:
+        """The kernels of block ``name`` (``embedding``, ``layer<i>``, ``head``) of ``job``."""
+        spec, shard = job.model, self._sharding(job)
+        if name == "embedding":
+            return _embedding_ops(spec, job.gpu, **shard)
+        if name == "head":
+            return head_ops(spec, job.gpu, **shard)
+        return layer_ops(spec, job.gpu, layer=int(name.removeprefix("layer")), ep=job.ep,
+                         dtype=self.dtype, attention=job.attention, **shard)
+
+    def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
+                 names: tuple[str, ...] = (), part: str = "") -> float:
+        """How much longer block ``name``'s kernels of ``phases`` take beside a
+        communication kernel holding ``sms`` SMs (:mod:`hpnsim.training.compute.contention`);
+        only the kernels called ``names`` (when given) of the ``part`` (``attention`` or
+        ``mlp``, when given)."""
+        kernels = [op for op in self.block_kernels(job, name).ops if op.phase in phases
+                   and (not names or op.name in names)
+                   and (not part or _in_attention(op.name) == (part == "attention"))]
+        return slowdown(kernels, job.gpu, sms, self.table)
 
     def blocks(self, job, layers, first: bool, last: bool) -> list[Block]:
         """The stage's blocks in *forward* order."""
@@ -232,7 +278,7 @@ class OperationModel:
             moe = spec.is_moe_layer(layer)
             if moe not in cached:
                 cached[moe] = layer_ops(spec, job.gpu, layer=layer, ep=job.ep,
-                                        dtype=self.dtype, **shard)
+                                        dtype=self.dtype, attention=job.attention, **shard)
             out.append(self._block(job, f"layer{layer}", cached[moe], _counts(job, moe),
                                    _params(job, layer)))
         if last:
@@ -240,22 +286,30 @@ class OperationModel:
             out.append(self._block(job, "head", ops, (0, 0, 0, 0), (_head_params(job), 0.0)))
         return out
 
-    def optimizer_seconds(self, job, params: float, layer_params: float) -> float:
-        """Adam step over the GPU's optimizer shard (plus FP8 weight casts of the stage's
-        layers when the linear layers run in FP8)."""
+    def optimizer_seconds(self, job, params: float, layer_params: float,
+                          local_params: float | None = None) -> float:
+        """The optimizer step's kernels over the GPU's optimizer shard ``params`` (its
+        gradient buffer: ``local_params``), plus FP8 weight casts of the stage's layers when
+        the linear layers run in FP8, and the time between them."""
         if params < 1:
             return 0.0
         fp8 = int(layer_params) if self.dtype == "fp8" else 0
+        local = int(max(local_params or params, params))
         return step_ops(job.gpu, parameters=int(params), micro_batches=job.micro_batches,
-                        fp8_parameters=fp8, table=self.table).seconds()
+                        fp8_parameters=fp8, local_parameters=local,
+                        table=self.table).seconds()
 
 
 class ConstantEfficiency:
     """Blocks at ``efficiency`` x the tensor peak of the job's dtype (the pre-operation model):
     forward = catalog FLOPs / rate, backward = 2 x forward (3 x with full recomputation);
-    class split: the attention scores' FLOPs are ``attention``, the rest ``gemm``."""
+    class split: the attention scores' FLOPs are ``attention``, the rest ``gemm``. Its one
+    fraction folds in what the operation model times apart (gaps between kernels, kernels
+    beside communication, stragglers), so it adds none of them."""
 
     name = "constant"
+    #: the default per-GPU variation of a job timed by this model (folded into the fraction)
+    gpu_variation = 0.0
 
     def __init__(self, efficiency: float, dtype: str = "bf16"):
         self.efficiency, self.dtype = efficiency, dtype
@@ -287,8 +341,22 @@ class ConstantEfficiency:
                              mlp_ig=head, mlp_wg=head, gemm=(1 + factor) * head))
         return out
 
-    def optimizer_seconds(self, job, params: float, layer_params: float) -> float:
+    def optimizer_seconds(self, job, params: float, layer_params: float,
+                          local_params: float | None = None) -> float:
         return params * CONSTANT_OPTIMIZER_BYTES / job.gpu.memory_bandwidth
+
+    def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
+                 names: tuple[str, ...] = (), part: str = "") -> float:
+        """1: the constant fraction of peak came from end-to-end runs, which already paid
+        for their kernels running beside communication (and for their stragglers: the
+        constant model's default ``gpu_variation`` is 0)."""
+        return 1.0
+
+
+def _in_attention(name: str) -> bool:
+    """Whether kernel ``name`` belongs to a layer's attention sub-layer (else its MLP)."""
+    base = name.removesuffix("_grad_cast").removesuffix("_input_cast")
+    return base in _ATTENTION_PART or base.startswith("attention")
 
 
 def _attention_flops_per_token(spec, seq_len: int) -> float:

@@ -7,7 +7,9 @@ is the first ``core_vX.Y.0`` tag of NVIDIA/Megatron-LM holding the commit that a
 flag (``git log -S<flag> -- megatron/training/arguments.py megatron/arguments.py``, then
 ``git tag --contains``), read at ``d98e8a64dd`` (August 2026). Options that Megatron-LM had
 before ``megatron.core`` became a package (``9cdc714939``, 2023-05-11, version 0.1) date
-from 0.1. Megatron-Core has no zero-bubble schedule (no ``zero_bubble``/``zb`` schedule in
+from 0.1. Megatron-LM releases before the package (tags ``v1.0``, ``v2.0``, ``v2.5``, ``v2.6``,
+2020-04 to 2021-08) read as version 0.0 (:data:`MEGATRON_LM_RELEASES`): none has FlashAttention,
+the distributed optimizer or selective recomputation. Megatron-Core has no zero-bubble schedule (no ``zero_bubble``/``zb`` schedule in
 ``megatron/`` at ``d98e8a64dd``; ``delay_wgrad_compute`` splits weight gradients for MoE
 overlap, not a ZB-H1 pipeline): hpnsim's ``zb-h1`` follows Qi et al. (ICLR 2024) and is not
 checked against a version.
@@ -34,8 +36,20 @@ class Since(NamedTuple):
 MEGATRON_CORE_DEFAULT = (0, 20)
 #: The first ``megatron.core`` package (``9cdc714939`` "Add pip package for megatron.core").
 MEGATRON_CORE_FIRST = (0, 1)
+#: Megatron-LM release tags before ``megatron.core`` (``git tag``: v1.0 03d2880923 2020-04-21,
+#: v2.0 be473a5bd2 2021-01-12, v2.5 e269e20064 2021-08-10, v2.6 3860e99526 2021-08-27), all
+#: read as this version: older than every Megatron-Core release.
+PRE_CORE = (0, 0)
+MEGATRON_LM_RELEASES = ("v1.0", "v2.0", "v2.5", "v2.6")
+#: The first release whose default core attention is fused: ``--transformer-impl`` defaults to
+#: ``transformer_engine`` (TransformerEngine's ``DotProductAttention``, flash or cuDNN fused
+#: attention) from e7b74a4b7e (2024-04-02, "Change default `transformer_impl` to
+#: `transformer_engine` instead of `local`"), first in core_v0.7.0. Before it the default
+#: ``local`` implementation ran the unfused ``CoreAttention`` unless ``--use-flash-attn``.
+FUSED_ATTENTION_DEFAULT = (0, 7)
 
-#: hpnsim TrainJob option -> the first Megatron-Core release that has it.
+#: hpnsim TrainJob option -> the first Megatron-Core release that has it (``attention``:
+#: its fused kernel, ``"flash"``; the unfused core attention is in every release).
 MEGATRON_CORE_SINCE: dict[str, Since] = {
     "zero_1_2": Since((0, 1), "--use-distributed-optimizer",
                       "329fe5820f (2022-02-10, Float16DistributedOptimizer), before the "
@@ -43,8 +57,13 @@ MEGATRON_CORE_SINCE: dict[str, Since] = {
     "zero_3": Since((0, 10), "--use-torch-fsdp2",
                     "e1993fa6f7 (2024-11-13, PyTorch FSDP-2); first in core_v0.10.0 (Megatron's "
                     "own FSDP, --use-custom-fsdp, d165a8548b, from core_v0.12.0)"),
-    "recompute": Since((0, 1), "--recompute-granularity full",
-                       "bbab79f869 (2022-05-16), before the megatron.core package"),
+    "recompute": Since(PRE_CORE, "--checkpoint-activations",
+                       "in Megatron-LM v1.0 and every v2 release (megatron/arguments.py); "
+                       "--recompute-granularity full from bbab79f869 (2022-05-16)"),
+    "attention": Since(MEGATRON_CORE_FIRST, "--use-flash-attn",
+                       "d693034ecf (2022-12-08, Integrate FlashAttention into Megatron-LM; "
+                       "attention='flash'), before the megatron.core package; in no v2 "
+                       "release tag"),
     "selective_recompute": Since((0, 1), "--recompute-activations",
                                  "bbab79f869 (2022-05-16, granularity selective), before the "
                                  "megatron.core package"),

@@ -24,12 +24,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hpnsim.training.block_ops import block_ops
+from hpnsim.training.compute.contention import NCCL_RING_SMS
 from hpnsim.training.context import Ring, expand_ring
 from hpnsim.training.cost import Block
 from hpnsim.training.job import TrainJob
 from hpnsim.training.param_gather import forward_buckets
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
 from hpnsim.training.schedule import pipeline_schedule
+from hpnsim.training.straggler import straggler_fraction
 from hpnsim.training.tp_overlap import Bulk, Pipelined, expand, gemm_shares
 
 
@@ -84,8 +86,15 @@ class _StageBuilder:
         self.split = job.schedule == "zb-h1"   # backward as B (input grads) + W (weights)
         self.recv_op = -1          # the pass's Recv, until a stream op consumes it
         self.shares = gemm_shares(job.model, job.seq_len)
+        self.straggler = straggler_fraction(job.gpus, job.gpu_variation)
+        self.beside = 0.0          # extra fraction of the compute added now: NCCL kernels beside it
 
     def add(self, op) -> int:
+        if isinstance(op, Compute) and op.label != "optimizer":
+            if self.beside:
+                op = replace(op, contention=op.contention + op.seconds * self.beside)
+            if self.straggler:
+                op = replace(op, straggler=op.seconds * self.straggler)
         self.ops.append(op)
         if isinstance(op, Compute) or (isinstance(op, Collective) and op.blocking):
             self.last = len(self.ops) - 1
@@ -93,7 +102,20 @@ class _StageBuilder:
         return len(self.ops) - 1
 
     # ----- one block (layer, head or embedding) of one pass ------------------------------
-    def block(self, block: Block, kind: str, after: tuple[int, ...] = ()) -> None:
+    def block(self, block: Block, kind: str, after: tuple[int, ...] = (),
+              beside: bool = False) -> None:
+        """Append ``block``'s ops of a ``kind`` pass; ``beside``: they run beside a DP or
+        ZeRO collective's NCCL kernels (:data:`~hpnsim.training.compute.contention.NCCL_RING_SMS`
+        SMs), so their compute is slower."""
+        job = self.job
+        phases = {"F": ("forward",), "W": ("weight_grad",)}.get(
+            kind, ("input_grad",) if self.split else ("input_grad", "weight_grad"))
+        self.beside = (job.overlap_slowdown(block.name, NCCL_RING_SMS, phases) - 1.0
+                       if beside else 0.0)
+        self._block_ops(block, kind, after)
+        self.beside = 0.0
+
+    def _block_ops(self, block: Block, kind: str, after: tuple[int, ...]) -> None:
         job = self.job
         fwd, bwd, ig, wg = block_ops(job, block, self.shares)
         if self.split:
@@ -140,8 +162,12 @@ class _StageBuilder:
                     self.block(block, "F")
             else:
                 ends = []
-                for block in job.stage_cost(u).blocks:
-                    self.block(block, kind)
+                last_pass = j == m - 1 and kind == ("W" if self.split else "B")
+                first_ready = self.first_bucket(u) if last_pass else None
+                for index, block in enumerate(job.stage_cost(u).blocks):
+                    # the gradient buckets already reducing run beside what follows
+                    self.block(block, kind, beside=first_ready is not None
+                               and index > first_ready)
                     ends.append(self.last)
                 if j == m - 1 and kind == ("W" if self.split else "B"):
                     self.anchors[u] = ends
@@ -161,6 +187,15 @@ class _StageBuilder:
         else:
             self.data_parallel()
         return self.ops
+
+    def first_bucket(self, u: int) -> int | None:
+        """Backward block index after which chunk ``u``'s first gradient bucket reduces
+        during the last micro-batch's backward (None: no bucket overlaps it)."""
+        job = self.job
+        if not job.overlap_grad_reduce:
+            return None
+        ready = [block for _, expert in self.shards() for _, block in job.buckets(u, expert)]
+        return min(ready, default=None)
 
     def shards(self) -> list[tuple[str, bool]]:
         """Group kinds gradients synchronise over: DP (dense), expert-DP (routed experts)."""
@@ -215,9 +250,11 @@ class _StageBuilder:
             sizes = [size for size, _ in buckets][::-1]            # forward order
             plans.append((kind, sizes, forward_buckets(params, buckets), {}))
         waiting: tuple[int, ...] = ()
+        needed: set[tuple[str, int]] = set()
         for q, block in enumerate(self.forward_blocks(u)):
             entry = tuple(t for t in (self.last, self.recv_op) if t >= 0)
             for kind, sizes, needs, issued in plans:
+                needed.update((kind, b) for b in needs[q])
                 for b in needs[q]:
                     for want in (b, b + 1):           # the bucket and the next, prefetched
                         if want < len(sizes) and want not in issued:
@@ -227,7 +264,9 @@ class _StageBuilder:
                                 row="allgather"))
                     waiting += (issued[b],)
             before = len(self.ops)
-            self.block(block, "F", after=waiting)
+            # a prefetched gather this block does not wait for runs beside it
+            ahead = any((kind, b) not in needed for kind, _, _, issued in plans for b in issued)
+            self.block(block, "F", after=waiting, beside=ahead)
             if len(self.ops) > before:    # the embedding has no kernels: the next block waits
                 waiting = ()
 
@@ -283,7 +322,9 @@ class _StageBuilder:
             first = True
             for block in blocks:
                 before = len(self.ops)
-                self.block(block, kind, after=gather if first else ())
+                # the next unit's gather (and, backward, this one's reduce-scatter) beside it
+                self.block(block, kind, after=gather if first else (),
+                           beside=bool(self.shards()))
                 first = first and len(self.ops) == before
             last = self.last
             if kind == "B":

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["PARTS", "IterationResult"]
 
-PARTS = ("compute", "tp", "pp", "dp", "ep", "bubble", "optimizer")
+PARTS = ("compute", "tp", "pp", "dp", "ep", "bubble", "optimizer", "straggler")
 
 
 @dataclass
@@ -32,6 +32,10 @@ class IterationResult:
     bubble : float
         Pipeline-bubble idle time, GPU average; ``bubble_fraction`` is it over the iteration.
     optimizer_time : float
+    straggler_time : float
+        Waiting for the job's slowest GPU: the compute stream's share of a synchronous
+        step's expected maximum over the GPUs' varying compute times
+        (:mod:`hpnsim.training.straggler`), GPU average.
     mfu : float
         Model FLOPs / (iteration time x peak FLOP/s x GPUs).
     tokens_per_second : float
@@ -55,6 +59,7 @@ class IterationResult:
     model_flops: float
     tp_allreduce_time: float
     ep_alltoall_time: float = 0.0
+    straggler_time: float = 0.0
     compute_by_class: dict = field(default_factory=dict)
     comm_bytes: dict = field(default_factory=dict)
     per_stage: list = field(default_factory=list)
@@ -72,14 +77,15 @@ class IterationResult:
 
     def breakdown(self) -> dict[str, float]:
         """Where the iteration's time goes, GPU average, adding up to ``iteration_time``:
-        compute by operation class (``gemm``, ``attention``, ``memory``; ``compute`` when the
-        program has no split), ``optimizer``, exposed communication per dimension
-        (``exposed_tp``, ``exposed_pp``, ``exposed_dp``, ``exposed_ep``) and ``bubble``.
+        compute by operation class (``gemm``, ``attention``, ``memory``, ``gaps``; ``compute``
+        when the program has no split), ``optimizer``, exposed communication per dimension
+        (``exposed_tp``, ``exposed_pp``, ``exposed_dp``, ``exposed_ep``), ``bubble`` and
+        ``straggler`` (waiting for the slowest GPU).
 
         >>> r = IterationResult({}, 1.0, 0.6, {"tp": 0.1, "pp": 0.0, "dp": 0.05, "ep": 0.0},
         ...                     0.2, 0.2, 0.05, 0.4, 1.0, 1.0, 0.0,
         ...                     compute_by_class={"gemm": 0.5, "attention": 0.06, "memory": 0.04})
-        >>> b = r.breakdown(); list(b)[:4], round(sum(b.values()), 12)
+        >>> b = r.breakdown(); list(b)[:4], round(sum(b.values()), 12)   # no straggler here
         (['gemm', 'attention', 'memory', 'optimizer'], 1.0)
         """
         out = dict(self.compute_by_class) or {"compute": self.compute_time}
@@ -87,6 +93,7 @@ class IterationResult:
         out.update({f"exposed_{dim}": self.exposed_comm.get(dim, 0.0)
                     for dim in ("tp", "pp", "dp", "ep")})
         out["bubble"] = self.bubble
+        out["straggler"] = self.straggler_time
         return out
 
     def rows(self) -> list[dict]:

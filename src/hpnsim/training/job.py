@@ -26,6 +26,7 @@ from hpnsim.training.job_costs import StageCosts
 from hpnsim.training.job_options import (
     DEFAULT_VERSION_TEXT,
     ZERO_STAGES,  # noqa: F401  (kept importable from here)
+    check_attention,
     check_combinations,
     check_fits,
     check_framework,
@@ -37,6 +38,7 @@ from hpnsim.training.job_options import (
     parse_version,
 )
 from hpnsim.training.stages import layer_ranges, split_layers
+from hpnsim.training.straggler import straggler_variation
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
 from hpnsim.workloads.layout import Layout
@@ -144,8 +146,19 @@ class TrainJob(StageCosts):
         measured HBM efficiency, FP8 weight casts; the constant model: 28 bytes).
     megatron_core : str
         The Megatron-Core version the job runs (``"0.13"``, ``"core_v0.13.0"``; default the
-        one docs/pipelines.md reads, 0.20): an option that version lacks is refused, naming
-        its keyword (:mod:`hpnsim.training.frameworks` says which release added each).
+        one docs/pipelines.md reads, 0.20), or a Megatron-LM release before Megatron-Core
+        (``"v2.6"``): an option that version lacks is refused, naming its keyword
+        (:mod:`hpnsim.training.frameworks` says which release added each).
+    attention : {"flash", "unfused"}, optional
+        Core attention kernel (:mod:`hpnsim.training.compute.core_attention`): fused
+        FlashAttention, or Megatron's unfused core attention (scores in HBM). Default: what the
+        job's Megatron version runs by default (fused from Megatron-Core 0.7, unfused before);
+        ``"flash"`` before Megatron-LM had ``--use-flash-attn`` is refused, as is ``"unfused"``
+        with ``cp > 1``.
+    gpu_variation : float, optional
+        Coefficient of variation of one GPU's compute time per step (0 leaves the straggler
+        term out); default the measured :data:`~hpnsim.training.straggler.GPU_VARIATION`
+        (0 with ``compute_efficiency``: the constant model's fraction folds it in).
     layout : Layout, optional
         The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
         defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
@@ -158,7 +171,7 @@ class TrainJob(StageCosts):
     >>> job.gpus, job.micro_batches, job.layers_per_chunk
     (1024, 128, 10)
     >>> round(job.stage_cost(0).forward_compute * 1e3, 1)       # ms per micro-batch
-    33.0
+    33.2
     >>> TrainJob("llama3-8b", gpu="a100", dtype="fp8")
     Traceback (most recent call last):
     ...
@@ -184,6 +197,8 @@ class TrainJob(StageCosts):
     selective_recompute: bool
     overlap_param_gather: bool
     megatron_core: tuple[int, int]
+    attention: str
+    gpu_variation: float
     optimizer_bytes_per_param: float | None
     stage_layers: tuple[int, ...]
     _costs: dict = field(compare=False, repr=False)
@@ -204,7 +219,8 @@ class TrainJob(StageCosts):
                  layout: Layout | None = None, dtype: str = "bf16",
                  compute_efficiency: float | None = None,
                  kernel_table: KernelTable | str | Path | None = None,
-                 megatron_core: str = DEFAULT_VERSION_TEXT):
+                 megatron_core: str = DEFAULT_VERSION_TEXT, attention: str | None = None,
+                 gpu_variation: float | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -213,7 +229,9 @@ class TrainJob(StageCosts):
                         virtual_stages=virtual_stages)
         check_sizes(parallel, grad_bytes, zero)
         version = parse_version(megatron_core)
+        kernel = check_attention(megatron_core, attention, cp)
         set_ = object.__setattr__
+        set_(self, "attention", kernel)
         set_(self, "model", spec)
         if mfu is not None:
             warnings.warn("TrainJob(mfu=...) is deprecated: it is the fraction of peak every "
@@ -226,6 +244,8 @@ class TrainJob(StageCosts):
                                compute_settings(get_gpu(gpu), dtype, compute_efficiency,
                                                 kernel_table), strict=True):
             set_(self, name, value)
+        set_(self, "gpu_variation", self.compute_model.gpu_variation if gpu_variation is None
+             else straggler_variation(gpu_variation))
         set_(self, "seq_len", spec.seq_len if seq_len is None else seq_len)
         uneven = (stage_layers is not None or first_stage_layers is not None
                   or last_stage_layers is not None or account_for_embedding or account_for_loss)
@@ -377,6 +397,9 @@ class TrainJob(StageCosts):
             **({"overlap_param_gather": True} if self.overlap_param_gather else {}),
             **({"megatron_core": ".".join(map(str, self.megatron_core))}
                if self.megatron_core != MEGATRON_CORE_DEFAULT else {}),
+            **({"attention": self.attention} if self.attention != "flash" else {}),
+            **({"gpu_variation": self.gpu_variation}
+               if self.gpu_variation != self.compute_model.gpu_variation else {}),
             **({"stage_layers": list(self.stage_layers)}
                if len(set(self.stage_layers)) > 1 else {}),
         }

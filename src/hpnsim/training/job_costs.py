@@ -24,7 +24,7 @@ and with uniform routing a ``1/ep`` share of it goes to the GPU itself, so each 
 from __future__ import annotations
 
 from hpnsim.errors import InputError
-from hpnsim.training.cost import BLOCK_SUMS, Block, StageCost
+from hpnsim.training.cost import BLOCK_SUMS, OP_CLASSES, Block, StageCost
 
 __all__ = ["StageCosts"]
 
@@ -110,12 +110,15 @@ class StageCosts:
                    for k in range(self.virtual_stages))
 
     def optimizer_time(self, stage: int) -> float:
-        """Adam step on one GPU of ``stage``: memory-bound; ZeRO shards the dense parameters
-        over ``dp`` and the expert ones over the expert-data-parallel group.
+        """The optimizer step on one GPU of ``stage``: memory-bound kernels and the gaps
+        between them (:mod:`~hpnsim.training.compute.optimizer_step`); ZeRO shards the dense
+        parameters over ``dp`` and the expert ones over the expert-data-parallel group.
 
         >>> from hpnsim.training.job import TrainJob
-        >>> round(TrainJob("llama3-8b").optimizer_time(0) * 1e3, 1)   # 8.03e9 x 30 B / 3.015 TB/s
-        79.9
+        >>> round(TrainJob("llama3-8b").optimizer_time(0) * 1e3, 1)  # 8.03e9 x 42 B / 3.015 TB/s
+        114.2
+
+        (and 1,150 launches' 2.06 us gaps: 383 per multi-tensor kernel).
         """
         dense, expert = self.stage_params(stage), self.stage_params(stage, expert=True)
         params = dense / (self.dp * self.cp) + expert / self.edp if self.zero else dense + expert
@@ -125,27 +128,49 @@ class StageCosts:
                            for k in range(self.virtual_stages)
                            for b in self.stage_cost(k * self.pp + stage).blocks
                            if b.name.startswith("layer"))
-        return self.compute_model.optimizer_seconds(self, params, layer_params)
+        # the gradient buffer zeroed each step: whole with ZeRO 0-2 (Megatron reduce-scatters
+        # in place), the shard with ZeRO-3
+        local = params if self.zero == 3 else dense + expert
+        return self.compute_model.optimizer_seconds(self, params, layer_params, local)
 
     def compute_by_class(self, stage: int) -> dict[str, float]:
-        """Compute seconds per operation class (``gemm``, ``attention``, ``memory``) of one
-        GPU of pipeline stage ``stage`` over an iteration (every micro-batch through each of
+        """Compute seconds per operation class (``gemm``, ``attention``, ``memory``, ``gaps``)
+        of one GPU of pipeline stage ``stage`` over an iteration (every micro-batch through each of
         its chunks; recomputation included), and ``optimizer``.
 
         >>> from hpnsim.training.job import TrainJob
         >>> job = TrainJob("llama3-8b", global_batch=2)
         >>> c = job.compute_by_class(0)
         >>> cost = job.stage_cost(0)
-        >>> bool(abs(c["gemm"] + c["attention"] + c["memory"]
+        >>> bool(abs(c["gemm"] + c["attention"] + c["memory"] + c["gaps"]
         ...          - 2 * (cost.forward_compute + cost.backward_compute)) < 1e-12)
         True
         """
-        out = dict.fromkeys(("gemm", "attention", "memory"), 0.0)
+        out = dict.fromkeys(OP_CLASSES, 0.0)
         for k in range(self.virtual_stages):
             for key, seconds in self.stage_cost(k * self.pp + stage).classes.items():
                 out[key] += self.micro_batches * seconds
         out["optimizer"] = self.optimizer_time(stage)
         return out
+
+    def overlap_slowdown(self, block: str, sms: int, phases: tuple[str, ...],
+                         names: tuple[str, ...] = (), part: str = "") -> float:
+        """Factor by which block ``block``'s kernels of ``phases`` (only those called
+        ``names``, of ``part``, when given) are longer beside a communication kernel holding
+        ``sms`` SMs (:mod:`hpnsim.training.compute.contention`); cached per question.
+
+        >>> from hpnsim.training.job import TrainJob
+        >>> job = TrainJob("llama3-70b", tp=8, seq_len=8192, sequence_parallel=True)
+        >>> round(job.overlap_slowdown("layer0", 16, ("forward",), names=("o_proj",)), 3)
+        1.124
+        """
+        key = ("slowdown", block if block in ("embedding", "head")
+               else self.model.is_moe_layer(int(block.removeprefix("layer"))), sms, phases,
+               names, part)
+        if key not in self._costs:
+            self._costs[key] = self.compute_model.slowdown(self, block, sms, phases, names,
+                                                           part)
+        return self._costs[key]
 
     def buckets(self, chunk: int, expert: bool = False) -> list[tuple[float, int]]:
         """Gradient buckets of virtual stage ``chunk``: ``(parameters, block index)`` each,

@@ -12,11 +12,15 @@ from pathlib import Path
 
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable
+from hpnsim.training.compute.core_attention import attention_kernel
 from hpnsim.training.cost import DTYPES, ConstantEfficiency, OperationModel
 from hpnsim.training.frameworks import (
+    FUSED_ATTENTION_DEFAULT,
     MEGATRON_CORE_DEFAULT,
     MEGATRON_CORE_FIRST,
     MEGATRON_CORE_SINCE,
+    MEGATRON_LM_RELEASES,
+    PRE_CORE,
 )
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec
@@ -195,20 +199,25 @@ def check_combinations(layout: Layout, seq_len: int, *, tp_comm_overlap: bool,
 
 
 def parse_version(text, field: str = "megatron_core") -> tuple[int, int]:
-    """``"0.20"``, ``"0.20.1"`` or ``"core_v0.20.0"`` as ``(0, 20)``.
+    """``"0.20"``, ``"0.20.1"`` or ``"core_v0.20.0"`` as ``(0, 20)``; a Megatron-LM release
+    before ``megatron.core`` (``"v2.6"``, :data:`~hpnsim.training.frameworks.MEGATRON_LM_RELEASES`)
+    as ``(0, 0)``.
 
-    >>> parse_version("core_v0.13.0")
-    (0, 13)
+    >>> parse_version("core_v0.13.0"), parse_version("v2.6")
+    ((0, 13), (0, 0))
     >>> parse_version(0.1)
     Traceback (most recent call last):
     ...
-    hpnsim.errors.InputError: megatron_core: a version as text, e.g. '0.20' (quoted in YAML: 0.10 reads as 0.1), got 0.1
+    hpnsim.errors.InputError: megatron_core: a version as text, e.g. '0.20' (quoted in YAML: 0.10 reads as 0.1), or a Megatron-LM release before Megatron-Core (v1.0, v2.0, v2.5, v2.6), got 0.1
     """
+    if isinstance(text, str) and text.strip().lower() in MEGATRON_LM_RELEASES:
+        return PRE_CORE
     match = re.fullmatch(r"(?:core_v)?(\d+)\.(\d+)(?:\.\d+)?(?:rc\d+)?",
                          text.strip()) if isinstance(text, str) else None
     if match is None:
         raise InputError(field, f"a version as text, e.g. '0.20' (quoted in YAML: 0.10 reads "
-                                f"as 0.1), got {text!r}")
+                                f"as 0.1), or a Megatron-LM release before Megatron-Core "
+                                f"({', '.join(MEGATRON_LM_RELEASES)}), got {text!r}")
     version = (int(match[1]), int(match[2]))
     if version < MEGATRON_CORE_FIRST:
         raise InputError(field, "Megatron-Core releases start at "
@@ -242,10 +251,48 @@ def check_framework(version: tuple[int, int], used: list[str]) -> None:
         since = MEGATRON_CORE_SINCE[name]
         if version < since.version:
             field = {"zero_1_2": "zero", "zero_3": "zero"}.get(name, name)
-            raise InputError(field, f"Megatron-Core {_dotted(version)} lacks it ({since.flag} "
-                                    f"arrived in {_dotted(since.version)}); give "
-                                    f"megatron_core {_dotted(since.version)} or later, or leave "
-                                    f"it off")
+            framework = ("Megatron-LM before Megatron-Core" if version == PRE_CORE
+                         else f"Megatron-Core {_dotted(version)}")
+            raise InputError(field, f"{framework} lacks it ({since.flag} arrived in "
+                                    f"{_dotted(since.version)}); give megatron_core "
+                                    f"{_dotted(since.version)} or later, or leave it off")
+
+
+def check_attention(megatron_core, attention, cp: int = 1) -> str:
+    """The checked core-attention kernel of a job given as typed (its Megatron version as text):
+    :func:`job_attention`, refusing ``"flash"`` before Megatron-LM had it and ``"unfused"``
+    with context parallelism. Called by :class:`~hpnsim.training.job.TrainJob` and, before
+    any fabric is built, by the scenario's job spec.
+
+    >>> check_attention("v2.6", "flash")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: attention: Megatron-LM before Megatron-Core lacks it (--use-flash-attn arrived in 0.1); give megatron_core 0.1 or later, or leave it off
+    """
+    version = parse_version(megatron_core)
+    kernel = job_attention(version, attention, cp)
+    if kernel == "unfused" and cp > 1:
+        raise InputError("attention", "unfused attention with context parallelism: "
+                                      "Megatron's CP runs through fused attention only")
+    if kernel == "flash":
+        check_framework(version, ["attention"])
+    return kernel
+
+
+def job_attention(version: tuple[int, int], attention, cp: int = 1) -> str:
+    """The core-attention kernel of a job: ``attention`` as given, or the default of its
+    Megatron version (fused from 0.7, the unfused core attention before:
+    :data:`~hpnsim.training.frameworks.FUSED_ATTENTION_DEFAULT`; fused with context
+    parallelism, which runs only through TransformerEngine's attention).
+
+    >>> job_attention((0, 6), None), job_attention((0, 20), None), job_attention((0, 6), "flash")
+    ('unfused', 'flash', 'flash')
+    >>> job_attention((0, 6), None, cp=2)
+    'flash'
+    """
+    if attention is None:
+        return "flash" if version >= FUSED_ATTENTION_DEFAULT or cp > 1 else "unfused"
+    return attention_kernel(attention)
 
 
 def _dotted(version: tuple[int, int]) -> str:

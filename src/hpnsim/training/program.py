@@ -52,11 +52,16 @@ class Pass:
 
 @dataclass(frozen=True)
 class Compute:
-    """``seconds`` of kernels on the compute stream, after the ops in ``after`` too."""
+    """``seconds`` of kernels on the compute stream, after the ops in ``after`` too;
+    ``contention``: the further seconds they take beside an overlapped communication kernel
+    (:mod:`hpnsim.training.compute.contention`); ``straggler``: the further seconds the stream
+    waits for the job's slowest GPU (:mod:`hpnsim.training.straggler`); both accounted apart."""
 
     seconds: float
     label: str = ""
     after: tuple[int, ...] = ()
+    straggler: float = 0.0
+    contention: float = 0.0
 
 
 @dataclass(frozen=True)

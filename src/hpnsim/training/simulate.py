@@ -86,7 +86,8 @@ def simulate_iteration(job: TrainJob, fabric, options: CollectiveOptions | None 
     >>> from hpnsim.fabrics import hpn7
     >>> fab = hpn7(segments=1, hosts_per_segment=4, backup_hosts=0)
     >>> r = simulate_iteration(TrainJob("llama3-8b", tp=8, pp=2, dp=2, global_batch=8), fab)
-    >>> parts = r.compute_time + sum(r.exposed_comm.values()) + r.bubble + r.optimizer_time
+    >>> parts = (r.compute_time + sum(r.exposed_comm.values()) + r.bubble + r.optimizer_time
+    ...          + r.straggler_time)
     >>> bool(abs(parts - r.iteration_time) < 1e-9 * r.iteration_time)
     True
     """

@@ -23,6 +23,11 @@ With ``k`` chunks of ``c`` seconds of communication and ``g`` of GEMM, a pipelin
 ``c + (k - 1) max(c, g) + g`` instead of ``k (c + g)``: it hides ``min(c, g)`` per chunk but
 one. A bulk pair hides ``min(comm, gemm)``.
 
+The pipeline and bulk methods run their GEMMs on the SMs their communication kernels leave
+(``num_sm = 16``, ``set_sm_margin``): those GEMMs are slower by the factor
+:mod:`hpnsim.training.compute.contention` derives (``slowdown``); ``ring_exchange`` copies with
+the copy engines and leaves the all-gather's GEMM every SM.
+
 What is simplified: a ``ring_exchange`` step is a point-to-point send of one shard; here each
 chunk is an all-gather of ``1/k`` of the buffer (the same bytes, a collective launch per
 chunk). The all-gather of the saved input for the weight gradients (``tp_comm_bulk_wgrad``)
@@ -47,7 +52,8 @@ RS_SPLITS = 4
 class Pipelined:
     """A TP collective of ``size`` bytes and a GEMM of ``seconds``, both cut in ``splits``;
     ``comm_first``: all-gather chunk ``i`` feeds GEMM slice ``i``; else GEMM slice ``i``
-    feeds reduce-scatter chunk ``i``."""
+    feeds reduce-scatter chunk ``i``. ``slowdown``: the GEMM's time beside the
+    communication kernel over its time alone."""
 
     op: str
     size: float
@@ -55,15 +61,18 @@ class Pipelined:
     label: str
     splits: int
     comm_first: bool
+    slowdown: float = 1.0
 
 
 @dataclass(frozen=True)
 class Bulk:
-    """A reduce-scatter of ``size`` bytes beside an independent GEMM of ``seconds``."""
+    """A reduce-scatter of ``size`` bytes beside an independent GEMM of ``seconds``
+    (``slowdown`` times longer beside it)."""
 
     size: float
     seconds: float
     label: str
+    slowdown: float = 1.0
 
 
 def gemm_shares(spec, seq_len: int) -> tuple[float, float, float, float]:
@@ -91,7 +100,8 @@ def expand(builder, item, after: tuple[int, ...]) -> None:
     if isinstance(item, Bulk):
         rs = builder.add(Collective("reducescatter", "tp", item.size, blocking=False,
                                     after=entry))
-        builder.add(Compute(item.seconds, item.label, after=after))
+        builder.add(Compute(item.seconds, item.label, after=after,
+                            contention=item.seconds * (item.slowdown - 1.0)))
         builder.add(Compute(0.0, "tp wait", after=(rs,)))
         return
     k = item.splits
@@ -104,7 +114,8 @@ def expand(builder, item, after: tuple[int, ...]) -> None:
             builder.add(Compute(item.seconds / k, item.label, after=(previous,)))
         else:
             gemm = builder.add(Compute(item.seconds / k, item.label,
-                                       after=after if i == 0 else ()))
+                                       after=after if i == 0 else (),
+                                       contention=item.seconds / k * (item.slowdown - 1.0)))
             waits = (gemm,) if previous < 0 else (gemm, previous)
             previous = builder.add(Collective(item.op, "tp", item.size / k, blocking=False,
                                               after=waits))

@@ -11,7 +11,9 @@ micro-batch and a sharding, what a Megatron-LM / Transformer Engine layer runs o
   parallelism, TP): forward ``[T, in] @ [in, out/tp]``; input gradient
   ``[T, out/tp] @ [out/tp, in]``; weight gradient ``[out/tp, T] @ [T, in]``;
 - attention: fused (FlashAttention), causal, over the local heads; each CP rank does ``1/cp``
-  of the pairs (load-balanced causal CP);
+  of the pairs (load-balanced causal CP); or, with ``attention="unfused"``, Megatron's core
+  attention before FlashAttention: batched score and context GEMMs, fused scale-mask-softmax and
+  dropout with the scores in HBM (:mod:`~hpnsim.training.compute.core_attention`);
 - MoE layers: router GEMM (unsharded) and its softmax/top-k, token permute and unpermute, the
   local experts (``experts/ep`` of them, each receiving ``T*top_k*ep/experts`` tokens, their
   width sharded by TP) as one grouped GEMM, and the shared experts as a dense MLP;
@@ -42,6 +44,7 @@ import math
 from hpnsim.errors import InputError
 from hpnsim.training.compute import memory_ops as mem
 from hpnsim.training.compute.attention import attention_time
+from hpnsim.training.compute.core_attention import attention_kernel, unfused_attention_ops
 from hpnsim.training.compute.gemm import gemm_time
 from hpnsim.training.compute.ops import Op, OpList
 from hpnsim.training.compute.precision import positive_int
@@ -86,7 +89,14 @@ class _Builder:
         self.backward.append([self._memory_op(name, backward_bytes, "input_grad",
                                               f"{kernel}_bwd")])
 
-    def attention(self, batch, heads, kv_heads, seq, head_dim, cp):
+    def attention(self, batch, heads, kv_heads, seq, head_dim, cp, kernel="flash"):
+        if kernel == "unfused":
+            forward, backward = unfused_attention_ops(self.gpu, batch, heads, kv_heads, seq,
+                                                      head_dim, clock_hz=self.clock_hz,
+                                                      table=self.table)
+            self.forward += forward
+            self.backward.append(backward)
+            return
         for phase, direction in (("forward", "forward"), ("input_grad", "backward")):
             t = attention_time(self.gpu, batch, heads, seq, head_dim, kv_heads=kv_heads,
                                causal=True, direction=direction, clock_hz=self.clock_hz,
@@ -135,7 +145,7 @@ def _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp):
 def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: int = 1,
               seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
               cp: int = 1, ep: int = 1, dtype: str = "bf16", hidden_dropout: bool = False,
-              clock_hz: float | None = None, table=None) -> OpList:
+              clock_hz: float | None = None, table=None, attention: str = "flash") -> OpList:
     """The timed operations of transformer layer ``layer`` for one micro-batch on one GPU.
 
     Parameters
@@ -163,6 +173,9 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
         defaults to the GPU's ``sustained_clock_hz``.
     table : KernelTable, optional
         Measured kernels overriding the model's efficiencies on this GPU.
+    attention : str
+        Core attention kernel: ``"flash"`` (fused) or ``"unfused"`` (Megatron's core attention
+        before FlashAttention; not with ``cp > 1``, which runs only through fused attention).
 
     Examples
     --------
@@ -178,6 +191,10 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     hpnsim.errors.InputError: dtype: a100 has no fp8 tensor cores; choose from tf32, bf16, fp16
     """
     model._need_transformer()
+    kernel = attention_kernel(attention)
+    if kernel == "unfused" and cp != 1:
+        raise InputError("attention", "unfused attention with context parallelism: "
+                                      "Megatron's CP runs through fused attention only")
     dtype = str(dtype).strip().lower()
     if dtype not in _DTYPES:
         raise InputError("dtype", f"one of {', '.join(_DTYPES)}, got {dtype!r}")
@@ -197,7 +214,7 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     build.gemm("qkv", tokens, (heads + 2 * kv) * d, h)
     if not model.learned_positions:
         build.memory("rotary", mem.rotary_bytes, tokens, (heads + kv) * d, "rotary")
-    build.attention(b, heads, kv, seq, d, cp)
+    build.attention(b, heads, kv, seq, d, cp, kernel)
     build.gemm("o_proj", tokens, h, heads * d, fp8_input_cast=True)
     if hidden_dropout:
         build.memory("attention_dropout", mem.dropout_bytes, local, h, "dropout")

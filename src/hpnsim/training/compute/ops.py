@@ -1,7 +1,7 @@
 """Timed operations and lists of them, with totals per class and direction.
 
 An :class:`Op` is one kernel of a training step: its name, class (``gemm``, ``attention`` or
-``memory``), phase (``forward``, ``input_grad``, ``weight_grad``, or ``optimizer`` for the
+``memory``; ``gaps`` for the time between a pass's kernels, :mod:`.overhead`), phase (``forward``, ``input_grad``, ``weight_grad``, or ``optimizer`` for the
 once-per-iteration work after the backward), shape, dtype, FLOPs, HBM bytes and modelled
 seconds. An :class:`OpList` is what a layer (or the head, or the optimizer step) runs; its
 totals split forward, backward (input- plus weight-gradient) and optimizer time by class.
@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 from hpnsim.errors import InputError
 
-KINDS = ("gemm", "attention", "memory")
+KINDS = ("gemm", "attention", "memory", "gaps")
 PHASES = ("forward", "input_grad", "weight_grad", "optimizer")
 _BACKWARD = ("input_grad", "weight_grad")
 
@@ -32,12 +32,14 @@ class Op:
     name : str
         What it computes (``"qkv"``, ``"attention"``, ``"input_norm"``...).
     kind : str
-        ``"gemm"``, ``"attention"`` or ``"memory"``.
+        ``"gemm"``, ``"attention"``, ``"memory"`` or ``"gaps"`` (the time between a pass's
+        kernels, :mod:`~hpnsim.training.compute.overhead`).
     phase : str
         ``"forward"``, ``"input_grad"``, ``"weight_grad"`` or ``"optimizer"``.
     shape : tuple of int
-        GEMM: ``(M, N, K)`` or ``(M, N, K, groups)``; attention: ``(batch, heads, seq, head_dim)``;
-        memory: ``(bytes,)``.
+        GEMM: ``(M, N, K)`` or ``(M, N, K, groups)``; fused attention: ``(batch, heads, seq,
+        head_dim)`` (unfused attention: its GEMMs' and memory kernels' shapes); memory:
+        ``(bytes,)``; gaps: ``(kernels,)``.
     dtype : str
         Input dtype.
     flops, bytes, seconds : float
@@ -78,7 +80,7 @@ class OpList:
         >>> OpList(()).select(kind="conv")
         Traceback (most recent call last):
         ...
-        hpnsim.errors.InputError: kind: one of gemm, attention, memory, got 'conv'
+        hpnsim.errors.InputError: kind: one of gemm, attention, memory, gaps, got 'conv'
         """
         if kind is not None and kind not in KINDS:
             raise InputError("kind", f"one of {', '.join(KINDS)}, got {kind!r}")
@@ -112,7 +114,7 @@ class OpList:
         ``all``.
 
         >>> OpList(()).totals()["forward"]
-        {'gemm': 0, 'attention': 0, 'memory': 0, 'all': 0}
+        {'gemm': 0, 'attention': 0, 'memory': 0, 'gaps': 0, 'all': 0}
         """
         out = {}
         for direction in ("forward", "backward", "optimizer"):

@@ -25,6 +25,12 @@ from hpnsim.errors import InputError
 from hpnsim.training.compute import memory_ops as mem
 from hpnsim.training.compute.layer import _ACT_BYTES, _Builder, _tokens, layer_ops
 from hpnsim.training.compute.ops import Op, OpList
+from hpnsim.training.compute.optimizer_step import (
+    MULTI_TENSOR,
+    multi_tensor_launches,
+    step_kernel_bytes,
+)
+from hpnsim.training.compute.overhead import gaps_op
 from hpnsim.training.compute.precision import positive_int
 from hpnsim.workloads.gpus import GPUSpec
 from hpnsim.workloads.models import ModelSpec
@@ -33,7 +39,8 @@ from hpnsim.workloads.models import ModelSpec
 def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
               seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
               cp: int = 1, ep: int = 1, dtype: str = "bf16", first: bool = False,
-              last: bool = False, clock_hz: float | None = None, table=None) -> OpList:
+              last: bool = False, clock_hz: float | None = None, table=None,
+              attention: str = "flash") -> OpList:
     """The timed operations of one micro-batch through a pipeline stage on one GPU.
 
     Parameters
@@ -45,7 +52,7 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
         stage's layers).
     first, last : bool
         The stage holds the embedding (first) or the final norm, output head and loss (last).
-    micro_batch, seq_len, tp, sequence_parallel, cp, ep, dtype, clock_hz, table :
+    micro_batch, seq_len, tp, sequence_parallel, cp, ep, dtype, clock_hz, table, attention :
         As for :func:`~hpnsim.training.compute.layer.layer_ops`; the output head runs in BF16.
 
     Returns
@@ -74,7 +81,8 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
             raise InputError("layer", f"must be in 0..{model.layers - 1}, got {layer!r}")
         moe = model.is_moe_layer(layer)
         if moe not in cached:
-            cached[moe] = layer_ops(model, gpu, layer=int(layer), ep=ep, dtype=dtype, **kwargs)
+            cached[moe] = layer_ops(model, gpu, layer=int(layer), ep=ep, dtype=dtype,
+                                    attention=attention, **kwargs)
         parts.append((f"layer{layer}.", cached[moe]))
     if last:
         parts.append(("", head_ops(model, gpu, **kwargs)))
@@ -135,31 +143,43 @@ def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
 
 def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
              fused_grad_accumulation: bool = True, fp8_parameters: int = 0,
-             table=None) -> OpList:
-    """Per-iteration memory-bound work of one GPU: the Adam step over ``parameters`` (the
-    GPU's optimizer shard), the FP32 gradient accumulation when not fused into the
-    weight-gradient GEMMs (Megatron's ``gradient_accumulation_fusion``, on by default), and
-    the FP8 weight casts (once per iteration: Transformer Engine caches them across
-    micro-batches).
+             local_parameters: int | None = None, table=None) -> OpList:
+    """Per-iteration work of one GPU after the backward: the optimizer step's kernels over
+    ``parameters`` (the GPU's optimizer shard; ``local_parameters``, default the shard, is
+    what its gradient buffer holds) as :mod:`~hpnsim.training.compute.optimizer_step` lists
+    them (gradient norm, Adam, master-to-model copy, zeroing the gradient buffer), the FP32
+    gradient accumulation when not fused into the weight-gradient GEMMs (Megatron's
+    ``gradient_accumulation_fusion``, on by default), the FP8 weight casts (once per
+    iteration: Transformer Engine caches them across micro-batches), and the time between
+    these kernels (a ``gaps`` op: after the gradient norm's host synchronization).
 
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> ops = step_ops(get_gpu("h100"), parameters=10**9, micro_batches=4,
     ...                fused_grad_accumulation=False)
-    >>> [op.name for op in ops.ops], round(ops.seconds() * 1e3, 2)
-    (['adam', 'grad_accumulation'], 23.22)
+    >>> [op.name for op in ops.ops]
+    ['grad_norm', 'adam', 'param_copy', 'zero_grad', 'grad_accumulation', 'gaps']
+    >>> ops.select(kind="gaps")[0].shape    # 3 multi-tensor kernels x 48 launches + 2
+    (146,)
     """
     parameters = positive_int("parameters", parameters)
     micro_batches = positive_int("micro_batches", micro_batches)
-    ops = [("adam", mem.adam_step_bytes(parameters), "adam")]
+    kernels = [(name, nbytes, name) for name, nbytes in
+               step_kernel_bytes(parameters, local_parameters).items()]
+    launches = sum(multi_tensor_launches(parameters) if name in MULTI_TENSOR else 1
+                   for name, _, _ in kernels)
     if not fused_grad_accumulation:
-        ops.append(("grad_accumulation", micro_batches * mem.grad_accumulation_bytes(parameters),
-                    "grad_accumulation"))
+        kernels.append(("grad_accumulation",
+                        micro_batches * mem.grad_accumulation_bytes(parameters),
+                        "grad_accumulation"))
+        launches += 1
     if fp8_parameters:
-        ops.append(("fp8_weight_cast", mem.cast_transpose_bytes(fp8_parameters),
-                    "cast_transpose"))
+        kernels.append(("fp8_weight_cast", mem.cast_transpose_bytes(fp8_parameters),
+                        "cast_transpose"))
+        launches += 1
     out = []
-    for name, nbytes, kernel in ops:
+    for name, nbytes, kernel in kernels:
         t = mem.memory_op_time(kernel, nbytes, gpu, table=table)
         out.append(Op(name, "memory", "optimizer", (int(nbytes),), "fp32", 0.0, nbytes,
                       t.seconds))
+    out.append(gaps_op(launches, sum(op.seconds for op in out), "optimizer", after_sync=True))
     return OpList(tuple(out))
