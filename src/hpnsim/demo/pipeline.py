@@ -32,6 +32,24 @@ ALLREDUCE_CASES = (("hpn7", "ecmp"), ("hpn7", "hpn_dual_plane"), ("hpn7", "preci
 #: host generations the all-reduce runs in (same NICs, 400G per GPU): H800 (NVLink 400 GB/s,
 #: the HPN paper's hosts) and H100 (NVLink 900 GB/s); NVLink rates from workloads.gpus
 HOST_GPUS = ("h800", "h100")
+#: (fabric template, routing) run again with a forced ring beside NCCL's own choice, on the
+#: fabrics' own hosts: the ring is where HPN's rail-optimized layout costs NVLink sends
+#: (the cross-rail hop relayed over NVLink, PXN), which NCCL's choice hides
+FORCED_RING_CASES = (("hpn7", "hpn_dual_plane"), ("dcn_plus", "ecmp"))
+
+
+def fabric_gpu() -> str:
+    """The GPU of the demo's hosts: the one hpn7's and dcn_plus's hosts hold
+    (:mod:`hpnsim.fabrics.hosts`: H800, the HPN paper's).
+
+    >>> fabric_gpu()
+    'h800'
+    """
+    from hpnsim.fabrics.hosts import host_gpu
+
+    models = {host_gpu(t).model for t in ("hpn7", "dcn_plus")}
+    assert len(models) == 1, models       # the demo compares the fabrics on the same hosts
+    return models.pop()
 
 
 @dataclass(frozen=True)
@@ -45,9 +63,12 @@ class DemoConfig:
     pod_gpus: int = 15360
     allreduce_gpus: int = 2048
     allreduce_size: float = 4 * 2**30
-    allreduce_algo: str = "ring"
+    #: NCCL's own choice on the hosts (NVLS on Hopper), as the HPN paper ran it; a forced
+    #: ring runs beside it for :data:`FORCED_RING_CASES`
+    allreduce_algo: str = "auto"
     model: str = "llama3-70b"
-    gpu: str = "h800"
+    #: the GPU of the fabrics' hosts (:func:`fabric_gpu`) unless set
+    gpu: str = field(default_factory=fabric_gpu)
     tp: int = 8
     pp: int = 8
     dp: int = 16
@@ -230,6 +251,7 @@ def run_demo(config: DemoConfig = DemoConfig(),
     (['single', 'nonstacked'], ['none', 'crux'])
     """
     from hpnsim.collectives import run_collective
+    from hpnsim.collectives.nccl import NcclParams
     from hpnsim.demo import parts
     from hpnsim.fabrics import build_fabric
     from hpnsim.fabrics.analysis import fabric_report
@@ -237,6 +259,10 @@ def run_demo(config: DemoConfig = DemoConfig(),
     from hpnsim.workloads.gpus import get_gpu
 
     result = DemoResult(config=dict(config.__dict__))
+    from hpnsim.fabrics.hosts import gpu_choice
+
+    result.config["gpu_from"] = gpu_choice("hpn7", None if config.gpu == fabric_gpu()
+                                           else config.gpu, by="DemoConfig.gpu")[1]
     built: dict[str, dict] = {}   # host GPU -> template -> fabric
     for gpu in dict.fromkeys((config.gpu, *config.allreduce_host_gpus)):
         nvlink = f"{get_gpu(gpu).nvlink_bandwidth / 1e9:g}GB/s"   # the hosts' NVLink
@@ -257,13 +283,22 @@ def run_demo(config: DemoConfig = DemoConfig(),
         for template, routing in ALLREDUCE_CASES:
             step(f"all-reduce on {template} with {routing} routing, {gpu.upper()} hosts")
             fabric = built[gpu][template]
-            r = run_collective(fabric, "allreduce", gpus, config.allreduce_size,
-                               algo=config.allreduce_algo, routing=routing, seed=config.seed)
-            result.allreduce.append({
-                "fabric": template, "host_gpu": gpu, **r.to_dict(),
-                "nvlink_bandwidth": _host_bandwidths(fabric)["nvlink_bandwidth"],
-                "bottleneck_kind": parts.bottleneck_kind(fabric, r),
-                **parts.nvlink_sends(fabric, r, gpus)})
+            forced = ["ring"] if (gpu == config.gpu and (template, routing)
+                                  in FORCED_RING_CASES and config.allreduce_algo != "ring") \
+                else []
+            for algo in (config.allreduce_algo, *forced):
+                if algo != config.allreduce_algo:
+                    step(f"all-reduce on {template} with {routing} routing, {gpu.upper()} "
+                         f"hosts, ring forced")
+                r = run_collective(fabric, "allreduce", gpus, config.allreduce_size,
+                                   algo=algo, routing=routing, seed=config.seed,
+                                   nccl=NcclParams.for_gpu(gpu))
+                result.allreduce.append({
+                    "fabric": template, "host_gpu": gpu, **r.to_dict(),
+                    "forced_algo": algo if algo != config.allreduce_algo else None,
+                    "nvlink_bandwidth": _host_bandwidths(fabric)["nvlink_bandwidth"],
+                    "bottleneck_kind": parts.bottleneck_kind(fabric, r),
+                    **parts.nvlink_sends(fabric, r, gpus, NcclParams.for_gpu(gpu))})
     result.busbw_by_size = parts.busbw_by_size(config, built, gpus, step)
 
     job = TrainJob(config.model, tp=config.tp, pp=config.pp, dp=config.dp, gpu=config.gpu)

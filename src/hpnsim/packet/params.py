@@ -18,6 +18,7 @@ congestion.md and docs/packet.md.
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,11 @@ class PacketParams:
         for name in ("alpha_interval_s", "rp_timer_s", "byte_counter_bytes", "buffer_bytes"):
             if getattr(self, name) <= 0:
                 raise InputError(name, f"must be > 0, got {getattr(self, name)}")
+        for f in dataclasses.fields(self):   # every duration, rate, size and share: >= 0
+            value = getattr(self, f.name)
+            if isinstance(value, int | float) and not isinstance(value, bool) \
+                    and not (math.isfinite(value) and value >= 0):
+                raise InputError(f.name, f"must be finite and >= 0, got {value}")
         return self
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import save, subplots
 from hpnsim.report.section import Figure, Table
 from hpnsim.report.style import FABRIC_COLORS
 from hpnsim.units import format_time
@@ -108,8 +108,7 @@ def plot_throughput_timeline(jobs, path: str | Path, labels=None, title: str = "
     >>> out.stat().st_size > 0
     True
     """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = subplots(figsize=(8, 3.6))
     labels = labels or [job.name for job in jobs]
     shaded = set()
     for job, label in zip(jobs, labels, strict=True):
@@ -146,8 +145,7 @@ def plot_failure_study(panels: dict, path: str | Path, title: str = "", dpi: int
     >>> out.stat().st_size > 0
     True
     """
-    plt = pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.8 * len(panels)), squeeze=False)
+    fig, axes = subplots(len(panels), 1, figsize=(8, 2.8 * len(panels)), squeeze=False)
     for ax, (name, lines) in zip(axes[:, 0], panels.items(), strict=True):
         shaded = set()
         for label, faults in lines.items():
@@ -181,8 +179,7 @@ def failure_figure(failure: dict, held: str):
     >>> [float(v) for v in fig.axes[0].get_xlim()[:1] + fig.axes[0].get_ylim()[:1]]
     [0.0, 0.0]
     """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
+    fig, ax = subplots(figsize=(9, 4.2), layout="constrained")
     start, duration = failure["fault_start"], failure["fault_duration"]
     ax.axvspan(start, start + duration, color="red", alpha=0.12, lw=0,
                label=f"link down ({failure['fault']})")

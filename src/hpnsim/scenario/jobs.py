@@ -219,6 +219,19 @@ def _job_keys() -> set[str]:
     return set(JobSpec.model_fields) | set(_OLD_KEYS)
 
 
+def _size_key(job) -> str:
+    """The key that makes a job large: its ``workload`` file, else its largest parallel
+    dimension (``dp`` on a tie).
+
+    >>> _size_key(JobSpec(model="llama3-8b", tp=8, dp=4096))
+    'dp'
+    """
+    if job.workload is not None:
+        return "workload"
+    dims = {"dp": job.dp, "tp": job.tp, "pp": job.pp, "cp": job.cp or 1}
+    return max(dims, key=lambda k: dims[k])
+
+
 def check_jobs(scenario, fabric, lines: dict) -> list:
     """Every job against ``fabric``: TP within a host, the TrainJob builds, the job fits,
     ``hosts``/``gpus`` exist and (unless a ``cluster:`` section queues the jobs) are
@@ -263,8 +276,9 @@ def check_jobs(scenario, fabric, lines: dict) -> list:
         workloads.append(workload)
         total += count
         if count > fabric.n_gpus:
-            fail(("jobs", i), f"needs {count:,} GPUs; the fabric has {fabric.n_gpus:,} "
-                              f"(raise fabric.segments, fabric.pods or fabric.gpus)")
+            fail(("jobs", i, _size_key(job)),
+                 f"the job needs {count:,} GPUs; the fabric has {fabric.n_gpus:,} (lower it, "
+                 f"or raise fabric.segments, fabric.pods or fabric.gpus)")
         if job.hosts is not None:
             if max(job.hosts) >= fabric.n_hosts:
                 fail(("jobs", i, "hosts"), f"host {max(job.hosts)} does not exist (the fabric "
