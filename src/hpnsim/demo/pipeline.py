@@ -15,6 +15,9 @@
    ToR (:func:`~hpnsim.demo.parts.failure`).
 6. *What does Crux buy a small shared cluster?* Utilization and mean JCT with no scheduler
    and with Crux (:func:`~hpnsim.demo.parts.cluster`).
+7. *What does RoCE do when queues build?* One rail's traffic on both fabrics and an N:1
+   incast with a victim flow, as packets: queues, ECN marks, CNPs, DCQCN rate cuts, PFC
+   pauses and head-of-line blocking (:mod:`hpnsim.demo.transport`).
 
 Every number comes from the simulator; nothing here is hard-coded.
 """
@@ -93,6 +96,15 @@ class DemoConfig:
     cluster_probe_budget: int = 5_000_000
     #: GPU models of the all-reduce's host generations (their NVLink; the NICs stay)
     allreduce_host_gpus: tuple = HOST_GPUS
+    #: the transport and incast part as packets (:mod:`hpnsim.demo.transport`); ``quick``
+    #: skips it (and says so)
+    packet: bool = True
+    #: hosts of the rail's traffic (half per segment) and bytes each NIC sends
+    packet_rail_hosts: int = 16
+    packet_rail_bytes: float = 8 * 2**20
+    #: senders of the N:1 incast and bytes each sends
+    incast_senders: int = 8
+    incast_bytes: float = 4 * 2**20
     #: write each figure as SVG beside its PNG
     svg: bool = True
 
@@ -101,7 +113,7 @@ class DemoConfig:
         return cls(pod_gpus=2048, allreduce_gpus=2048, allreduce_size=2**28,
                    model="llama3-8b", tp=8, pp=2, dp=4, sizes=(2**20, 2**24, 2**28),
                    scaling_dps=(1, 2), failure_duration=1.0, failure_iterations=8,
-                   cluster_scale=0.25, cluster_jobs=(1, 2), svg=False)
+                   cluster_scale=0.25, cluster_jobs=(1, 2), packet=False, svg=False)
 
 
 #: the columns of :meth:`DemoResult.rows`
@@ -128,7 +140,8 @@ class DemoResult:
     ``busbw_by_size`` one row per (fabric, routing, size), ``scaling`` a
     :meth:`~hpnsim.training.scaling.ScalingResult.to_dict`, ``failure`` the job through the
     fault per ToR design and ``cluster`` the shared cluster per scheduler (see
-    :mod:`hpnsim.demo.parts`).
+    :mod:`hpnsim.demo.parts`); ``transport`` and ``incast`` the packet runs (see
+    :mod:`hpnsim.demo.transport`; empty when ``packet`` is off).
     """
 
     config: dict[str, Any]
@@ -139,6 +152,8 @@ class DemoResult:
     scaling: dict[str, Any] = field(default_factory=dict)
     failure: dict[str, Any] = field(default_factory=dict)
     cluster: dict[str, Any] = field(default_factory=dict)
+    transport: dict[str, Any] = field(default_factory=dict)
+    incast: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The sections as they are (JSON-ready; ``hpnsim demo --json`` prints it)."""
@@ -311,4 +326,9 @@ def run_demo(config: DemoConfig = DemoConfig(),
     result.scaling = parts.scaling(config, step)
     result.failure = parts.failure(config, step)
     result.cluster = parts.cluster(config, step)
+    if config.packet:
+        from hpnsim.demo import transport
+
+        result.transport = transport.rail_traffic(config, step)
+        result.incast = transport.incast(config, step)
     return result

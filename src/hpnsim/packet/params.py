@@ -18,7 +18,6 @@ congestion.md and docs/packet.md.
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,10 +152,10 @@ class PacketParams:
             if getattr(self, name) <= 0:
                 raise InputError(name, f"must be > 0, got {getattr(self, name)}")
         for f in dataclasses.fields(self):   # every duration, rate, size and share: >= 0
-            value = getattr(self, f.name)
+            value = getattr(self, f.name)     # (inf is a value: an unbounded buffer)
             if isinstance(value, int | float) and not isinstance(value, bool) \
-                    and not (math.isfinite(value) and value >= 0):
-                raise InputError(f.name, f"must be finite and >= 0, got {value}")
+                    and not value >= 0:
+                raise InputError(f.name, f"must be >= 0, got {value}")
         return self
 
 

@@ -25,6 +25,7 @@ from hpnsim.report.iteration import demo_iteration_section, training_table
 from hpnsim.report.scaling import scaling_section
 from hpnsim.report.section import Figure, Table
 from hpnsim.report.style import LINK_WORDS
+from hpnsim.report.transport import transport_lines, transport_section
 from hpnsim.units import format_time
 
 __all__ = ["allreduce_section", "allreduce_subtitle", "allreduce_verdicts", "demo_sections",
@@ -36,7 +37,7 @@ def demo_sections(demo: dict) -> list:
     reading order."""
     sections = (fabric_section(demo["fabrics"]), allreduce_section(demo),
                 demo_iteration_section(demo), size_section(demo), scaling_section(demo),
-                failure_section(demo), cluster_section(demo))
+                failure_section(demo), cluster_section(demo), transport_section(demo))
     return [s for s in sections if s]
 
 
@@ -252,6 +253,14 @@ def print_takeaways(result, console) -> None:
         console.print("Takeaway: HPN 7.0 vs DCN+ all-reduce, by host generation", style="bold")
         for _, line in verdicts.values():
             console.print(f"  {line}", highlight=False)
+    lines = transport_lines(result.to_dict())
+    if lines:
+        console.print("Takeaway: transport and incast, as packets", style="bold")
+        for line in lines:
+            console.print(f"  {line}", highlight=False)
+    elif not result.config.get("packet", True):
+        console.print("Transport and incast (packets): skipped by --quick; run `hpnsim demo` "
+                      "for them", highlight=False)
 
 
 def print_demo_extras(result, console) -> None:
@@ -289,3 +298,26 @@ def print_demo_extras(result, console) -> None:
         for r in c["runs"]:
             console.print(f"  {r['scheduler']:5s} utilization {100 * r['gpu_utilization']:.2f}%"
                           f", mean JCT {format_time(r['mean_jct'])}", highlight=False)
+    if result.transport:
+        t = result.transport
+        console.print(f"8. Rail 0 of {t['hosts']} hosts as packets (default RoCE; "
+                      f"{t['gpu'].upper()}-class hosts, NVLink {t['nvlink']}: the NICs' legs "
+                      "alone, so the network decides)", style="bold")
+        for f in t["fabrics"]:
+            top = f["ports"][0] if f["ports"] else None
+            where = (f"max queue {top['q_max'] / 1e3:,.0f} KB at {top['port']}" if top
+                     else "no queue")
+            console.print(f"  {f['fabric']:9s} {f['routing']:15s} {format_time(f['time'])} "
+                          f"(line rate {format_time(f['ideal'])}), {where}, "
+                          f"{f['ecn_marks']:,} marks, {f['cnps']:,} CNPs, "
+                          f"{f['pfc_pauses']:,} pauses", highlight=False)
+    if result.incast:
+        n = result.incast
+        console.print(f"9. Incast {n['senders']}:1 with a victim flow ({n['victim']})",
+                      style="bold")
+        for r in n["runs"]:
+            done = "never" if r["incast_time"] is None else format_time(r["incast_time"])
+            console.print(f"  {r['case']:22s} incast {done}, victim "
+                          f"{format_time(r['victim_time'])} (alone "
+                          f"{format_time(n['victim_alone'])}), {r['pfc_pauses']:,} pauses, "
+                          f"{r['cnps']:,} CNPs, {r['drops']:,} drops", highlight=False)
