@@ -4,7 +4,6 @@ PFC than without it."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
