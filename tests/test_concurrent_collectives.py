@@ -145,7 +145,8 @@ def test_bad_together_input_names_the_yaml_path(tmp_path, old, new, message):
 def test_a_collectives_gpu_gives_its_nccl_parameters(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(textwrap.dedent("""\
-        fabric: {template: hpn7, segments: 1, hosts_per_segment: 1, backup_hosts: 0}
+        fabric: {template: hpn7, segments: 1, hosts_per_segment: 1, backup_hosts: 0,
+                 nvlink: 400GB/s}
         collectives:
           - {gpus: 8, sizes: 1G, gpu: h800}
           - {gpus: 8, sizes: 1G, gpu: a100}
