@@ -78,8 +78,10 @@ def fault_lines(job) -> list[str]:
     out.append(f"{name}: throughput at worst {worst:.1f} of {nominal:.1f} samples/s "
                f"({worst / nominal:.1%} of nominal)"
                + ("" if lost is None else f"; time lost {lost:.4g} s"))
+    def more(n: int, shown: int) -> str:
+        return f" (+{n - shown} links)" if n > shown else ""
+
     for m in faults.get("moves", []):
-        more = (lambda n, shown: f" (+{n - shown} links)" if n > shown else "")
         out.append(f"{name}: at {m['time']:g} s {m['transfers']:,} transfers "
                    f"({m['flows']:,} flows) moved off {', '.join(m['left']) or '-'}"
                    f"{more(m['links_left'], len(m['left']))} onto "
