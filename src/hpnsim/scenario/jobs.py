@@ -94,7 +94,9 @@ class JobSpec(BaseModel):
     micro_batch: Positive = 1
     global_batch: Positive | None = None
     seq_len: Positive | None = None
-    gpu: Literal["a100", "h100", "h800", "b200"] = "h800"
+    gpu: Literal["a100", "h100", "h800", "b200"] = Field(
+        "h800", description="the GPU model (default: the GPU of the fabric's hosts, "
+                            "hpnsim.fabrics.hosts: H800 on hpn7 and dcn_plus)")
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
     compute_efficiency: Annotated[float, Field(gt=0, le=1, strict=True)] | None = Field(
         None, validation_alias=AliasChoices("compute_efficiency", "mfu"),
