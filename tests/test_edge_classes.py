@@ -170,10 +170,37 @@ def test_a_timeout_without_a_fault_is_refused_not_ignored(capsys):
 
 # --- a note never precedes an error; after success it is said -----------------------------
 
-def test_a_deprecation_note_never_precedes_an_error(capsys):
-    line = _refused(capsys, ["train", "--model", "llama3-8b", "--tp", "8", "--dp", "2",
-                             "--mfu", "0.5", "--pp", "3"])
-    assert line.startswith("error: --pp: ")
+@pytest.fixture
+def old_packet_name(tmp_path):
+    path = tmp_path / "old.yaml"
+    path.write_text("control_bytes: 64\n")          # cnp_bytes' old name
+    return str(path)
+
+
+_DEPRECATED = [
+    (["train", "--model", "llama3-8b", "--tp", "8", "--dp", "2", "--mfu", "0.5", "--pp", "3"],
+     "--pp"),
+    (["collective", "--fabric", "fat_tree", "--k", "4", "--engine", "packet",
+      "--packet-params", "{old}", "--sizes", "1M", "--gpus", "1"], "--gpus"),
+]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")   # the scenario's own, not shown
+@pytest.mark.parametrize(("argv", "flag"), _DEPRECATED, ids=["train-mfu", "packet-params"])
+def test_a_deprecation_note_never_precedes_an_error(capsys, old_packet_name, argv, flag):
+    line = _refused(capsys, [a.format(old=old_packet_name) for a in argv])
+    assert line.startswith(f"error: {flag}: ")
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_a_packet_parameters_note_follows_the_output(capsys, old_packet_name):
+    code, out, err = _cli(capsys, ["collective", "--fabric", "fat_tree", "--k", "4",
+                                   "--engine", "packet", "--packet-params", old_packet_name,
+                                   "--sizes", "64K", "--gpus", "4", "--json"])
+    assert code in (0, None) and out.startswith("[")
+    assert err.strip().splitlines() == ["note: packet parameter control_bytes is deprecated: "
+                                        "it is now cnp_bytes; the old name goes in the next "
+                                        "release"]
 
 
 def test_the_note_follows_a_command_that_succeeds(capsys):
