@@ -270,12 +270,11 @@ def run_demo(config: DemoConfig = DemoConfig(),
     from hpnsim.demo import parts
     from hpnsim.fabrics import build_fabric
     from hpnsim.fabrics.analysis import fabric_report
+    from hpnsim.fabrics.hosts import gpu_choice
     from hpnsim.training import TrainJob, simulate_iteration
     from hpnsim.workloads.gpus import get_gpu
 
     result = DemoResult(config=dict(config.__dict__))
-    from hpnsim.fabrics.hosts import gpu_choice
-
     result.config["gpu_from"] = gpu_choice("hpn7", None if config.gpu == fabric_gpu()
                                            else config.gpu, by="DemoConfig.gpu")[1]
     built: dict[str, dict] = {}   # host GPU -> template -> fabric
