@@ -273,7 +273,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"wrote {written}", err=True)
         from hpnsim.fabrics.hosts import gpu_choice
 
-        model, source = gpu_choice(fabric, gpu if not workload else None)
+        _, source = gpu_choice(fabric, gpu if not workload else None)
         gpu_line = f"GPU: {scenario.jobs[0].gpu.upper()}, from {source}"
         if fault_list:
             tables.write(outcome.faults["timeline"])
