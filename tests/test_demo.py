@@ -206,9 +206,9 @@ def test_the_demo_runs_what_nccl_picks_on_the_fabrics_hosts(small_demo):
     """No GPU given: the demo's hosts are hpn7's and dcn_plus's (H800, the HPN paper's), and
     on them NCCL picks NVLS (NVLink SHARP, Hopper's NVSwitch) for the all-reduce, as the
     HPN paper ran it; the forced ring beside it is a ring."""
-    from hpnsim.collectives.nccl import NVLS_GPUS
+    from hpnsim.collectives import NcclParams
 
-    assert small_demo.config["gpu"] == "h800" and "h800" in NVLS_GPUS
+    assert small_demo.config["gpu"] == "h800" and NcclParams.for_gpu("h800").nvls
     assert small_demo.config["gpu_from"].startswith("the hpn7 hosts (Qian et al.")
     h800 = [a for a in small_demo.allreduce if a["host_gpu"] == "h800"]
     assert {a["algo"] for a in h800 if a["forced_algo"] is None} == {"nvlstree"}

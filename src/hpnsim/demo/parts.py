@@ -87,8 +87,7 @@ def busbw_by_size(config, built: dict, gpus, step) -> list[dict]:
     and its busiest link's kind, each size alone on the idle fabric; ``built`` maps each
     host GPU to its fabrics (:data:`SIZE_CASES` for ``config.gpu``,
     :data:`OTHER_GENERATION_SIZE_CASES` for the other all-reduce host generations)."""
-    from hpnsim.collectives import run_collective
-    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.collectives import NcclParams, run_collective
 
     rows = []
     for gpu in dict.fromkeys((config.gpu, *config.allreduce_host_gpus)):

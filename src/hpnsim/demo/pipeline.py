@@ -265,8 +265,7 @@ def run_demo(config: DemoConfig = DemoConfig(),
     >>> [d["dual_tor"] for d in r.failure["designs"]], [c["scheduler"] for c in r.cluster["runs"]]
     (['single', 'nonstacked'], ['none', 'crux'])
     """
-    from hpnsim.collectives import run_collective
-    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.collectives import NcclParams, run_collective
     from hpnsim.demo import parts
     from hpnsim.fabrics import build_fabric
     from hpnsim.fabrics.analysis import fabric_report
