@@ -15,8 +15,7 @@ __all__ = ["collective_nccl"]
 
 def collective_nccl(scenario, spec, calibrated=None):
     """NCCL parameters of a scenario collective: the calibration if any, else those of its
-    ``gpu`` (which validation fills with the jobs' GPU or the fabric hosts' GPU), else of the
-    jobs' GPU (one kind), else None (NCCL's generic parameters)."""
+    ``gpu``, else of the jobs' GPU (one kind), else None (NCCL's generic parameters)."""
     from hpnsim.collectives.nccl import NcclParams
 
     if calibrated is not None:
