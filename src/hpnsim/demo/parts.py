@@ -48,10 +48,12 @@ def nvlink_sends(fabric, result, gpus, nccl=None) -> dict[str, Any]:
     GPU sends through its own NIC, or, on a rail-optimized fabric, hands the bytes over
     NVLink to the GPU on the next host's rail (PXN), which is one more NVLink send. The
     count is read from the simulated NVLink bytes (as NCCL's wire: payload over the
-    protocol's and NVLink's efficiencies, ``nccl``'s, as
-    :func:`~hpnsim.collectives.run_collective` used them: default
-    :class:`~hpnsim.collectives.nccl.NcclParams`); ``ring_channels``
+    protocol's and NVLink's efficiencies, :class:`~hpnsim.collectives.nccl.NcclParams`
+    defaults, as :func:`~hpnsim.collectives.run_collective` used them); ``ring_channels``
     is NCCL's default of one ring per NIC port of a host. ``None`` unless the ring ran.
+
+    ``nccl``: the parameters the ring ran with, when not the defaults (a GPU's,
+    ``NcclParams.for_gpu``).
 
     Examples
     --------
