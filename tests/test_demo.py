@@ -204,12 +204,19 @@ def test_h100_class_network_decides_and_dual_plane_wins(generations):
 
 def test_the_demo_runs_what_nccl_picks_on_the_fabrics_hosts(small_demo):
     """No GPU given: the demo's hosts are hpn7's and dcn_plus's (H800, the HPN paper's), and
-    on them NCCL picks NVLS (NVLink SHARP, Hopper's NVSwitch) for the all-reduce, as the
-    HPN paper ran it; the forced ring beside it is a ring."""
-    from hpnsim.collectives import NcclParams
+    its all-reduce is what NCCL's choice (algo auto) gives with the H800's parameters (NVLS
+    among the candidates), not with NCCL's generic ones; the forced ring beside it is a ring."""
+    from hpnsim.collectives import NcclParams, run_collective
+    from hpnsim.fabrics import build_fabric
 
     assert small_demo.config["gpu"] == "h800" and NcclParams.for_gpu("h800").nvls
     assert small_demo.config["gpu_from"].startswith("the hpn7 hosts (Qian et al.")
-    h800 = [a for a in small_demo.allreduce if a["host_gpu"] == "h800"]
-    assert {a["algo"] for a in h800 if a["forced_algo"] is None} == {"nvlstree"}
-    assert {a["algo"] for a in h800 if a["forced_algo"]} == {"ring"}
+    row, = [a for a in small_demo.allreduce if (a["host_gpu"], a["fabric"], a["routing"],
+                                                 a["forced_algo"]) == ("h800", "hpn7",
+                                                                       "hpn_dual_plane", None)]
+    fabric = build_fabric("hpn7", {"gpus": 2048, "nvlink": "400GB/s"})
+    picked = run_collective(fabric, "allreduce", range(256), 2**26, algo="auto",
+                            routing="hpn_dual_plane", nccl=NcclParams.for_gpu("h800"))
+    assert (row["algo"], row["busbw"]) == (picked.algo, pytest.approx(picked.busbw / 1e9))
+    forced = [a for a in small_demo.allreduce if a["forced_algo"]]
+    assert {a["algo"] for a in forced} == {"ring"} and {a["host_gpu"] for a in forced} == {"h800"}
