@@ -302,9 +302,11 @@ def register(app: typer.Typer) -> None:
         from hpnsim.fabrics.hosts import gpu_choice
 
         used, source = gpu_choice(fabric, gpu)
+        uses = "NVLink; NCCL's parameters from --calibration" if calibration else \
+            "NCCL's parameters, NVLink"
         typer.echo(f"# hpnsim collective: {results[0].op} on {len(result.collectives[0].gpus)} "
                    f"GPUs of {fabric} ({result.fabric['gpus']} GPUs), routing {routing}, "
-                   f"seed {seed}; GPU {used.upper()} (NCCL's parameters, NVLink) from {source}")
+                   f"seed {seed}; GPU {used.upper()} ({uses}) from {source}")
         from hpnsim.report.text import collective_table
 
         typer.echo(collective_table(results, root))
