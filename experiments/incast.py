@@ -123,6 +123,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: Path) -> None:
+    from hpnsim.report.canvas import save
     from hpnsim.report.packet import queue_figure
 
     traced = [r for r in rows if "queue" in r]
@@ -134,7 +135,7 @@ def plot(rows: list[dict], path: Path) -> None:
                        for r in traced]}
     fig = queue_figure(queue, "Incast: the ToR's queue toward the receiver (32 MB buffer, "
                               "PFC on)")
-    fig.savefig(path, dpi=150)
+    save(fig, path, dpi=150)
 
 
 def main() -> None:

@@ -78,24 +78,27 @@ def test_blank_lines_and_tabs_are_tolerated():
 
 
 @pytest.mark.parametrize("text, line, words", [
-    ("", 1, "empty"),
+    ("", None, "empty"),
     ("BOGUS x: 1\n1\n", 1, "unknown policy"),
     ("MICRO model_parallel_NPU_group: two\n1\n", 1, "integer"),
     ("MICRO checkpoints: 3 1\n1\n", 1, "announces 3"),
-    ("MICRO\n", 2, "number of layers"),
+    ("MICRO\n", None, "number of layers"),
     ("MICRO\nseven\n", 2, "integer"),
     ("MICRO\n0\n", 2, ">= 1"),
     ("MICRO\n1\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8\n", 3, "12 fields"),
     ("MICRO\n1\nx -1 1 BROADCAST 4 1 NONE 0 1 ALLREDUCE 8 0\n", 3, "forward comm type"),
     ("MICRO\n1\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8.5 0\n", 3, "weight_grad bytes"),
     ("MICRO\n1\nx -1 -4 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\n", 3, "forward compute"),
-    ("MICRO\n2\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\n", 4, "announces 2 layers"),
+    ("MICRO\n2\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\n", 2, "announces 2 layers"),
     ("MICRO\n1\nx -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 0\ny -1 1 NONE 0 1 NONE 0 1 NONE 0 0\n", 4, "extra"),
 ])
 def test_malformed_files_report_the_line(text, line, words):
+    """Each error names a line the file has (or none: an empty file, a file that ends
+    before what it needs)."""
     with pytest.raises(InputError) as info:
         parse_aicb(text, source="w.txt")
-    assert info.value.field == f"w.txt line {line}"
+    assert info.value.field == ("w.txt" if line is None else f"w.txt line {line}")
+    assert line is None or 1 <= line <= len(text.splitlines())
     assert words in info.value.message
 
 

@@ -172,19 +172,19 @@ def test_workload_file_refuses_the_flags_it_fixes(capsys, no_work, flag, value):
 
 def test_train_job_larger_than_the_default_fabric(capsys, no_work):
     line = _refused(capsys, ["train", "--model", "llama3-70b", "--tp", "8", "--pp", "8",
-                             "--dp", "512"], "--fabric")
+                             "--dp", "512"], "--dp")     # the flag that made the job large
     assert "32,768" in line and "15,360" in line and "--pods 3" in line and "--gpus 32768" in line
 
 
 def test_train_job_larger_than_the_sized_fabric(capsys, no_work):
     line = _refused(capsys, ["train", "--model", "llama3-8b", "--tp", "8", "--dp", "512",
-                             "--segments", "2"], "--fabric")
+                             "--segments", "2"], "--dp")
     assert "4,096" in line and "--segments 2" in line and "2,048" in line
 
 
 def test_scaling_refuses_before_the_first_point(capsys, no_work):
     line = _refused(capsys, ["scaling", "--model", "llama3-8b", "--tp", "8", "--dp",
-                             "1,4096"], "fabric")
+                             "1,4096"], "--dp")
     assert "32,768" in line and "--pods" in line
 
 

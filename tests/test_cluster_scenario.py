@@ -49,7 +49,7 @@ def test_probe_budget_zero_probes_every_component_phase_level():
     ("  K: 2", "  K: 0", "cluster.K"),
     ("scheduler: crux", "scheduler: fifo", "cluster.scheduler"),
     ("arrival: 0.01", "arrival: -1", "jobs[1].arrival"),
-    ("dp: 12", "dp: 32", "jobs[0]"),
+    ("dp: 12", "dp: 32", "jobs[0].dp"),
     ("  K: 2", "  K: 2\n  tolerance: 2", "cluster.tolerance"),
     ("  K: 2", "  K: 2\n  probe_budget: -1", "cluster.probe_budget"),
 ])

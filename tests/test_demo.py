@@ -45,11 +45,15 @@ def test_cli_writes_json_and_figures(tmp_path):
     printed = json.loads(result.stdout)
     saved = json.loads((tmp_path / "demo.json").read_text())
     assert printed == saved
-    assert [r["routing"] for r in saved["allreduce"]][:4] == [
-        "ecmp", "hpn_dual_plane", "precise", "spray"]
-    # both host generations, each with every routing case
+    own = [r for r in saved["allreduce"] if r["forced_algo"] is None]
+    assert [r["routing"] for r in own][:4] == ["ecmp", "hpn_dual_plane", "precise", "spray"]
+    # both host generations, each with every routing case, NCCL's choice; a forced ring
+    # beside HPN dual-plane and DCN+ ECMP on the fabrics' own (H800) hosts
     assert sorted({r["host_gpu"] for r in saved["allreduce"]}) == ["h100", "h800"]
-    assert len(saved["allreduce"]) == 2 * 6
+    assert len(own) == 2 * 6
+    assert [(r["host_gpu"], r["fabric"], r["routing"], r["algo"]) for r in saved["allreduce"]
+            if r["forced_algo"]] == [("h800", "hpn7", "hpn_dual_plane", "ring"),
+                                     ("h800", "dcn_plus", "ecmp", "ring")]
     for stem in ("allreduce_busbw", "iteration_breakdown", "busbw_by_size", "linearity",
                  "failure_timeline", "cluster_utilization"):
         assert (tmp_path / f"{stem}.png").stat().st_size > 10_000
@@ -140,6 +144,7 @@ def generations():
     """The demo's all-reduce, 4 GiB ring on 64 GPUs (8 hosts, half in each of two HPN
     segments' worth of a 2,048-GPU pod), in both host generations; the rest kept tiny."""
     r = run_demo(DemoConfig(pod_gpus=2048, allreduce_gpus=64, allreduce_size=4 * 2**30,
+                            allreduce_algo="ring",
                             model="llama3-8b", tp=8, pp=1, dp=1, sizes=(2**20,),
                             scaling_dps=(1,), failure_iterations=2, failure_duration=0.2,
                             failure_at=0.1, cluster_scale=0.01, cluster_jobs=(1,)))
@@ -195,3 +200,23 @@ def test_h100_class_network_decides_and_dual_plane_wins(generations):
     assert hpn["busbw"] > 16 * port / 2
     # HPN under ECMP has DCN+'s figure: the gain is the routing, not the topology
     assert hpn_ecmp["busbw"] == pytest.approx(dcn["busbw"], rel=5e-3)
+
+
+def test_the_demo_runs_what_nccl_picks_on_the_fabrics_hosts(small_demo):
+    """No GPU given: the demo's hosts are hpn7's and dcn_plus's (H800, the HPN paper's), and
+    its all-reduce is what NCCL's choice (algo auto) gives with the H800's parameters (NVLS
+    among the candidates), not with NCCL's generic ones; the forced ring beside it is a ring."""
+    from hpnsim.collectives import NcclParams, run_collective
+    from hpnsim.fabrics import build_fabric
+
+    assert small_demo.config["gpu"] == "h800" and NcclParams.for_gpu("h800").nvls
+    assert small_demo.config["gpu_from"].startswith("the hpn7 hosts (Qian et al.")
+    row, = [a for a in small_demo.allreduce if (a["host_gpu"], a["fabric"], a["routing"],
+                                                 a["forced_algo"]) == ("h800", "hpn7",
+                                                                       "hpn_dual_plane", None)]
+    fabric = build_fabric("hpn7", {"gpus": 2048, "nvlink": "400GB/s"})
+    picked = run_collective(fabric, "allreduce", range(256), 2**26, algo="auto",
+                            routing="hpn_dual_plane", nccl=NcclParams.for_gpu("h800"))
+    assert (row["algo"], row["busbw"]) == (picked.algo, pytest.approx(picked.busbw / 1e9))
+    forced = [a for a in small_demo.allreduce if a["forced_algo"]]
+    assert {a["algo"] for a in forced} == {"ring"} and {a["host_gpu"] for a in forced} == {"h800"}

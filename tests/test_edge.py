@@ -471,12 +471,16 @@ def test_nonsense_is_refused_by_the_name_typed(capsys, bad_files, argv, field, s
 
 
 def test_a_fault_after_the_run_says_it_touched_nothing(tmp_path):
+    """Several jobs: the run's end depends on how they share, so the run says afterwards
+    that the fault touched nothing (one job alone is refused before the run:
+    tests/test_edge_classes.py)."""
     import yaml
 
     from hpnsim.scenario.runner import run as run_scenario
 
     data = yaml.safe_load((EXAMPLES / "failure.yaml").read_text())
-    data["jobs"][0]["iterations"] = 2
+    job = {**data["jobs"][0], "dp": 4, "global_batch": 32, "iterations": 2}
+    data["jobs"] = [{**job, "name": "a"}, {**job, "name": "b"}]
     data["faults"][0]["at"] = "1000s"
     result = run_scenario(data)
     assert result.makespan < 1000

@@ -122,3 +122,25 @@ def test_every_command_has_json_as_readme_says():
     assert lacking == ["schema"]
     assert "Every command has `--help` and `--json` (`schema` prints JSON only)" in \
         README.read_text(encoding="utf-8").replace("\n", " ")
+
+
+def test_readme_quotes_the_demos_takeaways_as_the_demo_prints_them():
+    """README's demo figures are the demo's takeaway lines, computed (tools/readme_figures.py
+    writes them; the parts they read run at the full demo's sizes)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_figures",
+                                                  ROOT / "tools" / "readme_figures.py")
+    figures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figures)
+    from hpnsim.demo.pipeline import DemoConfig, run_demo
+
+    config = figures.demo_config()
+    full = DemoConfig()
+    for name in ("pod_gpus", "allreduce_gpus", "allreduce_size", "allreduce_algo", "gpu",
+                 "allreduce_host_gpus", "seed", "packet", "packet_rail_hosts",
+                 "packet_rail_bytes", "incast_senders", "incast_bytes"):
+        assert getattr(config, name) == getattr(full, name), name
+    block = figures.takeaway_block(run_demo(config).to_dict())
+    assert figures.readme_block(README.read_text(encoding="utf-8")) == block
+    assert len(block.splitlines()) == 4          # two host generations, transport, incast

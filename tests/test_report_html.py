@@ -185,8 +185,10 @@ def test_demo_results_render(tmp_path):
     assert re.findall(r"<h2>(.*?)</h2>", text)[:2] == ["Fabric overview",
                                                        "All-reduce by fabric and routing"]
     cells = _parse(text)
-    # BOM has no figure; all-reduce, iteration, busbw by size, linearity, failure, cluster do
-    assert len(cells.images) == 6 and (out.parent / "allreduce_busbw.svg").exists()
+    # BOM has no figure; all-reduce, iteration, busbw by size, linearity, failure, cluster
+    # do, and the packet part: a queue figure per fabric, one per incast case
+    assert len(cells.images) == 6 + 2 + 3 and (out.parent / "allreduce_busbw.svg").exists()
+    assert "Transport and incast: queues, marks, rate cuts, pauses" in text
     fabric = _table(cells, "")
     assert [c for c in fabric[0] if c] == ["hpn7", "dcn_plus"]
     routings = [row["routing"] for row in _table(cells, "fabric")

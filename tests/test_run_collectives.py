@@ -205,7 +205,8 @@ def test_collective_example_writes_one_csv_row_per_size(tmp_path, capsys):
                           "routing hpn_dual_plane, seed 0\n")
     rows_printed = [line for line in out.splitlines() if line and not line.startswith("#")]
     assert [float(line.split()[0]) for line in rows_printed] == sizes
-    assert out.splitlines()[-1].startswith("# Avg bus bandwidth")
+    assert out.splitlines()[-2].startswith("# Avg bus bandwidth")
+    assert out.splitlines()[-1].startswith("# GPU: H800, from the hpn7 hosts (")  # the fabric's
 
 
 def test_a_fabric_only_scenario_is_hpnsim_fabric(tmp_path, capsys):

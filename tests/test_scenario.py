@@ -84,7 +84,7 @@ def test_a_good_scenario_parses_units_and_defaults(tmp_path):
      "error: jobs[0]: give model (a catalog name) or workload (an AICB file), exactly one "
      "(line 10)"),
     ("  hosts_per_segment: 4", "  hosts_per_segment: 1",
-     "error: jobs[0]: needs 16 GPUs; the fabric has 8"),
+     "error: jobs[0].tp: the job needs 16 GPUs; the fabric has 8"),
 ])
 def test_errors_name_the_yaml_path_and_line(tmp_path, capsys, old, new, message):
     text = GOOD.replace(old, new, 1)

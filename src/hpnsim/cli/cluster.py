@@ -188,7 +188,8 @@ def register(app: typer.Typer) -> None:
             spec.cluster.horizon = parse_time(horizon, "--horizon", allow_zero=False)
         if window is not None:
             spec.cluster.window = _window(window)
-        _check_window(spec, "--window" if window is not None else "cluster.window", lines)
+        _check_window(spec, "--window" if window is not None else "cluster.window", lines,
+                      "--horizon" if horizon is not None else "cluster.horizon")
         # one iteration per job: steady state probes a few, and exact mode sizes each job's
         # graph by its duration or the horizon, never by its iteration count
         check_task_floor(spec, every_iteration=False)
@@ -221,21 +222,26 @@ def register(app: typer.Typer) -> None:
                 print_compare(results, console)
             else:
                 print_cluster(results[0], console)
+            typer.echo(f"# {spec.gpu_line()}")
 
 
-def _check_window(spec, name: str, lines: dict) -> None:
-    """The window against the horizon and the trace, named as the user gave it (with the
-    YAML line when it came from the scenario)."""
+def _check_window(spec, name: str, lines: dict, horizon_name: str = "cluster.horizon") -> None:
+    """The horizon and the window against the trace, named as the user gave them (with the
+    YAML line when they came from the scenario)."""
     from hpnsim.errors import InputError
     from hpnsim.scenario.yaml import located
-    from hpnsim.sched.cluster.driver import check_window
+    from hpnsim.sched.cluster.driver import check_horizon, check_window
 
-    try:
-        check_window(spec.cluster.window, spec.cluster.horizon, spec.jobs)
-    except InputError as exc:
-        if name.startswith("--"):
-            raise InputError(name, exc.message) from None
-        raise located(InputError("", exc.message), lines, ("cluster", "window")) from None
+    for check, named, key in ((lambda: check_horizon(spec.cluster.horizon, spec.jobs),
+                               horizon_name, "horizon"),
+                              (lambda: check_window(spec.cluster.window, spec.cluster.horizon,
+                                                    spec.jobs), name, "window")):
+        try:
+            check()
+        except InputError as exc:
+            if named.startswith("--"):
+                raise InputError(named, exc.message) from None
+            raise located(InputError("", exc.message), lines, ("cluster", key)) from None
 
 
 def _run_all(spec, fabric, names, allocator, exact):

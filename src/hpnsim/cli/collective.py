@@ -130,7 +130,9 @@ def engine_settings(engine: str, packet_params: str | None, window: bool,
             raise InputError("packet_params", message.removeprefix("params: ")) from None
         for warning in caught:         # an old parameter name in the file: say so
             if issubclass(warning.category, DeprecationWarning):
-                typer.echo(f"note: {warning.message}", err=True)
+                from hpnsim.cli.common import note
+
+                note(str(warning.message))
         out["params"] = packet_params
     if max_packets is not None:
         out["max_packets"] = max_packets
@@ -217,7 +219,8 @@ def register(app: typer.Typer) -> None:
                                       "run (shared queues and counters)."),
         gpu: str = typer.Option(None, "--gpu", help="GPU model (a100, h100, h200, h800, "
                                 "b200): NCCL's parameters for it (NVLS on Hopper) and its "
-                                "NVLink bandwidth; default: NCCL's generic parameters."),
+                                "NVLink bandwidth; default: the GPU of the fabric's hosts "
+                                "(H800 on hpn7 and dcn_plus, the HPN paper's)."),
         json_out: bool = typer.Option(False, "--json", help="Print a JSON list, one object "
                                       "per size (size in bytes, time_us, algbw/busbw GB/s)."),
         engine: str = typer.Option("flow", "--engine", help="flow (max-min, default) or "
@@ -296,9 +299,14 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json([r.to_dict() for r in results] if not per_rail else run_.to_dict())
             return
+        from hpnsim.fabrics.hosts import gpu_choice
+
+        used, source = gpu_choice(fabric, gpu)
+        uses = "NVLink; NCCL's parameters from --calibration" if calibration else \
+            "NCCL's parameters, NVLink"
         typer.echo(f"# hpnsim collective: {results[0].op} on {len(result.collectives[0].gpus)} "
                    f"GPUs of {fabric} ({result.fabric['gpus']} GPUs), routing {routing}, "
-                   f"seed {seed}")
+                   f"seed {seed}; GPU {used.upper()} ({uses}) from {source}")
         from hpnsim.report.text import collective_table
 
         typer.echo(collective_table(results, root))

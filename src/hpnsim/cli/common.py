@@ -90,21 +90,54 @@ def _current_context():
     return get_current_context(silent=True)
 
 
+#: where a running command keeps its notes (:func:`note`) until it has succeeded
+_NOTES = "hpnsim.notes"
+
+
+def note(message: str) -> None:
+    """Say ``note: message`` on stderr once the running command has succeeded: a command that
+    fails prints its one error line and no note before it (a deprecated flag's note given
+    with another flag's error would make the error two lines). Outside a command: at once.
+
+    >>> note("--mfu is deprecated")     # outside a command: on stderr at once
+    """
+    ctx = _current_context()
+    if ctx is None:
+        typer.echo(f"note: {message}", err=True)
+        return
+    ctx.find_root().meta.setdefault(_NOTES, []).append(message)
+
+
+def _flush_notes(ctx) -> None:
+    for message in dict.fromkeys(ctx.find_root().meta.pop(_NOTES, [])):
+        typer.echo(f"note: {message}", err=True)
+
+
 def guarded(func):
     """Decorate a command so that an :class:`InputError` becomes one line on stderr and exit 2,
-    the field named by the flag the user typed (:func:`flag_in_command`)."""
+    the field named by the flag the user typed (:func:`flag_in_command`); the notes the
+    command gave (:func:`note`) follow its output when it succeeds and are dropped when it
+    fails."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        ctx = _current_context()
         try:
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
         except InputError as error:
-            ctx = _current_context()
             if ctx is None or ctx.command is None:
                 fail(error.field, error.message)
+            ctx.find_root().meta.pop(_NOTES, None)
             params = ctx.command.params
             fail(flag_in_command(error.field, params, ctx.args),
                  _in_flags(error.message, params))
+        except typer.Exit as done:
+            if ctx is not None and not done.exit_code:
+                _flush_notes(ctx)
+            raise
+        if ctx is not None:
+            _flush_notes(ctx)
+        return out
 
     return wrapper
 

@@ -66,13 +66,16 @@ def register(app: typer.Typer) -> None:
         """The main job: HPN 7.0 vs a 3-tier Clos, the whole system in about a minute.
 
         Builds both 15,360-GPU fabrics and compares their bill of materials; simulates a
-        4 GiB ring all-reduce over 2,048 GPUs under ECMP, HPN dual-plane, precise and ideal
-        spray routing on H800 hosts (NVLink-bound) and H100-class hosts (900 GB/s NVLink:
-        the network decides), and its bus bandwidth from 1 MiB to 4 GiB; one Llama-3 70B TP 8 x
-        PP 8 x DP 16 iteration on each fabric and its linearity as DP grows; a small job
-        through one access-link failure with a single ToR and with HPN's dual ToR; and a
-        small shared cluster with no scheduler and with Crux. Writes demo.json and the HTML
-        report (index.html) to --out.
+        4 GiB all-reduce over 2,048 GPUs with the algorithm NCCL picks on the fabrics' H800
+        hosts (a forced ring beside it shows HPN's PXN relay) under ECMP, HPN dual-plane,
+        precise and ideal spray routing, on H800 and on H100-class hosts (900 GB/s NVLink),
+        and its bus bandwidth from 1 MiB to 4 GiB; one Llama-3 70B TP 8 x PP 8 x DP 16
+        iteration on each fabric and its linearity as DP grows; a small job through one
+        access-link failure with a single ToR and with HPN's dual ToR; a small shared
+        cluster with no scheduler and with Crux; and, as packets with the default RoCE
+        parameters, one rail's traffic on both fabrics and an 8:1 incast with and without
+        DCQCN (queues, ECN marks, CNPs, rate cuts, PFC pauses, head-of-line blocking;
+        --quick skips it). Writes demo.json and the HTML report (index.html) to --out.
         """
         from rich.console import Console
 

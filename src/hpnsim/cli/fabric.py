@@ -146,9 +146,11 @@ def register(app: typer.Typer) -> None:
             if names:
                 raise InputError("arguments", f"unexpected argument {names[0]!r}; use --name value")
             runs = [_run_fabric(template, parse_extra_options(rest), unit_table)]
+        from hpnsim.cli.common import note
+
         for result in runs:
-            for note in result.notes:
-                typer.echo(f"note: {note}", err=True)
+            for message in result.notes:
+                note(message)
         fabrics = [result.built_fabric for result in runs]
         reports = [result.fabric_report for result in runs]
         if export_path:

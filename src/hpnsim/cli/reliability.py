@@ -25,6 +25,13 @@ _FLAGS = {"interval_s": "--checkpoint-interval", "write_s": "--checkpoint-write"
 
 
 def _flag(field: str) -> str:
+    """The flag of a field of the conditions (a flag already stays as it is).
+
+    >>> _flag("detection_s"), _flag("--detection"), _flag("gpu_hour_price")
+    ('--detection', '--detection', '--gpu-hour-price')
+    """
+    if field.startswith("--"):
+        return field
     return _FLAGS.get(field, "--" + field.replace("_", "-"))
 
 
@@ -143,9 +150,10 @@ def register(app: typer.Typer) -> None:
             designs = DESIGNS if compare else (dual_tor,)
             if compare and stacked_pair_loss is None:   # no published figure to default to
                 designs = tuple(d for d in DESIGNS if d != "stacked")
-                typer.echo("note: --compare leaves out the stacked dual ToR: give "
-                           "--stacked-pair-loss P (the chance a ToR failure takes its stacked "
-                           "pair down) to include it", err=True)
+                from hpnsim.cli.common import note
+
+                note("--compare leaves out the stacked dual ToR: give --stacked-pair-loss P "
+                     "(the chance a ToR failure takes its stacked pair down) to include it")
             if "stacked" in designs:
                 cond.pair_loss("stacked")   # ask for it before any fabric is built
             if compare:

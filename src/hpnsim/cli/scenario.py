@@ -100,6 +100,8 @@ def register(app: typer.Typer) -> None:
             from hpnsim.report.scenario import print_run
 
             print_run(result, table_console())
+            if loaded.jobs or loaded.collectives:
+                typer.echo(f"# {loaded.gpu_line()}")
 
     @app.command()
     def schema() -> None:

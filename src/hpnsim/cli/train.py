@@ -31,6 +31,20 @@ from hpnsim.cli.train_options import (
 from hpnsim.routing.names import ROUTING_POLICIES
 
 
+def _size_field(job) -> str:
+    """The job's input that makes it large: its workload file, else its largest parallel
+    dimension (data parallelism on a tie), as a scenario path.
+
+    >>> from types import SimpleNamespace as J
+    >>> _size_field(J(workload=None, tp=8, pp=1, dp=4096, cp=1))
+    'jobs[0].dp'
+    """
+    if job.workload is not None:
+        return "--workload"
+    dims = {"dp": job.dp, "tp": job.tp, "pp": job.pp, "cp": job.cp or 1}
+    return f"jobs[0].{max(dims, key=lambda k: dims[k])}"
+
+
 def register(app: typer.Typer) -> None:
     """Add ``train`` and ``scaling`` to the root app."""
 
@@ -222,6 +236,12 @@ def register(app: typer.Typer) -> None:
         from hpnsim.faults.events import parse_fault
 
         fault_list = [parse_fault(text) for text in faults or []]
+        if timeout is not None and not fault_list:
+            from hpnsim.units import parse_time
+
+            parse_time(timeout, "--timeout")         # a bad value is refused as such first
+            raise InputError("--timeout", "the collective timeout of a run through faults: "
+                                          "add --fault (without one nothing times out)")
         if iterations is not None:
             job["iterations"] = iterations
         elif fault_list:
@@ -248,7 +268,8 @@ def register(app: typer.Typer) -> None:
         with errors_as_flags(flag_of_path):
             # the fabric is sized to the job unless the user sized it (--pods, --gpus ...)
             options = check_fabric_for_job(fabric, scenario.jobs[0].gpu_count,
-                                           fabric_options(ctx), note=note)
+                                           fabric_options(ctx), note=note,
+                                           size_field=_size_field(scenario.jobs[0]))
             scenario.fabric = scenario_from_flags(
                 {"template": fabric, **options}, model=FabricSpec, section="fabric")
             ran = run(scenario)
@@ -259,6 +280,10 @@ def register(app: typer.Typer) -> None:
             written = write_trace(jobs_trace([outcome]) if fault_list
                                   else iteration_trace(outcome.iterations[0]), trace)
             typer.echo(f"wrote {written}", err=True)
+        from hpnsim.fabrics.hosts import gpu_choice
+
+        _, source = gpu_choice(fabric, gpu if not workload else None)
+        gpu_line = f"GPU: {scenario.jobs[0].gpu.upper()}, from {source}"
         if fault_list:
             tables.write(outcome.faults["timeline"])
             if plot:
@@ -270,6 +295,7 @@ def register(app: typer.Typer) -> None:
             else:
                 from hpnsim.report.faults import print_fault_timeline
 
+                typer.echo(gpu_line)
                 print_fault_timeline(outcome, table_console())
             return
         result = outcome.iterations[0]
@@ -284,6 +310,7 @@ def register(app: typer.Typer) -> None:
         else:
             from hpnsim.report.iteration import print_iteration
 
+            typer.echo(gpu_line)
             print_iteration(result, table_console())
             if ran.packet:
                 from hpnsim.report.packet import jobs_packet_text
@@ -343,6 +370,10 @@ def register(app: typer.Typer) -> None:
         if json_out:
             emit_json(result.to_dict())
             return
+        from hpnsim.fabrics.hosts import gpu_choice
         from hpnsim.report.scaling import scaling_table
 
+        for name in dict.fromkeys(p.fabric for p in result.points):
+            used, source = gpu_choice(name, gpu)
+            typer.echo(f"GPU on {name}: {used.upper()}, from {source}")
         table_console().print(scaling_table(result))

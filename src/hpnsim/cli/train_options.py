@@ -49,7 +49,9 @@ def flag_of_path(path: str) -> str:
 
 
 #: the compute options train and scaling share (one definition, one help text)
-GPU_OPTION = typer.Option("h800", "--gpu", help=f"GPU model: {', '.join(GPUS)}.")
+GPU_OPTION = typer.Option(None, "--gpu", help=f"GPU model: {', '.join(GPUS)} (default: the "
+                                              "GPU of the fabric's hosts, e.g. H800 on "
+                                              "hpn7 and dcn_plus).")
 DTYPE_OPTION = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: bf16, "
                                                     "fp16, fp8 (Hopper, Blackwell).")
 KERNEL_TABLE_OPTION = typer.Option(None, "--kernel-table",
@@ -62,8 +64,11 @@ COMPUTE_EFFICIENCY_OPTION = typer.Option(
 
 
 def note(message: str) -> None:
-    """Print ``note: message`` on stderr."""
-    typer.echo(f"note: {message}", err=True)
+    """``note: message`` on stderr once the command has succeeded
+    (:func:`hpnsim.cli.common.note`)."""
+    from hpnsim.cli.common import note as deferred
+
+    deferred(message)
 
 
 #: train options that describe the job; a --workload file fixes every one of them

@@ -40,7 +40,7 @@ def bottleneck_kind(fabric, result) -> str:
     return LinkKind(int(fabric.link_kind[worst])).name.lower()
 
 
-def nvlink_sends(fabric, result, gpus) -> dict[str, Any]:
+def nvlink_sends(fabric, result, gpus, nccl=None) -> dict[str, Any]:
     """How many of a ring all-reduce's channels send over NVLink from the busiest GPU.
 
     A ring channel sends 2(n-1)/n x size / channels from every GPU to its successor; the
@@ -51,6 +51,9 @@ def nvlink_sends(fabric, result, gpus) -> dict[str, Any]:
     protocol's and NVLink's efficiencies, :class:`~hpnsim.collectives.nccl.params.NcclParams`
     defaults, as :func:`~hpnsim.collectives.run_collective` used them); ``ring_channels``
     is NCCL's default of one ring per NIC port of a host. ``None`` unless the ring ran.
+
+    ``nccl``: the parameters the ring ran with, when not the defaults (a GPU's,
+    ``NcclParams.for_gpu``).
 
     Examples
     --------
@@ -67,7 +70,7 @@ def nvlink_sends(fabric, result, gpus) -> dict[str, Any]:
     gpus = np.asarray(gpus)
     if result.algo != "ring":
         return {"nvlink_sends_per_gpu": None, "ring_channels": None}
-    nccl = NcclParams()
+    nccl = nccl or NcclParams()
     host = gpus[:1] // fabric.gpus_per_host
     nics = np.unique(fabric.gpu_nic[host[0] * fabric.gpus_per_host:
                                     (host[0] + 1) * fabric.gpus_per_host])
@@ -86,7 +89,7 @@ def busbw_by_size(config, built: dict, gpus, step) -> list[dict]:
     and its busiest link's kind, each size alone on the idle fabric; ``built`` maps each
     host GPU to its fabrics (:data:`SIZE_CASES` for ``config.gpu``,
     :data:`OTHER_GENERATION_SIZE_CASES` for the other all-reduce host generations)."""
-    from hpnsim.collectives import run_collective
+    from hpnsim.collectives import NcclParams, run_collective
 
     rows = []
     for gpu in dict.fromkeys((config.gpu, *config.allreduce_host_gpus)):
@@ -97,7 +100,7 @@ def busbw_by_size(config, built: dict, gpus, step) -> list[dict]:
             for size in config.sizes:
                 r = run_collective(built[gpu][template], "allreduce", gpus, float(size),
                                    algo=config.allreduce_algo, routing=routing,
-                                   seed=config.seed)
+                                   seed=config.seed, nccl=NcclParams.for_gpu(gpu))
                 d = r.to_dict()
                 d.pop("top_links", None)
                 rows.append({"fabric": template, "host_gpu": gpu, **d,

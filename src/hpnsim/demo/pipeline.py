@@ -15,6 +15,9 @@
    ToR (:func:`~hpnsim.demo.parts.failure`).
 6. *What does Crux buy a small shared cluster?* Utilization and mean JCT with no scheduler
    and with Crux (:func:`~hpnsim.demo.parts.cluster`).
+7. *What does RoCE do when queues build?* One rail's traffic on both fabrics and an N:1
+   incast with a victim flow, as packets: queues, ECN marks, CNPs, DCQCN rate cuts, PFC
+   pauses and head-of-line blocking (:mod:`hpnsim.demo.transport`).
 
 Every number comes from the simulator; nothing here is hard-coded.
 """
@@ -32,6 +35,24 @@ ALLREDUCE_CASES = (("hpn7", "ecmp"), ("hpn7", "hpn_dual_plane"), ("hpn7", "preci
 #: host generations the all-reduce runs in (same NICs, 400G per GPU): H800 (NVLink 400 GB/s,
 #: the HPN paper's hosts) and H100 (NVLink 900 GB/s); NVLink rates from workloads.gpus
 HOST_GPUS = ("h800", "h100")
+#: (fabric template, routing) run again with a forced ring beside NCCL's own choice, on the
+#: fabrics' own hosts: the ring is where HPN's rail-optimized layout costs NVLink sends
+#: (the cross-rail hop relayed over NVLink, PXN), which NCCL's choice hides
+FORCED_RING_CASES = (("hpn7", "hpn_dual_plane"), ("dcn_plus", "ecmp"))
+
+
+def fabric_gpu() -> str:
+    """The GPU of the demo's hosts: the one hpn7's and dcn_plus's hosts hold
+    (:mod:`hpnsim.fabrics.hosts`: H800, the HPN paper's).
+
+    >>> fabric_gpu()
+    'h800'
+    """
+    from hpnsim.fabrics.hosts import host_gpu
+
+    models = {host_gpu(t).model for t in ("hpn7", "dcn_plus")}
+    assert len(models) == 1, models       # the demo compares the fabrics on the same hosts
+    return models.pop()
 
 
 @dataclass(frozen=True)
@@ -45,9 +66,12 @@ class DemoConfig:
     pod_gpus: int = 15360
     allreduce_gpus: int = 2048
     allreduce_size: float = 4 * 2**30
-    allreduce_algo: str = "ring"
+    #: NCCL's own choice on the hosts (NVLS on Hopper), as the HPN paper ran it; a forced
+    #: ring runs beside it for :data:`FORCED_RING_CASES`
+    allreduce_algo: str = "auto"
     model: str = "llama3-70b"
-    gpu: str = "h800"
+    #: the GPU of the fabrics' hosts (:func:`fabric_gpu`) unless set
+    gpu: str = field(default_factory=fabric_gpu)
     tp: int = 8
     pp: int = 8
     dp: int = 16
@@ -72,6 +96,15 @@ class DemoConfig:
     cluster_probe_budget: int = 5_000_000
     #: GPU models of the all-reduce's host generations (their NVLink; the NICs stay)
     allreduce_host_gpus: tuple = HOST_GPUS
+    #: the transport and incast part as packets (:mod:`hpnsim.demo.transport`); ``quick``
+    #: skips it (and says so)
+    packet: bool = True
+    #: hosts of the rail's traffic (half per segment) and bytes each NIC sends
+    packet_rail_hosts: int = 16
+    packet_rail_bytes: float = 8 * 2**20
+    #: senders of the N:1 incast and bytes each sends
+    incast_senders: int = 8
+    incast_bytes: float = 4 * 2**20
     #: write each figure as SVG beside its PNG
     svg: bool = True
 
@@ -80,7 +113,7 @@ class DemoConfig:
         return cls(pod_gpus=2048, allreduce_gpus=2048, allreduce_size=2**28,
                    model="llama3-8b", tp=8, pp=2, dp=4, sizes=(2**20, 2**24, 2**28),
                    scaling_dps=(1, 2), failure_duration=1.0, failure_iterations=8,
-                   cluster_scale=0.25, cluster_jobs=(1, 2), svg=False)
+                   cluster_scale=0.25, cluster_jobs=(1, 2), packet=False, svg=False)
 
 
 #: the columns of :meth:`DemoResult.rows`
@@ -108,7 +141,8 @@ class DemoResult:
     ``busbw_by_size`` one row per (fabric, routing, size), ``scaling`` a
     :meth:`~hpnsim.training.scaling.ScalingResult.to_dict`, ``failure`` the job through the
     fault per ToR design and ``cluster`` the shared cluster per scheduler (see
-    :mod:`hpnsim.demo.parts`).
+    :mod:`hpnsim.demo.parts`); ``transport`` and ``incast`` the packet runs (see
+    :mod:`hpnsim.demo.transport`; empty when ``packet`` is off).
     """
 
     config: dict[str, Any]
@@ -119,6 +153,8 @@ class DemoResult:
     scaling: dict[str, Any] = field(default_factory=dict)
     failure: dict[str, Any] = field(default_factory=dict)
     cluster: dict[str, Any] = field(default_factory=dict)
+    transport: dict[str, Any] = field(default_factory=dict)
+    incast: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The sections as they are (JSON-ready; ``hpnsim demo --json`` prints it)."""
@@ -231,14 +267,17 @@ def run_demo(config: DemoConfig = DemoConfig(),
     >>> [d["dual_tor"] for d in r.failure["designs"]], [c["scheduler"] for c in r.cluster["runs"]]
     (['single', 'nonstacked'], ['none', 'crux'])
     """
-    from hpnsim.collectives import run_collective
+    from hpnsim.collectives import NcclParams, run_collective
     from hpnsim.demo import parts
     from hpnsim.fabrics import build_fabric
     from hpnsim.fabrics.analysis import fabric_report
+    from hpnsim.fabrics.hosts import gpu_choice
     from hpnsim.training import TrainJob, simulate_iteration
     from hpnsim.workloads.gpus import get_gpu
 
     result = DemoResult(config=dict(config.__dict__))
+    result.config["gpu_from"] = gpu_choice("hpn7", None if config.gpu == fabric_gpu()
+                                           else config.gpu, by="DemoConfig.gpu")[1]
     built: dict[str, dict] = {}   # host GPU -> template -> fabric
     for gpu in dict.fromkeys((config.gpu, *config.allreduce_host_gpus)):
         nvlink = f"{get_gpu(gpu).nvlink_bandwidth / 1e9:g}GB/s"   # the hosts' NVLink
@@ -259,13 +298,22 @@ def run_demo(config: DemoConfig = DemoConfig(),
         for template, routing in ALLREDUCE_CASES:
             step(f"all-reduce on {template} with {routing} routing, {gpu.upper()} hosts")
             fabric = built[gpu][template]
-            r = run_collective(fabric, "allreduce", gpus, config.allreduce_size,
-                               algo=config.allreduce_algo, routing=routing, seed=config.seed)
-            result.allreduce.append({
-                "fabric": template, "host_gpu": gpu, **r.to_dict(),
-                "nvlink_bandwidth": _host_bandwidths(fabric)["nvlink_bandwidth"],
-                "bottleneck_kind": parts.bottleneck_kind(fabric, r),
-                **parts.nvlink_sends(fabric, r, gpus)})
+            forced = ["ring"] if (gpu == config.gpu and (template, routing)
+                                  in FORCED_RING_CASES and config.allreduce_algo != "ring") \
+                else []
+            for algo in (config.allreduce_algo, *forced):
+                if algo != config.allreduce_algo:
+                    step(f"all-reduce on {template} with {routing} routing, {gpu.upper()} "
+                         f"hosts, ring forced")
+                r = run_collective(fabric, "allreduce", gpus, config.allreduce_size,
+                                   algo=algo, routing=routing, seed=config.seed,
+                                   nccl=NcclParams.for_gpu(gpu))
+                result.allreduce.append({
+                    "fabric": template, "host_gpu": gpu, **r.to_dict(),
+                    "forced_algo": algo if algo != config.allreduce_algo else None,
+                    "nvlink_bandwidth": _host_bandwidths(fabric)["nvlink_bandwidth"],
+                    "bottleneck_kind": parts.bottleneck_kind(fabric, r),
+                    **parts.nvlink_sends(fabric, r, gpus, NcclParams.for_gpu(gpu))})
     result.busbw_by_size = parts.busbw_by_size(config, built, gpus, step)
 
     job = TrainJob(config.model, tp=config.tp, pp=config.pp, dp=config.dp, gpu=config.gpu)
@@ -278,4 +326,9 @@ def run_demo(config: DemoConfig = DemoConfig(),
     result.scaling = parts.scaling(config, step)
     result.failure = parts.failure(config, step)
     result.cluster = parts.cluster(config, step)
+    if config.packet:
+        from hpnsim.demo import transport
+
+        result.transport = transport.rail_traffic(config, step)
+        result.incast = transport.incast(config, step)
     return result

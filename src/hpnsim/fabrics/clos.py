@@ -82,10 +82,13 @@ def rail_optimized(pods: int = 1, segments: int = 8, hosts_per_segment: int = 64
                    backup_hosts: int = 0, rails: int = 8, port_speed: str = "400G",
                    uplink_speed: str = "400G", tor_uplinks: int = 64, aggs_per_pod: int = 64,
                    agg_core_uplinks: int = 64, chip: str = "51.2T",
-                   core_ports: int | None = None, nvlink: str = "400GB/s",
+                   core_ports: int | None = None, nvlink: str = "900GB/s",
                    pcie: str = "Gen5x16", hop_latency: str = "1us",
                    host_latency: str = "0.5us", gpus_per_pcie_switch: int = 1) -> Fabric:
     """Rail-optimized 3-tier Clos (NVIDIA SuperPod / Spectrum-X style), single ToR per rail.
+
+    Hosts: DGX H100 (:data:`~hpnsim.fabrics.hosts.HOST_GPUS`), so ``nvlink`` defaults to
+    H100's 900 GB/s.
 
     One 400G NIC port per GPU; a segment is ``rails`` ToRs serving ``hosts_per_segment``
     hosts (8 x 64 = 512 GPUs); every ToR links to every Agg (spine) of its pod; pods are
@@ -116,9 +119,12 @@ def rail_optimized(pods: int = 1, segments: int = 8, hosts_per_segment: int = 64
 def rail_only(segments: int = 16, hosts_per_segment: int = 64, backup_hosts: int = 0,
               rails: int = 8, port_speed: str = "400G", uplink_speed: str = "400G",
               tor_uplinks: int = 64, aggs_per_rail: int = 8, chip: str = "51.2T",
-              nvlink: str = "400GB/s", pcie: str = "Gen5x16", hop_latency: str = "1us",
+              nvlink: str = "900GB/s", pcie: str = "Gen5x16", hop_latency: str = "1us",
               host_latency: str = "0.5us", gpus_per_pcie_switch: int = 1) -> Fabric:
     """Rail-only: one two-tier network per rail; cross-rail traffic only through NVLink.
+
+    Hosts: DGX H100 as in the rail-only paper (:data:`~hpnsim.fabrics.hosts.HOST_GPUS`), so
+    ``nvlink`` defaults to H100's 900 GB/s.
 
     Each segment has one ToR per rail; the ToR of rail ``r`` links only to the
     ``aggs_per_rail`` Aggs of rail ``r`` (the Aggs are partitioned into per-rail planes).

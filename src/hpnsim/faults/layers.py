@@ -84,12 +84,14 @@ class FaultLayers:
         if layer is Layer.PHYSICAL:
             sim.set_capacity(flipped, self.physical.capacity[flipped])
 
-    def reroute(self, sim, rerouter, records, routing: str, seed: int, todo=None) -> None:
+    def reroute(self, sim, rerouter, records, routing: str, seed: int, todo=None) -> list:
         """Move every unfinished transfer of ``records`` whose path changes under
-        :attr:`routing_state` (``todo``: the unfinished tasks, if already known)."""
+        :attr:`routing_state` (``todo``: the unfinished tasks, if already known); returns
+        what moved, ``(task, flows, old links, new links)`` (:attr:`Rerouter.moved`)."""
         if todo is None:
             todo = ~np.isfinite(sim.result().finish)
         for task, links, usage in rerouter.changes(records, routing, seed, self.routing_state,
                                                    todo):
             if links.size:
                 sim.reroute(task, links, usage)
+        return [m for m in rerouter.moved if m[3].size]

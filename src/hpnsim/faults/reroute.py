@@ -53,6 +53,8 @@ class Rerouter:
         # function of what they are (not of their task ids) and of the set of links down,
         # so one planning per distinct record and state serves all iterations.
         self._memo: dict[tuple, list] = {}
+        #: what the last :meth:`changes` moved: ``(task, flows, old links, new links)``
+        self.moved: list[tuple[int, int, np.ndarray, np.ndarray]] = []
 
     def _paths(self, record, routing: str, seed: int, state) -> list:
         """The paths of every transfer task of ``record`` under ``state``, in task order:
@@ -97,6 +99,7 @@ class Rerouter:
         ``state`` (None: every link up) from the one last applied; ``unfinished`` (a bool
         mask over tasks) skips finished ones."""
         out = []
+        self.moved = []
         verdict: dict[tuple, bool] = {}
         for record in records:
             key = id(record)
@@ -117,12 +120,16 @@ class Rerouter:
                     if verdict[pair][2]:
                         continue
                     links, usage = b.links, b.weight
+                    before, flows = a.links, int(b.n_flows)
                 else:
                     links, usage = b.links[b.ptr[n]:b.ptr[n + 1]], b.weight[b.ptr[n]:b.ptr[n + 1]]
-                    if np.array_equal(a.links[a.ptr[m]:a.ptr[m + 1]], links) and \
+                    before, flows = a.links[a.ptr[m]:a.ptr[m + 1]], 1
+                    if np.array_equal(before, links) and \
                             np.array_equal(a.weight[a.ptr[m]:a.ptr[m + 1]], usage):
                         continue
                 out.append((task, np.asarray(links, np.int64), np.asarray(usage)))
+                self.moved.append((task, flows, np.asarray(before, np.int64),
+                                   np.asarray(links, np.int64)))
             self._applied[key] = new
             self._records[key] = record
         return out

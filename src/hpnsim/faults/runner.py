@@ -113,6 +113,40 @@ def simulate_with_faults(fabric, jobs: list[JobPlan], faults, *, routing: str = 
                     templates=templates).run()
 
 
+#: links named per side of a move (the rest counted)
+MOVE_LINKS = 4
+
+
+def move_summary(fabric, now: float, moved) -> dict:
+    """One reroute of a job: when, how many transfers and member flows (QPs) moved, and the
+    links they left and the links they took (named, most used first, :data:`MOVE_LINKS`
+    each; counts of the rest).
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0, tor_uplinks=2,
+    ...          aggs_per_plane=2)
+    >>> a, b = int(f.gpu_access_link[0, 0]), int(f.gpu_access_link[0, 1])
+    >>> m = move_summary(f, 1.5, [(7, 2, np.array([a, 5]), np.array([b, 5]))])
+    >>> m["time"], m["transfers"], m["flows"], m["left"], m["took"]
+    (1.5, 1, 2, ['pod0/seg0/host0/nic-r0->pod0/seg0/tor-r0-p0[port0]'], ['pod0/seg0/host0/nic-r0->pod0/seg0/tor-r0-p1[port1]'])
+    """
+    left: dict[int, int] = {}
+    took: dict[int, int] = {}
+    for _, _, old, new in moved:
+        for k in np.setdiff1d(old, new):
+            left[int(k)] = left.get(int(k), 0) + 1
+        for k in np.setdiff1d(new, old):
+            took[int(k)] = took.get(int(k), 0) + 1
+
+    def names(counts: dict[int, int]) -> list[str]:
+        ranked = sorted(counts, key=lambda k: (-counts[k], k))
+        return [fabric.link_name(k) for k in ranked[:MOVE_LINKS]]
+
+    return {"time": float(now), "transfers": len(moved),
+            "flows": int(sum(m[1] for m in moved)), "left": names(left), "took": names(took),
+            "links_left": len(left), "links_taken": len(took)}
+
+
 class FaultRun:
     """One run of jobs through faults (:func:`simulate_with_faults`).
 
@@ -175,6 +209,9 @@ class FaultRun:
         self.stalls: list[list[tuple[float, float]]] = [[] for _ in jobs]  # cut-off spans
         self.token = [0] * len(jobs)           # a job's watch: bumped when it is cut or not
         self.restarts: list[list[Restart]] = [[] for _ in jobs]
+        #: per job, each reroute that moved its transfers (:func:`move_summary`)
+        self.moves: list[list[dict]] = [[] for _ in jobs]
+        self.now = 0.0                         # the time of the events being handled
         self.routes_stale = False              # routing learnt a change at this instant
         self.handlers = {FaultEdge: self._on_fault_edge, SpareHost: self._on_spare_host,
                          CollectiveTimeout: self._on_timeout}
@@ -182,6 +219,7 @@ class FaultRun:
     def run(self) -> list[JobTimeline]:
         while self.events:
             now, batch = self.events.pop_batch()
+            self.now = now
             self.sim.run(until=now)
             self.routes_stale = False
             for event in batch:
@@ -196,7 +234,8 @@ class FaultRun:
         self.sim.run()
         result = self.sim.result()
         return [job_timeline(plan, [c for c in self.attempts if c.job == j], result,
-                             self.restarts[j], self.nominal[j], self.faults, self.stalls[j])
+                             self.restarts[j], self.nominal[j], self.faults, self.stalls[j],
+                             self.moves[j])
                 for j, plan in enumerate(self.jobs)]
 
     # --- handlers -------------------------------------------------------------------------
@@ -279,8 +318,10 @@ class FaultRun:
         todo = ~np.isfinite(self.sim.result().finish)
         for attempt in (attempts or [c for c in self.attempts if not c.abandoned]):
             records = [r for it in attempt.its for r in it.routes]
-            self.layers.reroute(self.sim, self.rerouter, records, self.routing, self.seed,
-                                todo)
+            moved = self.layers.reroute(self.sim, self.rerouter, records, self.routing,
+                                        self.seed, todo)
+            if moved:
+                self.moves[attempt.job].append(move_summary(self.fabric, self.now, moved))
 
     def _faults_cutting(self, j: int) -> list[int]:
         """The faults physically down now on job ``j``'s access links."""

@@ -99,21 +99,28 @@ class JobTimeline:
     finish: float = 0.0
     windows: list[dict] = field(default_factory=list)
     stalls: list[dict] = field(default_factory=list)   # spans the job was cut off (start, end)
+    #: each reroute that moved the job's transfers (:func:`~hpnsim.faults.runner.move_summary`)
+    moves: list[dict] = field(default_factory=list)
+    #: the finish against the same iterations at the nominal time from the arrival (s)
+    time_lost: float = 0.0
 
     def to_dict(self) -> dict:
         """JSON-ready: ``timeline`` rows, fault ``windows``, ``stalls`` (spans the job was cut
         off: no transfer of it moves), ``restarts``, ``lost_work`` (seconds, summed),
-        ``nominal_iteration_time``, ``nominal_samples_per_s``."""
+        ``moves`` (the reroutes: when, transfers and flows moved, links left and taken),
+        ``time_lost`` (finish - arrival - iterations x nominal), ``nominal_iteration_time``,
+        ``nominal_samples_per_s``."""
         return {"timeline": list(self.rows), "windows": list(self.windows),
                 "stalls": list(self.stalls),
                 "restarts": [r.to_dict() for r in self.restarts],
                 "lost_work": sum(r.lost_work for r in self.restarts),
+                "moves": list(self.moves), "time_lost": self.time_lost,
                 "checkpoints": self.checkpoints, "nominal_iteration_time": self.nominal,
                 "nominal_samples_per_s": self.samples / self.nominal}
 
 
 def job_timeline(plan: JobPlan, attempts, result, restarts: list[Restart], nominal: float,
-                 faults, stalls=()) -> JobTimeline:
+                 faults, stalls=(), moves=()) -> JobTimeline:
     """The :class:`JobTimeline` of ``plan`` from its ``attempts`` (chains of iterations, in
     order) and the finished engine ``result``: a row per completed iteration, the last
     attempt's iteration of each index accounted."""
@@ -140,4 +147,5 @@ def job_timeline(plan: JobPlan, attempts, result, restarts: list[Restart], nomin
     finish = max((r["end"] for r in rows), default=0.0)
     return JobTimeline(plan.name, rows, iterations, restarts, nominal, samples,
                        int(checkpoints), finish, windows,
-                       [{"start": a, "end": b} for a, b in stalls])
+                       [{"start": a, "end": b} for a, b in stalls], list(moves),
+                       finish - plan.arrival - len(iterations) * nominal)

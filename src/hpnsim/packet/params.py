@@ -151,6 +151,11 @@ class PacketParams:
         for name in ("alpha_interval_s", "rp_timer_s", "byte_counter_bytes", "buffer_bytes"):
             if getattr(self, name) <= 0:
                 raise InputError(name, f"must be > 0, got {getattr(self, name)}")
+        for f in dataclasses.fields(self):   # every duration, rate, size and share: >= 0
+            value = getattr(self, f.name)     # (inf is a value: an unbounded buffer)
+            if isinstance(value, int | float) and not isinstance(value, bool) \
+                    and not value >= 0:
+                raise InputError(f.name, f"must be >= 0, got {value}")
         return self
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import save, subplots
 from hpnsim.report.section import Figure, Table
 from hpnsim.report.style import FABRIC_COLORS
 from hpnsim.units import format_time
@@ -178,8 +178,7 @@ def plot_utilization(results, path: str | Path, title: str = "", dpi: int = 120)
     >>> plot_utilization([r], os.path.join(tempfile.mkdtemp(), "u.png")).stat().st_size > 0
     True
     """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    fig, ax = subplots(figsize=(8, 3.8))
     span = max((r.makespan for r in results), default=0.0)
     scale, unit = (3600.0, "h") if span > 7200 else (1.0, "s")
     for r in results:
@@ -207,8 +206,7 @@ def cluster_figure(cluster: dict, held: str):
     >>> float(fig.axes[0].get_ylim()[0])
     0.0
     """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
+    fig, ax = subplots(figsize=(9, 4.2), layout="constrained")
     for i, run in enumerate(cluster["runs"]):
         xs, ys = [], []
         for seg in run["timeline"]:

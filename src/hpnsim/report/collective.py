@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import save, subplots
 from hpnsim.report.section import Figure, Table
 from hpnsim.report.style import (
     FABRIC_NAMES,
@@ -61,6 +61,17 @@ def plot_busbw(rows: list[dict], path: str | Path, title: str = "",
     return save(busbw_figure(rows, title, subtitle), path, dpi=120)
 
 
+def bar_label(row: dict) -> str:
+    """``fabric / routing`` of a bar, ``(ideal)`` for spraying, the algorithm when forced.
+
+    >>> bar_label({"fabric": "hpn7", "routing": "ecmp", "forced_algo": "ring"})
+    'hpn7 / ecmp, ring forced'
+    """
+    return (f"{row['fabric']} / {row['routing']}"
+            + (" (ideal)" if row["routing"] == "spray" else "")
+            + (f", {row['forced_algo']} forced" if row.get("forced_algo") else ""))
+
+
 def busbw_figure(rows: list[dict], title: str = "", subtitle: str = ""):
     """Horizontal bars of bus bandwidth (GB/s) for each ``fabric / routing`` row.
 
@@ -80,12 +91,10 @@ def busbw_figure(rows: list[dict], title: str = "", subtitle: str = ""):
     """
     from matplotlib.patches import Patch
 
-    plt = pyplot()
     colors = fabric_colors(r["fabric"] for r in rows)
-    labels = [f"{r['fabric']} / {r['routing']}" + (" (ideal)" if r["routing"] == "spray"
-                                                    else "") for r in rows]
+    labels = [bar_label(r) for r in rows]
     values = [r["busbw"] for r in rows]
-    fig, ax = plt.subplots(figsize=(8.5, 0.55 * len(rows) + 2.6), layout="constrained")
+    fig, ax = subplots(figsize=(8.5, 0.55 * len(rows) + 2.6), layout="constrained")
     bound = [r.get("bottleneck_kind") == "nvlink" for r in rows]
     bars = ax.barh(labels, values, color=[colors[r["fabric"]] for r in rows],
                    hatch=[NVLINK_HATCH if b else "" for b in bound], edgecolor="white",
@@ -142,17 +151,15 @@ def generations_busbw_figure(rows: list[dict], title: str, panels: dict[str, str
     """
     from matplotlib.patches import Patch
 
-    plt = pyplot()
     gens = list(dict.fromkeys(r.get("host_gpu") for r in rows))
     colors = fabric_colors(r["fabric"] for r in rows)
     per_panel = max((sum(r.get("host_gpu") == g for r in rows) for g in gens), default=1)
-    fig, axes = plt.subplots(1, len(gens), figsize=(6.8 * len(gens), 0.55 * per_panel + 3.0),
+    fig, axes = subplots(1, len(gens), figsize=(6.8 * len(gens), 0.55 * per_panel + 3.0),
                              layout="constrained", sharex=True, squeeze=False)
     top = max((r["busbw"] for r in rows), default=1.0) or 1.0
     for ax, gen in zip(axes[0], gens, strict=True):
         mine = [r for r in rows if r.get("host_gpu") == gen]
-        labels = [f"{r['fabric']} / {r['routing']}"
-                  + (" (ideal)" if r["routing"] == "spray" else "") for r in mine]
+        labels = [bar_label(r) for r in mine]
         bars = ax.barh(labels, [r["busbw"] for r in mine],
                        color=[colors[r["fabric"]] for r in mine], edgecolor="white",
                        hatch=[NVLINK_HATCH if r.get("bottleneck_kind") == "nvlink" else ""
@@ -198,8 +205,7 @@ def busbw_size_figure(curves: list[dict], title: str, held: str):
     >>> float(fig.axes[0].get_ylim()[0]), fig.axes[0].get_xscale()
     (0.0, 'log')
     """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4.8), layout="constrained")
+    fig, ax = subplots(figsize=(9, 4.8), layout="constrained")
     sizes = sorted({s for c in curves for s in c["sizes"]})
     top = 1.12 * max((max(c["busbw"]) for c in curves), default=1.0)
     ends = spread([c["busbw"][-1] for c in curves], 0.045 * top)
@@ -302,11 +308,14 @@ def allreduce_table(rows: list[dict[str, Any]], title: str):
     from rich.table import Table as RichTable
 
     table = RichTable(title=title)
-    for column in ("fabric", "routing", "time", "busbw GB/s", "hash collisions",
+    for column in ("fabric", "routing", "algo", "time", "busbw GB/s", "hash collisions",
                    "max flows on a link", "bottleneck (busy)"):
-        table.add_column(column, justify="left" if column in ("fabric", "routing") else "right")
+        table.add_column(column, justify="left" if column in ("fabric", "routing", "algo")
+                         else "right")
     for r in rows:
-        table.add_row(r["fabric"], r["routing"], format_time(r["time"]), f"{r['busbw']:.1f}",
+        algo = str(r.get("algo", "")) + (" (forced)" if r.get("forced_algo") else "")
+        table.add_row(r["fabric"], r["routing"], algo, format_time(r["time"]),
+                      f"{r['busbw']:.1f}",
                       f"{r['hash_collisions']}", f"{r['max_link_flows']:.2g}",
                       f"{r['bottleneck_kind']} {100 * r['bottleneck_utilization']:.0f}%")
     return table

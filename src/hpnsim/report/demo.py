@@ -25,6 +25,7 @@ from hpnsim.report.iteration import demo_iteration_section, training_table
 from hpnsim.report.scaling import scaling_section
 from hpnsim.report.section import Figure, Table
 from hpnsim.report.style import LINK_WORDS
+from hpnsim.report.transport import transport_lines, transport_section
 from hpnsim.units import format_time
 
 __all__ = ["allreduce_section", "allreduce_subtitle", "allreduce_verdicts", "demo_sections",
@@ -36,7 +37,7 @@ def demo_sections(demo: dict) -> list:
     reading order."""
     sections = (fabric_section(demo["fabrics"]), allreduce_section(demo),
                 demo_iteration_section(demo), size_section(demo), scaling_section(demo),
-                failure_section(demo), cluster_section(demo))
+                failure_section(demo), cluster_section(demo), transport_section(demo))
     return [s for s in sections if s]
 
 
@@ -70,9 +71,27 @@ def allreduce_subtitle(config: dict, rows: list[dict]) -> str:
     return text
 
 
-def _find(rows: list[dict], gpu, fabric: str, routing: str) -> dict | None:
+def _find(rows: list[dict], gpu, fabric: str, routing: str,
+          forced: str | None = None) -> dict | None:
+    """The row of (host GPU, fabric, routing): NCCL's own algorithm, or ``forced``'s."""
     return next((r for r in rows if r.get("host_gpu") == gpu and r["fabric"] == fabric
-                 and r["routing"] == routing), None)
+                 and r["routing"] == routing and r.get("forced_algo") == forced), None)
+
+
+def _pxn(hpn: dict | None, dcn: dict | None) -> str:
+    """What a forced ring on both fabrics shows: HPN's PXN relay in NVLink sends per GPU
+    (empty when the rows are missing or the sends do not differ)."""
+    if not (hpn and dcn):
+        return ""
+    sends = (hpn.get("nvlink_sends_per_gpu"), dcn.get("nvlink_sends_per_gpu"))
+    if None in sends or not sends[0] > sends[1]:
+        return ""
+    c = hpn["ring_channels"]
+    return (f"a forced ring gives HPN {hpn['busbw']:.1f} vs DCN+ {dcn['busbw']:.1f} GB/s "
+            f"(HPN {_link(hpn)}, DCN+ {_link(dcn)}), because HPN's rail-optimized ring "
+            f"relays each host's cross-rail hop over NVLink (PXN): {sends[0]:g} vs "
+            f"{sends[1]:g} NVLink sends per GPU over {c} ring channels ({sends[1]:g}/"
+            f"{sends[0]:g} = {sends[1] / sends[0]:.3f})")
 
 
 def _link(row: dict) -> str:
@@ -125,8 +144,13 @@ def allreduce_verdicts(demo: dict) -> dict:
         if hpn.get("nvlink_bandwidth"):
             name += f" (NVLink {hpn['nvlink_bandwidth'] / 1e9:g} GB/s)"
         gain = f"{100 * (hpn['busbw'] / dcn['busbw'] - 1):+.1f}%"
+        algos = dict.fromkeys(str(r.get("algo", "")) for r in (hpn, dcn)) if \
+            demo["config"].get("allreduce_algo") == "auto" else {}
+        picked = f", NCCL's choice: {' and '.join(a.upper() for a in algos)}" if algos else ""
         versus = (f"HPN dual-plane {hpn['busbw']:.1f} vs DCN+ ECMP {dcn['busbw']:.1f} GB/s "
-                  f"({gain})")
+                  f"({gain}{picked})")
+        pxn = _pxn(_find(rows, gpu, "hpn7", "hpn_dual_plane", "ring"),
+                   _find(rows, gpu, "dcn_plus", "ecmp", "ring"))
         if hpn["bottleneck_kind"] == dcn["bottleneck_kind"] == "nvlink":
             short = "NVLink-bound on both fabrics: routing has no say"
             line = (f"{name}: NVLink-bound on both fabrics (HPN {_link(hpn)}, DCN+ "
@@ -140,6 +164,8 @@ def allreduce_verdicts(demo: dict) -> dict:
                          f"{sends[1] / sends[0]:.3f})")
                 short += (f"; HPN's PXN relay: {sends[0]:g} vs {sends[1]:g} NVLink sends "
                           "per GPU")
+            elif pxn:
+                line += f"; {pxn}"
             out[gpu] = (short, line + ".")
             continue
         short = "the network decides"
@@ -153,6 +179,9 @@ def allreduce_verdicts(demo: dict) -> dict:
                      + (", DCN+'s figure: the gain is routing, not topology" if same else ""))
             short += (f": ECMP collisions bound DCN+ (and HPN under ECMP), dual-plane "
                       f"routing {gain}")
+        if pxn:
+            line += f"; {pxn}"
+            short += "; a forced ring shows HPN's PXN relay"
         out[gpu] = (short, line + ".")
     return out
 
@@ -163,8 +192,9 @@ def allreduce_section(demo: dict):
     if not rows:
         return None
     cfg = demo["config"]
-    title = (f"{cfg['allreduce_size'] / 2**30:g} GiB {cfg['allreduce_algo']} all-reduce over "
-             f"the same {cfg['allreduce_gpus']:,} GPUs: bus bandwidth by fabric and routing")
+    algo = "NCCL's choice" if cfg["allreduce_algo"] == "auto" else cfg["allreduce_algo"]
+    title = (f"{cfg['allreduce_size'] / 2**30:g} GiB all-reduce ({algo}) over the same "
+             f"{cfg['allreduce_gpus']:,} GPUs: bus bandwidth by fabric and routing")
     verdicts = allreduce_verdicts(demo)
     if any(r.get("host_gpu") for r in rows):
         panels = {g: f"{_hosts(cfg, g)}:\n{verdicts[g][0]}" if g in verdicts
@@ -172,9 +202,11 @@ def allreduce_section(demo: dict):
         fig = generations_busbw_figure(rows, title, panels)
     else:   # a demo.json from before host generations
         fig = busbw_figure(rows, title, allreduce_subtitle(cfg, rows))
-    table = Table(["fabric", "routing", "hosts", "time", "busbw (GB/s)", "hash collisions",
-                   "busiest link (busy)", "NVLink sends per GPU"],
-                  [[a["fabric"], a["routing"], str(a.get("host_gpu") or cfg.get("gpu", "")).upper(),
+    table = Table(["fabric", "routing", "algorithm", "hosts", "time", "busbw (GB/s)",
+                   "hash collisions", "busiest link (busy)", "NVLink sends per GPU"],
+                  [[a["fabric"], a["routing"],
+                    str(a.get("algo", "")) + (" (forced)" if a.get("forced_algo") else ""),
+                    str(a.get("host_gpu") or cfg.get("gpu", "")).upper(),
                     format_time(a["time"]), f"{a['busbw']:.1f}",
                     str(a["hash_collisions"]), _link(a),
                     "-" if a.get("nvlink_sends_per_gpu") is None
@@ -183,8 +215,9 @@ def allreduce_section(demo: dict):
                   " ".join(line for _, line in verdicts.values()))
     return ("allreduce", "All-reduce by fabric and routing", [
         Figure(fig, "allreduce_busbw", "Each bar names its busiest link; hatched bars are "
-               "bound inside the host (NVLink), where routing has no say. Same GPUs, NICs "
-               "and ring in both panels; only the hosts' NVLink differs."), table])
+               "bound inside the host (NVLink), where routing has no say. Same GPUs and NICs "
+               "in both panels, the algorithm NCCL picks on those hosts (a forced ring "
+               "beside it where marked); only the hosts' NVLink differs."), table])
 
 
 def print_demo(result, console) -> None:
@@ -200,12 +233,14 @@ def print_demo(result, console) -> None:
         nvlink = rows[0].get("nvlink_bandwidth")
         hosts = (f", {gpu.upper()} hosts" + (f" (NVLink {nvlink / 1e9:g} GB/s)" if nvlink
                                              else "")) if gpu else ""
-        console.print(allreduce_table(rows, f"2. {size:g} GiB {cfg['allreduce_algo']} "
-                                            f"all-reduce over {cfg['allreduce_gpus']:,} GPUs"
-                                            f"{hosts}"))
+        algo = ("NCCL's choice" if cfg['allreduce_algo'] == "auto"
+                else cfg['allreduce_algo'])
+        console.print(allreduce_table(rows, f"2. {size:g} GiB all-reduce ({algo}) over "
+                                            f"{cfg['allreduce_gpus']:,} GPUs{hosts}"))
         for r in rows:
-            console.print(f"  bottleneck {r['fabric']}/{r['routing']}: {r['bottleneck']}",
-                          highlight=False)
+            forced = " (ring forced)" if r.get("forced_algo") else ""
+            console.print(f"  bottleneck {r['fabric']}/{r['routing']}{forced}: "
+                          f"{r['bottleneck']}", highlight=False)
     console.print(training_table(
         result.training, f"3. One {cfg['model']} iteration, TP {cfg['tp']} x PP {cfg['pp']} x "
                          f"DP {cfg['dp']} ({cfg['tp'] * cfg['pp'] * cfg['dp']:,} GPUs)"))
@@ -218,6 +253,14 @@ def print_takeaways(result, console) -> None:
         console.print("Takeaway: HPN 7.0 vs DCN+ all-reduce, by host generation", style="bold")
         for _, line in verdicts.values():
             console.print(f"  {line}", highlight=False)
+    lines = transport_lines(result.to_dict())
+    if lines:
+        console.print("Takeaway: transport and incast, as packets", style="bold")
+        for line in lines:
+            console.print(f"  {line}", highlight=False)
+    elif not result.config.get("packet", True):
+        console.print("Transport and incast (packets): skipped by --quick; run `hpnsim demo` "
+                      "for them", highlight=False)
 
 
 def print_demo_extras(result, console) -> None:
@@ -255,3 +298,26 @@ def print_demo_extras(result, console) -> None:
         for r in c["runs"]:
             console.print(f"  {r['scheduler']:5s} utilization {100 * r['gpu_utilization']:.2f}%"
                           f", mean JCT {format_time(r['mean_jct'])}", highlight=False)
+    if result.transport:
+        t = result.transport
+        console.print(f"8. Rail 0 of {t['hosts']} hosts as packets (default RoCE; "
+                      f"{t['gpu'].upper()}-class hosts, NVLink {t['nvlink']}: the NICs' legs "
+                      "alone, so the network decides)", style="bold")
+        for f in t["fabrics"]:
+            top = f["ports"][0] if f["ports"] else None
+            where = (f"max queue {top['q_max'] / 1e3:,.0f} KB at {top['port']}" if top
+                     else "no queue")
+            console.print(f"  {f['fabric']:9s} {f['routing']:15s} {format_time(f['time'])} "
+                          f"(line rate {format_time(f['ideal'])}), {where}, "
+                          f"{f['ecn_marks']:,} marks, {f['cnps']:,} CNPs, "
+                          f"{f['pfc_pauses']:,} pauses", highlight=False)
+    if result.incast:
+        n = result.incast
+        console.print(f"9. Incast {n['senders']}:1 with a victim flow ({n['victim']})",
+                      style="bold")
+        for r in n["runs"]:
+            done = "never" if r["incast_time"] is None else format_time(r["incast_time"])
+            console.print(f"  {r['case']:22s} incast {done}, victim "
+                          f"{format_time(r['victim_time'])} (alone "
+                          f"{format_time(n['victim_alone'])}), {r['pfc_pauses']:,} pauses, "
+                          f"{r['cnps']:,} CNPs, {r['drops']:,} drops", highlight=False)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import save, subplots
 from hpnsim.report.section import Figure, Table
 from hpnsim.report.style import FABRIC_COLORS
 from hpnsim.units import format_time
 
-__all__ = ["failure_figure", "failure_section", "plot_failure_study",
-           "plot_throughput_timeline", "print_fault_timeline", "throughput_steps",
-           "timeline_table"]
+__all__ = ["failure_figure", "failure_section", "fault_lines", "faults_section",
+           "plot_failure_study", "plot_throughput_timeline", "print_fault_timeline",
+           "throughput_figure", "throughput_steps", "timeline_table"]
 
 
 def timeline_table(job):
@@ -40,16 +40,64 @@ def timeline_table(job):
     return table
 
 
+def _name_and_faults(job) -> tuple[str, dict | None]:
+    """A job result's name and faults, from a :class:`~hpnsim.results.JobResult` or its
+    JSON (``results.json``)."""
+    if isinstance(job, dict):
+        return job.get("name", job.get("job", "")), job.get("faults")
+    return job.name, job.faults
+
+
+def fault_lines(job) -> list[str]:
+    """What the faults did to a job, a line each: every fault window, the worst throughput
+    against nominal, the time lost, each reroute (when, how many transfers and flows moved,
+    off which links onto which), each restart.
+
+    >>> f = {"timeline": [{"start": 0.0, "end": 1.0, "samples_per_s": 8.0},
+    ...                   {"start": 1.0, "end": 2.5, "samples_per_s": 5.0}],
+    ...      "windows": [{"kind": "link", "target": "gpu1.port0", "start": 1.0, "end": 2.0}],
+    ...      "restarts": [], "nominal_samples_per_s": 8.0, "time_lost": 0.5,
+    ...      "moves": [{"time": 1.3, "transfers": 3, "flows": 24, "left": ["a->b"],
+    ...                 "took": ["a->c"], "links_left": 1, "links_taken": 1}]}
+    >>> for line in fault_lines({"name": "j", "faults": f}):
+    ...     print(line)
+    j: fault link gpu1.port0 down from 1 s to 2 s
+    j: throughput at worst 5.0 of 8.0 samples/s (62.5% of nominal); time lost 0.5 s
+    j: at 1.3 s 3 transfers (24 flows) moved off a->b onto a->c
+    """
+    name, faults = _name_and_faults(job)
+    if not faults:
+        return []
+    out = [f"{name}: fault {w['kind']} {w['target']} down from {w['start']:g} s to "
+           f"{w['end']:g} s" for w in faults["windows"]]
+    nominal = faults["nominal_samples_per_s"]
+    worst = min((r["samples_per_s"] for r in faults["timeline"]), default=0.0)
+    if faults["restarts"] or faults.get("stalls"):
+        worst = 0.0
+    lost = faults.get("time_lost")
+    out.append(f"{name}: throughput at worst {worst:.1f} of {nominal:.1f} samples/s "
+               f"({worst / nominal:.1%} of nominal)"
+               + ("" if lost is None else f"; time lost {lost:.4g} s"))
+    def more(n: int, shown: int) -> str:
+        return f" (+{n - shown} links)" if n > shown else ""
+
+    for m in faults.get("moves", []):
+        out.append(f"{name}: at {m['time']:g} s {m['transfers']:,} transfers "
+                   f"({m['flows']:,} flows) moved off {', '.join(m['left']) or '-'}"
+                   f"{more(m['links_left'], len(m['left']))} onto "
+                   f"{', '.join(m['took']) or '-'}{more(m['links_taken'], len(m['took']))}")
+    for r in faults["restarts"]:
+        out.append(f"{name}: failed at {r['failed_at']:.3f} s, back to the checkpoint of "
+                   f"iteration {r['checkpoint_iteration']} ({r['last_checkpoint']:.3f} s), "
+                   f"resumed at {r['resumed_at']:.3f} s: lost work {r['lost_work']:.3f} s")
+    return out
+
+
 def print_fault_timeline(job, console) -> None:
-    """Print the timeline, the fault windows and each restart (lost work)."""
+    """Print the timeline, then what the faults did (:func:`fault_lines`)."""
     console.print(timeline_table(job))
-    for w in job.faults["windows"]:
-        console.print(f"fault {w['kind']} {w['target']}: down {w['start']:.3f} s .. "
-                      f"{w['end']:.3f} s")
-    for r in job.faults["restarts"]:
-        console.print(f"failed at {r['failed_at']:.3f} s, back to the checkpoint of iteration "
-                      f"{r['checkpoint_iteration']} ({r['last_checkpoint']:.3f} s), resumed at "
-                      f"{r['resumed_at']:.3f} s: lost work {r['lost_work']:.3f} s")
+    for line in fault_lines(job):
+        console.print(line, highlight=False, soft_wrap=True)
 
 
 def throughput_steps(rows, stalls=()) -> tuple[list[float], list[float]]:
@@ -108,17 +156,28 @@ def plot_throughput_timeline(jobs, path: str | Path, labels=None, title: str = "
     >>> out.stat().st_size > 0
     True
     """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    labels = labels or [job.name for job in jobs]
+    return save(throughput_figure(jobs, labels, title), path, dpi)
+
+
+def throughput_figure(jobs, labels=None, title: str = ""):
+    """:func:`plot_throughput_timeline`'s figure, for job results or their JSON.
+
+    >>> f = {"timeline": [{"start": 0.0, "end": 1.0, "samples_per_s": 8.0}],
+    ...      "windows": [{"start": 0.2, "end": 0.4}], "restarts": []}
+    >>> len(throughput_figure([{"name": "j", "faults": f}]).axes[0].patches)
+    1
+    """
+    fig, ax = subplots(figsize=(8, 3.6))
+    named = [_name_and_faults(job) for job in jobs]
+    labels = labels or [name for name, _ in named]
     shaded = set()
-    for job, label in zip(jobs, labels, strict=True):
-        xs, ys = throughput_steps(job.faults["timeline"], job.faults.get("stalls", ()))
+    for (_, faults), label in zip(named, labels, strict=True):
+        xs, ys = throughput_steps(faults["timeline"], faults.get("stalls", ()))
         line, = ax.plot(xs, ys, label=label, lw=1.4)
-        for r in job.faults["restarts"]:
+        for r in faults["restarts"]:
             ax.axvline(r["failed_at"], color=line.get_color(), ls=":", lw=1)
             ax.axvspan(r["failed_at"], r["resumed_at"], color=line.get_color(), alpha=0.08)
-        for w in job.faults["windows"]:
+        for w in faults["windows"]:
             key = (w["start"], w["end"])
             if key not in shaded:
                 shaded.add(key)
@@ -129,7 +188,39 @@ def plot_throughput_timeline(jobs, path: str | Path, labels=None, title: str = "
     ax.set_title(title or "Throughput through faults (red: fault windows; dotted: job failed)")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    return save(fig, path, dpi)
+    return fig
+
+
+def faults_section(run: dict):
+    """The run's faults (``results.json``): throughput over time with the fault windows,
+    and per job the windows, the worst throughput, the time lost and what moved. None when
+    no job ran through a fault."""
+    jobs = [j for j in run.get("jobs", []) if j.get("faults")]
+    if not jobs:
+        return None
+    rows = []
+    for j in jobs:
+        f = j["faults"]
+        nominal = f["nominal_samples_per_s"]
+        worst = 0.0 if f["restarts"] or f.get("stalls") else min(
+            (r["samples_per_s"] for r in f["timeline"]), default=0.0)
+        moved = f.get("moves", [])
+        rows.append([_name_and_faults(j)[0], "; ".join(f"{w['kind']} {w['target']} {w['start']:g}-"
+                                          f"{w['end']:g} s" for w in f["windows"]),
+                     f"{worst:.1f} of {nominal:.1f} ({worst / nominal:.0%})",
+                     "-" if f.get("time_lost") is None else format_time(f["time_lost"]),
+                     str(len(f["restarts"])),
+                     "; ".join(f"{m['time']:g} s: {m['transfers']:,} transfers "
+                               f"({m['flows']:,} flows) off {m['links_left']} links onto "
+                               f"{m['links_taken']}" for m in moved) or "-"])
+    lines = [line for j in jobs for line in fault_lines(j)]
+    return ("faults", "Faults: throughput through them, time lost, what moved", [
+        Figure(throughput_figure(jobs), "fault_throughput",
+               "Samples/s of each iteration against time; red: the fault windows; dotted: "
+               "a job failed (shaded until it resumed)."),
+        Table(["job", "fault windows", "worst samples/s (of nominal)", "time lost",
+               "restarts", "reroutes (transfers, flows, links left and taken)"], rows,
+              " ".join(lines))])
 
 
 def plot_failure_study(panels: dict, path: str | Path, title: str = "", dpi: int = 120) -> Path:
@@ -146,8 +237,7 @@ def plot_failure_study(panels: dict, path: str | Path, title: str = "", dpi: int
     >>> out.stat().st_size > 0
     True
     """
-    plt = pyplot()
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.8 * len(panels)), squeeze=False)
+    fig, axes = subplots(len(panels), 1, figsize=(8, 2.8 * len(panels)), squeeze=False)
     for ax, (name, lines) in zip(axes[:, 0], panels.items(), strict=True):
         shaded = set()
         for label, faults in lines.items():
@@ -181,8 +271,7 @@ def failure_figure(failure: dict, held: str):
     >>> [float(v) for v in fig.axes[0].get_xlim()[:1] + fig.axes[0].get_ylim()[:1]]
     [0.0, 0.0]
     """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 4.2), layout="constrained")
+    fig, ax = subplots(figsize=(9, 4.2), layout="constrained")
     start, duration = failure["fault_start"], failure["fault_duration"]
     ax.axvspan(start, start + duration, color="red", alpha=0.12, lw=0,
                label=f"link down ({failure['fault']})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import figure, save, subplots
 
 COLORS = {"F": "#4c72b0", "B": "#55a868", "W": "#8172b3", "dp": "#c44e52",
           "optimizer": "#8c8c8c", "allgather": "#dd8452", "fsdp-ag": "#dd8452",
@@ -154,7 +154,6 @@ def gantt_figure(result, *, title: str | None = None, max_passes: int = MAX_DETA
     """
     from matplotlib.patches import Patch
 
-    plt = pyplot()
     rows = result.timeline
     end = max(result.iteration_time, 1e-12)
     stages = 1 + max((row["stage"] for row in rows), default=0)
@@ -163,13 +162,13 @@ def gantt_figure(result, *, title: str | None = None, max_passes: int = MAX_DETA
     shown = {row["kind"] for row in rows}
     handles = [Patch(color=c, label=LABELS[k]) for k, c in COLORS.items() if k in shown]
     if len(passes) <= max_passes * stages:
-        fig, ax = plt.subplots(figsize=(12, 1.5 + 0.5 * stages), layout="constrained")
+        fig, ax = subplots(figsize=(12, 1.5 + 0.5 * stages), layout="constrained")
         _draw(ax, rows, stages)
         ax.set_xlim(0, end)
         ax.set_xlabel("time (s)")
         ax.set_title(title or _title(result))
     else:
-        fig = plt.figure(figsize=(12, 2.5 + 0.9 * stages), layout="constrained")
+        fig = figure(figsize=(12, 2.5 + 0.9 * stages), layout="constrained")
         grid = fig.add_gridspec(2, 2, height_ratios=(1, 1))
         overview = fig.add_subplot(grid[0, :])
         _draw(overview, rows, stages, merge_gap=_MERGE_FRACTION * end)

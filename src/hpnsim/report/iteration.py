@@ -9,7 +9,7 @@ import textwrap
 from types import SimpleNamespace
 from typing import Any
 
-from hpnsim.report.canvas import pyplot
+from hpnsim.report.canvas import subplots
 from hpnsim.report.section import Figure, Table
 from hpnsim.report.style import (
     EXPOSED,
@@ -89,8 +89,7 @@ def breakdown_figure(rows: list[dict], title: str, held: str):
     >>> float(fig.axes[0].get_xlim()[0]), [t.get_text() for t in fig.legends[0].get_texts()]
     (0.0, ['compute', 'exposed TP', 'pipeline bubble'])
     """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 0.6 * len(rows) + 2.4), layout="constrained")
+    fig, ax = subplots(figsize=(9, 0.6 * len(rows) + 2.4), layout="constrained")
     labels = [plain(r["label"]) for r in rows]
     left = [0.0] * len(rows)
     for key in PARTS:

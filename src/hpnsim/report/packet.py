@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import save, subplots
 from hpnsim.report.section import Figure, Table
 
 __all__ = ["packet_table", "ports_table", "queue_figure", "plot_queue", "packet_sections",
@@ -132,8 +132,7 @@ def queue_figure(queue: dict, title: str = ""):
     >>> len(fig.axes[0].lines)
     2
     """
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = subplots(figsize=(8, 3.6))
     t = [x * 1e6 for x in queue["time"]]
     for name, series in zip(queue["ports"], queue["bytes"], strict=True):
         ax.plot(t, [b / 1e3 for b in series], lw=1.0, label=name)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import save, subplots
 
 __all__ = ["plot_paper_collectives"]
 
@@ -33,7 +33,6 @@ def plot_paper_collectives(rows: list[dict], path: str | Path, *, published=None
     >>> plot_paper_collectives(rows, os.path.join(tempfile.mkdtemp(), "p.png")).exists()
     True
     """
-    plt = pyplot()
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     systems = list(dict.fromkeys(r["system"] for r in rows))
     cases = list(dict.fromkeys(r["case"] for r in rows))
@@ -43,7 +42,7 @@ def plot_paper_collectives(rows: list[dict], path: str | Path, *, published=None
                          and r["system"] == system and r["case"] == case
                          and r["size"] == size])
 
-    fig, (sweep, bars, gain) = plt.subplots(1, 3, figsize=(17, 5), layout="constrained")
+    fig, (sweep, bars, gain) = subplots(1, 3, figsize=(17, 5), layout="constrained")
     first = variants[0]
     for i, system in enumerate(systems):
         for case, style in (("allreduce 448", "-"), ("allgather 448", ":")):

@@ -111,10 +111,9 @@ def plot_reliability(results: list[dict], path: str | Path, title: str = "") -> 
     >>> out.stat().st_size > 0
     True
     """
-    from hpnsim.report.canvas import pyplot, save
+    from hpnsim.report.canvas import save, subplots
 
-    plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (left, right) = subplots(1, 2, figsize=(10, 4))
     labels = [_label(r) for r in results]
     rates = [max(r["interruptions_per_month"], 1e-12) for r in results]
     left.bar(labels, rates, color="#4c72b0")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import save, subplots
 from hpnsim.report.section import Figure, Table
 from hpnsim.report.style import gpu_label
 from hpnsim.units import format_time
@@ -49,8 +49,7 @@ def linearity_figure(result):
     >>> [float(a.get_ylim()[0]) for a in fig.axes], fig.legends[0].get_texts()[0].get_text()
     ([0.0, 0.0], 'hpn7 / hpn_dual_plane: throughput lost')
     """
-    plt = pyplot()
-    fig, (ax, loss) = plt.subplots(1, 2, figsize=(10, 4.4), layout="constrained")
+    fig, (ax, loss) = subplots(1, 2, figsize=(10, 4.4), layout="constrained")
     gaps: list[float] = []
     for i, key in enumerate(dict.fromkeys((p.fabric, p.routing) for p in result.points)):
         pts = sorted((p for p in result.points if (p.fabric, p.routing) == key),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hpnsim.report.collective import collective_sections
 from hpnsim.report.fabric import fabric_section, fabric_table
+from hpnsim.report.faults import fault_lines, faults_section, timeline_table
 from hpnsim.report.iteration import job_sections
 from hpnsim.report.packet import packet_sections
 from hpnsim.report.section import Table
@@ -36,12 +37,14 @@ def run_table(result):
     table = RichTable(title=f"{len(rows)} job(s) on {result.fabric['template']} "
                         f"({result.fabric['gpus']:,} GPUs), makespan "
                         f"{format_time(result.makespan)}")
+    faulted = any(job.faults for job in result.jobs)
     columns = ["job", "GPUs", "arrival", "iters", "iteration", "alone", "slowdown",
-               "MFU", *(f"exp. {k}" for k in exposed), "finish"]
+               "MFU", *(f"exp. {k}" for k in exposed), "finish",
+               *(["time lost"] if faulted else [])]
     for name in columns:
         table.add_column(name, justify="left" if name == "job" else "right",
                          no_wrap=True)
-    for row in rows:
+    for row, job in zip(rows, result.jobs, strict=True):
         alone, slowdown = row["alone_iteration_time"], row["slowdown"]
         table.add_row(row["job"], f"{row['gpus']:,}",
                       format_time(row["arrival"]) if row["arrival"] else "0",
@@ -50,8 +53,14 @@ def run_table(result):
                       "-" if slowdown is None else f"{slowdown:.3f}x",
                       f"{100 * row['mfu']:.1f}%",
                       *(format_time(row[f"exposed_{k}"]) for k in exposed),
-                      format_time(row["finish"]))
+                      format_time(row["finish"]),
+                      *([_time_lost(job)] if faulted else []))
     return table
+
+
+def _time_lost(job) -> str:
+    lost = (job.faults or {}).get("time_lost")
+    return "-" if lost is None else format_time(lost)
 
 
 def collective_text(result) -> str:
@@ -84,6 +93,11 @@ def print_run(result, console) -> None:
         console.print(run_table(result))
         if result.n_tasks:   # a run through faults is many simulations: no one count
             console.print(f"tasks {result.n_tasks:,}   events {result.n_events:,}")
+        for job in result.jobs:
+            if job.faults:
+                console.print(timeline_table(job))
+            for line in fault_lines(job):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
         if result.packet:
             from hpnsim.report.packet import jobs_packet_text
 
@@ -103,7 +117,8 @@ def run_sections(run: dict) -> list:
     """Every section a ``results.json`` has data for, in reading order."""
     sections = [fabric_section([run["fabric_report"]] if run.get("fabric_report") else [],
                                run.get("fabric"))]
-    sections += job_sections(run) + collective_sections(run) + packet_sections(run)
+    sections += job_sections(run) + [faults_section(run)] + collective_sections(run) \
+        + packet_sections(run)
     if run.get("notes"):
         sections.append(("notes", "Notes", [Table(["note"], [[str(n)] for n in run["notes"]])]))
     return [s for s in sections if s]

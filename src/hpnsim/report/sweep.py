@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import save, subplots
 
 
 def _cell(value) -> str:
@@ -77,10 +77,9 @@ def sweep_figure(result, metric: str):
     >>> [line.get_label() for line in fig.axes[0].lines]
     ['routing=ecmp', 'routing=precise']
     """
-    plt = pyplot()
     xs, lines = _series(result, metric)
     numeric = all(isinstance(x, int | float) and not isinstance(x, bool) for x in xs)
-    fig, ax = plt.subplots(figsize=(7, 4.2), layout="constrained")
+    fig, ax = subplots(figsize=(7, 4.2), layout="constrained")
     for label, values in lines.items():
         keys = [x for x in xs if x in values]
         pos = keys if numeric else [xs.index(x) for x in keys]

@@ -159,10 +159,14 @@ def run_cluster(scenario, fabric, *, scheduler: str | None = None,
     >>> r.jobs[0].start, r.unfinished
     (0.0, [])
     """
-    from hpnsim.sched.cluster.driver import check_window, simulate_cluster
+    from hpnsim.sched.cluster.driver import check_horizon, check_window, simulate_cluster
 
     spec = scenario.cluster or ClusterSpec()
     jobs = cluster_jobs(scenario, fabric)
+    try:
+        check_horizon(spec.horizon, jobs)
+    except InputError as exc:
+        raise InputError("cluster.horizon", exc.message) from None
     try:
         check_window(spec.window, spec.horizon, jobs)
     except InputError as exc:

@@ -116,7 +116,8 @@ class CollectiveSpec(BaseModel):
     gpu: Literal["a100", "h100", "h200", "h800", "b200"] | None = Field(
         None, description="the GPU model: NCCL's parameters for it (NVLS on Hopper and "
                           "B200) and, unless fabric.nvlink is set, its NVLink bandwidth "
-                          "(default: the jobs' GPU, else NCCL's generic parameters)")
+                          "(default: the jobs' GPU, else the GPU of the fabric's hosts, "
+                          "hpnsim.fabrics.hosts: H800 on hpn7 and dcn_plus)")
     per_rail: bool = Field(
         False, description="one collective per rail of the GPUs (same local index on every "
                            "host), all run together (the HPN paper's Multi-AllReduce)")

@@ -94,7 +94,9 @@ class JobSpec(BaseModel):
     micro_batch: Positive = 1
     global_batch: Positive | None = None
     seq_len: Positive | None = None
-    gpu: Literal["a100", "h100", "h800", "b200"] = "h800"
+    gpu: Literal["a100", "h100", "h800", "b200"] = Field(
+        "h800", description="the GPU model (default: the GPU of the fabric's hosts, "
+                            "hpnsim.fabrics.hosts: H800 on hpn7 and dcn_plus)")
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
     compute_efficiency: Annotated[float, Field(gt=0, le=1, strict=True)] | None = Field(
         None, validation_alias=AliasChoices("compute_efficiency", "mfu"),
@@ -232,6 +234,19 @@ def _job_keys() -> set[str]:
     return set(JobSpec.model_fields) | set(_OLD_KEYS)
 
 
+def _size_key(job) -> str:
+    """The key that makes a job large: its ``workload`` file, else its largest parallel
+    dimension (``dp`` on a tie).
+
+    >>> _size_key(JobSpec(model="llama3-8b", tp=8, dp=4096))
+    'dp'
+    """
+    if job.workload is not None:
+        return "workload"
+    dims = {"dp": job.dp, "tp": job.tp, "pp": job.pp, "cp": job.cp or 1}
+    return max(dims, key=lambda k: dims[k])
+
+
 def check_jobs(scenario, fabric, lines: dict) -> list:
     """Every job against ``fabric``: TP within a host, the TrainJob builds, the job fits,
     ``hosts``/``gpus`` exist and (unless a ``cluster:`` section queues the jobs) are
@@ -276,8 +291,9 @@ def check_jobs(scenario, fabric, lines: dict) -> list:
         workloads.append(workload)
         total += count
         if count > fabric.n_gpus:
-            fail(("jobs", i), f"needs {count:,} GPUs; the fabric has {fabric.n_gpus:,} "
-                              f"(raise fabric.segments, fabric.pods or fabric.gpus)")
+            fail(("jobs", i, _size_key(job)),
+                 f"the job needs {count:,} GPUs; the fabric has {fabric.n_gpus:,} (lower it, "
+                 f"or raise fabric.segments, fabric.pods or fabric.gpus)")
         if job.hosts is not None:
             if max(job.hosts) >= fabric.n_hosts:
                 fail(("jobs", i, "hosts"), f"host {max(job.hosts)} does not exist (the fabric "

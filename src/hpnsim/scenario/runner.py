@@ -252,6 +252,7 @@ class JobsTogether:
                                          for i, (_, arrays) in enumerate(firsts)
                                          if plans[i].iterations > few})
         templates = [template_of(it, arrays, p.fabric) for it, arrays in firsts]
+        check_faults_in_run(scenario, plans, templates, p.lines)
         self._say(f"simulating {len(plans)} job(s) through {len(scenario.faults)} fault(s)")
         timelines = simulate_with_faults(p.fabric, plans, list(p.faults),
                                          routing=scenario.routing, seed=scenario.seed,
@@ -283,6 +284,35 @@ class JobsTogether:
 
         self._say("reporting the fabric")
         return fabric_report(self.prepared.fabric)
+
+
+def check_faults_in_run(scenario, plans, templates, lines=None) -> None:
+    """Refuse, before the run, faults that all start after a lone job's last iteration:
+    the run would report as if nothing was asked. One job alone ends by its arrival plus
+    its iterations at its nominal time (iterations of one job never overlap more slowly);
+    with several jobs the end depends on how they share, so only the after-the-run note
+    (:meth:`JobsTogether.through_faults`) speaks of a fault that touched nothing.
+
+    >>> from types import SimpleNamespace as N
+    >>> s = N(faults=[N(at=100.0)], jobs=[N(name="job0")])
+    >>> check_faults_in_run(s, [N(arrival=0.0, iterations=3)], [N(nominal=1.5)])
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: faults[0].at: at 100 s, after the run has ended: job0 runs 3 iterations of 1.5 s from 0 s, so the run ends by 4.5 s; give an earlier at or more iterations
+    """
+    if len(plans) != 1 or not scenario.faults:
+        return
+    [plan], [template] = plans, templates
+    end = plan.arrival + plan.iterations * template.nominal
+    first = min(range(len(scenario.faults)), key=lambda i: scenario.faults[i].at)
+    at = scenario.faults[first].at
+    if at >= end:
+        raise located(InputError("", f"at {at:g} s, after the run has ended: "
+                                     f"{scenario.jobs[0].name} runs {plan.iterations} "
+                                     f"iterations of {template.nominal:.4g} s from "
+                                     f"{plan.arrival:g} s, so the run ends by {end:.4g} s; "
+                                     f"give an earlier at or more iterations"),
+                      lines or {}, ("faults", first, "at"))
 
 
 def run(scenario, *, lines=None, progress=None) -> RunResult:

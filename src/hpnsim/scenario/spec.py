@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from hpnsim.errors import MAX_SEED, InputError, read_user_text
 from hpnsim.routing.names import ROUTING_POLICIES
@@ -91,6 +91,9 @@ class Scenario(BaseModel):
         None, description="flow (max-min, default) or packet (collectives only): a name, or "
                           "kind, params, window, max_packets, watch (hpnsim.scenario.engine)")
 
+    #: where the GPU of the jobs and collectives that name none came from (set on validation)
+    _gpu_from: str = PrivateAttr("")
+
     def nccl_params(self):
         """The :class:`~hpnsim.collectives.nccl.params.NcclParams` of ``calibration`` (None without
         one: NCCL's defaults), read from the file on every call; a bad file is an
@@ -145,6 +148,37 @@ class Scenario(BaseModel):
             raise ValueError("compare_alone: compares jobs with running alone; the scenario "
                              "has no jobs")
         return self
+
+    @model_validator(mode="after")
+    def _host_gpus(self) -> Scenario:
+        """Jobs and collectives that name no ``gpu`` run on the fabric's hosts' GPU
+        (:mod:`hpnsim.fabrics.hosts`): a collective with the jobs' GPU when they share one."""
+        from hpnsim.fabrics.hosts import host_gpu
+
+        template = self.fabric.resolved_template
+        host = host_gpu(template)
+        filled = False
+        for job in self.jobs:
+            if "gpu" not in job.model_fields_set:
+                job.gpu, filled = host.model, True
+        kinds = {job.gpu for job in self.jobs}
+        for spec in self.collectives:
+            if spec.gpu is None:
+                spec.gpu = next(iter(kinds)) if len(kinds) == 1 else host.model
+                filled = filled or len(kinds) != 1
+        self._gpu_from = f"the {template} hosts ({host.source})" if filled else "the scenario"
+        return self
+
+    def gpu_line(self) -> str:
+        """The GPU the jobs and collectives run on and where it came from, for a header.
+
+        >>> parse_scenario({"jobs": [{"model": "llama3-8b"}]}).gpu_line()
+        "GPU: H800, from the hpn7 hosts (Qian et al., Alibaba HPN, SIGCOMM'24 §9 and App. A: hosts of 8 x H800)"
+        >>> parse_scenario({"jobs": [{"model": "llama3-8b", "gpu": "h100"}]}).gpu_line()
+        'GPU: H100, from the scenario'
+        """
+        kinds = sorted({j.gpu for j in self.jobs} | {c.gpu for c in self.collectives if c.gpu})
+        return f"GPU: {', '.join(k.upper() for k in kinds)}, from {self._gpu_from}"
 
     @property
     def wants_fabric_report(self) -> bool:

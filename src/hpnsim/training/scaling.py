@@ -140,7 +140,8 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
         Hears a message when sizing options grow a fabric (see
         :func:`~hpnsim.workloads.sizing.check_fabric_for_job`).
     job_options
-        Passed to :class:`TrainJob` (``micro_batch``, ``gpu``, ``zero``, ...).
+        Passed to :class:`TrainJob` (``micro_batch``, ``gpu``, ``zero``, ...); without
+        ``gpu`` each fabric's jobs run on its hosts' GPU (:mod:`hpnsim.fabrics.hosts`).
 
     Every input (each job, each fabric's size) is checked before the first simulation.
 
@@ -158,6 +159,7 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
     ([16, 32], 1.0)
     """
     from hpnsim.errors import check_seed
+    from hpnsim.fabrics.hosts import host_gpu
     from hpnsim.fabrics.registry import TEMPLATES
     from hpnsim.routing import native_policy
     from hpnsim.training.simulate import simulate_iteration
@@ -179,14 +181,23 @@ def scaling_linearity(model: str, *, tp: int, pp: int, dps, fabrics=("hpn7", "dc
                                           f"{4 * pp}), got {micro_batches!r}")
     check_seed(seed)
     micro_batch = int(job_options.pop("micro_batch", 1))
-    jobs = [TrainJob(model, tp=tp, pp=pp, dp=dp, micro_batch=micro_batch,
-                     global_batch=dp * micro_batch * m, **job_options) for dp in dps]
+    gpu = job_options.pop("gpu", None)
+
+    def jobs_on(template: str) -> list[TrainJob]:
+        """The jobs on ``template``'s hosts: ``gpu``, else the GPU they hold."""
+        on = gpu or host_gpu(template).model
+        return [TrainJob(model, tp=tp, pp=pp, dp=dp, micro_batch=micro_batch,
+                         global_batch=dp * micro_batch * m, gpu=on, **job_options)
+                for dp in dps]
+
+    jobs_of = {template: jobs_on(template) for template in fabrics}
     for template in fabrics:   # refuse a fabric too small for the largest job before running
-        check_fabric_for_job(template, jobs[-1].gpus, fabric_options, note)
+        check_fabric_for_job(template, jobs_of[template][-1].gpus, fabric_options, note,
+                             size_field="dp")
     result = ScalingResult(str(model), tp, pp, m)
     for template in fabrics:
         base = None
-        for dp, job in zip(dps, jobs, strict=True):
+        for dp, job in zip(dps, jobs_of[template], strict=True):
             fabric = fabric_for_job(template, job.gpus, fabric_options, gpu=job.gpu)
             policy = native_policy(fabric) if routing == "native" else routing
             r = simulate_iteration(job, fabric, routing=policy, seed=seed)

@@ -275,18 +275,19 @@ def parse_aicb(text: str, source: str = "<string>", time_unit: float = 1e-9) -> 
     >>> parse_aicb("MICRO\\n2\\nar -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 64 1\\n")
     Traceback (most recent call last):
     ...
-    hpnsim.errors.InputError: <string> line 4: the header announces 2 layers, the file has 1
+    hpnsim.errors.InputError: <string> line 2: announces 2 layers, the file has 1
     """
     lines = text.splitlines()
     numbered = [(i + 1, line.split()) for i, line in enumerate(lines)]
     numbered = [(n, tokens) for n, tokens in numbered if tokens]
     if not numbered:
-        raise InputError(f"{source} line 1", "empty workload file")
+        raise InputError(source, "empty workload file (no line to read)")
     header_line, header_tokens = numbered[0]
     header = _header(header_tokens, f"{source} line {header_line}")
     _check_sizes(f"{source} line {header_line}", **header)  # before the layers: file order
     if len(numbered) < 2:
-        raise InputError(f"{source} line {header_line + 1}", "expected the number of layers")
+        raise InputError(source, f"the file ends after the header (line {header_line}); "
+                                 "expected the number of layers next")
     count_line, count_tokens = numbered[1]
     where = f"{source} line {count_line}"
     if len(count_tokens) != 1:
@@ -320,8 +321,8 @@ def parse_aicb(text: str, source: str = "<string>", time_unit: float = 1e-9) -> 
             weight_grad_compute=times[2], weight_grad_comm=comms[2],
             update_time=times[3], line=number, policy=t[12] if customized else None))
     if len(body) < count:
-        raise InputError(f"{source} line {len(lines) + 1}",
-                         f"the header announces {count} layers, the file has {len(body)}")
+        raise InputError(f"{source} line {count_line}",
+                         f"announces {count} layers, the file has {len(body)}")
     if len(body) > count:
         raise InputError(f"{source} line {body[count][0]}",
                          f"the header announces {count} layers; unexpected extra line")

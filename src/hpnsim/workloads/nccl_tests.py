@@ -259,7 +259,7 @@ def parse_nccl_tests(text: str, source: str = "<text>", op: str | None = None,
                                     f"then time algbw busbw #wrong out-of-place and in-place), "
                                     f"got {len(tokens)}")
         raw.append((number, tokens, NcclTestsRow(number, *_row(tokens, where, per_side))))
-    end = f"{source} line {len(lines)}"
+    end = f"{source} line {len(lines)}" if lines else source   # an empty file has no line
     if table_line is None:
         raise InputError(end, "no nccl-tests table (a '#  size  count  type  redop  root  "
                               "time  algbw  busbw ...' header and rows) in the file")

@@ -41,14 +41,15 @@ def _grow_hint(template: str, n_gpus: int, options: dict) -> str:
 
 
 def check_fabric_for_job(template: str, n_gpus: int, options: dict | None = None,
-                         note=None) -> dict:
+                         note=None, size_field: str = "fabric") -> dict:
     """The builder options :func:`fabric_for_job` uses, checked without building anything.
 
     Without sizing options a template is sized to the job, up to ``DEFAULT_MAX_GPUS`` (one
     HPN pod); a larger job raises :class:`InputError` saying how to ask for more. With
     sizing options (``--pods``, ``--gpus``, ...) the fabric is what they say; it must hold
     the job, and ``note`` (a callable taking a message) hears when it is larger than the
-    template without them.
+    template without them. A job too large is refused by ``size_field``: the input that
+    made it large (``"dp"``, ``"jobs[0].dp"``), which the caller knows.
 
     >>> check_fabric_for_job("hpn7", 32768)
     Traceback (most recent call last):
@@ -68,14 +69,14 @@ def check_fabric_for_job(template: str, n_gpus: int, options: dict | None = None
             limit = planned_gpus(template, options)
         if n_gpus > limit:
             unit = " (one pod of 15 segments)" if template == "hpn7" else ""
-            raise InputError("fabric", f"the job needs {n_gpus:,} GPUs but {template} is sized "
+            raise InputError(size_field, f"the job needs {n_gpus:,} GPUs but {template} is sized "
                                        f"up to {limit:,} GPUs{unit} unless told otherwise; ask "
                                        f"for more with {_grow_hint(template, n_gpus, options)}")
         return _sized_for(template, n_gpus, options)
     have = planned_gpus(template, options)
     flags = " ".join(f"--{k.replace('_', '-')} {options[k]}" for k in given)
     if have < n_gpus:
-        raise InputError("fabric", f"the job needs {n_gpus:,} GPUs but {template} with {flags} "
+        raise InputError(size_field, f"the job needs {n_gpus:,} GPUs but {template} with {flags} "
                                    f"holds {have:,}; ask for more with "
                                    f"{_grow_hint(template, n_gpus, options)}")
     default = DEFAULT_MAX_GPUS.get(template)

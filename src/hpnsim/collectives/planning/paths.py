@@ -244,20 +244,21 @@ def route_schedule(fabric, sch: Schedule, routing: str, qps: int, seed: int,
     via = np.concatenate([np.repeat(s.via if s.via is not None else np.full(s.n_members, -1),
                                     qps) for s in sch.stages] or [empty])
     conn = np.random.default_rng(seed).integers(0, 1 << 16, size=src.size)
-    if routing == "precise" and "sizes" not in options:
-        options["sizes"] = np.concatenate(
-            [np.full(c, s.size / qps) for c, s in zip(counts, sch.stages, strict=True)]
-            or [np.zeros(0)])
     if not src.size:
         return tuple(None for _ in sch.stages)
     if any(s.switch is not None for s in sch.stages):
         # NVLS stages have fixed in-host paths; route the others as a schedule of their own
+        # (precise's flow sizes are then those of the others alone)
         rest = Schedule(sch.op, sch.algo, sch.gpus, sch.size,
                         [s for s in sch.stages if s.switch is None])
         routed = iter(route_schedule(fabric, rest, routing, qps, seed, options, state)
                       if rest.stages else ())
         return tuple(_switch_paths(fabric, s, qps) if s.switch is not None else next(routed)
                      for s in sch.stages)
+    if routing == "precise" and "sizes" not in options:
+        options["sizes"] = np.concatenate(
+            [np.full(c, s.size / qps) for c, s in zip(counts, sch.stages, strict=True)]
+            or [np.zeros(0)])
     order = routing_order(sch, qps)
     per_flow = {k: np.asarray(v)[order] for k, v in options.items()
                 if np.ndim(v) == 1 and np.size(v) == src.size}

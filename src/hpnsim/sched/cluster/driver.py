@@ -131,6 +131,7 @@ class ClusterDriver:
                  probe_tasks: int = MAX_PROBE_TASKS, window=None, templates=None,
                  share_hosts: bool = False):
         self.jobs = _check(fabric, jobs, scheduler, allocator, K, tolerance, candidates)
+        check_horizon(horizon, self.jobs)
         self.window = check_window(window, horizon, self.jobs)
         if horizon is None and self.window is not None:
             horizon = self.window[1]
@@ -288,6 +289,32 @@ class ClusterDriver:
                              **asdict(self.mode.extrapolation()))
 
 
+def _clock(seconds: float) -> str:
+    """``2400 s (40 min)``: seconds, and minutes or hours past a minute."""
+    if seconds >= 3600:
+        return f"{seconds:g} s ({seconds / 3600:.4g} h)"
+    return f"{seconds:g} s ({seconds / 60:.4g} min)" if seconds >= 60 else f"{seconds:g} s"
+
+
+def check_horizon(horizon, jobs) -> None:
+    """InputError naming ``horizon`` when it comes no later than the first arrival: no job
+    would run before the trace stops (the tables would be empty and every job unfinished).
+
+    >>> from types import SimpleNamespace as J
+    >>> check_horizon(1800.0, [J(name="j1", arrival=2400.0), J(name="j0", arrival=3000.0)])
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: horizon: 1800 s (30 min) ends before the first job arrives (j1 at 2400 s (40 min)): no job would run; give a horizon after it
+    """
+    if horizon is None or not jobs:
+        return
+    first = min(jobs, key=lambda j: j.arrival)
+    if horizon <= first.arrival:
+        raise InputError("horizon", f"{_clock(horizon)} ends before the first job arrives "
+                                    f"({first.name} at {_clock(first.arrival)}): no job would "
+                                    f"run; give a horizon after it")
+
+
 def check_window(window, horizon, jobs) -> tuple[float, float] | None:
     """``window`` as ``(t0, t0 + T)`` floats, or InputError naming ``window``: it must be
     ``0 <= t0 < t0 + T``, end by the ``horizon``, and overlap the trace (end after the
@@ -312,8 +339,10 @@ def check_window(window, horizon, jobs) -> tuple[float, float] | None:
         raise InputError("window", f"must end by the horizon ({horizon:g} s), "
                                    f"got [{a:g}, {b:g}] s")
     if jobs and b <= min(j.arrival for j in jobs):
-        raise InputError("window", f"ends at {b:g} s, before the first job arrives "
-                                   f"({min(j.arrival for j in jobs):g} s)")
+        first = min(jobs, key=lambda j: j.arrival)
+        raise InputError("window", f"ends at {_clock(b)}, before the first job arrives "
+                                   f"({first.name} at {_clock(first.arrival)}): no job runs "
+                                   f"in it")
     if jobs and all(j.duration is not None for j in jobs):
         # the cluster is never idle while a job waits (it fits the empty cluster), so the
         # trace is over by the last arrival plus every job's duration one after another
