@@ -488,10 +488,9 @@ def test_a_fault_after_the_run_says_it_touched_nothing(tmp_path):
 
 
 def test_the_cluster_example_shows_what_a_scheduler_changes():
-    """examples/cluster.yaml's comment: Crux lengthens the mean JCT against no scheduler and
-    leaves fewer jobs contended; Sincronia gives the lowest mean JCT; without a scheduler every
-    job is contended; Crux's GPU utilization is within 2% of no scheduler's (it was above it
-    before the compute model counted gaps between kernels and contention, issue 26)."""
+    """examples/cluster.yaml's comment: Crux raises GPU utilization and lengthens the mean
+    JCT against no scheduler; Sincronia gives the lowest mean JCT; without a scheduler every
+    job is contended."""
     from hpnsim.scenario.cluster import run_cluster
     from hpnsim.scenario.prepare import build_scenario_fabric, scenario_and_lines
 
@@ -499,8 +498,7 @@ def test_the_cluster_example_shows_what_a_scheduler_changes():
     fabric = build_scenario_fabric(spec, lines)
     by = {name: run_cluster(spec, fabric, scheduler=name).to_dict()
           for name in ("none", "crux", "sincronia")}
-    assert by["crux"]["gpu_utilization"] == pytest.approx(by["none"]["gpu_utilization"],
-                                                          rel=0.02)
+    assert by["crux"]["gpu_utilization"] > by["none"]["gpu_utilization"]
     assert by["crux"]["mean_jct"] > by["none"]["mean_jct"]
     assert by["sincronia"]["mean_jct"] < min(by["none"]["mean_jct"], by["crux"]["mean_jct"])
     assert by["none"]["contended_job_share"] == 1.0 > by["crux"]["contended_job_share"]
