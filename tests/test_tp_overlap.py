@@ -92,6 +92,7 @@ def test_userbuffer_gemms_run_on_the_sms_their_communication_leaves():
     launch their GEMMs on 132 - 16 SMs; the ring-exchange all-gathers copy with the copy
     engines. Each overlapped GEMM piece is longer by its kernels' wave ratio, by hand."""
     from hpnsim.training.compute import gemm_time
+    from hpnsim.training.compute.gemm import TILES, calibration
     from hpnsim.training.tp_overlap import gemm_shares
     from hpnsim.workloads import models
     from hpnsim.workloads.gpus import get_gpu
@@ -107,9 +108,15 @@ def test_userbuffer_gemms_run_on_the_sms_their_communication_leaves():
     h800 = get_gpu("h800")
 
     def waves(m, n, k, sms):
+        # the least padded work over Hopper's tiles at sms SMs against all 132, by hand; the
+        # fitted shortest-kernel time is paid once, not per wave
         t = gemm_time(m, n, k, "bf16", h800)
-        tiles = -(-m // t.tile[0]) * -(-n // t.tile[1])
-        return -(-tiles // sms) / -(-tiles // 132)
+        floor = calibration(h800, "bf16").floor_s
+
+        def area(count):
+            return min(-(-(-(-m // a) * -(-n // b)) // count) * a * b
+                       for a, b in TILES["hopper"])
+        return (floor + (t.compute_s - floor) * area(sms) / area(132)) / t.compute_s
 
     # the O projection [8192, 4096] @ [4096, 4096/8 ...]: forward M = tokens, N = hidden,
     # K = local heads x 128; FC2 K = ffn / tp
