@@ -27,11 +27,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.errors import InputError
-from hpnsim.packet.api import simulate_flows
+from hpnsim.packet.api import Csr, simulate_flows
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
 
-__all__ = ["RingRun", "ring_flows", "simulate_ring", "step_floor", "NCCL_CHUNK_BYTES"]
+__all__ = ["RingFlows", "RingRun", "ring_flow_arrays", "ring_flows", "simulate_ring", "steady_rate",
+           "step_floor", "NCCL_CHUNK_BYTES"]
 
 #: NCCL's Simple protocol: NCCL_BUFFSIZE 4 MiB split into NCCL_STEPS = 8 slots (NCCL defaults)
 NCCL_CHUNK_BYTES = 4 * 2**20 // 8
@@ -59,6 +60,81 @@ class RingRun:
     stable: bool = True
 
 
+@dataclass
+class RingFlows:
+    """The flows of ring steps as arrays (:func:`ring_flow_arrays`): ``paths`` and ``deps``
+    as :class:`~hpnsim.packet.api.Csr` (every flow waits for at most one other), ``sizes``,
+    ``qp`` and ``step`` per flow."""
+
+    paths: Csr
+    sizes: np.ndarray
+    deps: Csr
+    qp: np.ndarray
+    step: np.ndarray
+
+
+def _legs(ring) -> list[tuple]:
+    return [tuple(np.asarray(leg, dtype=np.int64) for leg in x) if isinstance(x, tuple)
+            else (np.asarray(x, dtype=np.int64),) for x in ring]
+
+
+def ring_flow_arrays(rings: list[list], piece: float, steps: int, chunks: int) -> RingFlows:
+    """The flows of :func:`ring_flows` built as arrays, in the same order with the same
+    dependencies and QPs, without a Python object per flow (a 448-rank ring has millions).
+
+    >>> fl = ring_flow_arrays([[([3], [0]), [1]]], 2.0, 2, 1)
+    >>> fl.paths.ids.tolist(), fl.deps.ptr.tolist(), fl.deps.ids.tolist(), fl.qp.tolist()
+    ([3, 0, 1, 3, 0, 1], [0, 0, 1, 1, 2, 3, 4], [0, 2, 3, 1], [0, 1, 2, 0, 1, 2])
+    """
+    parts = []                     # per ring: (path ids, links, lengths, deps, has_dep, qp)
+    base = qp_base = 0
+    for ring in rings:
+        legs = _legs(ring)
+        n = len(legs)
+        n_legs = np.array([len(x) for x in legs], dtype=np.int64)
+        first_leg = np.concatenate([[0], np.cumsum(n_legs)])     # of rank r, flat
+        flat = [leg for x in legs for leg in x]
+        lens = np.array([leg.size for leg in flat], dtype=np.int64)
+        # one step: entries (rank, chunk, leg) in that order
+        per_rank = n_legs * chunks
+        rank = np.repeat(np.arange(n), per_rank)
+        within = np.arange(per_rank.sum()) - np.repeat(np.cumsum(per_rank) - per_rank, per_rank)
+        j, leg = within // n_legs[rank], within % n_legs[rank]
+        width = int(per_rank.sum())
+        prev = (rank - 1) % n                      # the chunk's sender one step before
+        # position (in a step) of the last leg of chunk j from rank r-1
+        before = chunks * first_leg[prev] + j * n_legs[prev] + n_legs[prev] - 1
+        pid = first_leg[rank] + leg
+        s = np.arange(steps)[:, None]
+        idx = base + s * width + np.arange(width)[None, :]
+        dep = np.where(leg[None, :] > 0, idx - 1, base + (s - 1) * width + before[None, :])
+        has = (leg[None, :] > 0) | (s > 0)
+        parts.append((np.broadcast_to(pid, (steps, width)).ravel(), flat, lens,
+                      dep.ravel(), has.ravel(), qp_base + np.tile(pid, steps),
+                      np.repeat(np.arange(steps), width)))
+        base += steps * width
+        qp_base += int(first_leg[-1])
+    path_lens = np.concatenate([lens[pid] for pid, _, lens, *_ in parts])
+    links = np.concatenate([np.concatenate(flat)[_gather(pid, lens)]
+                            for pid, flat, lens, *_ in parts])
+    has = np.concatenate([p[4] for p in parts])
+    deps = Csr(np.concatenate([[0], np.cumsum(has)]).astype(np.int64),
+               np.concatenate([p[3][p[4]] for p in parts]).astype(np.int64))
+    paths = Csr(np.concatenate([[0], np.cumsum(path_lens)]).astype(np.int64),
+                links.astype(np.int64))
+    return RingFlows(paths, np.full(base, piece / chunks), deps,
+                     np.concatenate([p[5] for p in parts]).astype(np.int64),
+                     np.concatenate([p[6] for p in parts]))
+
+
+def _gather(pid: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Positions in the concatenated legs of each entry's leg ``pid``, one after another."""
+    start = np.concatenate([[0], np.cumsum(lens)])[pid]
+    n = lens[pid]
+    out = np.cumsum(n)
+    return np.repeat(start - (out - n), n) + np.arange(out[-1] if out.size else 0)
+
+
 def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     """Flows of ``steps`` ring steps: ``(paths, sizes, deps, qp, step)``.
 
@@ -66,7 +142,7 @@ def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     paths (legs) that each chunk crosses one after the other as separate flows (a PXN relay:
     an NVLink hop to the GPU next to the right NIC, then the network); the next step waits
     for the last leg. Flow order is (ring, step, rank, chunk, leg); each leg of a rank has
-    its own QP.
+    its own QP. (Lists per flow; :func:`ring_flow_arrays` builds the same as arrays.)
 
     >>> paths, sizes, deps, qp, step = ring_flows([[[0], [1], [2]]], 3.0, 2, 1)
     >>> [p[0] for p in paths], deps[3:], qp.tolist()
@@ -75,28 +151,11 @@ def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     >>> [p[0] for p in paths], deps, qp.tolist()
     ([3, 0, 1, 3, 0, 1], [[], [0], [], [2], [3], [1]], [0, 1, 2, 0, 1, 2])
     """
-    paths, sizes, deps, qps, step_of = [], [], [], [], []
-    chunk = piece / chunks
-    qp_of: dict[tuple, int] = {}
-    for g, ring in enumerate(rings):
-        n = len(ring)
-        legs = [tuple(x) if isinstance(x, tuple) else (x,) for x in ring]
-        last = np.full((n, chunks), -1, dtype=np.int64)
-        for s in range(steps):
-            now = np.empty_like(last)
-            for r in range(n):
-                for j in range(chunks):
-                    before = [int(last[(r - 1) % n, j])] if s > 0 else []
-                    for leg, path in enumerate(legs[r]):
-                        paths.append(path)
-                        sizes.append(chunk)
-                        deps.append(before)
-                        qps.append(qp_of.setdefault((g, r, leg), len(qp_of)))
-                        step_of.append(s)
-                        before = [len(paths) - 1]
-                    now[r, j] = len(paths) - 1
-            last = now
-    return paths, np.array(sizes), deps, np.array(qps, dtype=np.int64), np.array(step_of)
+    fl = ring_flow_arrays(rings, piece, steps, chunks)
+    p, d = fl.paths, fl.deps
+    paths = [p.ids[p.ptr[i]:p.ptr[i + 1]].tolist() for i in range(len(p))]
+    deps = [d.ids[d.ptr[i]:d.ptr[i + 1]].tolist() for i in range(len(d))]
+    return paths, fl.sizes, deps, fl.qp, fl.step
 
 
 def step_floor(capacity, rings: list[list], piece: float, chunks: int,
@@ -117,6 +176,45 @@ def step_floor(capacity, rings: list[list], piece: float, chunks: int,
             for leg in (path if isinstance(path, tuple) else (path,)):
                 np.add.at(load, np.asarray(leg, dtype=np.int64), wire)
     return float((load / capacity).max(initial=0.0))
+
+
+#: a window of at least this many steps may settle on block means (:func:`steady_rate`)
+BLOCK_WINDOW = 16
+
+
+def steady_rate(ends, floor: float, tol: float = 0.01) -> float | None:
+    """The per-step time of a window whose steps have settled, else None.
+
+    ``ends[s]`` is the end of step s. Settled, either: the last three step intervals agree
+    within ``tol`` (their last is the rate); or, in a window of at least
+    :data:`BLOCK_WINDOW` steps, the mean interval of its second half agrees within ``tol``
+    with that of its second quarter (the second half's mean is the rate). The second test
+    settles rings whose step time repeats with a period instead of staying flat: on hosts of
+    8 GPUs, 7 NVLink hops and one network hop per host, the step time of a 16-host ring
+    swings by 30% with period 8 (its late chunks travel around the ring one rank per step),
+    so three intervals never agree, but blocks of whole periods do. Either way the rate must
+    not be under ``floor`` (the busiest link's time per step, :func:`step_floor`), else
+    buffers are still absorbing the excess.
+
+    >>> ends = np.cumsum(np.tile([1.0, 1.0, 1.3, 0.7], 8))     # period 4, mean 1
+    >>> steady_rate(ends[:8], 0.9), steady_rate(ends, 0.9), steady_rate(ends, 1.2)
+    (None, 1.0, None)
+    """
+    ends = np.asarray(ends, dtype=np.float64)
+    k = ends.size
+    if k < 4:
+        return None
+    dt = np.diff(ends)
+    if np.ptp(dt[-3:]) <= tol * dt[-1] and dt[-1] >= (1 - tol) * floor:
+        return float(dt[-1])
+    if k < BLOCK_WINDOW:
+        return None
+    half, quarter = k // 2, k // 4
+    late = (ends[-1] - ends[-1 - half]) / half
+    early = (ends[-1 - half] - ends[-1 - half - quarter]) / quarter
+    if abs(late - early) <= tol * late and late >= (1 - tol) * floor:
+        return float(late)
+    return None
 
 
 def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_bytes: float =
@@ -166,19 +264,18 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     k = min(first_window, cap) if window else steps
     floor = step_floor(capacity, rings, piece, chunks, params or PacketParams())
     while True:
-        paths, sizes, deps, qp, step_of = ring_flows(rings, piece, k, chunks)
-        result = simulate_flows(capacity, delay, paths, sizes, params=params, qp=qp,
-                                deps=deps, switch_of=switch_of, **options)
+        fl = ring_flow_arrays(rings, piece, k, chunks)
+        result = simulate_flows(capacity, delay, fl.paths, fl.sizes, params=params, qp=fl.qp,
+                                deps=fl.deps, switch_of=switch_of, **options)
         ends = np.full(k, -np.inf)
-        np.maximum.at(ends, step_of, result.finish)
+        np.maximum.at(ends, fl.step, result.finish)
         if k == steps:
             return RingRun(float(ends[-1]), ends, steps, k, 0.0, result)
-        dt = np.diff(ends)
-        stable = (k >= 4 and np.ptp(dt[-3:]) <= tol * dt[-1]
-                  and dt[-1] >= (1 - tol) * floor)
+        rate = steady_rate(ends, floor, tol)
+        stable = rate is not None
         if stable or k >= cap:
             # unsettled: the steps left cannot run faster than the busiest link allows
-            rest = dt[-1] if stable else max(dt[-1], floor)
+            rest = rate if stable else max(float(np.diff(ends)[-1]), floor)
             time = float(ends[-1] + (steps - k) * rest)
             return RingRun(time, ends, steps, k, (steps - k) / steps, result, bool(stable))
         k = min(2 * k, cap)
