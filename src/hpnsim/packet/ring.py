@@ -78,13 +78,29 @@ def _legs(ring) -> list[tuple]:
             else (np.asarray(x, dtype=np.int64),) for x in ring]
 
 
-def ring_flow_arrays(rings: list[list], piece: float, steps: int, chunks: int) -> RingFlows:
+def ring_flow_arrays(rings: list[list], piece: float, steps: int, chunks: int,
+                     slots: int | None = None) -> RingFlows:
     """The flows of :func:`ring_flows` built as arrays, in the same order with the same
     dependencies and QPs, without a Python object per flow (a 448-rank ring has millions).
+
+    ``slots``: at most this many chunks in flight per connection (NCCL_STEPS: a chunk is one
+    slot of the receiver's buffer, 512 KiB of NCCL's 4 MiB): chunk k (counted over the
+    steps) from rank r also waits until rank r+1 has consumed chunk k - slots, i.e. sent it
+    on to r+2 in the next step (its arrival there); None: no bound (each chunk waits for its
+    data only).
 
     >>> fl = ring_flow_arrays([[([3], [0]), [1]]], 2.0, 2, 1)
     >>> fl.paths.ids.tolist(), fl.deps.ptr.tolist(), fl.deps.ids.tolist(), fl.qp.tolist()
     ([3, 0, 1, 3, 0, 1], [0, 0, 1, 1, 2, 3, 4], [0, 2, 3, 1], [0, 1, 2, 0, 1, 2])
+
+    Three ranks, one chunk per step, two slots: step 2's chunk from rank 0 (flow 6) also
+    waits until rank 1 has forwarded step 0's chunk (flow 4, step 1 from rank 1). (Only
+    consumers of earlier steps bind, so the flows stay acyclic; a slot freed within the
+    same step is left to the data dependency.)
+
+    >>> fl = ring_flow_arrays([[[0], [1], [2]]], 3.0, 3, 1, slots=2)
+    >>> fl.deps.ids[fl.deps.ptr[6]:fl.deps.ptr[7]].tolist()
+    [5, 4]
     """
     parts = []                     # per ring: (path ids, links, lengths, deps, has_dep, qp)
     base = qp_base = 0
@@ -109,17 +125,29 @@ def ring_flow_arrays(rings: list[list], piece: float, steps: int, chunks: int) -
         idx = base + s * width + np.arange(width)[None, :]
         dep = np.where(leg[None, :] > 0, idx - 1, base + (s - 1) * width + before[None, :])
         has = (leg[None, :] > 0) | (s > 0)
+        # the slot: chunk k = s chunks + j of this connection reuses the slot of chunk
+        # k - slots, freed when rank r+1 has forwarded that chunk (its step s' + 1 flow)
+        k_old = s * chunks + j[None, :] - (slots if slots else 0)
+        s_old, j_old = k_old // chunks, k_old % chunks
+        nxt = (rank + 1) % n
+        consumer = (base + (s_old + 1) * width + chunks * first_leg[nxt][None, :]
+                    + j_old * n_legs[nxt][None, :] + n_legs[nxt][None, :] - 1)
+        slot = (slots is not None) & (leg[None, :] == 0) & (k_old >= 0) & (s_old + 1 < s)
+        dep2 = np.where(slot, consumer, -1)
         parts.append((np.broadcast_to(pid, (steps, width)).ravel(), flat, lens,
                       dep.ravel(), has.ravel(), qp_base + np.tile(pid, steps),
-                      np.repeat(np.arange(steps), width)))
+                      np.repeat(np.arange(steps), width), dep2.ravel()))
         base += steps * width
         qp_base += int(first_leg[-1])
     path_lens = np.concatenate([lens[pid] for pid, _, lens, *_ in parts])
     links = np.concatenate([np.concatenate(flat)[_gather(pid, lens)]
                             for pid, flat, lens, *_ in parts])
-    has = np.concatenate([p[4] for p in parts])
-    deps = Csr(np.concatenate([[0], np.cumsum(has)]).astype(np.int64),
-               np.concatenate([p[3][p[4]] for p in parts]).astype(np.int64))
+    first = np.concatenate([np.where(p[4], p[3], -1) for p in parts])
+    second = np.concatenate([p[7] for p in parts])
+    pair = np.stack([first, second], axis=1)              # per flow: data, then slot
+    keep = pair >= 0
+    deps = Csr(np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64),
+               pair[keep].astype(np.int64))
     paths = Csr(np.concatenate([[0], np.cumsum(path_lens)]).astype(np.int64),
                 links.astype(np.int64))
     return RingFlows(paths, np.full(base, piece / chunks), deps,
@@ -221,7 +249,7 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
                   NCCL_CHUNK_BYTES, params: PacketParams | None = None, switch_of=None,
                   window: bool = True, tol: float = 0.01, first_window: int = 4,
                   steps: int | None = None, max_window: int | None = None,
-                  **options) -> RingRun:
+                  slots: int | None = None, **options) -> RingRun:
     """All-reduce of ``size`` bytes per rank over ``rings`` (each carries ``size/len(rings)``).
 
     Parameters
@@ -237,6 +265,8 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
         extrapolate; False simulates all steps.
     steps : steps of the collective (default 2(n-1), an all-reduce; n-1 for an all-gather
         or a reduce-scatter, whose pieces are the same ``size / (len(rings) n)``).
+    slots : chunks in flight per connection (:func:`ring_flow_arrays`; NCCL_STEPS = 8 as
+        NCCL runs it), None: unbounded.
     max_window : the window doubles to at most this many steps; when it is reached before
         the per-step time is stable, the rest is extrapolated at the last per-step time or
         :func:`step_floor`, whichever is longer (``RingRun.stable`` False).
@@ -264,7 +294,7 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     k = min(first_window, cap) if window else steps
     floor = step_floor(capacity, rings, piece, chunks, params or PacketParams())
     while True:
-        fl = ring_flow_arrays(rings, piece, k, chunks)
+        fl = ring_flow_arrays(rings, piece, k, chunks, slots)
         result = simulate_flows(capacity, delay, fl.paths, fl.sizes, params=params, qp=fl.qp,
                                 deps=fl.deps, switch_of=switch_of, **options)
         ends = np.full(k, -np.inf)
