@@ -86,21 +86,25 @@ def ring_flow_arrays(rings: list[list], piece: float, steps: int, chunks: int,
     ``slots``: at most this many chunks in flight per connection (NCCL_STEPS: a chunk is one
     slot of the receiver's buffer, 512 KiB of NCCL's 4 MiB): chunk k (counted over the
     steps) from rank r also waits until rank r+1 has consumed chunk k - slots, i.e. sent it
-    on to r+2 in the next step (its arrival there); None: no bound (each chunk waits for its
-    data only).
+    on to r+2 in the next step (its arrival there), or, where that consumer is in the same
+    step (a piece of more than ``slots`` chunks), until chunk k - slots has arrived at r+1;
+    None: no bound (each chunk waits for its data only).
 
     >>> fl = ring_flow_arrays([[([3], [0]), [1]]], 2.0, 2, 1)
     >>> fl.paths.ids.tolist(), fl.deps.ptr.tolist(), fl.deps.ids.tolist(), fl.qp.tolist()
     ([3, 0, 1, 3, 0, 1], [0, 0, 1, 1, 2, 3, 4], [0, 2, 3, 1], [0, 1, 2, 0, 1, 2])
 
     Three ranks, one chunk per step, two slots: step 2's chunk from rank 0 (flow 6) also
-    waits until rank 1 has forwarded step 0's chunk (flow 4, step 1 from rank 1). (Only
-    consumers of earlier steps bind, so the flows stay acyclic; a slot freed within the
-    same step is left to the data dependency.)
+    waits until rank 1 has forwarded step 0's chunk (flow 4, step 1 from rank 1). With one
+    slot, step 1's chunk from rank 0 (flow 3) waits until step 0's chunk has arrived at rank 1
+    (flow 0: its consumer is in step 1 itself).
 
     >>> fl = ring_flow_arrays([[[0], [1], [2]]], 3.0, 3, 1, slots=2)
     >>> fl.deps.ids[fl.deps.ptr[6]:fl.deps.ptr[7]].tolist()
     [5, 4]
+    >>> fl = ring_flow_arrays([[[0], [1], [2]]], 3.0, 3, 1, slots=1)
+    >>> fl.deps.ids[fl.deps.ptr[3]:fl.deps.ptr[4]].tolist()
+    [2, 0]
     """
     parts = []                     # per ring: (path ids, links, lengths, deps, has_dep, qp)
     base = qp_base = 0
@@ -132,8 +136,12 @@ def ring_flow_arrays(rings: list[list], piece: float, steps: int, chunks: int,
         nxt = (rank + 1) % n
         consumer = (base + (s_old + 1) * width + chunks * first_leg[nxt][None, :]
                     + j_old * n_legs[nxt][None, :] + n_legs[nxt][None, :] - 1)
-        slot = (slots is not None) & (leg[None, :] == 0) & (k_old >= 0) & (s_old + 1 < s)
-        dep2 = np.where(slot, consumer, -1)
+        # a consumer in this same step could close a cycle around the ring: then the slot
+        # is free once chunk k - slots has arrived (at most ``slots`` chunks in the network)
+        arrived = (base + s_old * width + chunks * first_leg[rank][None, :]
+                   + j_old * n_legs[rank][None, :] + n_legs[rank][None, :] - 1)
+        slot = (slots is not None) & (leg[None, :] == 0) & (k_old >= 0)
+        dep2 = np.where(slot, np.where(s_old + 1 < s, consumer, arrived), -1)
         parts.append((np.broadcast_to(pid, (steps, width)).ravel(), flat, lens,
                       dep.ravel(), has.ravel(), qp_base + np.tile(pid, steps),
                       np.repeat(np.arange(steps), width), dep2.ravel()))
