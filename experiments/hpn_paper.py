@@ -167,7 +167,7 @@ def appendix_a(seeds: int, progress=print) -> list[dict]:
     return out
 
 
-def packet_case(fabric, routing: str, case: str, size: float, max_packets: float = 1e9) -> dict:
+def packet_case(fabric, routing: str, case: str, size: float, max_packets: float = 2e8) -> dict:
     """One 448-GPU case through the packet engine (seed 0), beside the flow engine on the same
     schedule: all-gather as NCCL 2.18.3's ring (its protocol), all-reduce as its NVLS-tree
     (Simple) pipeline where NCCL picks it, the Multi-AllReduce as 8 rail rings in one packet

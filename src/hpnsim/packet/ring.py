@@ -13,11 +13,13 @@ piece of w wire bytes; with m chunks per step and ``(m-1) w/m / C >= d`` the nex
 first chunk is ready before the link frees, so the link never idles: ``T = S w/C + d``.
 
 Windowed: the steps of a ring repeat, so :func:`simulate_ring` first simulates K steps,
-doubling K until the last three per-step times agree within ``tol`` and none is shorter
-than the busiest link needs for one step's bytes (:func:`step_floor`: a faster step means
-buffers are still absorbing the excess, as behind an ECMP collision); then
-``T = t_K + (S - K) * dt_K`` and ``extrapolated = (S - K) / S`` says how much was not
-simulated.
+doubling K until the per-step time is steady (:func:`steady_rate`: the last three per-step
+times agree within ``tol``, or the mean over the window's second half agrees with its
+second quarter's, for step times that repeat with a period) and is not shorter than the
+busiest link needs for one step's bytes (:func:`step_floor`: a faster step means buffers are
+still absorbing the excess, as behind an ECMP collision); then ``T = t_K + (S - K) * dt_K``
+and ``extrapolated = (S - K) / S`` says how much was not simulated. With ``slots`` a
+connection holds at most that many chunks in flight (NCCL_STEPS, :func:`ring_flow_arrays`).
 """
 
 from __future__ import annotations
