@@ -139,3 +139,25 @@ def test_a_periodic_ring_window_settles_on_block_means_within_1pct_of_the_full_r
     assert np.ptp(blocks) < 0.01 * blocks.mean()
     ends = full.ring_step_end.max(axis=0)
     assert steady_rate(ends[:32], 0.0) == pytest.approx((ends[31] - ends[15]) / 16)
+
+
+def test_nccl_slots_bound_a_connections_data_queued_behind_a_slow_hop():
+    # rank 0 -> 1 crosses a switch whose egress to rank 1 runs at a quarter of the NIC's
+    # rate; rank 0's pieces are 8 chunks of 64 KiB. Without a bound every chunk leaves at
+    # the NIC's rate and piles up in front of the slow egress: of the 16 chunks of 2 steps,
+    # 4 x faster in than out, 3/4 wait (12 chunks, measured 12.0); with 2 slots a chunk
+    # waits until the one 2 before it has arrived, so at most 2 chunks are queued.
+    p = PacketParams(cc=False, ecn=False, pfc=False, buffer_bytes=np.inf, header_bytes=0,
+                     framing_bytes=0)
+    cap = np.array([4e9, 1e9, 4e9, 4e9])
+    ring = [[[0, 1], [2], [3]]]
+    chunk = 64 * 1024.0
+    runs = {slots: simulate_ring(cap, 1e-7, ring, 3 * 8 * chunk, chunk_bytes=chunk, params=p,
+                                 switch_of=[-1, 0, -1, -1], window=False, steps=2,
+                                 slots=slots)
+            for slots in (None, 2)}
+    assert runs[None].result.q_max[1] >= 11 * chunk
+    assert runs[2].result.q_max[1] <= 2 * chunk + p.mtu_bytes
+    # the slow egress is busy either way: the step time is its 8 chunks at 1 GB/s
+    for run in runs.values():
+        assert np.diff(run.step_end)[0] == pytest.approx(8 * chunk / 1e9, rel=0.02)

@@ -140,8 +140,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     ----------
     capacity, delay : per link, bytes/s and seconds of propagation.
     paths : link ids per flow (a :class:`~hpnsim.routing.paths.Paths`, a :class:`Csr` or
-        lists); the first
-        link is the flow's NIC port: its QP's rate limiter feeds that link.
+        lists); the first link is the flow's NIC port: its QP's rate limiter feeds that link.
     sizes, starts : bytes (rounded up to whole bytes) and start time per flow (scalars
         broadcast).
     params : :class:`PacketParams` (default: the ``connectx`` set).
