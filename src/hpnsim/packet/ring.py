@@ -108,7 +108,9 @@ def ring_flow_arrays(rings: list[list], piece: float, steps: int, chunks: int,
     >>> fl.deps.ids[fl.deps.ptr[3]:fl.deps.ptr[4]].tolist()
     [2, 0]
     """
-    parts = []                     # per ring: (path ids, links, lengths, deps, has_dep, qp)
+    if slots is not None and slots < 1:
+        raise InputError("slots", f"must be >= 1 (or None: unbounded), got {slots}")
+    parts = []      # per ring: leg ids, legs, lengths, data deps, has one, qp, step, slot deps
     base = qp_base = 0
     for ring in rings:
         legs = _legs(ring)
