@@ -167,6 +167,74 @@ def appendix_a(seeds: int, progress=print) -> list[dict]:
     return out
 
 
+def packet_case(fabric, routing: str, case: str, size: float, max_packets: float = 2e8) -> dict:
+    """One 448-GPU case through the packet engine (seed 0), beside the flow engine on the same
+    schedule: all-gather as NCCL 2.18.3's ring (its protocol), all-reduce as its NVLS-tree
+    (Simple) pipeline where NCCL picks it, the Multi-AllReduce as 8 rail rings in one packet
+    run (NCCL 2.18.3 picks tree below 4 GiB; the packet engine runs collectives together as
+    rings). Windowed: ``extrapolated`` is the share of steps (chunks) not simulated."""
+    from hpnsim.collectives import run_collective
+    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet, run_together_packet
+
+    gpus = np.arange(GPUS_448)
+    op = "allgather" if case == "all-gather" else "allreduce"
+    run = PacketRun(max_packets=max_packets, max_watch=8)
+    start = time.process_time()
+    if case == "Multi-AllReduce":
+        groups = [g.tolist() for g in rail_groups(gpus, fabric.gpus_per_host)]
+        options = {"algo": "ring", "protocol": "simple"}
+        flow = slowest(run_together(fabric, [Together(op, g, size, options) for g in groups],
+                                    routing=routing, seed=0, nccl=NCCL))
+        pkt = run_together_packet(fabric, op, groups, size, run=run, routing=routing, seed=0,
+                                  nccl=NCCL, **options)
+    else:
+        algo, protocol = nccl_2_18_algorithm(fabric, op, gpus, size)
+        options = {"algo": algo, "protocol": protocol, "routing": routing, "seed": 0,
+                   "nccl": NCCL}
+        flow = run_collective(fabric, op, gpus, size, **options)
+        pkt = run_collective_packet(fabric, op, gpus, size, run=run, **options)
+    top = pkt.ports[0] if pkt.ports else {"port": "", "q_max": 0.0}
+    return {"algo": f"{pkt.algo}/{pkt.protocol}", "flow_busbw": flow.busbw / 1e9,
+            "packet_busbw": pkt.busbw / 1e9, "flow_bottleneck": _kind(flow.bottleneck),
+            "packet_bottleneck": _kind(pkt.bottleneck), "extrapolated": pkt.extrapolated,
+            "stable": bool(pkt.stable), "ecn_marks": int(pkt.ecn_marks), "cnps": int(pkt.cnps),
+            "pfc_pauses": int(pkt.pfc_pauses), "q_max_MB": top["q_max"] / 1e6,
+            "fullest_port": _kind(top["port"]) if top["port"] else "-",
+            "events": int(pkt.events), "cpu_s": round(time.process_time() - start, 1)}
+
+
+def packet_sweep(sizes, progress=print) -> list[dict]:
+    """:func:`packet_case` for every system, case and size."""
+    rows = []
+    for system, (build, routing) in SYSTEMS.items():
+        fabric = build()
+        for case in ("all-reduce", "all-gather", "Multi-AllReduce"):
+            for size in sizes:
+                row = {"system": system, "case": case, "size": size,
+                       **packet_case(fabric, routing, case, size)}
+                rows.append(row)
+                progress(f"packet {system:5s} {case:16s} {_size_label(size)}: {row['algo']} "
+                         f"flow {row['flow_busbw']:6.1f}, packet {row['packet_busbw']:6.1f} "
+                         f"GB/s ({row['cpu_s']} s CPU)")
+    return rows
+
+
+def packet_markdown(rows: list[dict]) -> str:
+    """The both-engines table of docs/experiments.md."""
+    out = ["| case | system | size | algo | flow busbw | packet busbw | packet / flow − 1 | "
+           "extrapolated | marks / CNPs / pauses | fullest port (MB) | bottleneck flow / "
+           "packet | CPU s |", "|" + "---|" * 12]
+    for r in rows:
+        settled = f"{r['extrapolated']:.0%}" + ("" if r["stable"] else " (unsettled)")
+        out.append(f"| {r['case']} | {r['system']} | {_size_label(r['size'])} | {r['algo']} | "
+                   f"{r['flow_busbw']:.1f} | {r['packet_busbw']:.1f} | "
+                   f"{r['packet_busbw'] / r['flow_busbw'] - 1:+.1%} | {settled} | "
+                   f"{r['ecn_marks']:,} / {r['cnps']:,} / {r['pfc_pauses']:,} | "
+                   f"{r['fullest_port']} ({r['q_max_MB']:.2f}) | {r['flow_bottleneck']} / "
+                   f"{r['packet_bottleneck']} | {r['cpu_s']} |")
+    return "\n".join(out)
+
+
 def _size_label(size: float) -> str:
     return f"{size / GIB:g} GiB" if size >= GIB else f"{size / 2**20:g} MiB"
 
@@ -204,6 +272,9 @@ def main() -> None:
     parser.add_argument("--out", default="experiments/out", help="output directory")
     parser.add_argument("--seeds", type=int, default=3, help="connection-hash seeds per case")
     parser.add_argument("--quick", action="store_true", help="64 MiB and 4 GiB, one seed")
+    parser.add_argument("--packet", default="", help="also run the 448-GPU cases through "
+                        "the packet engine at these sizes (comma list, e.g. 256M,1G)")
+    parser.add_argument("--packet-only", action="store_true", help="only the packet cases")
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error("--seeds: must be >= 1")
@@ -212,13 +283,21 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    packet_sizes = [_bytes(x) for x in args.packet.split(",") if x.strip()]
+    if args.packet_only:
+        packet_rows = packet_sweep(packet_sizes)
+        (out / "hpn_paper_engines.json").write_text(json.dumps(
+            {"seconds": round(time.perf_counter() - start, 1), "rows": packet_rows}, indent=1))
+        print(packet_markdown(packet_rows))
+        return
     rows = sweep(sizes, seeds)
     table_a = appendix_a(seeds)
+    packet_rows = packet_sweep(packet_sizes) if packet_sizes else []
     seconds = time.perf_counter() - start
     (out / "hpn_paper.json").write_text(json.dumps(
         {"setup": {"gpu": "h800", "nccl": NCCL.to_dict(), "seeds": seeds,
                    "seconds": round(seconds, 1)},
-         "sweep": rows, "appendix_a": table_a}, indent=1))
+         "sweep": rows, "appendix_a": table_a, "packet": packet_rows}, indent=1))
     with open(out / "hpn_paper.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -226,6 +305,15 @@ def main() -> None:
     print(f"\n{len(rows)} sweep runs and {len(APPENDIX_GPUS)} Appendix A cases in "
           f"{seconds:.0f} s\n")
     print(markdown(rows, table_a))
+    if packet_rows:
+        print("\n" + packet_markdown(packet_rows))
+
+
+def _bytes(text: str) -> float:
+    """``256M``, ``1G``, ``4096`` -> bytes (binary prefixes, as nccl-tests)."""
+    text = text.strip().upper()
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+    return float(text[:-1] if scale > 1 else text) * scale
 
 
 if __name__ == "__main__":

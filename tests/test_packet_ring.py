@@ -109,3 +109,55 @@ def test_uncongested_ring_takes_what_the_flow_engine_says_plus_headers():
                                       deps=[ids[g] for g in before]))
     flow = simulate(graph, f.link_capacity)
     assert run.time == pytest.approx(flow.makespan, rel=0.01)
+
+
+def test_a_periodic_ring_window_settles_on_block_means_within_1pct_of_the_full_run():
+    # The 448-GPU runs' windowing on a case small enough to run whole: 32 H800 GPUs (4 hosts
+    # in 2 HPN segments), ring all-reduce of 128 MiB with LL128, 16 channels, PXN. Its step
+    # time repeats with period 8 (each host's 7 NVLink hops and one network hop: the late
+    # chunks go around the ring one rank per step), so three step intervals never agree
+    # within 1% and the window used to double to the end; block means of whole periods do.
+    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.fabrics import hpn7
+    from hpnsim.packet.ring import steady_rate
+
+    f = hpn7(segments=2, hosts_per_segment=2, backup_hosts=0)
+    kw = dict(algo="ring", protocol="ll128", routing="hpn_dual_plane",
+              nccl=NcclParams.for_gpu("h800"))
+    full = run_collective_packet(f, "allreduce", range(32), 2**27, run=PacketRun(window=False),
+                                 **kw)
+    fast = run_collective_packet(f, "allreduce", range(32), 2**27, run=PacketRun(), **kw)
+    assert full.steps_simulated == full.steps == 62
+    assert fast.stable and fast.steps_simulated < fast.steps and fast.extrapolated > 0.4
+    assert fast.network_time == pytest.approx(full.network_time, rel=0.01)
+    # the full run's step times swing by more than 1% (so the three-interval test alone
+    # never settles), while the mean over whole periods of 8 steps is flat
+    d = np.diff(full.ring_step_end.max(axis=0))
+    assert np.ptp(d[-3:]) > 0.05 * d[-1]
+    blocks = d[6:54].reshape(-1, 8).mean(axis=1)
+    assert np.ptp(blocks) < 0.01 * blocks.mean()
+    ends = full.ring_step_end.max(axis=0)
+    assert steady_rate(ends[:32], 0.0) == pytest.approx((ends[31] - ends[15]) / 16)
+
+
+def test_nccl_slots_bound_a_connections_data_queued_behind_a_slow_hop():
+    # rank 0 -> 1 crosses a switch whose egress to rank 1 runs at a quarter of the NIC's
+    # rate; rank 0's pieces are 8 chunks of 64 KiB. Without a bound every chunk leaves at
+    # the NIC's rate and piles up in front of the slow egress: of the 16 chunks of 2 steps,
+    # 4 x faster in than out, 3/4 wait (12 chunks, measured 12.0); with 2 slots a chunk
+    # waits until the one 2 before it has arrived, so at most 2 chunks are queued.
+    p = PacketParams(cc=False, ecn=False, pfc=False, buffer_bytes=np.inf, header_bytes=0,
+                     framing_bytes=0)
+    cap = np.array([4e9, 1e9, 4e9, 4e9])
+    ring = [[[0, 1], [2], [3]]]
+    chunk = 64 * 1024.0
+    runs = {slots: simulate_ring(cap, 1e-7, ring, 3 * 8 * chunk, chunk_bytes=chunk, params=p,
+                                 switch_of=[-1, 0, -1, -1], window=False, steps=2,
+                                 slots=slots)
+            for slots in (None, 2)}
+    assert runs[None].result.q_max[1] >= 11 * chunk
+    assert runs[2].result.q_max[1] <= 2 * chunk + p.mtu_bytes
+    # the slow egress is busy either way: the step time is its 8 chunks at 1 GB/s
+    for run in runs.values():
+        assert np.diff(run.step_end)[0] == pytest.approx(8 * chunk / 1e9, rel=0.02)

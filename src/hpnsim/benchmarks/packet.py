@@ -1,4 +1,5 @@
-"""Packet-engine benchmarks: events per second, and a 16-GPU ring all-reduce on HPN 7.0.
+"""Packet-engine benchmarks: events per second, rings of 16 and 128 GPUs on HPN 7.0, and the
+HPN paper's 448-GPU points.
 
 * ``incast``: 8 senders at 400 Gb/s into one 400 Gb/s port, 50 MB each, ConnectX DCQCN and
   SimAI's 400G ECN/PFC settings, CNPs as packets on the reverse links: the event rate of
@@ -7,6 +8,14 @@
 * ``ring``: 256 MiB all-reduce over the 16 GPUs of two hosts of one HPN 7.0 segment
   (published segment: 128 hosts, 200G NIC ports), 8 NCCL channels (one per rail, PXN),
   512 KiB chunks, hpn_dual_plane routing: windowed (target 1.2 s) and every step.
+* ``128 GPUs``: the same kind of ring at 128 H800 GPUs (2 HPN segments of 8 hosts, NCCL's
+  H800 parameters, what ``hpnsim collective --gpu h800 --algo ring`` runs: LL128, 16
+  channels), windowed: its step time repeats with period 8, so the window settles on block
+  means (:func:`hpnsim.packet.ring.steady_rate`).
+* ``448 GPUs``: the HPN paper's scale (56 H800 hosts; ``experiments/hpn_paper.py``'s
+  fabrics): all-gather as a ring on HPN 7.0, the Multi-AllReduce (8 rail rings at once) on
+  DCN+ under ECMP, and the NVLS-tree all-reduce on HPN 7.0, 1 GiB each (quick: 64 MiB), the
+  whole ``run_collective_packet`` call (plan, routing, flows, packets), windowed.
 
 Each figure carries the events processed, events/s on process CPU time (the machine is
 shared, so CPU time is the fairer rate) and the simulated time. Numba compilation is done
@@ -107,8 +116,60 @@ def _ring(size: float, window: bool):
                                  window=window, histograms=False, **links)
 
 
+def _h800_ring(n_gpus: int, size: float):
+    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.fabrics import hpn7
+
+    fabric = hpn7(segments=2, hosts_per_segment=n_gpus // 16, backup_hosts=0)
+    return lambda: run_collective_packet(fabric, "allreduce", range(n_gpus), size,
+                                         run=PacketRun(max_packets=1e9), algo="ring",
+                                         routing="hpn_dual_plane",
+                                         nccl=NcclParams.for_gpu("h800"))
+
+
+#: the 448-GPU rows: label -> (fabric builder, routing, operation, algorithm, per rail)
+SCALE_448 = {
+    "all-gather, ring, HPN 7.0": ("hpn7", "hpn_dual_plane", "allgather", "ring", False),
+    "Multi-AllReduce (8 rail rings), DCN+": ("dcn_plus", "ecmp", "allreduce", "ring", True),
+    "all-reduce, NVLS-tree, HPN 7.0": ("hpn7", "hpn_dual_plane", "allreduce", "nvlstree",
+                                       False),
+}
+
+
+def _paper_448(label: str, size: float):
+    """The HPN paper's 448-GPU point ``label`` of :data:`SCALE_448` (its fabrics as
+    ``experiments/hpn_paper.py`` builds them: ``hpn7(segments=2)``, ``dcn_plus(pods=1)``)."""
+    from hpnsim.collectives.concurrent import rail_groups
+    from hpnsim.collectives.nccl import NcclParams
+    from hpnsim.collectives.packet_run import (
+        PacketRun,
+        run_collective_packet,
+        run_together_packet,
+    )
+    from hpnsim.fabrics import dcn_plus, hpn7
+
+    name, routing, op, algo, rails = SCALE_448[label]
+    fabric = hpn7(segments=2) if name == "hpn7" else dcn_plus(pods=1)
+    options = dict(algo=algo, routing=routing, seed=0, nccl=NcclParams.for_gpu("h800"))
+    run = PacketRun(max_packets=2e8, max_watch=8)     # a window that does not settle stops
+    if rails:
+        groups = [g.tolist() for g in rail_groups(np.arange(448), 8)]
+        return lambda: run_together_packet(fabric, op, groups, size, run=run, **options)
+    return lambda: run_collective_packet(fabric, op, range(448), size, run=run, **options)
+
+
+def _collective_row(m: Measurement, r, size: float) -> Measurement:
+    _rate(m, r.events, r.time)
+    m.details.update(algo=f"{r.algo}/{r.protocol}", busbw_GBps=round(r.busbw / 1e9, 2),
+                     steps_simulated=f"{r.steps_simulated}/{r.steps:g}",
+                     extrapolated_share=round(r.extrapolated, 3), stable=bool(r.stable),
+                     ecn_marks=int(r.ecn_marks), pfc_pauses=int(r.pfc_pauses))
+    return m
+
+
 def run(quick: bool = False) -> list[Measurement]:
-    """Event rates on incasts and the 16-GPU ring all-reduce (quick: smaller sizes).
+    """Event rates on incasts and rings, and the 448-GPU points (quick: smaller sizes).
 
     >>> [m.name for m in run(quick=True)][:1]  # doctest: +SKIP
     ['packet: numba compile + warm-up (tiny inputs)']
@@ -132,4 +193,13 @@ def run(quick: bool = False) -> list[Measurement]:
                          extrapolated_share=round(run_.extrapolated, 3),
                          busbw_GBps=round(algbw * 2 * 15 / 16 / 1e9, 2))
         out.append(m)
+    size_128 = 32 * 2**20 if quick else 256 * 2**20
+    m, r = timed(f"packet: ring all-reduce {size_128 / 2**20:g} MiB, 128 H800 GPUs, 2 HPN "
+                 "segments of 8 hosts, windowed", _h800_ring(128, size_128), None)
+    out.append(_collective_row(m, r, size_128))
+    size_448 = 64 * 2**20 if quick else 2**30
+    for label in SCALE_448:
+        m, r = timed(f"packet: 448 H800 GPUs, {label}, {size_448 / 2**20:g} MiB, windowed",
+                     _paper_448(label, size_448), None)
+        out.append(_collective_row(m, r, size_448))
     return out

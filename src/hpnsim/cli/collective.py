@@ -229,7 +229,7 @@ def register(app: typer.Typer) -> None:
                                    "flows; --per-rail rings too; docs/packet.md)."),
         packet_params: str = typer.Option(None, "--packet-params", help="packet: YAML file "
                                           "of parameters (optional preset: connectx, "
-                                          "dcqcn_paper, simai; field overrides)."),
+                                          "spectrum4, dcqcn_paper, simai; field overrides)."),
         window: bool = typer.Option(True, "--window/--no-window", help="packet: simulate "
                                     "ring steps until the per-step time is stable and "
                                     "extrapolate (default), or every step (rings only)."),

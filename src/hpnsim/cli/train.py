@@ -161,7 +161,7 @@ def register(app: typer.Typer) -> None:
                                    "ECN, PFC, DCQCN; docs/packet.md)."),
         packet_params: str = typer.Option(None, "--packet-params", help="packet: YAML file "
                                           "of parameters (optional preset: connectx, "
-                                          "dcqcn_paper, simai; field overrides)."),
+                                          "spectrum4, dcqcn_paper, simai; field overrides)."),
         max_packets: float = typer.Option(None, "--max-packets", help="packet: refuse runs "
                                           "estimated beyond this many packet hops (default "
                                           "5e7)."),

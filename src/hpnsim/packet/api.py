@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
+
 import numpy as np
 
 from hpnsim.errors import InputError
@@ -17,7 +20,38 @@ from hpnsim.packet.params import PacketParams, params_dict
 from hpnsim.packet.result import PacketResult
 from hpnsim.packet.stats import N_BINS, percentiles
 
-__all__ = ["simulate_flows", "config_vector"]
+__all__ = ["Csr", "simulate_flows", "config_vector"]
+
+
+@dataclass(frozen=True)
+class Csr:
+    """Lists of ids as two arrays: list ``i`` is ``ids[ptr[i]:ptr[i + 1]]``. The form in
+    which :func:`simulate_flows` takes ``paths`` (link ids) and ``deps`` (predecessor ids)
+    without a Python list per flow.
+
+    >>> c = Csr.of([[3, 4], [], [5]])
+    >>> c.ptr.tolist(), c.ids.tolist(), len(c)
+    ([0, 2, 2, 3], [3, 4, 5], 3)
+    """
+
+    ptr: np.ndarray
+    ids: np.ndarray
+
+    @classmethod
+    def of(cls, lists) -> Csr:
+        """From a sequence of id lists."""
+        lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
+        ids = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64,
+                          count=int(lengths.sum()))
+        return cls(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), ids)
+
+    @property
+    def links(self) -> np.ndarray:
+        """``ids``, under the name a path set's link ids go by."""
+        return self.ids
+
+    def __len__(self) -> int:
+        return self.ptr.size - 1
 
 
 def config_vector(p: PacketParams, sample_dt: float, t_end: float) -> np.ndarray:
@@ -47,7 +81,7 @@ def config_vector(p: PacketParams, sample_dt: float, t_end: float) -> np.ndarray
 
 def _csr(paths):
     if hasattr(paths, "ptr"):
-        if np.any(np.asarray(paths.weight) != 1.0):
+        if np.any(np.asarray(getattr(paths, "weight", 1.0)) != 1.0):
             raise InputError("paths", "the packet engine needs one path per flow (no spraying)")
         return np.asarray(paths.ptr, dtype=np.int64), np.asarray(paths.links, dtype=np.int64)
     lengths = [len(p) for p in paths]
@@ -81,16 +115,16 @@ def _reverse_paths(reverse, ptr, links, link_buf, n_links: int):
     return np.concatenate([links, rev[links[pos]]]).astype(np.int64), rptr[:-1], rptr[1:]
 
 
-def _deps_csr(deps, n: int):
-    succ_lists = [[] for _ in range(n)]
-    n_pred = np.zeros(n, dtype=np.int64)
-    for f, preds in enumerate(deps or [[] for _ in range(n)]):
-        for g in preds:
-            succ_lists[int(g)].append(f)
-            n_pred[f] += 1
-    ptr = np.concatenate([[0], np.cumsum([len(s) for s in succ_lists])]).astype(np.int64)
-    succ = np.array([g for s in succ_lists for g in s], dtype=np.int64)
-    return ptr, succ, n_pred
+def _deps_csr(deps: Csr | None, n: int):
+    """Successor lists (CSR, each in increasing id) and predecessor counts of ``deps``."""
+    if deps is None:
+        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64), \
+            np.zeros(n, dtype=np.int64)
+    n_pred = np.diff(deps.ptr)
+    of = np.repeat(np.arange(n, dtype=np.int64), n_pred)      # the entry's waiting node
+    order = np.argsort(deps.ids, kind="stable")
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(deps.ids, minlength=n))])
+    return ptr.astype(np.int64), of[order], n_pred.astype(np.int64)
 
 
 def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketParams | None = None,
@@ -105,8 +139,8 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     Parameters
     ----------
     capacity, delay : per link, bytes/s and seconds of propagation.
-    paths : link ids per flow (a :class:`~hpnsim.routing.paths.Paths` or lists); the first
-        link is the flow's NIC port: its QP's rate limiter feeds that link.
+    paths : link ids per flow (a :class:`~hpnsim.routing.paths.Paths`, a :class:`Csr` or
+        lists); the first link is the flow's NIC port: its QP's rate limiter feeds that link.
     sizes, starts : bytes (rounded up to whole bytes) and start time per flow (scalars
         broadcast).
     params : :class:`PacketParams` (default: the ``connectx`` set).
@@ -124,7 +158,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         every egress, higher first.
     qp : QP id per flow (flows of one QP share its DCQCN state; default: one QP per flow).
     deps : per flow (and wait), flows and waits that must finish before it starts (after its
-        start time).
+        start time): lists, or a :class:`Csr`.
     waits : durations (s) of waits: nodes without links, ids ``n_flows ..`` after the flows,
         that finish their duration after they start (compute between transfers). With waits,
         ``starts`` and ``deps`` cover them too, and ``finish`` has their finish times.
@@ -186,9 +220,12 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         raise InputError("priority", f"must be 0..{N_PRIO - 1}")
     if switch_of is not None and np.shape(switch_of) != (n_links,):
         raise InputError("switch_of", f"needs one entry per link ({n_links})")
-    if deps is not None and (len(deps) != total
-                             or any(not 0 <= int(g) < total for x in deps for g in x)):
-        raise InputError("deps", f"needs one list per flow (and wait) of ids in 0..{total - 1}")
+    if deps is not None:
+        deps = deps if isinstance(deps, Csr) else Csr.of(deps)
+        if len(deps) != total or (deps.ids.size and not (0 <= deps.ids.min()
+                                                          and deps.ids.max() < total)):
+            raise InputError("deps", f"needs one list per flow (and wait) of ids in "
+                                     f"0..{total - 1}")
     first = links[ptr[:-1]]
     if qp.shape != (n,) or (n and qp.min() < 0):
         raise InputError("qp", "needs one QP id >= 0 per flow")

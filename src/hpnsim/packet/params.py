@@ -1,9 +1,11 @@
 """The packet engine's parameters: one frozen dataclass, every default with its source.
 
-Three presets name where a whole set comes from: ``connectx`` (the default: NVIDIA
-ConnectX/BlueField firmware DCQCN defaults, SimAI's shipped switch settings for 400G ports),
-``dcqcn_paper`` (Zhu et al., SIGCOMM'15, the parameters the CoNEXT'16 fluid model analyses)
-and ``simai`` (aliyun/SimAI's ns-3 backend as shipped). Sources: /work/shared/reference/
+Four presets name where a whole set comes from: ``connectx`` (the default: NVIDIA
+ConnectX/BlueField firmware DCQCN defaults, SimAI's shipped ECN and PFC settings for 400G
+ports, a Spectrum-4 switch's shared buffer), ``spectrum4`` (the same with the switch
+vendor's RoCE ECN defaults: NVIDIA Cumulus Linux on Spectrum-4), ``dcqcn_paper`` (Zhu et al.,
+SIGCOMM'15, the parameters the CoNEXT'16 fluid model analyses) and ``simai`` (aliyun/SimAI's
+ns-3 backend as shipped, 32 MB buffers). Sources: /work/shared/reference/
 congestion.md and docs/packet.md.
 
 >>> p = PacketParams()
@@ -111,8 +113,14 @@ class PacketParams:
     kmax_bytes: float = _f(3200e3, f"{_SIMAI400}: Kmax 3,200 KB")
     pmax: float = _f(0.2, f"{_SIMAI400}: Pmax 0.2")
     # --- switch: shared buffer and PFC ---------------------------------------------------
-    buffer_bytes: float = _f(32 * 2**20, "SimAI: 32 MB shared buffer per switch (51.2T chips "
-                                         "have 100-160 MB by secondary sources: sweep it)")
+    buffer_bytes: float = _f(158_229_504.0, "NVIDIA Spectrum-4 (SN5600, 51.2T): egress lossless "
+                                            "pool 158,229,504 B, the switch's shared buffer as "
+                                            "NVIDIA configures it for SONiC (sonic-buildimage "
+                                            "device/mellanox/x86_64-nvidia_sn5600-r0/Mellanox-"
+                                            "SN5600-C256S1/buffers_defaults_t0.j2 @d08a8e6; its "
+                                            "ingress lossless pool, 132,217,856 B, is what is left "
+                                            "after 256 x 200G ports' headroom, ~102 KB each); "
+                                            "SimAI ships 32 MB")
     pfc: bool = _f(True, "on: RoCE fabrics run lossless (HPN, SimAI)")
     pfc_alpha: float = _f(1 / 8, "SimAI/ns-3-alibabacloud: XOFF at free shared buffer >> 3")
     pfc_xoff_bytes: float = _f(0.0, "0: dynamic threshold (SimAI); htsim's RoCE example uses a "
@@ -167,6 +175,8 @@ def _check_names(values: dict) -> None:
 
 
 _PAPER = "DCQCN paper (Zhu et al. SIGCOMM'15)"
+_NV_ROCE = ("NVIDIA Cumulus Linux 5.14 default RoCE configuration on Spectrum-4 ('nv set qos "
+            "roce', docs 'RDMA over Converged Ethernet - RoCE', CumulusNetworks/docs @1ffba62)")
 _SIMAI = "SimAI ns-3 backend as shipped (aliyun/SimAI SimAI.conf)"
 
 #: preset name -> {field: (value, source)} on top of the defaults
@@ -188,6 +198,11 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "kmax_bytes": (200e3, f"{_PAPER}: Kmax 200 KB"),
         "pmax": (0.01, f"{_PAPER}: Pmax 1%"),
     },
+    "spectrum4": {
+        "kmin_bytes": (150e3, f"{_NV_ROCE}: ECN min threshold 150,000 B"),
+        "kmax_bytes": (1_501_500.0, f"{_NV_ROCE}: ECN (max) threshold 1,501,500 B"),
+        "pmax": (1.0, f"{_NV_ROCE}: marking probability 100%"),
+    },
     "simai": {
         "alpha_interval_s": (1e-6, f"{_SIMAI}: alpha interval 1 us"),
         "rate_decrease_interval_s": (4e-6, f"{_SIMAI}: decrease interval 4 us"),
@@ -197,6 +212,7 @@ PRESETS: dict[str, dict[str, tuple[Any, str]]] = {
         "rate_ai_bytes_s": (50e6 / 8, f"{_SIMAI}: AI 50 Mb/s"),
         "rate_hai_bytes_s": (100e6 / 8, f"{_SIMAI}: HAI 100 Mb/s"),
         "min_rate_bytes_s": (100e6 / 8, f"{_SIMAI}: min rate 100 Mb/s"),
+        "buffer_bytes": (32 * 2**20, f"{_SIMAI}: 32 MB shared buffer per switch"),
     },
 }
 

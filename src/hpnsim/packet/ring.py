@@ -13,11 +13,13 @@ piece of w wire bytes; with m chunks per step and ``(m-1) w/m / C >= d`` the nex
 first chunk is ready before the link frees, so the link never idles: ``T = S w/C + d``.
 
 Windowed: the steps of a ring repeat, so :func:`simulate_ring` first simulates K steps,
-doubling K until the last three per-step times agree within ``tol`` and none is shorter
-than the busiest link needs for one step's bytes (:func:`step_floor`: a faster step means
-buffers are still absorbing the excess, as behind an ECMP collision); then
-``T = t_K + (S - K) * dt_K`` and ``extrapolated = (S - K) / S`` says how much was not
-simulated.
+doubling K until the per-step time is steady (:func:`steady_rate`: the last three per-step
+times agree within ``tol``, or the mean over the window's second half agrees with its
+second quarter's, for step times that repeat with a period) and is not shorter than the
+busiest link needs for one step's bytes (:func:`step_floor`: a faster step means buffers are
+still absorbing the excess, as behind an ECMP collision); then ``T = t_K + (S - K) * dt_K``
+and ``extrapolated = (S - K) / S`` says how much was not simulated. With ``slots`` a
+connection holds at most that many chunks in flight (NCCL_STEPS, :func:`ring_flow_arrays`).
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.errors import InputError
-from hpnsim.packet.api import simulate_flows
+from hpnsim.packet.api import Csr, simulate_flows
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
 
-__all__ = ["RingRun", "ring_flows", "simulate_ring", "step_floor", "NCCL_CHUNK_BYTES"]
+__all__ = ["RingFlows", "RingRun", "ring_flow_arrays", "ring_flows", "simulate_ring", "steady_rate",
+           "step_floor", "NCCL_CHUNK_BYTES"]
 
 #: NCCL's Simple protocol: NCCL_BUFFSIZE 4 MiB split into NCCL_STEPS = 8 slots (NCCL defaults)
 NCCL_CHUNK_BYTES = 4 * 2**20 // 8
@@ -59,6 +62,119 @@ class RingRun:
     stable: bool = True
 
 
+@dataclass
+class RingFlows:
+    """The flows of ring steps as arrays (:func:`ring_flow_arrays`): ``paths`` and ``deps``
+    as :class:`~hpnsim.packet.api.Csr` (every flow waits for at most one other), ``sizes``,
+    ``qp`` and ``step`` per flow."""
+
+    paths: Csr
+    sizes: np.ndarray
+    deps: Csr
+    qp: np.ndarray
+    step: np.ndarray
+
+
+def _legs(ring) -> list[tuple]:
+    return [tuple(np.asarray(leg, dtype=np.int64) for leg in x) if isinstance(x, tuple)
+            else (np.asarray(x, dtype=np.int64),) for x in ring]
+
+
+def ring_flow_arrays(rings: list[list], piece: float, steps: int, chunks: int,
+                     slots: int | None = None) -> RingFlows:
+    """The flows of :func:`ring_flows` built as arrays, in the same order with the same
+    dependencies and QPs, without a Python object per flow (a 448-rank ring has millions).
+
+    ``slots``: at most this many chunks in flight per connection (NCCL_STEPS: a chunk is one
+    slot of the receiver's buffer, 512 KiB of NCCL's 4 MiB): chunk k (counted over the
+    steps) from rank r also waits until rank r+1 has consumed chunk k - slots, i.e. sent it
+    on to r+2 in the next step (its arrival there), or, where that consumer is in the same
+    step (a piece of more than ``slots`` chunks), until chunk k - slots has arrived at r+1;
+    None: no bound (each chunk waits for its data only).
+
+    >>> fl = ring_flow_arrays([[([3], [0]), [1]]], 2.0, 2, 1)
+    >>> fl.paths.ids.tolist(), fl.deps.ptr.tolist(), fl.deps.ids.tolist(), fl.qp.tolist()
+    ([3, 0, 1, 3, 0, 1], [0, 0, 1, 1, 2, 3, 4], [0, 2, 3, 1], [0, 1, 2, 0, 1, 2])
+
+    Three ranks, one chunk per step, two slots: step 2's chunk from rank 0 (flow 6) also
+    waits until rank 1 has forwarded step 0's chunk (flow 4, step 1 from rank 1). With one
+    slot, step 1's chunk from rank 0 (flow 3) waits until step 0's chunk has arrived at rank 1
+    (flow 0: its consumer is in step 1 itself).
+
+    >>> fl = ring_flow_arrays([[[0], [1], [2]]], 3.0, 3, 1, slots=2)
+    >>> fl.deps.ids[fl.deps.ptr[6]:fl.deps.ptr[7]].tolist()
+    [5, 4]
+    >>> fl = ring_flow_arrays([[[0], [1], [2]]], 3.0, 3, 1, slots=1)
+    >>> fl.deps.ids[fl.deps.ptr[3]:fl.deps.ptr[4]].tolist()
+    [2, 0]
+    """
+    if slots is not None and slots < 1:
+        raise InputError("slots", f"must be >= 1 (or None: unbounded), got {slots}")
+    parts = []      # per ring: leg ids, legs, lengths, data deps, has one, qp, step, slot deps
+    base = qp_base = 0
+    for ring in rings:
+        legs = _legs(ring)
+        n = len(legs)
+        n_legs = np.array([len(x) for x in legs], dtype=np.int64)
+        first_leg = np.concatenate([[0], np.cumsum(n_legs)])     # of rank r, flat
+        flat = [leg for x in legs for leg in x]
+        lens = np.array([leg.size for leg in flat], dtype=np.int64)
+        # one step: entries (rank, chunk, leg) in that order
+        per_rank = n_legs * chunks
+        rank = np.repeat(np.arange(n), per_rank)
+        within = np.arange(per_rank.sum()) - np.repeat(np.cumsum(per_rank) - per_rank, per_rank)
+        j, leg = within // n_legs[rank], within % n_legs[rank]
+        width = int(per_rank.sum())
+        prev = (rank - 1) % n                      # the chunk's sender one step before
+        # position (in a step) of the last leg of chunk j from rank r-1
+        before = chunks * first_leg[prev] + j * n_legs[prev] + n_legs[prev] - 1
+        pid = first_leg[rank] + leg
+        s = np.arange(steps)[:, None]
+        idx = base + s * width + np.arange(width)[None, :]
+        dep = np.where(leg[None, :] > 0, idx - 1, base + (s - 1) * width + before[None, :])
+        has = (leg[None, :] > 0) | (s > 0)
+        # the slot: chunk k = s chunks + j of this connection reuses the slot of chunk
+        # k - slots, freed when rank r+1 has forwarded that chunk (its step s' + 1 flow)
+        k_old = s * chunks + j[None, :] - (slots if slots else 0)
+        s_old, j_old = k_old // chunks, k_old % chunks
+        nxt = (rank + 1) % n
+        consumer = (base + (s_old + 1) * width + chunks * first_leg[nxt][None, :]
+                    + j_old * n_legs[nxt][None, :] + n_legs[nxt][None, :] - 1)
+        # a consumer in this same step could close a cycle around the ring: then the slot
+        # is free once chunk k - slots has arrived (at most ``slots`` chunks in the network)
+        arrived = (base + s_old * width + chunks * first_leg[rank][None, :]
+                   + j_old * n_legs[rank][None, :] + n_legs[rank][None, :] - 1)
+        slot = (slots is not None) & (leg[None, :] == 0) & (k_old >= 0)
+        dep2 = np.where(slot, np.where(s_old + 1 < s, consumer, arrived), -1)
+        parts.append((np.broadcast_to(pid, (steps, width)).ravel(), flat, lens,
+                      dep.ravel(), has.ravel(), qp_base + np.tile(pid, steps),
+                      np.repeat(np.arange(steps), width), dep2.ravel()))
+        base += steps * width
+        qp_base += int(first_leg[-1])
+    path_lens = np.concatenate([lens[pid] for pid, _, lens, *_ in parts])
+    links = np.concatenate([np.concatenate(flat)[_gather(pid, lens)]
+                            for pid, flat, lens, *_ in parts])
+    first = np.concatenate([np.where(p[4], p[3], -1) for p in parts])
+    second = np.concatenate([p[7] for p in parts])
+    pair = np.stack([first, second], axis=1)              # per flow: data, then slot
+    keep = pair >= 0
+    deps = Csr(np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64),
+               pair[keep].astype(np.int64))
+    paths = Csr(np.concatenate([[0], np.cumsum(path_lens)]).astype(np.int64),
+                links.astype(np.int64))
+    return RingFlows(paths, np.full(base, piece / chunks), deps,
+                     np.concatenate([p[5] for p in parts]).astype(np.int64),
+                     np.concatenate([p[6] for p in parts]))
+
+
+def _gather(pid: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Positions in the concatenated legs of each entry's leg ``pid``, one after another."""
+    start = np.concatenate([[0], np.cumsum(lens)])[pid]
+    n = lens[pid]
+    out = np.cumsum(n)
+    return np.repeat(start - (out - n), n) + np.arange(out[-1] if out.size else 0)
+
+
 def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     """Flows of ``steps`` ring steps: ``(paths, sizes, deps, qp, step)``.
 
@@ -66,7 +182,7 @@ def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     paths (legs) that each chunk crosses one after the other as separate flows (a PXN relay:
     an NVLink hop to the GPU next to the right NIC, then the network); the next step waits
     for the last leg. Flow order is (ring, step, rank, chunk, leg); each leg of a rank has
-    its own QP.
+    its own QP. (Lists per flow; :func:`ring_flow_arrays` builds the same as arrays.)
 
     >>> paths, sizes, deps, qp, step = ring_flows([[[0], [1], [2]]], 3.0, 2, 1)
     >>> [p[0] for p in paths], deps[3:], qp.tolist()
@@ -75,28 +191,11 @@ def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     >>> [p[0] for p in paths], deps, qp.tolist()
     ([3, 0, 1, 3, 0, 1], [[], [0], [], [2], [3], [1]], [0, 1, 2, 0, 1, 2])
     """
-    paths, sizes, deps, qps, step_of = [], [], [], [], []
-    chunk = piece / chunks
-    qp_of: dict[tuple, int] = {}
-    for g, ring in enumerate(rings):
-        n = len(ring)
-        legs = [tuple(x) if isinstance(x, tuple) else (x,) for x in ring]
-        last = np.full((n, chunks), -1, dtype=np.int64)
-        for s in range(steps):
-            now = np.empty_like(last)
-            for r in range(n):
-                for j in range(chunks):
-                    before = [int(last[(r - 1) % n, j])] if s > 0 else []
-                    for leg, path in enumerate(legs[r]):
-                        paths.append(path)
-                        sizes.append(chunk)
-                        deps.append(before)
-                        qps.append(qp_of.setdefault((g, r, leg), len(qp_of)))
-                        step_of.append(s)
-                        before = [len(paths) - 1]
-                    now[r, j] = len(paths) - 1
-            last = now
-    return paths, np.array(sizes), deps, np.array(qps, dtype=np.int64), np.array(step_of)
+    fl = ring_flow_arrays(rings, piece, steps, chunks)
+    p, d = fl.paths, fl.deps
+    paths = [p.ids[p.ptr[i]:p.ptr[i + 1]].tolist() for i in range(len(p))]
+    deps = [d.ids[d.ptr[i]:d.ptr[i + 1]].tolist() for i in range(len(d))]
+    return paths, fl.sizes, deps, fl.qp, fl.step
 
 
 def step_floor(capacity, rings: list[list], piece: float, chunks: int,
@@ -119,11 +218,50 @@ def step_floor(capacity, rings: list[list], piece: float, chunks: int,
     return float((load / capacity).max(initial=0.0))
 
 
+#: a window of at least this many steps may settle on block means (:func:`steady_rate`)
+BLOCK_WINDOW = 16
+
+
+def steady_rate(ends, floor: float, tol: float = 0.01) -> float | None:
+    """The per-step time of a window whose steps have settled, else None.
+
+    ``ends[s]`` is the end of step s. Settled, either: the last three step intervals agree
+    within ``tol`` (their last is the rate); or, in a window of at least
+    :data:`BLOCK_WINDOW` steps, the mean interval of its second half agrees within ``tol``
+    with that of its second quarter (the second half's mean is the rate). The second test
+    settles rings whose step time repeats with a period instead of staying flat: on hosts of
+    8 GPUs, 7 NVLink hops and one network hop per host, the step time of a 16-host ring
+    swings by 30% with period 8 (its late chunks travel around the ring one rank per step),
+    so three intervals never agree, but blocks of whole periods do. Either way the rate must
+    not be under ``floor`` (the busiest link's time per step, :func:`step_floor`), else
+    buffers are still absorbing the excess.
+
+    >>> ends = np.cumsum(np.tile([1.0, 1.0, 1.3, 0.7], 8))     # period 4, mean 1
+    >>> steady_rate(ends[:8], 0.9), steady_rate(ends, 0.9), steady_rate(ends, 1.2)
+    (None, 1.0, None)
+    """
+    ends = np.asarray(ends, dtype=np.float64)
+    k = ends.size
+    if k < 4:
+        return None
+    dt = np.diff(ends)
+    if np.ptp(dt[-3:]) <= tol * dt[-1] and dt[-1] >= (1 - tol) * floor:
+        return float(dt[-1])
+    if k < BLOCK_WINDOW:
+        return None
+    half, quarter = k // 2, k // 4
+    late = (ends[-1] - ends[-1 - half]) / half
+    early = (ends[-1 - half] - ends[-1 - half - quarter]) / quarter
+    if abs(late - early) <= tol * late and late >= (1 - tol) * floor:
+        return float(late)
+    return None
+
+
 def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_bytes: float =
                   NCCL_CHUNK_BYTES, params: PacketParams | None = None, switch_of=None,
                   window: bool = True, tol: float = 0.01, first_window: int = 4,
                   steps: int | None = None, max_window: int | None = None,
-                  **options) -> RingRun:
+                  slots: int | None = None, **options) -> RingRun:
     """All-reduce of ``size`` bytes per rank over ``rings`` (each carries ``size/len(rings)``).
 
     Parameters
@@ -139,6 +277,8 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
         extrapolate; False simulates all steps.
     steps : steps of the collective (default 2(n-1), an all-reduce; n-1 for an all-gather
         or a reduce-scatter, whose pieces are the same ``size / (len(rings) n)``).
+    slots : chunks in flight per connection (:func:`ring_flow_arrays`; NCCL_STEPS = 8 as
+        NCCL runs it), None: unbounded.
     max_window : the window doubles to at most this many steps; when it is reached before
         the per-step time is stable, the rest is extrapolated at the last per-step time or
         :func:`step_floor`, whichever is longer (``RingRun.stable`` False).
@@ -166,19 +306,18 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     k = min(first_window, cap) if window else steps
     floor = step_floor(capacity, rings, piece, chunks, params or PacketParams())
     while True:
-        paths, sizes, deps, qp, step_of = ring_flows(rings, piece, k, chunks)
-        result = simulate_flows(capacity, delay, paths, sizes, params=params, qp=qp,
-                                deps=deps, switch_of=switch_of, **options)
+        fl = ring_flow_arrays(rings, piece, k, chunks, slots)
+        result = simulate_flows(capacity, delay, fl.paths, fl.sizes, params=params, qp=fl.qp,
+                                deps=fl.deps, switch_of=switch_of, **options)
         ends = np.full(k, -np.inf)
-        np.maximum.at(ends, step_of, result.finish)
+        np.maximum.at(ends, fl.step, result.finish)
         if k == steps:
             return RingRun(float(ends[-1]), ends, steps, k, 0.0, result)
-        dt = np.diff(ends)
-        stable = (k >= 4 and np.ptp(dt[-3:]) <= tol * dt[-1]
-                  and dt[-1] >= (1 - tol) * floor)
+        rate = steady_rate(ends, floor, tol)
+        stable = rate is not None
         if stable or k >= cap:
             # unsettled: the steps left cannot run faster than the busiest link allows
-            rest = dt[-1] if stable else max(dt[-1], floor)
+            rest = rate if stable else max(float(np.diff(ends)[-1]), floor)
             time = float(ends[-1] + (steps - k) * rest)
             return RingRun(time, ends, steps, k, (steps - k) / steps, result, bool(stable))
         k = min(2 * k, cap)

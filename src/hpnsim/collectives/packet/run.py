@@ -73,6 +73,9 @@ class PacketRun:
     watch : link ids whose queue is sampled over time (empty: the busiest switch ports of
         the collective's paths, up to ``max_watch``).
     samples : queue samples per watched port over the run.
+    slots : ring chunks in flight per connection (NCCL_STEPS, 8 in NCCL 2.18.3
+        ``src/include/devcomm.h``: a sender waits for the receiver to free a slot of its
+        4 MiB buffer); None: unbounded, each chunk waits for its data only.
     """
 
     params: object = None
@@ -81,6 +84,7 @@ class PacketRun:
     watch: tuple = ()
     max_watch: int = 64
     samples: int = 2000
+    slots: int | None = 8
 
 
 def _ring_stages(plan, op: str) -> list:
@@ -372,7 +376,7 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
                              switch_of=switch_of, reverse=links["reverse"],
                              framed=links["framed"], window=run.window, steps=steps,
                              max_window=_window_cap(estimate, steps, run),
-                             watch=watch, sample_interval=interval,
+                             slots=run.slots, watch=watch, sample_interval=interval,
                              max_samples=2 * run.samples + 16, pct=(99.0,))
     res = ring_run.result
     from hpnsim.collectives.closed_form.cost import schedule_latencies
