@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hpn_paper import GPUS_448, NCCL, SYSTEMS  # noqa: E402
 
 from hpnsim.collectives import run_collective  # noqa: E402
-from hpnsim.collectives.concurrent import Together, rail_groups, run_together, slowest  # noqa: E402,E501
-from hpnsim.collectives.packet_run import (  # noqa: E402
+from hpnsim.collectives.packet.run import (  # noqa: E402
     PacketRun,
     run_collective_packet,
     run_together_packet,
 )
+from hpnsim.collectives.planning.concurrent import Together, rail_groups, run_together, slowest  # noqa: E402,E501
 from hpnsim.fabrics import dcn_plus  # noqa: E402
 from hpnsim.packet import PacketParams  # noqa: E402
 

@@ -174,7 +174,7 @@ def packet_case(fabric, routing: str, case: str, size: float, max_packets: float
     run (NCCL 2.18.3 picks tree below 4 GiB; the packet engine runs collectives together as
     rings). Windowed: ``extrapolated`` is the share of steps (chunks) not simulated."""
     from hpnsim.collectives import run_collective
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet, run_together_packet
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet, run_together_packet
 
     gpus = np.arange(GPUS_448)
     op = "allgather" if case == "all-gather" else "allreduce"

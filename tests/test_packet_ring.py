@@ -117,8 +117,8 @@ def test_a_periodic_ring_window_settles_on_block_means_within_1pct_of_the_full_r
     # time repeats with period 8 (each host's 7 NVLink hops and one network hop: the late
     # chunks go around the ring one rank per step), so three step intervals never agree
     # within 1% and the window used to double to the end; block means of whole periods do.
-    from hpnsim.collectives.nccl import NcclParams
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.collectives.nccl.params import NcclParams
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
     from hpnsim.fabrics import hpn7
     from hpnsim.packet.ring import steady_rate
 

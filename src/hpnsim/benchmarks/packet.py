@@ -117,8 +117,8 @@ def _ring(size: float, window: bool):
 
 
 def _h800_ring(n_gpus: int, size: float):
-    from hpnsim.collectives.nccl import NcclParams
-    from hpnsim.collectives.packet_run import PacketRun, run_collective_packet
+    from hpnsim.collectives.nccl.params import NcclParams
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
     from hpnsim.fabrics import hpn7
 
     fabric = hpn7(segments=2, hosts_per_segment=n_gpus // 16, backup_hosts=0)
@@ -140,13 +140,13 @@ SCALE_448 = {
 def _paper_448(label: str, size: float):
     """The HPN paper's 448-GPU point ``label`` of :data:`SCALE_448` (its fabrics as
     ``experiments/hpn_paper.py`` builds them: ``hpn7(segments=2)``, ``dcn_plus(pods=1)``)."""
-    from hpnsim.collectives.concurrent import rail_groups
-    from hpnsim.collectives.nccl import NcclParams
-    from hpnsim.collectives.packet_run import (
+    from hpnsim.collectives.nccl.params import NcclParams
+    from hpnsim.collectives.packet.run import (
         PacketRun,
         run_collective_packet,
         run_together_packet,
     )
+    from hpnsim.collectives.planning.concurrent import rail_groups
     from hpnsim.fabrics import dcn_plus, hpn7
 
     name, routing, op, algo, rails = SCALE_448[label]
