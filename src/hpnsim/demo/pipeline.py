@@ -102,9 +102,12 @@ class DemoConfig:
     #: hosts of the rail's traffic (half per segment) and bytes each NIC sends
     packet_rail_hosts: int = 16
     packet_rail_bytes: float = 8 * 2**20
-    #: senders of the N:1 incast and bytes each sends
+    #: senders of the N:1 incast and bytes each sends: enough that the incast outgrows what
+    #: the default 151 MiB shared buffer absorbs before an ingress port reaches XOFF (a
+    #: lossless ingress pauses at 1/8 of the free buffer: 4 MiB a sender, a 28 MB queue, never
+    #: paused; 16 MiB a sender queues 61 MB and pauses two hops upstream)
     incast_senders: int = 8
-    incast_bytes: float = 4 * 2**20
+    incast_bytes: float = 16 * 2**20
     #: write each figure as SVG beside its PNG
     svg: bool = True
 
