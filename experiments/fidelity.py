@@ -269,7 +269,7 @@ def main() -> None:
     iteration_rows, breakdown = iteration_cases()
     rows = (collective_cases() + packet_cases() + gain_cases() + traffic_cases()
             + iteration_rows)
-    text = markdown(rows, time.time() - start, iteration_text(breakdown))
+    text = markdown(rows, time.time() - start, iteration_text(breakdown, iteration_rows))
     Path(args.out).write_text(text)
     print(text)
 
