@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hpnsim.report.canvas import pyplot, save
+from hpnsim.report.canvas import save, subplots
 
 __all__ = ["compare_table", "design_figure", "designs_table", "ladder_table", "plot_designs"]
 
@@ -125,11 +125,9 @@ def design_figure(designs: list[dict[str, Any]], title: str = ""):
     ...                       "cost_per_gpu_usd": 2228.75}])
     >>> fig.axes[0].get_xscale(), fig.axes[0].get_ylabel()
     ('log', 'network cost per GPU (USD)')
-    >>> pyplot().close(fig)
     """
-    plt = pyplot()
-    fig, (ax, side) = plt.subplots(1, 2, figsize=(12, 5.5), layout="constrained",
-                                   width_ratios=(2.6, 1))
+    fig, (ax, side) = subplots(1, 2, figsize=(12, 5.5), layout="constrained",
+                               width_ratios=(2.6, 1))
     side.axis("off")
     shown = [x for x in designs if x["feasible"]]
     for tiers, marker in ((2, "o"), (3, "s")):
