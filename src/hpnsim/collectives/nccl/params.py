@@ -58,8 +58,9 @@ NVLS_EFFICIENCY = {"h100": 0.85, "h200": 0.85, "h800": 0.85, "b200": 0.74}
 #: the proxy's post overhead per network step by host CPU, microseconds (tuning.cc
 #: ``getNetOverhead``, v2.18.3-1 and v2.29.7-1: 1 on Intel x86, 2 on AMD x86, 1 on any other
 #: CPU; NCCL reads the vendor from the topology). Reference hosts: a DGX A100 has two AMD EPYC
-#: 7742 (NVIDIA DGX A100 User Guide, hardware overview), a DGX H100 two Intel Xeon Platinum
-#: 8480C (DGX H100 User Guide); the HPN paper does not name its hosts' CPUs.
+#: 7742 (NVIDIA DGX A100 System User Guide DU-09821-001, 1.1.1 Component Specifications), a
+#: DGX H100 two Intel Xeon Platinum 8480C (DGX H100 User Guide); the HPN paper does not name
+#: its hosts' CPUs.
 NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "other": 1.0}
 
 #: NCCL tuning.cc latencies, microseconds: base (per algorithm, protocol ll/ll128/simple),
@@ -109,9 +110,9 @@ class NcclParams:
     tree_bandwidth_derate : tuning.cc tree all-reduce ``busBw * .92``.
     net_overhead_us : the proxy thread's cost of posting one network step, microseconds
         (tuning.cc ``getNetOverhead``, v2.18.3-1 and v2.29.7-1: 1 on Intel x86 and non-x86
-        hosts, 2 on AMD; NCCL_NET_OVERHEAD in ns overrides it). A ring that spans hosts pays
-        at least this per step (times 3 for Simple), inside the hosts too
-        (:meth:`latencies` with ``multi_host``).
+        hosts, 2 on AMD; NCCL_NET_OVERHEAD in ns overrides it; :data:`NET_OVERHEAD_US`,
+        ``for_gpu(gpu, cpu=...)``). A ring that spans hosts pays at least this per step
+        (times 3 for Simple), inside the hosts too (:meth:`latencies` with ``multi_host``).
     ring_simple_plateau : tuning.cc ring Simple all-reduce latency × 1.4 across nodes on
         Ampere and later ("plateau effect of ring").
     chunk_bytes : bytes one pipeline step carries per channel (Simple: 4 MiB buffer /
