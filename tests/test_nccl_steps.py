@@ -66,6 +66,18 @@ def test_all_gather_walk_and_amd_overhead():
     assert simulated == pytest.approx(by_hand * US, rel=1e-9)
 
 
+def test_two_dgx_a100_hosts_ring_ll_on_amd_by_hand():
+    # NVIDIA/nccl#812's group: 2 hosts x 8, ring all-reduce, LL. The slowest walk crosses 4
+    # times (2.7 us); its other 26 steps are NVLink hops at max(0.6, 2.0) us, the proxy's
+    # post on the DGX A100's AMD EPYC hosts (tuning.cc getNetOverhead); base 6.6 us.
+    amd = NcclParams.for_gpu("a100", cpu="amd")
+    by_hand = 6.6 + 26 * 2.0 + 4 * 2.7
+    steps = ring_step_latencies("allreduce", "ll", ranks=16, hosts=2, nccl=amd)
+    assert 6.6 * US + steps.sum() == pytest.approx(by_hand * US, rel=1e-12)
+    simulated = _latency_in_simulation(list(range(16)), "allreduce", "ll", amd)
+    assert simulated == pytest.approx(by_hand * US, rel=1e-9)
+
+
 def test_one_host_has_no_overhead_floor():
     # inside one host no proxy posts: the LL NVLink hop stays 0.6 us (7 steps of 8 GPUs)
     steps = ring_step_latencies("allgather", "ll", ranks=8, hosts=1)

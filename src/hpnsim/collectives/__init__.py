@@ -4,7 +4,8 @@
 
 - ``schedules``: the algorithms' schedules (``schedule``, ``ring``, ``tree``, ``nvls``,
   ``p2p``; ``algorithms`` builds them);
-- ``nccl``: NCCL's parameters (``params``, the per-step pipeline in ``steps``) and their
+- ``nccl``: NCCL's parameters (``params``, the per-step pipeline in ``steps``, NCCL's own
+  latency model by release in ``tuner``) and their
   calibration to logs (``measurement``, ``identifiability``, ``calibrate``, ``calibration``);
 - ``closed_form``: each algorithm in closed form on a group of hosts (``shape``, ``cost``
   with alpha-beta and NCCL's own model, ``forms``, ``nvlstree``, ``model`` with the ``auto``
@@ -30,6 +31,7 @@ _HOMES = {
     "build_schedule": "schedules.algorithms", "default_channels": "schedules.algorithms",
     "Schedule": "schedules.schedule", "Stage": "schedules.schedule",
     "PROTOCOL_EFFICIENCY": "nccl.params", "NcclParams": "nccl.params",
+    "tuner_latency": "nccl.tuner",
     "alpha_beta_time": "closed_form.cost", "hierarchical_time": "closed_form.cost",
     "hop_latencies": "closed_form.cost", "nccl_time": "closed_form.cost",
     "GroupShape": "closed_form.shape",

@@ -238,7 +238,9 @@ def nccl_time(op: str, algo: str, protocol: str, n: int, hosts: int, size: float
     and reduce-scatter), 0.5 · 0.92 · busBw for tree all-reduce; both times the protocol's
     efficiency. Latency = base + intra-host hops · NVLink hop latency + inter-host hops ·
     network hop latency, with 2(n-1) ring steps of which 2(hosts-1) cross hosts, and
-    2·((n/hosts - 1) + log2(hosts)) tree hops. ``hier`` uses ring latencies.
+    2·((n/hosts - 1) NVLink + log2i(hosts) network) tree hops, ``log2i`` the floor of log2
+    as in tuning.cc (56 hosts: 5, where the double binary tree is 6 deep; the closed form
+    and the simulation charge the depth). ``hier`` uses ring latencies.
 
     Parameters
     ----------
@@ -268,13 +270,14 @@ def nccl_time(op: str, algo: str, protocol: str, n: int, hosts: int, size: float
     if n == 1:
         return 0.0
     from hpnsim.collectives.nccl.params import resolve_nccl
+    from hpnsim.collectives.nccl.tuner import log2i
 
     nccl = resolve_nccl(nccl)
     base, nvlink, net = hop_latencies(algo, proto, nccl)
     local = max(n // max(hosts, 1), 1)
     efficiency = nccl.protocol_efficiency(proto)
     if algo == "tree":
-        latency = base + 2 * ((local - 1) * nvlink + math.log2(max(hosts, 1)) * net)
+        latency = base + 2 * ((local - 1) * nvlink + log2i(hosts) * net)
         algbw = 0.5 * nccl.tree_bandwidth_derate * bus_bandwidth
     else:
         rounds = 2 if op == "allreduce" else 1

@@ -165,7 +165,9 @@ def nvlstree_pipeline(shape: GroupShape, size: float, nccl: NcclParams, *,
     depth = dtree_depth(hosts)
     stage_nv = loop / nvlink                  # one loop through a GPU's NVLink, one way
     hop = loop / k / nic                      # a head's share of one loop over its NIC
-    fill = 2 * stage_nv + 2 * depth * hop
+    # the first loop carries the whole buffer when it is smaller than a loop (an 8-byte
+    # all-reduce fills nothing: its chunks are the buffer's, not 32 KiB slots)
+    fill = (2 * stage_nv + 2 * depth * hop) * min(size, loop) / loop
     per_loop = max(max(nvls_loads("allreduce", k)) * stage_nv,
                    dtree_load(hosts) / 2 * hop)
     return NvlsTreePipeline(chunk, streams, loops, 2 + 2 * depth, fill, per_loop,

@@ -55,6 +55,14 @@ NVLS_GPUS = ("h100", "h800", "h200", "b200")
 #: NVLS efficiency per GPU generation (tuning.cc ``nvlsEfficiency``: Hopper .85, Blackwell .74)
 NVLS_EFFICIENCY = {"h100": 0.85, "h200": 0.85, "h800": 0.85, "b200": 0.74}
 
+#: the proxy's post overhead per network step by host CPU, microseconds (tuning.cc
+#: ``getNetOverhead``, v2.18.3-1 and v2.29.7-1: 1 on Intel x86, 2 on AMD x86, 1 on any other
+#: CPU; NCCL reads the vendor from the topology). Reference hosts: a DGX A100 has two AMD EPYC
+#: 7742 (NVIDIA DGX A100 System User Guide DU-09821-001, 1.1.1 Component Specifications), a
+#: DGX H100 two Intel Xeon Platinum 8480C (DGX H100 User Guide); the HPN paper does not name
+#: its hosts' CPUs.
+NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "other": 1.0}
+
 #: NCCL tuning.cc latencies, microseconds: base (per algorithm, protocol ll/ll128/simple),
 #: per hop over NVLink, per hop over the network. NVLS: 25 us NVLink, 18 us network
 #: (NVLS tree 20.9 us network), Simple only.
@@ -102,9 +110,9 @@ class NcclParams:
     tree_bandwidth_derate : tuning.cc tree all-reduce ``busBw * .92``.
     net_overhead_us : the proxy thread's cost of posting one network step, microseconds
         (tuning.cc ``getNetOverhead``, v2.18.3-1 and v2.29.7-1: 1 on Intel x86 and non-x86
-        hosts, 2 on AMD; NCCL_NET_OVERHEAD in ns overrides it). A ring that spans hosts pays
-        at least this per step (times 3 for Simple), inside the hosts too
-        (:meth:`latencies` with ``multi_host``).
+        hosts, 2 on AMD; NCCL_NET_OVERHEAD in ns overrides it; :data:`NET_OVERHEAD_US`,
+        ``for_gpu(gpu, cpu=...)``). A ring that spans hosts pays at least this per step
+        (times 3 for Simple), inside the hosts too (:meth:`latencies` with ``multi_host``).
     ring_simple_plateau : tuning.cc ring Simple all-reduce latency × 1.4 across nodes on
         Ampere and later ("plateau effect of ring").
     chunk_bytes : bytes one pipeline step carries per channel (Simple: 4 MiB buffer /
@@ -175,8 +183,10 @@ class NcclParams:
             raise InputError("nccl.channels_per_nic", f"must be an integer in 1..64, got {cpn!r}")
 
     @classmethod
-    def for_gpu(cls, gpu: str, **overrides) -> NcclParams:
-        """Defaults for a GPU model: its NVLink and NVLS efficiencies, NVLS where it exists.
+    def for_gpu(cls, gpu: str, cpu: str | None = None, **overrides) -> NcclParams:
+        """Defaults for a GPU model: its NVLink and NVLS efficiencies, NVLS where it exists;
+        with ``cpu`` (intel, amd, other; :data:`NET_OVERHEAD_US`) the proxy's post overhead
+        NCCL charges on that host CPU (None: 1 µs, NCCL's Intel figure).
 
         Examples
         --------
@@ -184,6 +194,8 @@ class NcclParams:
         (True, False)
         >>> NcclParams.for_gpu("h800").nvls        # Hopper's NVSwitch has NVLink SHARP
         True
+        >>> NcclParams.for_gpu("a100", cpu="amd").net_overhead_us    # a DGX A100's EPYCs
+        2.0
         """
         name = str(gpu).strip().lower()
         if name not in NVLINK_EFFICIENCY:
@@ -192,6 +204,8 @@ class NcclParams:
         base = {"nvlink_efficiency": NVLINK_EFFICIENCY[name],
                 "nvls_efficiency": NVLS_EFFICIENCY.get(name, 0.85),
                 "nvls": name in NVLS_GPUS}
+        if cpu is not None:
+            base["net_overhead_us"] = net_overhead_for(cpu)
         return cls(**{**base, **overrides})
 
     @classmethod
@@ -295,6 +309,25 @@ class NcclParams:
 
 
 _INFLATION: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def net_overhead_for(cpu: str) -> float:
+    """NCCL's proxy post overhead per network step on a host CPU, microseconds
+    (:data:`NET_OVERHEAD_US`, tuning.cc ``getNetOverhead``).
+
+    Examples
+    --------
+    >>> net_overhead_for("AMD"), net_overhead_for("intel")
+    (2.0, 1.0)
+    >>> net_overhead_for("power")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: cpu: must be one of intel, amd, other, got 'power'
+    """
+    key = str(cpu).strip().lower()
+    if key not in NET_OVERHEAD_US:
+        raise InputError("cpu", f"must be one of {', '.join(NET_OVERHEAD_US)}, got {cpu!r}")
+    return NET_OVERHEAD_US[key]
 
 #: every link at its wire rate (NVLink, PCIe, network, NVLS efficiencies 1); protocols and
 #: latencies as NCCL's tables: the model before link efficiencies existed
