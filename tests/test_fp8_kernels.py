@@ -137,3 +137,15 @@ def test_fp8_gemm_option():
     with pytest.raises(InputError) as err:
         TrainJob("llama-7b", gpu="h100", dtype="fp8", fp8_gemm="cutlass")
     assert err.value.field == "fp8_gemm"
+
+
+def test_cli_refuses_an_unknown_fp8_library_before_any_work():
+    from typer.testing import CliRunner
+
+    from hpnsim.cli.main import app
+
+    result = CliRunner().invoke(app, ["train", "--model", "llama-7b", "--gpu", "h100",
+                                      "--dtype", "fp8", "--dp", "8", "--fp8-gemm", "cutlass"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "error: --fp8-gemm: Input should be 'cublas' or 'deepgemm', got 'cutlass'")
