@@ -266,7 +266,7 @@ class OperationModel:
         kernels = [op for op in self.block_kernels(job, name).ops if op.phase in phases
                    and (not names or op.name in names)
                    and (not part or _in_attention(op.name) == (part == "attention"))]
-        return slowdown(kernels, job.gpu, sms, self.table)
+        return slowdown(kernels, job.gpu, sms, self.table, self.fp8_gemm)
 
     def blocks(self, job, layers, first: bool, last: bool) -> list[Block]:
         """The stage's blocks in *forward* order."""
