@@ -122,9 +122,8 @@ def cast_transpose_rows() -> list[dict]:
 def fit_cast_transpose(rows, gpu) -> dict:
     """The cast-transpose calibration from TransformerEngine#101's rows: the floor is the
     shortest measured kernel, the bandwidth the relative least-squares fit of the rows that
-    move more than the part's L2 holds (``gpu.l2_bytes``: the benchmark re-runs the kernel on the
-    same buffers, so a smaller problem stays L2-resident, where a training step's casts, 67-360
-    MB in Llama 2 7B, do not); errors on every row, the L2-resident
+    move more than the part's L2 holds (``gpu.l2_bytes``: repeated runs of a smaller problem find
+    their data in L2, where a training step's casts, 67-360 MB in Llama 2 7B, do not); errors on every row, the L2-resident
     ones apart (``held_out``: not the regime the fit is for).
     """
     import numpy as np
