@@ -15,14 +15,21 @@ Sources (read from local git clones, at a recorded commit):
   (1D2D block scaling, BF16 out) on an H800, timed with DeepGEMM's ``bench_kineto``
   (``kernel_benchmark/deepgemm_gemm.py``).
 
+- figures published in GitHub threads (``tools/kernel_threads.py``, each with its URL, author
+  and date): cuBLASLt FP8 GEMMs through ``torch._scaled_mm`` on H100s, and TransformerEngine's
+  FP8 cast-transpose kernel on an H100 SXM.
+
 Writes into ``--out`` (default ``src/hpnsim/data``): ``kernels_vidur_a100.csv``,
-``kernels_vidur_h100.csv``, ``kernels_infersim_h800.csv`` (kernel tables ``--kernel-table``
-reads, with a ``#`` provenance header and the source's time in ``time_ms``), and
-``kernels_calibration.json`` (the fit of :mod:`hpnsim.training.compute.kernel_fit` on those
-files, with its held-out errors). Existing files are kept unless ``--force``.
+``kernels_vidur_h100.csv``, ``kernels_infersim_h800.csv``, ``kernels_scaled_mm_h100.csv``,
+``kernels_te_h100.csv`` (kernel tables ``--kernel-table`` reads, with a ``#`` provenance header
+and the source's time in ``time_ms``), and ``kernels_calibration.json`` (the fit of
+:mod:`hpnsim.training.compute.kernel_fit` on those files, with its held-out errors). Existing
+files are kept unless ``--force``; ``--refit`` keeps the clone-built tables and rewrites the
+rest.
 
     git clone https://github.com/microsoft/vidur; git clone https://github.com/alibaba/InferSim
     python tools/import_kernels.py --vidur vidur/.git --infersim InferSim/.git --force
+    python tools/import_kernels.py --refit     # no clones: thread tables and the fit
 """
 
 from __future__ import annotations
@@ -36,7 +43,12 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
-from hpnsim.training.compute.kernel_fit import fit_gemm, fit_memory, read_measurements
+from hpnsim.training.compute.kernel_fit import (
+    fit_gemm,
+    fit_gemm_scaled,
+    fit_memory,
+    read_measurements,
+)
 from hpnsim.training.compute.memory_ops import (
     gelu_bytes,
     norm_bytes,
@@ -45,6 +57,9 @@ from hpnsim.training.compute.memory_ops import (
     swiglu_bytes,
 )
 from hpnsim.workloads.gpus import get_gpu
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))   # kernel_threads.py sits beside it
+import kernel_threads as kt  # noqa: E402
 
 VIDUR = "microsoft/vidur"
 INFERSIM = "alibaba/InferSim"
@@ -155,18 +170,41 @@ def write_table(path: Path, header: list[str], gpu: str, dtype: str, rows: list[
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--vidur", required=True, help="git dir of a microsoft/vidur clone")
+    ap.add_argument("--vidur", help="git dir of a microsoft/vidur clone (omit with --refit)")
     ap.add_argument("--vidur-commit", default="HEAD")
-    ap.add_argument("--infersim", required=True, help="git dir of an alibaba/InferSim clone")
+    ap.add_argument("--infersim", help="git dir of an alibaba/InferSim clone (omit with --refit)")
     ap.add_argument("--infersim-commit", default="HEAD")
+    ap.add_argument("--refit", action="store_true",
+                    help="keep the shipped vidur/InferSim tables; rewrite the thread tables and "
+                         "the calibration fitted on all shipped tables")
     ap.add_argument("--out", default="src/hpnsim/data")
     ap.add_argument("--force", action="store_true", help="rebuild existing files")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.refit:
+        previous = json.loads((out / "kernels_calibration.json").read_text(encoding="utf-8"))
+        sources = [e for e in previous["sources"] if e["repository"] in (VIDUR, INFERSIM)]
+    elif args.vidur and args.infersim:
+        sources = import_clones(args, out)
+    else:
+        sys.exit("error: --vidur and --infersim (git dirs of the clones), or --refit")
+    sources += write_thread_tables(out, args.force or args.refit)
+    calibration = {"sources": sources, **calibrate(out)}
+    path = out / "kernels_calibration.json"
+    if path.exists() and not (args.force or args.refit):
+        sys.exit(f"error: {path} exists; pass --force to rebuild it")
+    path.write_text(json.dumps(calibration, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps({k: {p: {x: v for x, v in e.items() if x not in ("fitted_on", "held_out")}
+                          for p, e in calibration[k].items()} for k in ("gemm", "memory")},
+                     indent=1))
+
+
+def import_clones(args, out: Path) -> list[dict]:
+    """Write the vidur and InferSim tables from the clones; their source entries."""
     vidur_commit = resolve(args.vidur, args.vidur_commit)
     infersim_commit = resolve(args.infersim, args.infersim_commit)
-    sources, tables = [], {}
+    sources = []
     for gpu in ("a100", "h100"):
         under = f"data/profiling/compute/{gpu}"
         paths = [p for p in git_ls(args.vidur, vidur_commit, under) if p.endswith("/mlp.csv")]
@@ -187,7 +225,6 @@ def main(argv=None) -> None:
                   "rebuilt by tools/import_kernels.py"]
         path = out / f"kernels_vidur_{gpu}.csv"
         write_table(path, header, gpu, "fp16", rows, args.force)
-        tables[gpu] = path
         sources.append({"repository": VIDUR, "commit": vidur_commit, "licence": LICENCES[VIDUR],
                         "paths": paths, "gpu": gpu, "file": path.name,
                         "timed": "FP16 layer kernels (GEMMs, norms, rotary, activation, add)"})
@@ -203,27 +240,58 @@ def main(argv=None) -> None:
               "rebuilt by tools/import_kernels.py"]
     path = out / "kernels_infersim_h800.csv"
     write_table(path, header, "h800", "fp8", rows, args.force)
-    tables["h800"] = path
     sources.append({"repository": INFERSIM, "commit": infersim_commit,
                     "licence": LICENCES[INFERSIM], "paths": [infersim_path], "gpu": "h800",
                     "file": path.name, "timed": "DeepGEMM FP8 GEMMs, BF16 out"})
-    calibration = {"sources": sources, "gemm": {}, "memory": {}}
+    return sources
+
+
+def write_thread_tables(out: Path, force: bool) -> list[dict]:
+    """Write the tables of figures transcribed from GitHub threads (:mod:`kernel_threads`);
+    their source entries (URL, author, date; no licence: quoted measurements)."""
+    sources = []
+    for name, rows, dtype, threads in (
+            ("kernels_scaled_mm_h100.csv", kt.scaled_mm_rows(), "fp8",
+             ("pytorch/pytorch#143465", "meta-pytorch/float8_experimental#38",
+              "meta-pytorch/float8_experimental#100")),
+            ("kernels_te_h100.csv", kt.cast_transpose_rows(), "fp16",
+             ("NVIDIA/TransformerEngine#101",))):
+        header = [f"source: {kt.THREADS[t]['url']} ({kt.THREADS[t]['author']}, "
+                  f"{kt.THREADS[t]['date']}): {kt.THREADS[t]['timed']}; figure: "
+                  f"{kt.THREADS[t]['figure']}" for t in threads]
+        header += ["licence: none (figures quoted from public GitHub threads, with their URL)",
+                   "gpu: h100 as each thread names it; model column: thread and shape",
+                   "time_ms: the thread's figure in ms (derived from TFLOP/s where the thread "
+                   "prints TFLOP/s: pytorch/pytorch#143465); shape MxNxK or bytes",
+                   "rebuilt by tools/import_kernels.py from tools/kernel_threads.py"]
+        write_table(out / name, header, "h100", dtype, rows, force)
+        sources += [{"repository": t.split("#")[0], "thread": kt.THREADS[t]["url"],
+                     "author": kt.THREADS[t]["author"], "date": kt.THREADS[t]["date"],
+                     "licence": "none (quoted measurement)", "gpu": "h100", "file": name,
+                     "timed": kt.THREADS[t]["timed"]} for t in threads]
+    return sources
+
+
+def calibrate(out: Path) -> dict:
+    """The calibration fitted on the shipped tables in ``out``: GEMMs by part and dtype class,
+    elementwise kernels by part."""
+    def rows(name):
+        return read_measurements((out / name).read_text(encoding="utf-8"), name)
+    gemm, memory = {}, {}
     for gpu in ("a100", "h100"):
-        measured = read_measurements(tables[gpu].read_text(encoding="utf-8"))
-        calibration["gemm"][f"{gpu}/16bit"] = fit_gemm(measured, get_gpu(gpu), "fp16",
-                                                       HELD_OUT[gpu])
-        calibration["memory"][gpu] = fit_memory(measured, get_gpu(gpu), HELD_OUT[gpu])
-    measured = read_measurements(tables["h800"].read_text(encoding="utf-8"))
+        measured = rows(f"kernels_vidur_{gpu}.csv")
+        gemm[f"{gpu}/16bit"] = fit_gemm(measured, get_gpu(gpu), "fp16", HELD_OUT[gpu])
+        memory[gpu] = fit_memory(measured, get_gpu(gpu), HELD_OUT[gpu])
+    memory["h100"]["kernels"]["cast_transpose"] = kt.fit_cast_transpose(
+        rows("kernels_te_h100.csv"), get_gpu("h100"))
+    scaled = [r for r in rows("kernels_scaled_mm_h100.csv")
+              if r.model.startswith(kt.SCALED_MM_FIT_SOURCE)]
+    gemm["h100/fp8-cublas"] = fit_gemm_scaled(scaled, get_gpu("h100"), "fp8", kt.PT_HELD_OUT,
+                                              gemm["h100/16bit"], "h100/16bit")
+    measured = rows("kernels_infersim_h800.csv")
     groups = sorted({r.model for r in measured})
-    calibration["gemm"]["h800/fp8"] = fit_gemm(measured, get_gpu("h800"), "fp8",
-                                               tuple(groups[1::2]))
-    path = out / "kernels_calibration.json"
-    if path.exists() and not args.force:
-        sys.exit(f"error: {path} exists; pass --force to rebuild it")
-    path.write_text(json.dumps(calibration, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps({k: {p: {x: v for x, v in e.items() if x not in ("fitted_on", "held_out")}
-                          for p, e in calibration[k].items()} for k in ("gemm", "memory")},
-                     indent=1))
+    gemm["h800/fp8-deepgemm"] = fit_gemm(measured, get_gpu("h800"), "fp8", tuple(groups[1::2]))
+    return {"gemm": gemm, "memory": memory}
 
 
 if __name__ == "__main__":

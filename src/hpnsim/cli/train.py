@@ -119,6 +119,10 @@ def register(app: typer.Typer) -> None:
             None, "--attention", help="Core attention kernel: flash (fused) or unfused "
                                       "(Megatron's, scores in HBM); default: what "
                                       "--megatron-core runs by default (fused from 0.7)."),
+        fp8_gemm: str = typer.Option(
+            None, "--fp8-gemm", help="FP8 GEMM library whose measured kernels time --dtype "
+                                     "fp8: cublas (TransformerEngine's cuBLASLt, default) "
+                                     "or deepgemm."),
         gpu_variation: float = typer.Option(
             None, "--gpu-variation", help="Coefficient of variation of a GPU's compute time "
                                           "per step, for the slowest-GPU term (0: off; "
@@ -226,7 +230,7 @@ def register(app: typer.Typer) -> None:
                    "selective_recompute": selective_recompute or None,
                    "overlap_param_gather": overlap_param_gather or None,
                    "megatron_core": megatron_core, "attention": attention,
-                   "gpu_variation": gpu_variation}
+                   "fp8_gemm": fp8_gemm, "gpu_variation": gpu_variation}
             if mfu is not None:
                 if compute_efficiency is not None:
                     raise InputError("--mfu", "give --compute-efficiency only (--mfu is its "

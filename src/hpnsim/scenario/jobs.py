@@ -125,6 +125,10 @@ class JobSpec(BaseModel):
         None, exclude=True,   # not echoed: the job's own JSON names it when not flash
         description="core attention kernel: flash (fused) or unfused (Megatron's core "
                     "attention, scores in HBM); default: what megatron_core runs by default")
+    fp8_gemm: Literal["cublas", "deepgemm"] | None = Field(
+        None, exclude=True,   # not echoed: the job's own JSON names it when not cublas
+        description="FP8 GEMM library whose measured kernels time a dtype: fp8 job: cublas "
+                    "(TransformerEngine's cuBLASLt, the default) or deepgemm")
     gpu_variation: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
         None, exclude=True,
         description="coefficient of variation of one GPU's compute time per step (the "

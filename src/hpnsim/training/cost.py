@@ -40,6 +40,7 @@ from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable, OpList, head_ops, layer_ops, step_ops
 from hpnsim.training.compute import embedding_ops as _embedding_ops
 from hpnsim.training.compute.contention import slowdown
+from hpnsim.training.compute.gemm_library import GemmLibrary, gemm_library
 from hpnsim.training.compute.overhead import pass_gaps
 from hpnsim.training.straggler import GPU_VARIATION
 
@@ -204,8 +205,9 @@ class OperationModel:
     #: the default per-GPU variation of a job timed by this model (measured)
     gpu_variation = GPU_VARIATION
 
-    def __init__(self, dtype: str = "bf16", table: KernelTable | None = None):
-        self.dtype, self.table = dtype, table
+    def __init__(self, dtype: str = "bf16", table: KernelTable | None = None,
+                 fp8_gemm: GemmLibrary | None = None):
+        self.dtype, self.table, self.fp8_gemm = dtype, table, gemm_library(fp8_gemm)
 
     def _sharding(self, job) -> dict:
         return dict(micro_batch=job.micro_batch, seq_len=job.seq_len, tp=job.tp, cp=job.cp,
@@ -252,7 +254,8 @@ class OperationModel:
         if name == "head":
             return head_ops(spec, job.gpu, **shard)
         return layer_ops(spec, job.gpu, layer=int(name.removeprefix("layer")), ep=job.ep,
-                         dtype=self.dtype, attention=job.attention, **shard)
+                         dtype=self.dtype, attention=job.attention, fp8_gemm=self.fp8_gemm,
+                         **shard)
 
     def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
                  names: tuple[str, ...] = (), part: str = "") -> float:
@@ -263,7 +266,7 @@ class OperationModel:
         kernels = [op for op in self.block_kernels(job, name).ops if op.phase in phases
                    and (not names or op.name in names)
                    and (not part or _in_attention(op.name) == (part == "attention"))]
-        return slowdown(kernels, job.gpu, sms, self.table)
+        return slowdown(kernels, job.gpu, sms, self.table, self.fp8_gemm)
 
     def blocks(self, job, layers, first: bool, last: bool) -> list[Block]:
         """The stage's blocks in *forward* order."""
@@ -278,7 +281,8 @@ class OperationModel:
             moe = spec.is_moe_layer(layer)
             if moe not in cached:
                 cached[moe] = layer_ops(spec, job.gpu, layer=layer, ep=job.ep,
-                                        dtype=self.dtype, attention=job.attention, **shard)
+                                        dtype=self.dtype, attention=job.attention,
+                                        fp8_gemm=self.fp8_gemm, **shard)
             out.append(self._block(job, f"layer{layer}", cached[moe], _counts(job, moe),
                                    _params(job, layer)))
         if last:

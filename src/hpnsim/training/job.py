@@ -20,6 +20,7 @@ from pathlib import Path
 
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable
+from hpnsim.training.compute.gemm_library import DEFAULT_LIBRARY, GemmLibrary, gemm_library
 from hpnsim.training.cost import CONSTANT_OPTIMIZER_BYTES, ConstantEfficiency, OperationModel
 from hpnsim.training.frameworks import MEGATRON_CORE_DEFAULT
 from hpnsim.training.job_costs import StageCosts
@@ -159,6 +160,10 @@ class TrainJob(StageCosts):
         Coefficient of variation of one GPU's compute time per step (0 leaves the straggler
         term out); default the measured :data:`~hpnsim.training.straggler.GPU_VARIATION`
         (0 with ``compute_efficiency``: the constant model's fraction folds it in).
+    fp8_gemm : {"cublas", "deepgemm"}, optional
+        The library whose measured FP8 GEMMs time a ``dtype="fp8"`` job's linear layers
+        (:mod:`hpnsim.training.compute.gemm_library`). Default ``"cublas"``: every framework
+        hpnsim models (Megatron-LM, NeMo) runs TransformerEngine's cuBLASLt GEMMs.
     layout : Layout, optional
         The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
         defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
@@ -198,6 +203,7 @@ class TrainJob(StageCosts):
     overlap_param_gather: bool
     megatron_core: tuple[int, int]
     attention: str
+    fp8_gemm: GemmLibrary
     gpu_variation: float
     optimizer_bytes_per_param: float | None
     stage_layers: tuple[int, ...]
@@ -220,7 +226,7 @@ class TrainJob(StageCosts):
                  compute_efficiency: float | None = None,
                  kernel_table: KernelTable | str | Path | None = None,
                  megatron_core: str = DEFAULT_VERSION_TEXT, attention: str | None = None,
-                 gpu_variation: float | None = None):
+                 gpu_variation: float | None = None, fp8_gemm: str | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -232,6 +238,7 @@ class TrainJob(StageCosts):
         kernel = check_attention(megatron_core, attention, cp)
         set_ = object.__setattr__
         set_(self, "attention", kernel)
+        set_(self, "fp8_gemm", gemm_library(fp8_gemm))
         set_(self, "model", spec)
         if mfu is not None:
             warnings.warn("TrainJob(mfu=...) is deprecated: it is the fraction of peak every "
@@ -296,7 +303,8 @@ class TrainJob(StageCosts):
     def compute_model(self) -> OperationModel | ConstantEfficiency:
         """The strategy timing this job's kernels: the per-operation model, or the constant
         efficiency (given, or the GPU's ``mfu`` for a spec without the compute fields)."""
-        return compute_model(self.gpu, self.dtype, self.compute_efficiency, self.kernel_table)
+        return compute_model(self.gpu, self.dtype, self.compute_efficiency, self.kernel_table,
+                             self.fp8_gemm)
 
     # ----- the layout's sizes, read-only -------------------------------------------------
     tp = property(lambda self: self.layout.tp, doc="Tensor-parallel size.")
@@ -398,6 +406,8 @@ class TrainJob(StageCosts):
             **({"megatron_core": ".".join(map(str, self.megatron_core))}
                if self.megatron_core != MEGATRON_CORE_DEFAULT else {}),
             **({"attention": self.attention} if self.attention != "flash" else {}),
+            **({"fp8_gemm": self.fp8_gemm.value}
+               if self.fp8_gemm is not DEFAULT_LIBRARY else {}),
             **({"gpu_variation": self.gpu_variation}
                if self.gpu_variation != self.compute_model.gpu_variation else {}),
             **({"stage_layers": list(self.stage_layers)}

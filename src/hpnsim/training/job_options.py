@@ -87,7 +87,8 @@ def compute_settings(gpu: GPUSpec, dtype, efficiency, table
 
 
 def compute_model(gpu: GPUSpec, dtype: str, efficiency: float | None,
-                  table: KernelTable | None) -> OperationModel | ConstantEfficiency:
+                  table: KernelTable | None, fp8_gemm=None
+                  ) -> OperationModel | ConstantEfficiency:
     """The strategy timing a job's kernels: the per-operation model, or the constant
     efficiency (given, or the GPU's ``mfu`` for a spec without the compute fields).
 
@@ -99,7 +100,7 @@ def compute_model(gpu: GPUSpec, dtype: str, efficiency: float | None,
         return ConstantEfficiency(efficiency, dtype)
     if not (gpu.tensor_peaks and gpu.sm_count and gpu.architecture):
         return ConstantEfficiency(gpu.mfu, dtype)
-    return OperationModel(dtype, table)
+    return OperationModel(dtype, table, fp8_gemm)
 
 
 def job_layout(spec: models.ModelSpec, layout: Layout | None, parallel: dict, *, zero: int,

@@ -11,6 +11,8 @@ in docs/compute.md. Parts without a measurement fall back to the MAMF-ceiling ca
 
 >>> gemm_calibration("h100", "16bit").fitted_on[:1]
 ('Qwen/Qwen-72B',)
+>>> gemm_calibration("h100", "fp8-cublas").fitted_on[0]
+'pytorch/pytorch#143465 16384x8192x1280'
 >>> memory_calibration("b200", "rmsnorm") is None
 True
 """
@@ -41,8 +43,10 @@ class ShapeClass(Enum):
 
 #: an elementwise kernel never fitted on its own uses the fit of the measured kernel that
 #: reads and writes alike: LayerNorm RMSNorm's row reduction (checked on held-out Phi-2 rows,
-#: docs/compute.md). GeLU is not mapped to SwiGLU: on Phi-2 that fit is 45-51% too slow.
-KERNEL_FAMILY = {"layernorm": "rmsnorm"}
+#: docs/compute.md); TransformerEngine's FP8 transpose its cast-transpose (the same tiled
+#: kernel, TransformerEngine#138: "similar perf optimizations"). GeLU is not mapped to SwiGLU:
+#: on Phi-2 that fit is 45-51% too slow.
+KERNEL_FAMILY = {"layernorm": "rmsnorm", "transpose": "cast_transpose"}
 
 #: waves of the largest tiles up to which a GEMM is in ``FEW_WAVES``
 FEW_WAVES_MAX = 4
@@ -95,7 +99,8 @@ def calibration_data() -> dict:
 @cache
 def gemm_calibration(part: str, dtype_class: str) -> GemmCalibration | None:
     """The fitted GEMM calibration of a measured part (``"h100"``, ``"a100"``, ``"h800"``) and
-    dtype class (``"16bit"``, ``"fp8"``), or None where nothing was measured."""
+    dtype class (``"16bit"``; FP8 per library: ``"fp8-cublas"`` on H100, ``"fp8-deepgemm"``
+    on H800), or None where nothing was measured."""
     entry = calibration_data()["gemm"].get(f"{part}/{dtype_class}")
     if entry is None:
         return None
@@ -108,7 +113,8 @@ def gemm_calibration(part: str, dtype_class: str) -> GemmCalibration | None:
 @cache
 def memory_calibration(part: str, kernel: str) -> MemoryCalibration | None:
     """The fitted calibration of elementwise kernel ``kernel`` on a measured part: its own fit
-    where it was measured (``"rmsnorm"``, ``"rotary"``, ``"swiglu"``, ``"residual"``), its
+    where it was measured (``"rmsnorm"``, ``"rotary"``, ``"swiglu"``, ``"residual"``; on H100
+    also TransformerEngine's ``"cast_transpose"``), its
     family's (:data:`KERNEL_FAMILY`) otherwise, None for a kernel or part never measured.
 
     >>> memory_calibration("h100", "layernorm") == memory_calibration("h100", "rmsnorm")

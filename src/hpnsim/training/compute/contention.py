@@ -67,8 +67,9 @@ def without_sms(gpu: GPUSpec, sms: int) -> GPUSpec:
                    peak_flops=gpu.peak_flops * left)
 
 
-def contended_seconds(op: Op, gpu: GPUSpec, sms: int, table=None) -> float:
-    """The time of kernel ``op`` with ``sms`` SMs held by a communication kernel.
+def contended_seconds(op: Op, gpu: GPUSpec, sms: int, table=None, library=None) -> float:
+    """The time of kernel ``op`` with ``sms`` SMs held by a communication kernel (an FP8 GEMM
+    timed with ``library``'s calibration, :mod:`~hpnsim.training.compute.gemm_library`).
 
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> from hpnsim.training.compute import gemm_time
@@ -83,13 +84,14 @@ def contended_seconds(op: Op, gpu: GPUSpec, sms: int, table=None) -> float:
     if op.kind == "gemm" or op.name in UNFUSED_GEMMS:
         m, n, k, *groups = op.shape
         batch = groups[0] if groups else 1
-        slowed = gemm_time(m, n, k, op.dtype, without_sms(gpu, sms), batch=batch, table=table)
-        full = gemm_time(m, n, k, op.dtype, gpu, batch=batch, table=table)
+        slowed = gemm_time(m, n, k, op.dtype, without_sms(gpu, sms), batch=batch, table=table,
+                           library=library)
+        full = gemm_time(m, n, k, op.dtype, gpu, batch=batch, table=table, library=library)
         return op.seconds * slowed.seconds / full.seconds
     return op.seconds * gpu.sm_count / (gpu.sm_count - sms)   # fused attention
 
 
-def slowdown(ops, gpu: GPUSpec, sms: int, table=None) -> float:
+def slowdown(ops, gpu: GPUSpec, sms: int, table=None, library=None) -> float:
     """Time of ``ops`` beside a communication kernel holding ``sms`` SMs over their time
     alone (1 for no ops).
 
@@ -99,4 +101,4 @@ def slowdown(ops, gpu: GPUSpec, sms: int, table=None) -> float:
     alone = sum(op.seconds for op in ops)
     if not alone:
         return 1.0
-    return sum(contended_seconds(op, gpu, sms, table) for op in ops) / alone
+    return sum(contended_seconds(op, gpu, sms, table, library) for op in ops) / alone

@@ -21,8 +21,10 @@
   last wave is ragged are slower here than under cuBLAS's stream-K kernels.
 
 ``eta`` is **fitted to measured kernels** where the part was measured (A100 and H100 16-bit
-GEMMs from microsoft/vidur's per-operation profiles, Hopper FP8 from alibaba/InferSim's DeepGEMM
-table; H800 and H200 share H100's compute): one ``eta`` per :class:`ShapeClass` (a grid under
+GEMMs from microsoft/vidur's per-operation profiles; Hopper FP8 per library
+(:mod:`~hpnsim.training.compute.gemm_library`): cuBLASLt from public ``torch._scaled_mm``
+timings, the default, or DeepGEMM from alibaba/InferSim's table; H800 and H200 share H100's
+compute): one ``eta`` per :class:`ShapeClass` (a grid under
 one wave, with smaller tiles and split-K; one to four waves; more), with a shortest kernel
 ``floor_s`` added to the compute side and a fitted streaming efficiency on the memory side
 (:mod:`~hpnsim.training.compute.calibration`; fit and held-out errors in docs/compute.md). The
@@ -54,6 +56,7 @@ from hpnsim.training.compute.calibration import (
     ShapeClass,
     gemm_calibration,
 )
+from hpnsim.training.compute.gemm_library import GemmLibrary, gemm_library
 from hpnsim.training.compute.memory_ops import HBM_EFFICIENCY
 from hpnsim.training.compute.precision import (
     element_bytes,
@@ -105,15 +108,17 @@ MAMF: dict[tuple[str, str], tuple[float, int, int, int, str]] = {
 _MAMF_STAND_IN = {"fp16": "bf16", "tf32": "bf16"}
 #: a user GPU borrows the catalog part of its architecture
 _ARCH_REFERENCE = {"ampere": "a100", "hopper": "h100", "blackwell": "b200"}
-#: dtype -> the calibration's dtype class (FP16 and BF16 run the same tensor rate and kernels)
+#: dtype -> the calibration's dtype class (FP16 and BF16 run the same tensor rate and kernels;
+#: FP8 classes are per library, :func:`dtype_class`)
 _DTYPE_CLASS = {"bf16": "16bit", "fp16": "16bit", "fp8": "fp8"}
 #: (catalog part, dtype class) -> the measured part whose fitted calibration it uses. H800 and
-#: H200 are the H100 die and clocks (their memory side keeps their own bandwidth); Hopper FP8
-#: was measured on an H800 (InferSim, DeepGEMM).
+#: H200 are the H100 die and clocks (their memory side keeps their own bandwidth); cuBLASLt FP8
+#: was measured on H100s (``torch._scaled_mm``), DeepGEMM on an H800 (InferSim).
 _FITTED_PART = {
     ("a100", "16bit"): ("a100", "16bit"),
     **{(p, "16bit"): ("h100", "16bit") for p in ("h100", "h800", "h200")},
-    **{(p, "fp8"): ("h800", "fp8") for p in ("h100", "h800", "h200")},
+    **{(p, "fp8-cublas"): ("h100", "fp8-cublas") for p in ("h100", "h800", "h200")},
+    **{(p, "fp8-deepgemm"): ("h800", "fp8-deepgemm") for p in ("h100", "h800", "h200")},
 }
 
 
@@ -168,7 +173,7 @@ class GemmTiming:
 
 def gemm_time(m: int, n: int, k: int, dtype: str, gpu: GPUSpec, *, batch: int = 1,
               out_dtype: str = "bf16", clock_hz: float | None = None,
-              table=None) -> GemmTiming:
+              table=None, library: GemmLibrary | str | None = None) -> GemmTiming:
     """Time of ``batch`` GEMMs ``[m, k] @ [k, n]`` in ``dtype`` on ``gpu``.
 
     Parameters
@@ -190,6 +195,10 @@ def gemm_time(m: int, n: int, k: int, dtype: str, gpu: GPUSpec, *, batch: int = 
         Measured kernels (:mod:`~hpnsim.training.compute.kernel_tables`); where it has GEMM
         rows for this GPU and dtype, their measured/modelled ratio, interpolated in log-shape,
         scales the modelled rate.
+    library : GemmLibrary or str, optional
+        The FP8 GEMM library whose measured kernels calibrate an FP8 GEMM
+        (:mod:`~hpnsim.training.compute.gemm_library`; default cuBLASLt, as TransformerEngine
+        runs it); 16-bit GEMMs are cuBLAS's whatever it says.
 
     Examples
     --------
@@ -198,6 +207,10 @@ def gemm_time(m: int, n: int, k: int, dtype: str, gpu: GPUSpec, *, batch: int = 
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> gemm_time(4096, 4096, 64, "bf16", get_gpu("h100")).bound
     'memory'
+    >>> h100 = get_gpu("h100")   # DeepGEMM's kernels are faster than cuBLASLt's at this shape
+    >>> (gemm_time(4096, 4096, 4096, "fp8", h100, library="deepgemm").seconds
+    ...  < gemm_time(4096, 4096, 4096, "fp8", h100).seconds)
+    True
     >>> gemm_time(4096, 4096, 4096, "fp8", get_gpu("a100"))
     Traceback (most recent call last):
     ...
@@ -210,9 +223,10 @@ def gemm_time(m: int, n: int, k: int, dtype: str, gpu: GPUSpec, *, batch: int = 
     dtype = str(dtype).strip().lower()
     element_bytes(out_dtype, "out_dtype")
     clock = gpu.sustained_clock_hz if clock_hz is None else positive_number("clock_hz", clock_hz)
-    timing = _modelled(m, n, k, batch, dtype, out_dtype, clock, gpu)
+    library = gemm_library(library)
+    timing = _modelled(m, n, k, batch, dtype, out_dtype, clock, gpu, library)
     if table is not None:
-        ratio = table.gemm_ratio(gpu, dtype, (m, n, k), _model_rate(gpu, dtype))
+        ratio = table.gemm_ratio(gpu, dtype, (m, n, k), _model_rate(gpu, dtype, library))
         if ratio is not None:
             timing = replace(timing, seconds=timing.seconds / ratio, bound="table")
     return timing
@@ -297,10 +311,10 @@ def kernel_plan(m: int, n: int, k: int, batch: int, architecture: str, sm_count:
 
 
 @lru_cache(maxsize=1 << 16)
-def _modelled(m, n, k, batch, dtype, out_dtype, clock, gpu) -> GemmTiming:
+def _modelled(m, n, k, batch, dtype, out_dtype, clock, gpu, library) -> GemmTiming:
     # validated inputs only; cached because a model has few distinct GEMM shapes per layer
     a_bytes, c_bytes = element_bytes(dtype), element_bytes(out_dtype)
-    cal = calibration(gpu, dtype)
+    cal = calibration(gpu, dtype, library)
     flops = 2.0 * m * n * k * batch
     traffic = float(batch * ((m * k + k * n) * a_bytes + m * n * c_bytes))
     memory_s = traffic / (gpu.memory_bandwidth * cal.memory_efficiency) + cal.memory_floor_s
@@ -348,19 +362,34 @@ def mamf_ceiling(gpu: GPUSpec, dtype: str) -> float | None:
     return MAMF[key][0] * 1e12 if key in MAMF else None
 
 
-def calibration(gpu: GPUSpec, dtype: str) -> GemmCalibration:
-    """The GEMM calibration of ``gpu`` and ``dtype``: fitted to measured kernels where the part
-    (or the part it shares its compute with) was measured, else the MAMF-ceiling one.
+def dtype_class(dtype: str, library: GemmLibrary | str | None = None) -> str | None:
+    """The calibration class of a GEMM in ``dtype`` run by ``library``: ``"16bit"`` (BF16 and
+    FP16, cuBLAS), ``"fp8-cublas"``, ``"fp8-deepgemm"``; None for a dtype never measured.
+
+    >>> dtype_class("bf16", "deepgemm"), dtype_class("fp8"), dtype_class("tf32")
+    ('16bit', 'fp8-cublas', None)
+    """
+    key = _DTYPE_CLASS.get(str(dtype).strip().lower())
+    return f"{key}-{gemm_library(library).value}" if key == "fp8" else key
+
+
+def calibration(gpu: GPUSpec, dtype: str,
+                library: GemmLibrary | str | None = None) -> GemmCalibration:
+    """The GEMM calibration of ``gpu``, ``dtype`` and FP8 ``library``: fitted to measured
+    kernels where the part (or the part it shares its compute with) was measured, else the
+    MAMF-ceiling one.
 
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> calibration(get_gpu("h800"), "bf16") == calibration(get_gpu("h100"), "fp16")
     True
     >>> calibration(get_gpu("b200"), "bf16").fitted_on   # no measurement: MAMF ceiling
     ()
+    >>> calibration(get_gpu("h100"), "fp8", "deepgemm").fitted_on[0]
+    'n=128,k=65536'
     """
     dtype = str(dtype).strip().lower()
     reference = _reference(gpu)
-    fitted = _FITTED_PART.get((reference, _DTYPE_CLASS.get(dtype)))
+    fitted = _FITTED_PART.get((reference, dtype_class(dtype, library)))
     if fitted is not None:
         return gemm_calibration(*fitted)
     eta = _mamf_eta(gpu, dtype)
@@ -405,8 +434,8 @@ def _mamf_calibrated(name: str, dtype: str) -> float:
     return eta
 
 
-def _model_rate(gpu: GPUSpec, dtype: str):
+def _model_rate(gpu: GPUSpec, dtype: str, library: GemmLibrary):
     def rate(shape: tuple[int, ...]) -> float:
         m, n, k = shape
-        return gemm_time(m, n, k, dtype, gpu).achieved_flops
+        return gemm_time(m, n, k, dtype, gpu, library=library).achieved_flops
     return rate

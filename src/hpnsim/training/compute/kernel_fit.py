@@ -10,6 +10,12 @@ on, both are linear in their unknowns (``1/eta`` per :class:`ShapeClass`, the fl
 row changes side. The plan does not depend on the constants (every candidate tile of one shape
 is in the same class), so the fit is deterministic and small.
 
+A library measured only at a few large shapes (cuBLASLt FP8: every public timing is a
+training-size GEMM) cannot fix a per-class efficiency or a floor. :func:`fit_gemm_scaled` then
+fits one factor ``s`` on the measured rows and keeps a measured reference calibration's class
+structure, floor and memory side: ``eta[c] = s x eta_ref[c]`` (cuBLASLt FP8 on cuBLAS's own
+16-bit fit: the same library's tile and wave heuristics).
+
 Memory-bound kernels: ``seconds = floor + bytes / (bandwidth x e)`` per kernel name (an
 RMSNorm kernel and a residual add reach different fractions of HBM bandwidth for the bytes the
 model counts), the same weighted fit.
@@ -114,6 +120,59 @@ def fit_gemm(rows: list[MeasuredKernel], gpu: GPUSpec, dtype: str,
         "floor_us": float(compute_c[-1] * 1e6),
         "memory_efficiency": float(1 / memory_c[0]),
         "memory_floor_us": float(memory_c[1] * 1e6),
+        "fitted_on": sorted({r.model for r in gemms if r.model not in held_out}),
+        "held_out": sorted(held_out),
+        "errors": error_summary(gemms, predicted, train),
+    }
+
+
+def fit_gemm_scaled(rows: list[MeasuredKernel], gpu: GPUSpec, dtype: str,
+                    held_out: tuple[str, ...], reference: dict, reference_name: str) -> dict:
+    """Fit one factor on ``reference``'s issue efficiencies (a calibration entry of the same
+    library) to the GEMM rows of groups not in ``held_out``; floor and memory side are the
+    reference's. Returns a calibration entry like :func:`fit_gemm`'s, with ``scale`` and
+    ``scaled_from``.
+
+    >>> from hpnsim.workloads.gpus import get_gpu
+    >>> ref = {"eta": {"sub_wave": 0.5, "few_waves": 0.5, "many_waves": 0.5}, "floor_us": 0.0,
+    ...        "memory_efficiency": 0.9, "memory_floor_us": 0.0}
+    >>> g = get_gpu("h100")     # a kernel whose block-steps run at exactly 0.4 of the peak
+    >>> work = kernel_plan(8192, 8192, 8192, 1, "hopper", 132, 1).work
+    >>> rows = [MeasuredKernel("a", "gemm", (8192,) * 3, work / (0.4 * g.tensor_peak("fp8") / 132))]
+    >>> fit = fit_gemm_scaled(rows, g, "fp8", (), ref, "ref")
+    >>> round(fit["eta"]["many_waves"], 9), fit["scaled_from"]
+    (0.4, 'ref')
+    """
+    gemms = [r for r in rows if r.op == "gemm"]
+    classes = list(ShapeClass)
+    a_bytes = element_bytes(dtype)
+    per_sm = gpu.tensor_peak(dtype) / gpu.sm_count
+    floor = reference["floor_us"] * 1e-6
+    base = np.zeros(len(gemms))     # compute seconds at s = 1, floor excluded
+    memory = np.zeros(len(gemms))
+    for i, r in enumerate(gemms):
+        m, n, k = r.shape
+        plan = kernel_plan(m, n, k, 1, gpu.architecture, gpu.sm_count, a_bytes)
+        base[i] = plan.work / (per_sm * reference["eta"][plan.shape_class.value])
+        memory[i] = (((m * k + k * n) * a_bytes + m * n * 2)
+                     / (gpu.memory_bandwidth * reference["memory_efficiency"])
+                     + reference["memory_floor_us"] * 1e-6)
+    y = np.array([r.seconds for r in gemms])
+    train = np.array([r.model not in held_out for r in gemms])
+    if not train.any():
+        raise ValueError(f"{gpu.name} {dtype}: no fitted rows")
+    # relative least squares of base / s + floor = y over the fitted rows: closed form in 1/s
+    w = 1.0 / y[train]
+    inverse = float(np.sum(base[train] * (y[train] - floor) * w * w)
+                    / np.sum((base[train] * w) ** 2))
+    predicted = np.maximum(base * inverse + floor, memory)
+    scale = 1.0 / inverse
+    return {
+        "eta": {c.value: float(scale * reference["eta"][c.value]) for c in classes},
+        "floor_us": float(reference["floor_us"]),
+        "memory_efficiency": float(reference["memory_efficiency"]),
+        "memory_floor_us": float(reference["memory_floor_us"]),
+        "scale": scale, "scaled_from": reference_name,
         "fitted_on": sorted({r.model for r in gemms if r.model not in held_out}),
         "held_out": sorted(held_out),
         "errors": error_summary(gemms, predicted, train),

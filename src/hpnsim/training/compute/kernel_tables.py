@@ -174,8 +174,10 @@ class KernelTable:
 
 def packaged_table(name: str) -> KernelTable:
     """A kernel table shipped with hpnsim: ``"vidur_h100"``, ``"vidur_a100"`` (microsoft/vidur,
-    FP16 layer kernels) or ``"infersim_h800"`` (alibaba/InferSim, DeepGEMM FP8); provenance in
-    each file's header.
+    FP16 layer kernels), ``"infersim_h800"`` (alibaba/InferSim, DeepGEMM FP8),
+    ``"scaled_mm_h100"`` (cuBLASLt FP8 GEMMs through ``torch._scaled_mm``) or ``"te_h100"``
+    (TransformerEngine's FP8 cast-transpose), the last two quoted from GitHub threads;
+    provenance in each file's header.
 
     >>> t = packaged_table("vidur_h100")
     >>> round(t.select("h100", "gemm", "fp16")[0].value, 1) > 0

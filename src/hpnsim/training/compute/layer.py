@@ -19,11 +19,15 @@ micro-batch and a sharding, what a Megatron-LM / Transformer Engine layer runs o
   width sharded by TP) as one grouped GEMM, and the shared experts as a dense MLP;
 - memory-bound ops: norms, rotary, SwiGLU or GeLU, residual adds, optional dropout; biases
   are fused into GEMM epilogues (cuBLASLt/Transformer Engine) and cost nothing extra;
-- FP8 (``dtype="fp8"``): the four linear layers run at the FP8 peak; the casts are memory ops
-  (the QKV and FC1 inputs are cast inside the norm kernels, as Transformer Engine's
-  LayerNormLinear does; the O and FC2 inputs and every output gradient get a cast-transpose);
+- FP8 (``dtype="fp8"``): the four linear layers run FP8 GEMMs of the job's FP8 library
+  (:mod:`~hpnsim.training.compute.gemm_library`: cuBLASLt, as TransformerEngine calls it, by
+  default); the casts are memory ops, as TransformerEngine 1.x's delayed-scaling modules run
+  them (amaxes are computed inside the cast kernels): the QKV and FC1 inputs are cast inside
+  the norm kernels (LayerNormLinear) and that FP8 output is transposed in the backward for the
+  weight gradient (``fp8_transpose``); the O and FC2 inputs (Linear), the inputs of MoE expert
+  and shared-expert FC1s (no fused norm) and every output gradient get a cast-transpose;
   attention and the output head stay BF16; weight casts happen once per iteration
-  (:func:`~hpnsim.training.compute.stage.step_ops`).
+  (``is_first_microbatch``: :func:`~hpnsim.training.compute.stage.step_ops`).
 
 The embedding, the output head, the optimizer step and whole pipeline stages are in
 :mod:`~hpnsim.training.compute.stage`.
@@ -46,6 +50,7 @@ from hpnsim.training.compute import memory_ops as mem
 from hpnsim.training.compute.attention import attention_time
 from hpnsim.training.compute.core_attention import attention_kernel, unfused_attention_ops
 from hpnsim.training.compute.gemm import gemm_time
+from hpnsim.training.compute.gemm_library import gemm_library
 from hpnsim.training.compute.ops import Op, OpList
 from hpnsim.training.compute.precision import positive_int
 from hpnsim.workloads.gpus import GPUSpec
@@ -58,14 +63,16 @@ _DTYPES = ("bf16", "fp16", "fp8")
 class _Builder:
     """Accumulates forward and backward ops (backward in reverse order of the forward)."""
 
-    def __init__(self, gpu: GPUSpec, dtype: str, table, clock_hz=None):
+    def __init__(self, gpu: GPUSpec, dtype: str, table, clock_hz=None, library=None):
         self.gpu, self.dtype, self.table, self.clock_hz = gpu, dtype, table, clock_hz
+        self.library = gemm_library(library)
         self.forward: list[Op] = []
         self.backward: list[list[Op]] = []   # per forward op, prepended at the end
 
     def gemm(self, name, m, n, k, *, groups=1, dtype=None, fp8_input_cast=False):
         dtype = dtype or self.dtype
         back: list[Op] = []
+        wgrad_prep = []
         if dtype == "fp8":
             # the output gradient is cast (and transposed) once for both backward GEMMs
             back.append(self._memory_op(f"{name}_grad_cast", mem.cast_transpose_bytes(
@@ -74,8 +81,13 @@ class _Builder:
                 self.forward.append(self._memory_op(f"{name}_input_cast",
                                                     mem.cast_transpose_bytes(groups * m * k),
                                                     "forward", "cast_transpose"))
+            else:   # the fused norm wrote one FP8 layout; wgrad needs the other
+                wgrad_prep.append(self._memory_op(f"{name}_input_transpose",
+                                                  mem.fp8_transpose_bytes(groups * m * k),
+                                                  "weight_grad", "transpose_bwd"))
         self.forward.append(self._gemm_op(name, "forward", m, n, k, groups, dtype))
         back.append(self._gemm_op(name, "input_grad", m, k, n, groups, dtype))
+        back += wgrad_prep
         back.append(self._gemm_op(name, "weight_grad", n, k, m, groups, dtype))
         self.backward.append(back)
 
@@ -114,7 +126,7 @@ class _Builder:
 
     def _gemm_op(self, name, phase, m, n, k, groups, dtype):
         t = gemm_time(m, n, k, dtype, self.gpu, batch=groups, clock_hz=self.clock_hz,
-                      table=self.table)
+                      table=self.table, library=self.library)
         shape = (m, n, k) if groups == 1 else (m, n, k, groups)
         return Op(name, "gemm", phase, shape, dtype, t.flops, t.bytes, t.seconds)
 
@@ -145,7 +157,8 @@ def _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp):
 def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: int = 1,
               seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
               cp: int = 1, ep: int = 1, dtype: str = "bf16", hidden_dropout: bool = False,
-              clock_hz: float | None = None, table=None, attention: str = "flash") -> OpList:
+              clock_hz: float | None = None, table=None, attention: str = "flash",
+              fp8_gemm=None) -> OpList:
     """The timed operations of transformer layer ``layer`` for one micro-batch on one GPU.
 
     Parameters
@@ -176,6 +189,9 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     attention : str
         Core attention kernel: ``"flash"`` (fused) or ``"unfused"`` (Megatron's core attention
         before FlashAttention; not with ``cp > 1``, which runs only through fused attention).
+    fp8_gemm : GemmLibrary or str, optional
+        The FP8 GEMM library (:mod:`~hpnsim.training.compute.gemm_library`): ``"cublas"``
+        (TransformerEngine's cuBLASLt GEMMs, the default) or ``"deepgemm"``.
 
     Examples
     --------
@@ -207,7 +223,7 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     b, seq, tokens, local = _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp)
     ep = positive_int("ep", ep)
     h, d = model.hidden, model.head_dim
-    build = _Builder(gpu, dtype, table, clock_hz)
+    build = _Builder(gpu, dtype, table, clock_hz, fp8_gemm)
     norm = mem.norm_bytes  # RMSNorm and LayerNorm move the same bytes
 
     build.memory("input_norm", norm, local, h, model.norm)
@@ -241,7 +257,9 @@ def _kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
 def _mlp(build: _Builder, model: ModelSpec, prefix: str, tokens: int, width: int,
          groups: int = 1) -> None:
     gated = model.gated_mlp
-    build.gemm(f"{prefix}fc1", tokens, (2 if gated else 1) * width, model.hidden, groups=groups)
+    # a dense FC1 reads the fused norm's output; expert and shared-expert FC1s a BF16 tensor
+    build.gemm(f"{prefix}fc1", tokens, (2 if gated else 1) * width, model.hidden, groups=groups,
+               fp8_input_cast=bool(prefix))
     act = "swiglu" if gated else "gelu"
     build.memory(f"{prefix}{act}", mem.swiglu_bytes if gated else mem.gelu_bytes,
                  tokens * groups, width, act)

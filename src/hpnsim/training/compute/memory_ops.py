@@ -5,8 +5,9 @@ the optimizer step, gradient accumulation, an unfused softmax) do a few FLOPs pe
 below any GPU's ridge point, so their time is their HBM traffic at the bandwidth a streaming
 kernel reaches, plus the shortest duration of such a kernel: both fitted, on A100 and Hopper,
 to vidur's measured norm, rotary, activation and residual-add kernels
-(:func:`~hpnsim.training.compute.calibration.memory_calibration`); other kernels and parts use
-:data:`HBM_EFFICIENCY` of the datasheet figure and no floor. Each ``*_bytes`` function
+(:func:`~hpnsim.training.compute.calibration.memory_calibration`), and on Hopper
+TransformerEngine's FP8 cast-transpose (and transpose) to its measured kernel; other kernels
+and parts use :data:`HBM_EFFICIENCY` of the datasheet figure and no floor. Each ``*_bytes`` function
 counts the bytes one such kernel reads and writes, for one direction; the formulas assume the
 usual fused kernels (Apex/Transformer Engine norms, fused SwiGLU, fused rotary, fused Adam)
 and no cache reuse between kernels.
@@ -85,7 +86,7 @@ def hbm_efficiency(gpu: GPUSpec, kernel: str = "") -> tuple[float, float]:
     """(fraction of datasheet HBM bandwidth, shortest kernel seconds) of elementwise kernel
     ``kernel`` on ``gpu``: fitted to measured kernels on A100 and Hopper (its own fit or its
     family's, a backward kernel its forward's), else (:data:`HBM_EFFICIENCY`, 0): kernels
-    never measured (Adam, dropout, casts) stream at the STREAM-measured fraction.
+    never measured (Adam, dropout) stream at the STREAM-measured fraction.
 
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> hbm_efficiency(get_gpu("h800"), "rmsnorm") == hbm_efficiency(get_gpu("h100"), "rmsnorm")
@@ -209,6 +210,17 @@ def cast_transpose_bytes(elements: int) -> float:
     4000.0
     """
     return 4.0 * positive_int("elements", elements)
+
+
+def fp8_transpose_bytes(elements: int) -> float:
+    """An FP8 tensor transposed (Transformer Engine's ``fp8_transpose``: the FP8 output of a
+    fused norm, transposed for the weight-gradient GEMM in the backward of LayerNormLinear):
+    read 1, write 1 byte per element.
+
+    >>> fp8_transpose_bytes(1000)
+    2000.0
+    """
+    return 2.0 * positive_int("elements", elements)
 
 
 def adam_step_bytes(parameters: int) -> float:

@@ -40,7 +40,7 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
               seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
               cp: int = 1, ep: int = 1, dtype: str = "bf16", first: bool = False,
               last: bool = False, clock_hz: float | None = None, table=None,
-              attention: str = "flash") -> OpList:
+              attention: str = "flash", fp8_gemm=None) -> OpList:
     """The timed operations of one micro-batch through a pipeline stage on one GPU.
 
     Parameters
@@ -52,7 +52,7 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
         stage's layers).
     first, last : bool
         The stage holds the embedding (first) or the final norm, output head and loss (last).
-    micro_batch, seq_len, tp, sequence_parallel, cp, ep, dtype, clock_hz, table, attention :
+    micro_batch, seq_len, tp, sequence_parallel, cp, ep, dtype, clock_hz, table, attention, fp8_gemm :
         As for :func:`~hpnsim.training.compute.layer.layer_ops`; the output head runs in BF16.
 
     Returns
@@ -82,7 +82,7 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
         moe = model.is_moe_layer(layer)
         if moe not in cached:
             cached[moe] = layer_ops(model, gpu, layer=int(layer), ep=ep, dtype=dtype,
-                                    attention=attention, **kwargs)
+                                    attention=attention, fp8_gemm=fp8_gemm, **kwargs)
         parts.append((f"layer{layer}.", cached[moe]))
     if last:
         parts.append(("", head_ops(model, gpu, **kwargs)))
