@@ -105,7 +105,7 @@ class PublishedRun:
     megatron_core: str = "0.8"
     options: dict = field(default_factory=dict)
     assumed: str = NEMO_ASSUMED
-    slow: bool = False          # over ~20 s of CPU: cached (experiments/fidelity_iteration.py)
+    slow: bool = False          # over ~15 s of CPU: cached (experiments/fidelity_iteration.py)
     formula_vocab: int | None = None   # eq. 3's V where the paper's differs from the model's
 
     @property
@@ -178,7 +178,7 @@ def _nemo(label, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tokens, **extra) ->
 NEMO_RUNS: tuple[PublishedRun, ...] = (
     _nemo("GPT3-5B", GPT3_5B, 64, 2048, 4, 2048, 1, 1, 1, 1, 23406.0),
     _nemo("GPT3-20B", GPT3_20B, 64, 256, 2, 2048, 2, 1, 1, 1, 5851.0),
-    _nemo("GPT3-175B", "gpt3-175b", 128, 256, 1, 2048, 4, 8, 1, 6, 716.0),
+    _nemo("GPT3-175B", "gpt3-175b", 128, 256, 1, 2048, 4, 8, 1, 6, 716.0, slow=True),
     _nemo("GPT3-175B", "gpt3-175b", 512, 2048, 2, 2048, 4, 8, 1, 6, 825.0, slow=True),
     _nemo("Llama 2 7B", "llama-7b", 8, 128, 1, 4096, 1, 1, 1, 1, 16934.0),
     _nemo("Llama 2 13B", "llama-13b", 16, 128, 1, 4096, 1, 4, 1, 10, 8715.0),
@@ -187,7 +187,7 @@ NEMO_RUNS: tuple[PublishedRun, ...] = (
     _nemo("Nemotron-22B", NEMOTRON3_22B, 64, 256, 2, 4096, 2, 4, 1, 10, 4312.0),
     _nemo("Nemotron-340B", NEMOTRON4_340B, 128, 32, 1, 4096, 8, 8, 1, 12, 326.0),
     _nemo("Llama 3 8B", "llama3-8b", 8, 128, 1, 8192, 1, 1, 2, 1, 12273.0),
-    _nemo("Llama 3 70B", "llama3-70b", 64, 128, 1, 8192, 4, 4, 2, 5, 1524.0),
+    _nemo("Llama 3 70B", "llama3-70b", 64, 128, 1, 8192, 4, 4, 2, 5, 1524.0, slow=True),
 )
 
 BRIDGE_ASSUMED = ("Megatron-Core 0.15 (NeMo 25.11); Megatron-Bridge's H100 perf recipes "
@@ -210,7 +210,7 @@ def _bridge(label, model, gpus, gbs, seq, tp, pp, cp, vp, tokens, zero=1, **extr
 #: Megatron-Bridge, NeMo 25.11 container, DGX-H100, FP8 current scaling (MBS 1 in all three).
 BRIDGE_RUNS: tuple[PublishedRun, ...] = (
     _bridge("Llama 3 8B (FSDP)", "llama3-8b", 8, 128, 8192, 1, 1, 1, 1, 14451.0, zero=3),
-    _bridge("Llama 3 70B", "llama3-70b", 64, 128, 8192, 4, 8, 1, 5, 1602.0),
+    _bridge("Llama 3 70B", "llama3-70b", 64, 128, 8192, 4, 8, 1, 5, 1602.0, slow=True),
     _bridge("Llama 3.1 405B", "llama3-405b", 1024, 512, 8192, 8, 8, 2, 8, 292.0, slow=True,
             options={"account_for_embedding": True, "account_for_loss": True}),
 )
