@@ -7,7 +7,9 @@ iteration time follows from the source's own numbers only:
 
 - tokens/s per GPU (NeMo, Megatron-Bridge): ``t = GBS * seq / (tokens_per_s_per_gpu * GPUs)``;
 - TFLOP/s per GPU counted by Narayanan et al. (SC'21) eq. (3):
-  ``t = 96 B s l h^2 (1 + s / 6h + V / 16 l h) / (TFLOP/s * 1e12 * GPUs)``.
+  ``t = 96 B s l h^2 (1 + s / 6h + V / 16 l h) / (TFLOP/s * 1e12 * GPUs)``;
+- TFLOP/s per GPU whose source does not state its count (Llama 3): hpnsim's model FLOPs
+  (:meth:`ModelSpec.training_flops_per_token`), an assumption the row names.
 
 Nothing here feeds a constant of the model: these rows are what the model is judged by
 (experiments/fidelity_iteration.py). Where a source leaves an option unstated, ``assumed``
@@ -23,7 +25,10 @@ rows are on https://docs.nvidia.com/nemo-framework/user-guide/24.09/performance/
 067f987df0 (2026-08-22), section "25.11 NeMo Container", System DGX-H100, FP8-CS (current
 scaling). ``MEGATRON_SC21``: Narayanan et al., *Efficient Large-Scale Language Model Training on
 GPU Clusters Using Megatron-LM*, SC'21 (arXiv 2104.04473), section 5.1: GPT-3 175B on 1024
-A100s, 140 TFLOP/s per GPU by their eq. (3).
+A100s, 140 TFLOP/s per GPU by their eq. (3). ``LLAMA3_TABLE4``: Dubey et al., *The Llama 3 Herd
+of Models* (arXiv 2407.21783, 2024), Table 4, the 8k-token rows (430 and 400 TFLOP/s per GPU
+on 8,192 and 16,384 H100s), read as quoted from P. Balaji's SC'24 talk at
+https://glennklockwood.com/garden/llama-3.1 (the paper's own text was not reachable here).
 
 >>> run = NEMO_RUNS[0]
 >>> run.label, run.gpus, round(published_iteration(run), 3)
@@ -40,6 +45,8 @@ NEMO_2407 = ("NeMo 24.07 perf summary (NVIDIA/NeMo docs/source/performance/"
              "performance_summary.md @8e3d65dc), DGX-H100 FP8")
 BRIDGE_2511 = ("Megatron-Bridge perf archive, 25.11 container (NVIDIA-NeMo/Megatron-Bridge "
                "docs/performance-summary-archive.md @067f987d), DGX-H100 FP8-CS")
+LLAMA3_TABLE4 = ("Dubey et al., The Llama 3 Herd of Models, 2024, Table 4 (as P. Balaji's SC'24 "
+                 "slide is quoted at https://glennklockwood.com/garden/llama-3.1), H100 BF16")
 MEGATRON_SC21 = ("Narayanan et al., Megatron-LM, SC'21, sec. 5.1: GPT-3 175B, 1024 A100, "
                  "TP8 PP8 DP16, batch 1536, 140 TFLOP/s per GPU (eq. 3, recomputation counted)")
 
@@ -155,6 +162,12 @@ def published_iteration(run: PublishedRun) -> float:
     """The run's iteration time (seconds) from its published throughput."""
     if run.unit == "tokens/s/GPU":
         return iteration_from_tokens(run.global_batch, run.seq_len, run.measured, run.gpus)
+    if run.unit == "TFLOP/s/GPU model":
+        from hpnsim.workloads import models
+
+        flops = (models.get(run.model).training_flops_per_token(run.seq_len)
+                 * run.global_batch * run.seq_len)
+        return iteration_from_tflops(flops, run.measured, run.gpus)
     if run.unit == "TFLOP/s/GPU eq.3":
         from hpnsim.workloads import models
 
@@ -226,4 +239,29 @@ A100_RUNS: tuple[PublishedRun, ...] = (
                          "(unfused core attention, all-reduce after the backward)"),
 )
 
-RUNS: tuple[PublishedRun, ...] = A100_RUNS + NEMO_RUNS + BRIDGE_RUNS
+LLAMA3_ASSUMED = ("FLOPs per token as hpnsim counts them (ModelSpec.training_flops_per_token: "
+                  "6 per parameter-multiply plus the full attention square; the paper does "
+                  "not state its formula, causal halving would be 4% fewer at 8k tokens); "
+                  "interleaved schedule with 2 virtual stages (the paper does not state the "
+                  "depth) and its first and last stage one layer short (stated): chunks of "
+                  "3, 4 x 30, 3 layers; micro-batch 1; ZeRO-1-like sharding (the paper's "
+                  "FSDP keeps weights unsharded between forward and backward); sequence "
+                  "parallelism, no TP communication overlap; Meta's RoCE Clos (400G per GPU) "
+                  "as hpn7 segments of 128 hosts")
+
+
+def _llama3(gpus: int, tflops: float) -> PublishedRun:
+    dp = gpus // (8 * 16)
+    return PublishedRun("Llama 3 405B (Meta)", LLAMA3_TABLE4, CURRENT, "llama3-405b", "h100",
+                        8, 16, dp, 1, 2048, 8192, "bf16", tflops, unit="TFLOP/s/GPU model",
+                        vp=2, megatron_core="0.20", slow=True, assumed=LLAMA3_ASSUMED,
+                        options={"zero": 1, "sequence_parallel": True,
+                                 "stage_layers": (3,) + (4,) * 30 + (3,)})
+
+
+#: Llama 3 405B pre-training at 8k tokens (Dubey et al. 2024, Table 4: TP 8, CP 1, PP 16,
+#: 16M tokens a batch = 2,048 sequences of 8,192, BF16). The 131k-token row (CP 16) is left
+#: out: there causal halving of the attention FLOPs changes the count by a third.
+LLAMA3_RUNS: tuple[PublishedRun, ...] = (_llama3(8192, 430.0), _llama3(16384, 400.0))
+
+RUNS: tuple[PublishedRun, ...] = A100_RUNS + NEMO_RUNS + BRIDGE_RUNS + LLAMA3_RUNS

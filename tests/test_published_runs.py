@@ -90,3 +90,19 @@ def test_kernel_error_implied_by_a_row_and_the_era_statistics():
     assert stats["n"] == 3 and stats["median"] == pytest.approx(-0.1)
     assert stats["max_abs"] == pytest.approx(0.2) and stats["within_12"] == 2
     assert fi.error_stats(results, "a100")["median"] == pytest.approx(-0.5)
+
+
+def test_llama3_tflops_to_iteration_time_by_hand(runs):
+    # Llama 3 405B per token, forward, by hand: per layer the QKV (h x (h + 2 kv)), output
+    # (h x h) and SwiGLU (3 h x ffn) products at 2 FLOPs a multiply-add, plus the attention
+    # square 4 s h; 126 layers, the head 2 h V; training three times the forward
+    h, kv, ffn, vocab, s, layers = 16384, 8 * 128, 53248, 128256, 8192, 126
+    layer = 2 * (h * (h + 2 * kv) + h * h + 3 * h * ffn) + 4 * s * h
+    per_token = 3 * (layers * layer + 2 * h * vocab)
+    assert per_token == 2625424588800
+    row = next(r for r in runs.LLAMA3_RUNS if r.gpus == 8192)
+    assert (row.tp, row.pp, row.dp, row.global_batch * row.seq_len) == (8, 16, 64, 16777216)
+    # 16M tokens at 430 TFLOP/s on each of 8,192 GPUs
+    assert runs.published_iteration(row) == pytest.approx(
+        per_token * 2048 * 8192 / (430e12 * 8192), rel=1e-12)
+    assert runs.published_iteration(row) == pytest.approx(12.504, rel=1e-4)
