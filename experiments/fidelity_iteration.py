@@ -355,7 +355,7 @@ def iteration_text(results: list[dict], rows: list[dict]) -> list[str]:
         "4% fewer FLOPs, a 4% shorter published time) and the interleaving depth of its "
         "pipeline (2 virtual stages assumed; the 16-stage bubble with 16-32 micro-batches "
         "depends on it). Not compared yet, and why: Llama 3's 131k-token row (CP 16: "
-        "causal halving changes its FLOP count by a third); MegaScale (Jiang et al., NSDI'24: 175B and 530B on 256-12,288 GPUs) and "
+        "causal halving changes its FLOP count by 29%); MegaScale (Jiang et al., NSDI'24: 175B and 530B on 256-12,288 GPUs) and "
         "the other rows of Megatron-LM SC'21 Table 1: no copy of either paper's tables was "
         "reachable from this machine to record them from, and figures are not typed in "
         "from memory; NeMo's Mixtral rows (MoE: load balance not modelled).", ""]

@@ -262,7 +262,7 @@ def _llama3(gpus: int, tflops: float) -> PublishedRun:
 
 #: Llama 3 405B pre-training at 8k tokens (Dubey et al. 2024, Table 4: TP 8, CP 1, PP 16,
 #: 16M tokens a batch = 2,048 sequences of 8,192, BF16). The 131k-token row (CP 16) is left
-#: out: there causal halving of the attention FLOPs changes the count by a third.
+#: out: there causal halving of the attention FLOPs changes the count by 29%.
 LLAMA3_RUNS: tuple[PublishedRun, ...] = (_llama3(8192, 430.0), _llama3(16384, 400.0))
 
 #: The same two runs with 4 virtual stages (chunks of 1, 2 x 62, 1 layers): how much the
