@@ -5,11 +5,13 @@ Cases: nccl-tests bus bandwidth on one 8-GPU H100 host (ring and NVLS), across h
 Appendix A gain of dual plane over single plane (read from experiments/hpn_paper.py's
 output; the paper's HPN-over-DCN+ comparison carries no figure to compare with), and
 the article's per-epoch traffic table (as ``hpnsim traffic --article`` computes it), and
-training iterations against published measured runs (experiments/fidelity_iteration.py). hpnsim
+training iterations against published measured runs (experiments/fidelity_iteration.py, the
+runs of experiments/published_runs.py). hpnsim
 runs with NCCL's default parameters for the GPU (:meth:`NcclParams.for_gpu`): nothing here
 is fitted to the published figures.
 
-Usage: python experiments/fidelity.py [--out docs/fidelity.md]   (about a minute)
+Usage: python experiments/fidelity.py [--out docs/fidelity.md]   (a minute or two; the
+512- and 1,024-GPU iteration rows are cached, see experiments/fidelity_iteration.py)
 """
 
 from __future__ import annotations
@@ -266,10 +268,10 @@ def main() -> None:
     start = time.time()
     from fidelity_iteration import iteration_cases, iteration_text
 
-    iteration_rows, breakdown = iteration_cases()
+    iteration_rows, results = iteration_cases()
     rows = (collective_cases() + packet_cases() + gain_cases() + traffic_cases()
             + iteration_rows)
-    text = markdown(rows, time.time() - start, iteration_text(breakdown, iteration_rows))
+    text = markdown(rows, time.time() - start, iteration_text(results, iteration_rows))
     Path(args.out).write_text(text)
     print(text)
 

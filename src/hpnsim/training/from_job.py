@@ -16,7 +16,8 @@ pass (input gradients and their collectives) and a ``W`` pass (weight gradients)
 ``tp_comm_overlap``, ``cp`` and ``selective_recompute`` reshape a layer's ops
 (:mod:`.block_ops`); ``overlap_grad_reduce=False`` reduces one bucket per chunk after the
 schedule; ``overlap_param_gather`` moves the ZeRO-1/2 gathers into the first forward
-(:mod:`.param_gather`).
+(:mod:`.param_gather`), dispatched ahead with the interleaved schedule as Megatron-Core's
+``align_param_gather`` does (:meth:`_StageBuilder.early_gathers`).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ class _StageBuilder:
         self.shares = gemm_shares(job.model, job.seq_len)
         self.straggler = straggler_fraction(job.gpus, job.gpu_variation)
         self.beside = 0.0          # extra fraction of the compute added now: NCCL kernels beside it
+        self.early: dict[tuple[int, str], tuple[int, ...]] = {}   # pre-dispatched gathers
+        self.gather_chain: dict[str, int] = {}                    # last of them per group
 
     def add(self, op) -> int:
         if isinstance(op, Compute) and op.label != "optimizer":
@@ -143,8 +146,21 @@ class _StageBuilder:
         job = self.job
         p, m, chunks = job.pp, job.micro_batches, job.chunks
         units = self.fsdp_plan(schedule) if job.zero == 3 else None
+        aligned = job.overlap_param_gather and job.virtual_stages > 1 and units is None
+        if aligned:
+            for k in range(min(2, job.virtual_stages)):
+                self.early_gathers(k * p + self.s, after=())
+        forwards = 0
         for n, (kind, j, k) in enumerate(schedule):
             u = k * p + self.s
+            if aligned and kind == "F":
+                # Megatron's aligned dispatch: the next chunk's gathers when the forward
+                # index plus the stage's rank reaches the first micro-batch of a chunk
+                ahead = forwards + self.s
+                if ahead % p == 0 and 2 <= ahead // p + 1 < job.virtual_stages:
+                    self.early_gathers((ahead // p + 1) * p + self.s,
+                                       after=(self.last,) if self.last >= 0 else ())
+                forwards += 1
             self.add(Pass(kind, j, k))
             recv = -1
             if kind == "F" and u > 0:
@@ -237,6 +253,23 @@ class _StageBuilder:
                     "allgather", kind, params * job.model.dtype_bytes, blocking=False,
                     after=(optimizer,), follows=chains.get(kind, -1), row="allgather"))
 
+    def early_gathers(self, u: int, after: tuple[int, ...]) -> None:
+        """Dispatch every bucket's all-gather of chunk ``u`` now (``overlap_param_gather``
+        with the interleaved schedule: Megatron-Core's ``align_param_gather``, on by default
+        there, calls ``start_param_sync`` of chunks 0 and 1 when the schedule starts and of
+        chunk ``c + 1`` at the forward whose index plus the stage's rank is the first
+        micro-batch of chunk ``c``: ``forward_backward_pipelining_with_interleaving`` in
+        megatron/core/pipeline_parallel/schedules.py, read at ``d98e8a64dd``)."""
+        job = self.job
+        for kind, expert in self.shards():
+            ids = []
+            for size, _ in job.buckets(u, expert=expert)[::-1]:     # forward order
+                self.gather_chain[kind] = self.add(Collective(
+                    "allgather", kind, size * job.model.dtype_bytes, blocking=False,
+                    after=after, follows=self.gather_chain.get(kind, -1), row="allgather"))
+                ids.append(self.gather_chain[kind])
+            self.early[(u, kind)] = tuple(ids)
+
     def gathered_forward(self, u: int) -> None:
         """The first forward of chunk ``u`` with ``overlap_param_gather``: each block waits
         for the buckets holding its parameters; the first block that needs a bucket
@@ -248,7 +281,8 @@ class _StageBuilder:
             buckets = job.buckets(u, expert=expert)
             params = [b.expert_params if expert else b.dense_params for b in blocks]
             sizes = [size for size, _ in buckets][::-1]            # forward order
-            plans.append((kind, sizes, forward_buckets(params, buckets), {}))
+            issued = dict(enumerate(self.early.get((u, kind), ())))
+            plans.append((kind, sizes, forward_buckets(params, buckets), issued))
         waiting: tuple[int, ...] = ()
         needed: set[tuple[str, int]] = set()
         for q, block in enumerate(self.forward_blocks(u)):
