@@ -122,10 +122,9 @@ def test_chunked_tree_on_hpn_against_the_flow_engine(algo):
 
 
 def test_window_extrapolates_what_every_chunk_gives():
-    """NVLS-tree over two HPN hosts at 1 GiB (64 chunks per channel): the windowed run
-    simulates part of the chunks and extrapolates t_K + (N - K) dt; every chunk simulated
-    gives the same time within 1% (measured: 1e-11, since the window's own drain stands for
-    the whole run's)."""
+    """NVLS-tree over two HPN hosts at 1 GiB (32 chunks per planned stage: NCCL's 256 KiB,
+    4 of its 128 streams to a stage): the windowed run simulates part of the chunks and
+    extrapolates t_K + (N - K) dt; every chunk simulated gives the same time within 1%."""
     from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
     from hpnsim.collectives.planning.options import CollectiveOptions
     from hpnsim.fabrics import hpn7
@@ -135,8 +134,8 @@ def test_window_extrapolates_what_every_chunk_gives():
     quiet = PacketParams(cc=False, ecn=False, pfc=False, buffer_bytes=np.inf)
     runs = [run_collective_packet(f, "allreduce", range(16), 2**30, o,
                                   PacketRun(params=quiet, window=w)) for w in (True, False)]
-    assert runs[0].stable and runs[0].extrapolated > 0.5 and runs[1].extrapolated == 0
-    assert runs[0].steps_simulated < runs[1].steps_simulated == runs[1].steps == 64
+    assert runs[0].stable and runs[0].extrapolated >= 0.5 and runs[1].extrapolated == 0
+    assert runs[0].steps_simulated < runs[1].steps_simulated == runs[1].steps == 32
     assert runs[0].network_time == pytest.approx(runs[1].network_time, rel=0.01)
 
 

@@ -36,8 +36,8 @@ import numpy as np
 
 from hpnsim.errors import InputError
 
-__all__ = ["NCCL_STEPS", "check_tree_packet", "run_tree_packet", "tree_chunk", "tree_hops",
-           "tree_pipelined"]
+__all__ = ["NCCL_STEPS", "check_tree_packet", "nvlstree_streams", "run_tree_packet", "tree_chunk",
+           "tree_hops", "tree_pipelined"]
 
 #: steps (slots) per connection buffer: NCCL 2.18.3 src/include/devcomm.h
 NCCL_STEPS = 8
@@ -62,14 +62,41 @@ def _tree_stages(plan) -> list:
     return [s for s in plan.schedule.stages if s.switch is None]
 
 
+def nvlstree_streams(plan) -> int:
+    """NCCL 2.18.3's concurrent chunk streams of an NVLS-tree all-reduce: ``nvlsChannels``
+    (16, ``NCCL_NVLS_NCHANNELS``, ``src/transport/nvls.cc``) x ``nHeads`` (the NVLS graph's
+    channels, one head GPU per NIC up to the host's GPU count: ``ncclTopoCompareGraphs``
+    in ``src/graph/search.cc``, ``connectNvls`` in ``src/graph/connect.cc``): the
+    ``concurrentOps`` of ``computeColl`` (``src/enqueue.cc``), here the plan's rails.
+
+    >>> from hpnsim.collectives.planning.plan import plan_collective
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> nvlstree_streams(plan_collective(f, "allreduce", range(16), 2**30, algo="nvlstree",
+    ...                                  protocol="simple"))
+    128
+    """
+    from hpnsim.collectives.closed_form.nvlstree import NVLS_CHANNELS
+
+    rails = {int(s.name.split("/rail", 1)[1].split("/", 1)[0]) for s in _tree_stages(plan)}
+    return NVLS_CHANNELS * len(rails)
+
+
 def tree_chunk(plan, gpus_per_host: int = 8) -> float:
-    """NCCL 2.18.3's chunk size per channel of a tree or NVLS-tree all-reduce (Simple),
-    ``computeColl`` in ``src/enqueue.cc``: one step of the buffer (``NcclParams.chunk_bytes``,
-    4 MiB / NCCL_STEPS = 512 KiB); tree halves it while ``size / (channels x chunk)`` is under
-    ``8 x depth`` (down to 128 KiB), ``4 x depth`` (64 KiB) and ``depth`` (32 KiB), with
-    ``depth = ranks/hosts - 1 + floor(log2 hosts)`` (``src/graph/connect.cc``); NVLS-tree caps
-    it at 256, 128, 64, 32 KiB when ``size`` is under 32, 16, 4, 1 x (concurrent chunk streams
-    x chunk); its streams are NCCL's channels x heads, here the planned rail stages.
+    """Bytes per chunk of one planned tree stage of a tree or NVLS-tree all-reduce (Simple),
+    from NCCL 2.18.3's ``computeColl`` (``src/enqueue.cc``): one step of the buffer
+    (``NcclParams.chunk_bytes``, 4 MiB / NCCL_STEPS = 512 KiB).
+
+    * tree: halved while ``size / (channels x chunk)`` is under ``8 x depth`` (down to 128
+      KiB), ``4 x depth`` (64 KiB) and ``depth`` (32 KiB), with ``depth = ranks/hosts - 1 +
+      floor(log2 hosts)`` (``src/graph/connect.cc``); channels are the planned stages.
+    * NVLS-tree: capped at 256, 128, 64, 32 KiB when ``size`` is under 32, 16, 4, 1 x
+      (concurrent streams x chunk), the streams NCCL's (:func:`nvlstree_streams`, 128 on 8
+      GPUs a host: :func:`~hpnsim.collectives.closed_form.nvlstree.nvlstree_chunk`). The plan
+      has fewer tree stages (rails x 2 trees x its channels, 32 by default), each standing
+      for ``streams / stages`` of NCCL's streams on the same edges: a stage moves their
+      chunks as one chunk of ``streams / stages`` x NCCL's (the bytes in flight per slot
+      and the time a chunk holds an edge are theirs together, as when they share the link).
 
     >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
@@ -80,15 +107,23 @@ def tree_chunk(plan, gpus_per_host: int = 8) -> float:
     >>> tree_chunk(plan_collective(f, "allreduce", range(16), 2**26, algo="tree",
     ...                            protocol="simple")) / 1024    # 2 MiB per channel: 32 chunks
     64.0
+
+    NVLS-tree at 1 GiB: NCCL's 128 streams of 256 KiB chunks (1 GiB < 16 x 128 x 512 KiB),
+    4 to each of the 32 planned stages:
+
+    >>> tree_chunk(plan_collective(f, "allreduce", range(16), 2**30, algo="nvlstree",
+    ...                            protocol="simple")) / 1024
+    1024.0
     """
     size = float(plan.schedule.size)
     chunk = float(plan.nccl.chunk_bytes)
     channels = len(_tree_stages(plan))
     if plan.algo == "nvlstree":
+        streams = nvlstree_streams(plan)
         for times, cap in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
-            if size < times * channels * chunk and chunk > cap:
+            if size < times * streams * chunk and chunk > cap:
                 chunk = float(cap)
-        return chunk
+        return chunk * streams / channels
     ranks = plan.schedule.gpus.size
     hosts = len({int(g) // gpus_per_host for g in plan.schedule.gpus.tolist()})
     depth = ranks // hosts - 1 + (hosts.bit_length() - 1)
