@@ -51,12 +51,14 @@ STEADY_TOLERANCE = 0.01
 class Hop:
     """One connection of a pipeline: ``legs[m]`` the legs (link-id arrays crossed one after
     another) of packet member m, ``weight[m]`` its bytes per chunk byte; ``needs`` and
-    ``consumers`` as the module docstring says (indices of other hops)."""
+    ``consumers`` as the module docstring says (indices of other hops); ``packet`` the
+    payload bytes per packet of its flows (None: the parameters' MTU)."""
 
     legs: list
     weight: np.ndarray
     needs: tuple = ()
     consumers: tuple = ()
+    packet: float | None = None
 
 
 @dataclass
@@ -64,7 +66,8 @@ class PipelineFlows:
     """Flows and waits of ``n_chunks`` chunks of a pipeline (:func:`pipeline_flows`):
     ``paths`` (link ids per flow) and ``deps`` (per flow, then wait, the nodes it waits for)
     as :class:`~hpnsim.packet.api.Csr`; ``done[h, c]`` the node where chunk c of hop h has
-    arrived; ``qp`` per flow; ``link_bytes`` the bytes one chunk puts on each link."""
+    arrived; ``qp`` and ``packet`` (payload bytes per packet) per flow; ``link_bytes`` the
+    bytes one chunk puts on each link."""
 
     paths: Csr
     sizes: np.ndarray
@@ -74,6 +77,7 @@ class PipelineFlows:
     done: np.ndarray
     packet_hops: float
     link_bytes: dict = field(default_factory=dict)
+    packet: np.ndarray | None = None
 
     @property
     def n_flows(self) -> int:
@@ -116,7 +120,7 @@ def _template(hops: list[Hop], order: list[int], bound: bool) -> tuple:
     2: the arrival of hop ``id`` ``slots`` chunks before, when ``bound``); per hop the ref
     of its arrival."""
     qp0 = np.concatenate([[0], np.cumsum([sum(len(leg) for leg in h.legs) for h in hops])])
-    legs, weight, qps, flow_refs, wait_refs = [], [], [], [], []
+    legs, weight, qps, packet, flow_refs, wait_refs = [], [], [], [], [], []
     done: list = [None] * len(hops)
     for h in order:
         hop = hops[h]
@@ -132,6 +136,7 @@ def _template(hops: list[Hop], order: list[int], bound: bool) -> tuple:
                 legs.append(np.asarray(leg, dtype=np.int64))
                 weight.append(float(hop.weight[member]))
                 qps.append(q)
+                packet.append(np.nan if hop.packet is None else float(hop.packet))
                 flow_refs.append(behind)
                 behind = [(0, len(legs) - 1)]
                 q += 1
@@ -142,7 +147,7 @@ def _template(hops: list[Hop], order: list[int], bound: bool) -> tuple:
             wait_refs.append(ends)
             done[h] = (1, len(wait_refs) - 1)
     return legs, np.asarray(weight), np.asarray(qps, dtype=np.int64), flow_refs, wait_refs, \
-        done
+        done, np.asarray(packet, dtype=np.float64)
 
 
 def _refs(lists: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -213,15 +218,16 @@ def pipeline_flows(hops: list[Hop], chunks, slots: int, mtu: float = 4096.0) -> 
     flat = np.concatenate(legs) if legs else np.zeros(0, dtype=np.int64)
     paths = Csr(np.concatenate([[0], np.cumsum(np.tile(lens, k))]).astype(np.int64),
                 np.tile(flat, k))
+    packet = np.where(np.isnan(kinds[0][6]), float(mtu), kinds[0][6])
     sizes = (chunks[:, None] * weight[None, :]).ravel()
-    hops_count = float((np.ceil(sizes / mtu) * np.tile(lens, k)).sum())
+    hops_count = float((np.ceil(sizes / np.tile(packet, k)) * np.tile(lens, k)).sum())
     load: dict = {}
     if k:
         per_link = np.bincount(flat, weights=np.repeat(chunks[0] * weight, lens))
         used = np.unique(flat)
         load = {int(x): float(per_link[x]) for x in used}
     return PipelineFlows(paths, sizes, np.tile(qp, k), np.zeros(int(n_wait.sum())), deps,
-                         done, hops_count, load)
+                         done, hops_count, load, np.tile(packet, k))
 
 
 @dataclass
@@ -296,7 +302,8 @@ def simulate_pipeline(capacity, delay, hops: list[Hop], size: float, chunk: floa
             chunks[-1] = size - chunk * (n_all - 1)
         fl = pipeline_flows(hops, chunks, slots, p.mtu_bytes)
         res = simulate_flows(cap, delay, fl.paths, fl.sizes, np.zeros(fl.n_flows + fl.waits.size),
-                             p, qp=fl.qp, deps=fl.deps, waits=fl.waits, **options)
+                             p, qp=fl.qp, deps=fl.deps, waits=fl.waits, packet_bytes=fl.packet,
+                             **options)
         ends = np.asarray(res.finish, dtype=np.float64)[fl.done].max(axis=0)
         floor = max((b / cap[k_] for k_, b in fl.link_bytes.items() if cap[k_] > 0),
                     default=0.0)

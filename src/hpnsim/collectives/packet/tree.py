@@ -158,10 +158,35 @@ def _nvls_links(fabric, plan) -> dict:
     return out
 
 
-def tree_hops(fabric, plan) -> list:
+def nvlink_packet(fabric, nvls_links, net_ports, mtu: float) -> float:
+    """Payload bytes per packet on NVLS's NVLink legs: as many whole MTUs as NVLink
+    serializes in the time the fastest NIC port serializes one (HPN 7.0's 200 GB/s NVLink
+    against 25 GB/s ports: 8 x 4096 = 32 KiB). NVLink legs cross no buffer and no
+    congestion control in this model, so their packet only sets how finely flows
+    interleave on a GPU's link and when a chunk's last bytes arrive; at the NIC's time
+    granularity that moves a 4-host NVLS-tree by under 1% (tests/test_packet_tree.py),
+    and cuts the NVLink events, 85% of a 448-GPU NVLS-tree's, eightfold.
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> nv = [i for i in range(len(f.link_capacity)) if "nvswitch" in f.link_name(i)]
+    >>> nic = [i for i in range(len(f.link_capacity)) if "->" in f.link_name(i)
+    ...        and "tor" in f.link_name(i).split("->")[1]]
+    >>> nvlink_packet(f, nv, nic, 4096.0)
+    32768.0
+    """
+    cap = np.asarray(fabric.link_capacity, dtype=np.float64)
+    nv = np.asarray(list(nvls_links), dtype=np.int64)
+    ports = np.asarray(list(net_ports), dtype=np.int64)
+    if not nv.size or not ports.size:
+        return float(mtu)
+    return float(mtu) * max(1.0, float(np.floor(cap[nv].min() / cap[ports].max() + 1e-9)))
+
+
+def tree_hops(fabric, plan, mtu: float | None = None) -> list:
     """The :class:`~hpnsim.packet.pipeline.Hop`\\ s of a planned tree or NVLS-tree
     all-reduce (see the module docstring), weights in wire bytes per chunk byte of a rail
-    or tree stage.
+    or tree stage. With ``mtu``, the NVLS hops' packets are :func:`nvlink_packet`'s.
 
     >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
@@ -186,6 +211,7 @@ def tree_hops(fabric, plan) -> list:
         nvls_legs[g] = ([([gpu_links[p][0]],) for p in peers] + [([down],)],
                         [([up],)] + [([gpu_links[p][1]],) for p in peers])
     hops: list = []
+    staged = []
     for i, stage in enumerate(plan.schedule.stages):
         if stage.switch is not None:
             continue
@@ -193,13 +219,24 @@ def tree_hops(fabric, plan) -> list:
         if not (np.array_equal(stage.src[m:], stage.dst[:m])
                 and np.array_equal(stage.dst[m:], stage.src[:m])):
             raise InputError("algo", f"stage {stage.name} is not a tree's up and down edges")
-        members = _members(fabric, plan.paths[i], plan.qps, 1.0 / efficiency)
+        staged.append((stage, m, _members(fabric, plan.paths[i], plan.qps, 1.0 / efficiency)))
+    packet = None
+    if nvls and mtu is not None:
+        from hpnsim.fabrics.fabric import LinkKind
+
+        nvlink = np.asarray(fabric.link_kind) == LinkKind.NVLINK
+        nv = {x for pair in gpu_links.values() for x in pair}
+        ports = {int(part[0]) for _, _, members in staged for legs, _ in members
+                 for leg in legs for part in leg if not nvlink[np.asarray(part)].all()}
+        packet = nvlink_packet(fabric, nv, ports, mtu)
+    for stage, m, members in staged:
         hops.extend(_stage_hops(stage.src[:m].tolist(), stage.dst[:m].tolist(), members,
-                                len(hops), nvls_legs if nvls else None, w))
+                                len(hops), nvls_legs if nvls else None, w, packet))
     return hops
 
 
-def _stage_hops(up_src: list, up_dst: list, members: list, base: int, nvls_legs, w: float):
+def _stage_hops(up_src: list, up_dst: list, members: list, base: int, nvls_legs, w: float,
+                packet: float | None = None):
     """Hops of one tree stage (edges ``up_src[e] -> up_dst[e]``, ``members[e]`` the up
     edge's and ``members[m + e]`` the down edge's (legs, weights)), numbered from ``base``:
     up hops, down hops, then (NVLS-tree) a reduction and a multicast hop per rank."""
@@ -236,15 +273,15 @@ def _stage_hops(up_src: list, up_dst: list, members: list, base: int, nvls_legs,
     if nvls:
         for g in order:            # every GPU of g's host sends the chunk, g gets the sum
             legs = nvls_legs[g][0]
-            hops.append(Hop(legs, np.full(len(legs), w), (), forwarders(g, False)))
+            hops.append(Hop(legs, np.full(len(legs), w), (), forwarders(g, False), packet))
         for g in order:            # g stores the result, the switch writes it to every GPU
             legs = nvls_legs[g][1]
             needs = reduced(g) if g == root else (down_into[g],)
-            hops.append(Hop(legs, np.full(len(legs), w), needs))
+            hops.append(Hop(legs, np.full(len(legs), w), needs, (), packet))
     return hops
 
 
-def _checked(fabric, plan, run, state=None):
+def _checked(fabric, plan, run, state=None, coarse_nvlink: bool = True):
     """Hops, chunk, stage bytes, parameters and the packet hops of the first window (or of
     every chunk); beyond ``run.max_packets`` an InputError named ``max_packets``."""
     from hpnsim.packet import PacketParams
@@ -252,7 +289,7 @@ def _checked(fabric, plan, run, state=None):
 
     params = (run.params or PacketParams()).validate()
     gpus_per_host = int(getattr(fabric, "gpus_per_host", 8))
-    hops = tree_hops(fabric, plan)
+    hops = tree_hops(fabric, plan, params.mtu_bytes if coarse_nvlink else None)
     if state is not None:
         legs = [leg for h in hops for leg in h.legs]
         used = np.concatenate([np.asarray(x, dtype=np.int64) for leg in legs for x in leg])
@@ -295,14 +332,16 @@ def check_tree_packet(fabric, plan, run, state=None) -> float:
     return _checked(fabric, plan, run, state)[-1]
 
 
-def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
+def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None, *,
+                    coarse_nvlink: bool = True):
     """A planned tree or NVLS-tree all-reduce (Simple) as NCCL's chunked pipeline in the
     packet engine: a :class:`~hpnsim.collectives.packet.result.PacketCollectiveResult` whose
     ``steps`` are the chunks per channel, ``steps_simulated`` those simulated (windowed
     mode: until the per-chunk time is steady, the rest extrapolated, ``extrapolated`` their
     share), ``network_time`` the packets' time and ``nccl_latency`` NCCL's software terms
     along the schedule (:func:`~hpnsim.collectives.packet.graph.chain_latency`), added as
-    for rings.
+    for rings. ``coarse_nvlink``: NVLS's NVLink legs move :func:`nvlink_packet`'s packets
+    (False: the MTU, as every other flow).
 
     >>> from hpnsim.collectives.packet.run import PacketRun
     >>> from hpnsim.collectives.planning.plan import plan_collective
@@ -321,7 +360,8 @@ def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
     from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.pipeline import simulate_pipeline
 
-    hops, chunk, stage_size, params, estimate = _checked(fabric, plan, run, state)
+    hops, chunk, stage_size, params, estimate = _checked(fabric, plan, run, state,
+                                                         coarse_nvlink)
     graph, compiled = _compiled(fabric, plan, state)
     flow_time = float(simulate(graph, fabric.link_capacity if state is None
                                else state.capacity).finish[compiled.final].max())
