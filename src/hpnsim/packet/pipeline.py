@@ -41,7 +41,8 @@ from hpnsim.packet.api import Csr, simulate_flows
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
 
-__all__ = ["Hop", "PipelineFlows", "PipelineRun", "pipeline_flows", "simulate_pipeline"]
+__all__ = ["Hop", "PipelineFlows", "PipelineRun", "pipeline_depth", "pipeline_flows",
+           "simulate_pipeline"]
 
 #: how closely the per-chunk intervals (or block means) must agree for a window to be steady
 STEADY_TOLERANCE = 0.01
@@ -111,6 +112,20 @@ def _order(hops: list[Hop]) -> list[int]:
     for h in range(len(hops)):
         visit(h)
     return order
+
+
+def pipeline_depth(hops: list[Hop]) -> int:
+    """Hops along the longest chain of ``needs``: the stages a chunk walks, so the chunks the
+    pipeline takes to fill.
+
+    >>> a = Hop([([0],)], np.ones(1)); b = Hop([([1],)], np.ones(1), (0,))
+    >>> pipeline_depth([a, b, Hop([([2],)], np.ones(1), (0, 1))])
+    3
+    """
+    depth = [0] * len(hops)
+    for h in _order(hops):
+        depth[h] = 1 + max((depth[n] for n in hops[h].needs), default=0)
+    return max(depth, default=0)
 
 
 def _template(hops: list[Hop], order: list[int], bound: bool) -> tuple:
@@ -277,9 +292,10 @@ def simulate_pipeline(capacity, delay, hops: list[Hop], size: float, chunk: floa
     size, chunk : bytes the pipeline carries and bytes per chunk (per unit hop weight).
     slots : chunks in flight per connection (NCCL_STEPS when a chunk is one step).
     params : PacketParams (default: the ``connectx`` set).
-    window : simulate ``first_window`` chunks, doubling until the per-chunk time is stable
-        (or all chunks, or the next doubling would pass ``max_packets`` packet hops), and
-        extrapolate; False simulates every chunk.
+    window : simulate ``first_window`` chunks (doubled until the window's first half holds
+        :func:`pipeline_depth` chunks: a shorter head is all fill), doubling until the
+        per-chunk time is stable (or all chunks, or the next doubling would pass
+        ``max_packets`` packet hops), and extrapolate; False simulates every chunk.
     **options : of :func:`~hpnsim.packet.simulate_flows` (``switch_of``, ``reverse``, ...).
 
     Returns
@@ -295,6 +311,8 @@ def simulate_pipeline(capacity, delay, hops: list[Hop], size: float, chunk: floa
     n_exact = size / chunk
     n_all = int(np.ceil(n_exact - 1e-9))
     k = n_all if not window else min(n_all, first_window)
+    while k < n_all and k // 2 < pipeline_depth(hops):     # a head of fill only: skip it
+        k = min(n_all, 2 * k)
     while True:
         full = k == n_all
         chunks = np.full(k, float(chunk))
