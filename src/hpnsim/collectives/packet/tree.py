@@ -170,8 +170,8 @@ def nvlink_packet(fabric, nvls_links, net_ports, mtu: float) -> float:
     >>> from hpnsim.fabrics import hpn7
     >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
     >>> nv = [i for i in range(len(f.link_capacity)) if "nvswitch" in f.link_name(i)]
-    >>> nic = [i for i in range(len(f.link_capacity)) if "->" in f.link_name(i)
-    ...        and "tor" in f.link_name(i).split("->")[1]]
+    >>> nic = [i for i in range(len(f.link_capacity))
+    ...        if "/nic" in f.link_name(i).split("->")[0] and "tor" in f.link_name(i)]
     >>> nvlink_packet(f, nv, nic, 4096.0)
     32768.0
     """
@@ -285,7 +285,7 @@ def _checked(fabric, plan, run, state=None, coarse_nvlink: bool = True):
     """Hops, chunk, stage bytes, parameters and the packet hops of the first window (or of
     every chunk); beyond ``run.max_packets`` an InputError named ``max_packets``."""
     from hpnsim.packet import PacketParams
-    from hpnsim.packet.pipeline import pipeline_flows
+    from hpnsim.packet.pipeline import pipeline_depth, pipeline_flows
 
     params = (run.params or PacketParams()).validate()
     gpus_per_host = int(getattr(fabric, "gpus_per_host", 8))
@@ -301,6 +301,8 @@ def _checked(fabric, plan, run, state=None, coarse_nvlink: bool = True):
     stage_size = float(_tree_stages(plan)[0].size)
     n_chunks = int(np.ceil(stage_size / chunk - 1e-9))
     simulated = n_chunks if not run.window else min(n_chunks, FIRST_WINDOW)
+    while simulated < n_chunks and simulated // 2 < pipeline_depth(hops):   # as the window
+        simulated = min(n_chunks, 2 * simulated)
     estimate = pipeline_flows(hops, [chunk], NCCL_STEPS, params.mtu_bytes).packet_hops * simulated
     if estimate > run.max_packets:
         hint = "" if run.window else ", or use the windowed mode (drop --no-window)"
@@ -327,7 +329,7 @@ def check_tree_packet(fabric, plan, run, state=None) -> float:
     >>> check_tree_packet(f, plan, PacketRun(max_packets=1e5))
     Traceback (most recent call last):
     ...
-    hpnsim.errors.InputError: max_packets: the chunked tree allreduce would simulate ~3.93e+06 packet hops, over the limit 1e+05: raise --max-packets
+    hpnsim.errors.InputError: max_packets: the chunked tree allreduce would simulate ~7.86e+06 packet hops, over the limit 1e+05: raise --max-packets
     """
     return _checked(fabric, plan, run, state)[-1]
 
