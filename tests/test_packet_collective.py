@@ -177,7 +177,7 @@ def test_cli_show_params_names_sources_and_the_users_file(tmp_path):
      "error: --max-packets: the run would simulate ~2.36e+06 packet hops, over the limit "
      "1e+05: raise --max-packets"),
     (["--engine", "packet", "--algo", "tree", "--sizes", "1M,1G", "--max-packets", "1e5"],
-     "error: --max-packets: the chunked tree allreduce would simulate ~3.93e+06 packet hops, "
+     "error: --max-packets: the chunked tree allreduce would simulate ~7.86e+06 packet hops, "
      "over the limit 1e+05: raise --max-packets"),
     (["--engine", "packet", "--per-rail", "--sizes", "1M,1G", "--max-packets", "5e6"],
      "error: --max-packets: the run would simulate ~8.39e+06 packet hops (8 collectives "

@@ -132,7 +132,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
                    deps=None, waits=(), watch=(),
                    watch_flows=(), sample_interval: float = 1e-6, max_samples: int = 100_000,
                    t_end: float = np.inf, pct=(50.0, 90.0, 99.0), histograms: bool = True,
-                   pool_size: int = 1 << 14
+                   pool_size: int = 1 << 14, packet_bytes=None
                    ) -> PacketResult:
     """Packet-level run of flows over links given as arrays.
 
@@ -168,6 +168,9 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     pct, histograms : queue percentiles to report (from per-link time histograms; off saves
         memory and time on large fabrics).
     pool_size : initial packet records (the pool doubles when it runs out).
+    packet_bytes : payload bytes per packet, per flow (scalars broadcast; default
+        ``params.mtu_bytes``): a coarser packet on links without buffers, congestion
+        control or loss (NVLink) only coarsens how flows interleave there, for fewer events.
 
     Returns
     -------
@@ -214,6 +217,10 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     if not (np.all(np.isfinite(size)) and np.all(size >= 0)):
         raise InputError("sizes", "must be finite and >= 0")
     size = np.ceil(size)          # packets carry whole bytes (their records are integers)
+    packet = np.full(n, float(p.mtu_bytes)) if packet_bytes is None else \
+        np.ceil(np.broadcast_to(np.asarray(packet_bytes, dtype=np.float64), (n,)))
+    if not (np.all(np.isfinite(packet)) and np.all(packet >= 1)):
+        raise InputError("packet_bytes", "must be finite and >= 1 byte")
     if not (np.all(np.isfinite(start)) and np.all(start >= 0)):
         raise InputError("starts", "must be finite and >= 0")
     if np.any((prio < 0) | (prio >= N_PRIO)):
@@ -238,7 +245,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
         switch_of[first] = -1
     link_buf = np.ascontiguousarray(switch_of, dtype=np.int64)
     n_buf = int(link_buf.max(initial=-1)) + 1
-    wire = p.mtu_bytes + p.header_bytes
+    wire = max(p.mtu_bytes, float(packet.max(initial=0.0))) + p.header_bytes
     headroom = p.headroom_bdp * 2 * delay * capacity + 2 * wire
     buf_shared = np.full(n_buf, float(p.buffer_bytes))
     if p.pfc and n_buf:                      # reserve each ingress's headroom once per switch
@@ -266,6 +273,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     if waits.size:           # waits: no links, one shared QP, their duration as size
         ptr = np.concatenate([ptr, np.full(waits.size, ptr[-1])])
         size = np.concatenate([size, waits])
+        packet = np.concatenate([packet, np.full(waits.size, float(p.mtu_bytes))])
         prio = np.concatenate([prio, np.full(waits.size, p.data_priority, dtype=np.int64)])
         qp = np.concatenate([qp, np.full(waits.size, int(qp.max(initial=-1)) + 1)])
         fb_const = np.concatenate([fb_const, np.zeros(waits.size)])
@@ -297,6 +305,7 @@ def simulate_flows(capacity, delay, paths, sizes, starts=None, params: PacketPar
     ff = np.zeros((n, len(Ff)))
     ff[:, Ff.SIZE], ff[:, [Ff.FINISH, Ff.RTO_DUE, Ff.FIRST_CNP]] = size, np.inf
     ff[:, Ff.FB_CONST], ff[:, Ff.FB_PER_BYTE] = fb_const, fb_per_byte
+    ff[:, Ff.PACKET] = packet
     n_qps = int(qp.max(initial=-1)) + 1
     qf = np.zeros((n_qps, len(Qp)))
     qp_line = np.zeros(n_qps)

@@ -1,7 +1,8 @@
 r"""The event loop of the packet engine: arrays in, per-flow finish times and port stats out.
 
 Events (:class:`~hpnsim.packet.kinds.Event`) pop from one heap in (time, insertion) order;
-each handler touches one link, flow or QP and pushes at most a few events. Packets live in
+each handler touches one link, flow or QP and pushes at most a few events. A flow's packets
+carry its own payload size (``Ff.PACKET``: the MTU, or coarser on NVLink). Packets live in
 the pool (:mod:`.pool`), queues and in-flight lists are FIFOs through it (:mod:`.link`).
 
 Worked system

@@ -165,7 +165,7 @@ class Fi(IntEnum):
 
 
 class Ff(IntEnum):
-    """Columns of the float flow state ``ff[n_flows, 9]``."""
+    """Columns of the float flow state ``ff[n_flows, 10]``."""
 
     SIZE = 0       # bytes (a wait: its duration, s)
     SENT = 1       # payload bytes handed to the NIC port (rewound by go-back-N)
@@ -176,6 +176,7 @@ class Ff(IntEnum):
     RESENT = 6     # payload bytes sent again after go-back-N rewinds
     RTO_DUE = 7    # when its pending retransmission timer fires
     FIRST_CNP = 8  # when the first CNP for it reached its sender (inf: none)
+    PACKET = 9     # payload bytes per packet (the MTU unless the flow has its own)
 
 
 class Ms(IntEnum):

@@ -36,7 +36,7 @@ PRIO, QP, FNEXT, PATH0, PATH1 = (int(Fi.PRIO), int(Fi.QP), int(Fi.NEXT), int(Fi.
                                  int(Fi.PATH1))
 NEXT_PSN, EXPECT, RTO_MARK = int(Fi.NEXT_PSN), int(Fi.EXPECT), int(Fi.RTO_MARK)
 QHEAD_F, QTAIL_F, RR_NEXT = int(QpI.HEAD), int(QpI.TAIL), int(QpI.RR_NEXT)
-FSIZE, SENT, RTO_DUE = int(Ff.SIZE), int(Ff.SENT), int(Ff.RTO_DUE)
+FSIZE, SENT, RTO_DUE, PACKET = int(Ff.SIZE), int(Ff.SENT), int(Ff.RTO_DUE), int(Ff.PACKET)
 RC, NEXT_TX = int(Qp.RC), int(Qp.NEXT_TX)
 LOSSES = int(Ms.LOSSES)
 
@@ -137,7 +137,7 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
         f = qi[q, QHEAD_F]
         paused = pq[base + fi[f, PRIO], PAUSED] != 0
         if not paused and qf[q, NEXT_TX] <= now:
-            payload = min(cfg[Cfg.MTU], ff[f, FSIZE] - ff[f, SENT])
+            payload = min(ff[f, PACKET], ff[f, FSIZE] - ff[f, SENT])
             ff[f, SENT] += payload
             wire = int(payload + cfg[Cfg.HEADER])
             p = pool.alloc(pk, ms, f, wire)

@@ -49,6 +49,7 @@ FSIZE, SENT, RECV, FINISH, FB_CONST, FB_PER_BYTE, RESENT, RTO_DUE, FIRST_CNP = (
     int(Ff.SIZE), int(Ff.SENT), int(Ff.RECV), int(Ff.FINISH), int(Ff.FB_CONST),
     int(Ff.FB_PER_BYTE), int(Ff.RESENT), int(Ff.RTO_DUE), int(Ff.FIRST_CNP))
 LAST_CNP = int(Qp.LAST_CNP)
+PACKET = int(Ff.PACKET)
 LOSSES = int(Ms.LOSSES)
 WAKE_AT = int(Lf.WAKE_AT)
 
@@ -117,7 +118,7 @@ def rewind(f, psn, now, lk, lf, fi, ff, qi, path_links, ht, hk, ms, cfg):
     sent past ``psn``, or if it already rewound to ``psn`` or later)."""
     if ff[f, FINISH] < np.inf or psn >= fi[f, NEXT_PSN] or psn <= fi[f, LAST_REWIND]:
         return
-    mtu = cfg[Cfg.MTU]
+    mtu = ff[f, PACKET]
     was_out = ff[f, SENT] >= ff[f, FSIZE]          # all sent: it had left its QP's queue
     target = min(psn * mtu, ff[f, FSIZE])
     ff[f, RESENT] += ff[f, SENT] - target

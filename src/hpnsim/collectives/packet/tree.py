@@ -36,8 +36,8 @@ import numpy as np
 
 from hpnsim.errors import InputError
 
-__all__ = ["NCCL_STEPS", "check_tree_packet", "run_tree_packet", "tree_chunk", "tree_hops",
-           "tree_pipelined"]
+__all__ = ["NCCL_STEPS", "check_tree_packet", "nvlstree_streams", "run_tree_packet", "tree_chunk",
+           "tree_hops", "tree_pipelined"]
 
 #: steps (slots) per connection buffer: NCCL 2.18.3 src/include/devcomm.h
 NCCL_STEPS = 8
@@ -62,14 +62,41 @@ def _tree_stages(plan) -> list:
     return [s for s in plan.schedule.stages if s.switch is None]
 
 
+def nvlstree_streams(plan) -> int:
+    """NCCL 2.18.3's concurrent chunk streams of an NVLS-tree all-reduce: ``nvlsChannels``
+    (16, ``NCCL_NVLS_NCHANNELS``, ``src/transport/nvls.cc``) x ``nHeads`` (the NVLS graph's
+    channels, one head GPU per NIC up to the host's GPU count: ``ncclTopoCompareGraphs``
+    in ``src/graph/search.cc``, ``connectNvls`` in ``src/graph/connect.cc``): the
+    ``concurrentOps`` of ``computeColl`` (``src/enqueue.cc``), here the plan's rails.
+
+    >>> from hpnsim.collectives.planning.plan import plan_collective
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> nvlstree_streams(plan_collective(f, "allreduce", range(16), 2**30, algo="nvlstree",
+    ...                                  protocol="simple"))
+    128
+    """
+    from hpnsim.collectives.closed_form.nvlstree import NVLS_CHANNELS
+
+    rails = {int(s.name.split("/rail", 1)[1].split("/", 1)[0]) for s in _tree_stages(plan)}
+    return NVLS_CHANNELS * len(rails)
+
+
 def tree_chunk(plan, gpus_per_host: int = 8) -> float:
-    """NCCL 2.18.3's chunk size per channel of a tree or NVLS-tree all-reduce (Simple),
-    ``computeColl`` in ``src/enqueue.cc``: one step of the buffer (``NcclParams.chunk_bytes``,
-    4 MiB / NCCL_STEPS = 512 KiB); tree halves it while ``size / (channels x chunk)`` is under
-    ``8 x depth`` (down to 128 KiB), ``4 x depth`` (64 KiB) and ``depth`` (32 KiB), with
-    ``depth = ranks/hosts - 1 + floor(log2 hosts)`` (``src/graph/connect.cc``); NVLS-tree caps
-    it at 256, 128, 64, 32 KiB when ``size`` is under 32, 16, 4, 1 x (concurrent chunk streams
-    x chunk); its streams are NCCL's channels x heads, here the planned rail stages.
+    """Bytes per chunk of one planned tree stage of a tree or NVLS-tree all-reduce (Simple),
+    from NCCL 2.18.3's ``computeColl`` (``src/enqueue.cc``): one step of the buffer
+    (``NcclParams.chunk_bytes``, 4 MiB / NCCL_STEPS = 512 KiB).
+
+    * tree: halved while ``size / (channels x chunk)`` is under ``8 x depth`` (down to 128
+      KiB), ``4 x depth`` (64 KiB) and ``depth`` (32 KiB), with ``depth = ranks/hosts - 1 +
+      floor(log2 hosts)`` (``src/graph/connect.cc``); channels are the planned stages.
+    * NVLS-tree: capped at 256, 128, 64, 32 KiB when ``size`` is under 32, 16, 4, 1 x
+      (concurrent streams x chunk), the streams NCCL's (:func:`nvlstree_streams`, 128 on 8
+      GPUs a host: :func:`~hpnsim.collectives.closed_form.nvlstree.nvlstree_chunk`). The plan
+      has fewer tree stages (rails x 2 trees x its channels, 32 by default), each standing
+      for ``streams / stages`` of NCCL's streams on the same edges: a stage moves their
+      chunks as one chunk of ``streams / stages`` x NCCL's (the bytes in flight per slot
+      and the time a chunk holds an edge are theirs together, as when they share the link).
 
     >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
@@ -80,15 +107,23 @@ def tree_chunk(plan, gpus_per_host: int = 8) -> float:
     >>> tree_chunk(plan_collective(f, "allreduce", range(16), 2**26, algo="tree",
     ...                            protocol="simple")) / 1024    # 2 MiB per channel: 32 chunks
     64.0
+
+    NVLS-tree at 1 GiB: NCCL's 128 streams of 256 KiB chunks (1 GiB < 16 x 128 x 512 KiB),
+    4 to each of the 32 planned stages:
+
+    >>> tree_chunk(plan_collective(f, "allreduce", range(16), 2**30, algo="nvlstree",
+    ...                            protocol="simple")) / 1024
+    1024.0
     """
     size = float(plan.schedule.size)
     chunk = float(plan.nccl.chunk_bytes)
     channels = len(_tree_stages(plan))
     if plan.algo == "nvlstree":
+        streams = nvlstree_streams(plan)
         for times, cap in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
-            if size < times * channels * chunk and chunk > cap:
+            if size < times * streams * chunk and chunk > cap:
                 chunk = float(cap)
-        return chunk
+        return chunk * streams / channels
     ranks = plan.schedule.gpus.size
     hosts = len({int(g) // gpus_per_host for g in plan.schedule.gpus.tolist()})
     depth = ranks // hosts - 1 + (hosts.bit_length() - 1)
@@ -123,10 +158,35 @@ def _nvls_links(fabric, plan) -> dict:
     return out
 
 
-def tree_hops(fabric, plan) -> list:
+def nvlink_packet(fabric, nvls_links, net_ports, mtu: float) -> float:
+    """Payload bytes per packet on NVLS's NVLink legs: as many whole MTUs as NVLink
+    serializes in the time the fastest NIC port serializes one (HPN 7.0's 200 GB/s NVLink
+    against 25 GB/s ports: 8 x 4096 = 32 KiB). NVLink legs cross no buffer and no
+    congestion control in this model, so their packet only sets how finely flows
+    interleave on a GPU's link and when a chunk's last bytes arrive; at the NIC's time
+    granularity that moves a 4-host NVLS-tree by under 1% (tests/test_packet_tree.py),
+    and cuts the NVLink events, 85% of a 448-GPU NVLS-tree's, eightfold.
+
+    >>> from hpnsim.fabrics import hpn7
+    >>> f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    >>> nv = [i for i in range(len(f.link_capacity)) if "nvswitch" in f.link_name(i)]
+    >>> nic = [i for i in range(len(f.link_capacity))
+    ...        if "/nic" in f.link_name(i).split("->")[0] and "tor" in f.link_name(i)]
+    >>> nvlink_packet(f, nv, nic, 4096.0)
+    32768.0
+    """
+    cap = np.asarray(fabric.link_capacity, dtype=np.float64)
+    nv = np.asarray(list(nvls_links), dtype=np.int64)
+    ports = np.asarray(list(net_ports), dtype=np.int64)
+    if not nv.size or not ports.size:
+        return float(mtu)
+    return float(mtu) * max(1.0, float(np.floor(cap[nv].min() / cap[ports].max() + 1e-9)))
+
+
+def tree_hops(fabric, plan, mtu: float | None = None) -> list:
     """The :class:`~hpnsim.packet.pipeline.Hop`\\ s of a planned tree or NVLS-tree
     all-reduce (see the module docstring), weights in wire bytes per chunk byte of a rail
-    or tree stage.
+    or tree stage. With ``mtu``, the NVLS hops' packets are :func:`nvlink_packet`'s.
 
     >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
@@ -151,6 +211,7 @@ def tree_hops(fabric, plan) -> list:
         nvls_legs[g] = ([([gpu_links[p][0]],) for p in peers] + [([down],)],
                         [([up],)] + [([gpu_links[p][1]],) for p in peers])
     hops: list = []
+    staged = []
     for i, stage in enumerate(plan.schedule.stages):
         if stage.switch is not None:
             continue
@@ -158,13 +219,24 @@ def tree_hops(fabric, plan) -> list:
         if not (np.array_equal(stage.src[m:], stage.dst[:m])
                 and np.array_equal(stage.dst[m:], stage.src[:m])):
             raise InputError("algo", f"stage {stage.name} is not a tree's up and down edges")
-        members = _members(fabric, plan.paths[i], plan.qps, 1.0 / efficiency)
+        staged.append((stage, m, _members(fabric, plan.paths[i], plan.qps, 1.0 / efficiency)))
+    packet = None
+    if nvls and mtu is not None:
+        from hpnsim.fabrics.fabric import LinkKind
+
+        nvlink = np.asarray(fabric.link_kind) == LinkKind.NVLINK
+        nv = {x for pair in gpu_links.values() for x in pair}
+        ports = {int(part[0]) for _, _, members in staged for legs, _ in members
+                 for leg in legs for part in leg if not nvlink[np.asarray(part)].all()}
+        packet = nvlink_packet(fabric, nv, ports, mtu)
+    for stage, m, members in staged:
         hops.extend(_stage_hops(stage.src[:m].tolist(), stage.dst[:m].tolist(), members,
-                                len(hops), nvls_legs if nvls else None, w))
+                                len(hops), nvls_legs if nvls else None, w, packet))
     return hops
 
 
-def _stage_hops(up_src: list, up_dst: list, members: list, base: int, nvls_legs, w: float):
+def _stage_hops(up_src: list, up_dst: list, members: list, base: int, nvls_legs, w: float,
+                packet: float | None = None):
     """Hops of one tree stage (edges ``up_src[e] -> up_dst[e]``, ``members[e]`` the up
     edge's and ``members[m + e]`` the down edge's (legs, weights)), numbered from ``base``:
     up hops, down hops, then (NVLS-tree) a reduction and a multicast hop per rank."""
@@ -201,23 +273,23 @@ def _stage_hops(up_src: list, up_dst: list, members: list, base: int, nvls_legs,
     if nvls:
         for g in order:            # every GPU of g's host sends the chunk, g gets the sum
             legs = nvls_legs[g][0]
-            hops.append(Hop(legs, np.full(len(legs), w), (), forwarders(g, False)))
+            hops.append(Hop(legs, np.full(len(legs), w), (), forwarders(g, False), packet))
         for g in order:            # g stores the result, the switch writes it to every GPU
             legs = nvls_legs[g][1]
             needs = reduced(g) if g == root else (down_into[g],)
-            hops.append(Hop(legs, np.full(len(legs), w), needs))
+            hops.append(Hop(legs, np.full(len(legs), w), needs, (), packet))
     return hops
 
 
-def _checked(fabric, plan, run, state=None):
+def _checked(fabric, plan, run, state=None, coarse_nvlink: bool = True):
     """Hops, chunk, stage bytes, parameters and the packet hops of the first window (or of
     every chunk); beyond ``run.max_packets`` an InputError named ``max_packets``."""
     from hpnsim.packet import PacketParams
-    from hpnsim.packet.pipeline import pipeline_flows
+    from hpnsim.packet.pipeline import pipeline_depth, pipeline_flows
 
     params = (run.params or PacketParams()).validate()
     gpus_per_host = int(getattr(fabric, "gpus_per_host", 8))
-    hops = tree_hops(fabric, plan)
+    hops = tree_hops(fabric, plan, params.mtu_bytes if coarse_nvlink else None)
     if state is not None:
         legs = [leg for h in hops for leg in h.legs]
         used = np.concatenate([np.asarray(x, dtype=np.int64) for leg in legs for x in leg])
@@ -229,6 +301,8 @@ def _checked(fabric, plan, run, state=None):
     stage_size = float(_tree_stages(plan)[0].size)
     n_chunks = int(np.ceil(stage_size / chunk - 1e-9))
     simulated = n_chunks if not run.window else min(n_chunks, FIRST_WINDOW)
+    while simulated < n_chunks and simulated // 2 < pipeline_depth(hops):   # as the window
+        simulated = min(n_chunks, 2 * simulated)
     estimate = pipeline_flows(hops, [chunk], NCCL_STEPS, params.mtu_bytes).packet_hops * simulated
     if estimate > run.max_packets:
         hint = "" if run.window else ", or use the windowed mode (drop --no-window)"
@@ -255,19 +329,21 @@ def check_tree_packet(fabric, plan, run, state=None) -> float:
     >>> check_tree_packet(f, plan, PacketRun(max_packets=1e5))
     Traceback (most recent call last):
     ...
-    hpnsim.errors.InputError: max_packets: the chunked tree allreduce would simulate ~3.93e+06 packet hops, over the limit 1e+05: raise --max-packets
+    hpnsim.errors.InputError: max_packets: the chunked tree allreduce would simulate ~7.86e+06 packet hops, over the limit 1e+05: raise --max-packets
     """
     return _checked(fabric, plan, run, state)[-1]
 
 
-def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
+def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None, *,
+                    coarse_nvlink: bool = True):
     """A planned tree or NVLS-tree all-reduce (Simple) as NCCL's chunked pipeline in the
     packet engine: a :class:`~hpnsim.collectives.packet.result.PacketCollectiveResult` whose
     ``steps`` are the chunks per channel, ``steps_simulated`` those simulated (windowed
     mode: until the per-chunk time is steady, the rest extrapolated, ``extrapolated`` their
     share), ``network_time`` the packets' time and ``nccl_latency`` NCCL's software terms
     along the schedule (:func:`~hpnsim.collectives.packet.graph.chain_latency`), added as
-    for rings.
+    for rings. ``coarse_nvlink``: NVLS's NVLink legs move :func:`nvlink_packet`'s packets
+    (False: the MTU, as every other flow).
 
     >>> from hpnsim.collectives.packet.run import PacketRun
     >>> from hpnsim.collectives.planning.plan import plan_collective
@@ -286,7 +362,8 @@ def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None):
     from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.pipeline import simulate_pipeline
 
-    hops, chunk, stage_size, params, estimate = _checked(fabric, plan, run, state)
+    hops, chunk, stage_size, params, estimate = _checked(fabric, plan, run, state,
+                                                         coarse_nvlink)
     graph, compiled = _compiled(fabric, plan, state)
     flow_time = float(simulate(graph, fabric.link_capacity if state is None
                                else state.capacity).finish[compiled.final].max())
