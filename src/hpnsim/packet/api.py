@@ -337,6 +337,7 @@ class PacketSim:
         qf[:, [Qp.LAST_CNP, Qp.LAST_CUT]] = -np.inf
         qf[:, Qp.LEFT] = np.bincount(qp, minlength=n_qps)
         qi = np.full((n_qps, len(QpI)), -1, dtype=np.int64)
+        qi[:port_of_qp.size, QpI.PORT] = port_of_qp
         sw = np.stack([np.zeros(n_buf), buf_shared], axis=1)
         hist = np.zeros((n_links if histograms else 0, N_BINS))
         samples = np.zeros((n_samples, watch.size))

@@ -152,6 +152,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
             dcqcn.on_alpha_timer(qf, ident, now, cfg, ht, hk, ms, qf[ident, LEFT] > 0)
         elif kind == Event.INC_TIMER:
             dcqcn.on_inc_timer(qf, ident, now, cfg, ht, hk, ms, qf[ident, LEFT] > 0)
+            link.wake_qp(ident, now, lf, qf, qi, ht, hk, ms)
         elif kind == Event.PAUSE_ON:
             if pq[ident, PAUSED] == 0:
                 lk_id = ident // N_PRIO
