@@ -68,8 +68,9 @@ class PacketRun:
     window : windowed steady state (simulate ring steps until the per-step time is stable,
         extrapolate the rest); False simulates every step.
     max_packets : refuse a run whose estimated packet hops exceed this
-        (``--max-packets``); in the windowed mode it also caps how far the window doubles
-        when the per-step time does not settle (the result then says ``stable`` False).
+        (``--max-packets``); in the windowed mode it also caps how many steps the window
+        builds and simulates when the per-step time does not settle (the result then says
+        ``stable`` False).
     watch : link ids whose queue is sampled over time (empty: the busiest switch ports of
         the collective's paths, up to ``max_watch``).
     samples : queue samples per watched port over the run.
@@ -155,7 +156,7 @@ def estimate_packets(rings, piece: float, steps: int, chunk: float, params,
                      window: bool, first_window: int = 4) -> float:
     """Packet hops the run simulates: packets per step (chunks of at most an MTU) times
     links crossed, over every step, or over the first window (``first_window`` steps; the
-    window doubles only while the per-step time moves).
+    window goes on only while the per-step time moves).
 
     >>> from hpnsim.packet import PacketParams
     >>> estimate_packets([[[0, 1], [2]]], 8192.0, 2, 8192.0, PacketParams(), window=False)
