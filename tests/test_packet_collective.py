@@ -124,10 +124,18 @@ def test_ecmp_collision_costs_more_with_pfc_and_more_again_with_dcqcn(dcn):
     # PFC alone: pauses spread back from the collided uplink and stall flows behind them
     assert pfc.pfc_pauses > 0 and pfc.paused_time > 0 and pfc.drops == 0
     assert pfc.time > 1.02 * ideal.time and pfc.network_time > flow_net
-    # DCQCN on top: the collided queue crosses Kmin, marks lead to CNPs and rate cuts
+    # DCQCN on top: the collided queues cross Kmin, marks lead to CNPs and rate cuts; the
+    # cuts that take a flow below its share of the collided uplink cost time beyond PFC's
+    # (the two uplinks of ToR p1 both carry collided flows: either may hold the fullest queue)
     assert dcqcn.ecn_marks > 0 and dcqcn.cnps > 0 and dcqcn.drops == 0
-    assert dcqcn.ports[0]["port"] == flow.bottleneck and dcqcn.ports[0]["marks"] > 0
-    assert dcqcn.time > 1.5 * pfc.time
+    assert flow.bottleneck in [p["port"] for p in dcqcn.ports[:2]]
+    assert dcqcn.ports[0]["marks"] > 0
+    assert dcqcn.time > pfc.time
+    # but not by multiples: a QP's rate limiter applies a raised rate at once (the gap after
+    # its last packet is re-counted at the new rate), so a QP cut to the floor does not sit
+    # out that packet's gap at the floor rate (milliseconds at 1 Mb/s) once it recovers;
+    # measured 1.08 x PFC's time (it was 15 x before the limiter re-counted its gap)
+    assert dcqcn.time < 1.5 * pfc.time
 
 
 def invoke(*args):

@@ -223,3 +223,37 @@ def test_dcqcn_flows_share_a_bottleneck_fairly_near_the_fluid_fixed_point(n, gbp
         # every packet: those marks alone exceed p*, and the mean queue stays under q*
         assert np.mean(q > PARAMS.kmax_bytes) > p_star and q.mean() < _q_star(p_star)
     assert r.drops.sum() == 0        # (N = 64 starting at line rate: PFC pauses at start-up)
+
+
+def test_a_rate_change_recounts_the_gap_after_the_last_packet():
+    # Hand-worked: a QP at Rc = 1 Mb/s sent a 4158-B frame at t = 0, so its limiter holds the
+    # next one until 4158 / 125e3 = 33.3 ms. A rate-increase event (fast recovery) at
+    # 300 us sets Rc = (Rt + Rc) / 2 with Rt = 25 GB/s: the gap after that frame is now
+    # 4158 / Rc, so the next frame may go at 0.33 us after t = 0, i.e. at once; the QP's
+    # port is woken at 300 us. A cut back to half that rate doubles the gap again.
+    import numpy as np
+
+    from hpnsim.packet import dcqcn, heap, link
+    from hpnsim.packet.kinds import Cfg, Event, Lf, Qp, QpI
+
+    w, low, line = 4158.0, 125e3, 25e9
+    qf = np.zeros((1, len(Qp)))
+    qf[0, Qp.RC], qf[0, Qp.RT], qf[0, Qp.LINE], qf[0, Qp.ALPHA] = low, line, line, 1.0
+    qf[0, Qp.LAST_WIRE], qf[0, Qp.NEXT_TX] = w, w / low
+    cfg = np.zeros(len(Cfg))
+    cfg[Cfg.FAST_STEPS], cfg[Cfg.R_MIN] = 5, low
+    dcqcn.increase(qf, 0, cfg)
+    rc = (line + low) / 2
+    assert qf[0, Qp.RC] == rc
+    assert qf[0, Qp.NEXT_TX] == pytest.approx(w / rc, rel=1e-12)
+    qi = np.full((1, len(QpI)), -1, dtype=np.int64)
+    qi[0, QpI.HEAD], qi[0, QpI.PORT] = 0, 2                 # a flow to send, port link 2
+    lf = np.zeros((3, len(Lf)))
+    lf[:, Lf.WAKE_AT] = np.inf
+    ht, hk, ms = heap.new_heap(8)
+    link.wake_qp(0, 300e-6, lf, qf, qi, ht, hk, ms)
+    assert lf[2, Lf.WAKE_AT] == 300e-6 and heap.pop(ht, hk, ms) == (300e-6, 2,
+                                                                     int(Event.LINK_WAKE))
+    assert dcqcn.cut(qf, 0, 1.0, cfg)                        # alpha 1: the rate halves
+    assert qf[0, Qp.RC] == rc / 2
+    assert qf[0, Qp.NEXT_TX] == pytest.approx(2 * w / rc, rel=1e-12)

@@ -96,7 +96,8 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
     """Process events from the state (built by :func:`hpnsim.packet.api.simulate_flows`,
     seeded by :func:`start`) until every flow has finished, no event is left or
     ``cfg[T_END]`` (status DONE), or the heap or the pool needs room (status ROOM: grow
-    them and call again). Returns ``(status, now)``.
+    them and call again). Returns ``(status, now)``. An event after ``cfg[T_END]`` stays on
+    the heap, so a call with a later ``T_END`` resumes the same run exactly.
 
     Compiled without numba's reference counting (``_nrt=False``): it allocates nothing,
     so every array stays owned by the caller and no call pays for atomic increments.
@@ -106,9 +107,9 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
     while ms[HEAP_N] > 0 and ms[N_DONE] < n_flows:
         if ms[HEAP_N] + ms[RESERVE] > ht.shape[0] or ms[FREE_N] < 4:
             return ROOM, now
-        t, ident, kind = heap.pop(ht, hk, ms)
-        if t > cfg[Cfg.T_END]:
+        if ht[0] > cfg[Cfg.T_END]:        # left on the heap: a later call resumes here
             break
+        t, ident, kind = heap.pop(ht, hk, ms)
         now = t
         ms[EVENTS] += 1
         kick = -1                                    # the link that may start a packet
@@ -152,6 +153,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
             dcqcn.on_alpha_timer(qf, ident, now, cfg, ht, hk, ms, qf[ident, LEFT] > 0)
         elif kind == Event.INC_TIMER:
             dcqcn.on_inc_timer(qf, ident, now, cfg, ht, hk, ms, qf[ident, LEFT] > 0)
+            link.wake_qp(ident, now, lf, qf, qi, ht, hk, ms)
         elif kind == Event.PAUSE_ON:
             if pq[ident, PAUSED] == 0:
                 lk_id = ident // N_PRIO

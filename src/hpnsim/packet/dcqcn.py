@@ -38,6 +38,20 @@ RC, RT, ALPHA, LAST_CUT, BYTES, INC_DUE, LINE = (int(Qp.RC), int(Qp.RT), int(Qp.
                                                  int(Qp.INC_DUE), int(Qp.LINE))
 T_STAGE, BC_STAGE, CNP_SEEN, CC_ON = (int(Qp.T_STAGE), int(Qp.BC_STAGE), int(Qp.CNP_SEEN),
                                       int(Qp.CC_ON))
+NEXT_TX, LAST_WIRE = int(Qp.NEXT_TX), int(Qp.LAST_WIRE)
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def retime(qf, q, old):
+    """The rate of QP ``q`` changed from ``old``: the gap after the packet it sent last is
+    counted at the new rate, ``NEXT_TX += w / Rc - w / old`` (w: that packet's frame), so a
+    rate raised while the limiter holds the QP lets its next packet go earlier, and a cut
+    holds it longer (the ns-3 RDMA model's ``RdmaHw::ChangeRate``: alibaba-edu/
+    High-Precision-Congestion-Control and aliyun/ns-3-alibabacloud, SimAI's backend,
+    simulation/src/point-to-point/model/rdma-hw.cc)."""
+    w = qf[q, LAST_WIRE]
+    if w > 0 and qf[q, RC] != old:
+        qf[q, NEXT_TX] += w / qf[q, RC] - w / old
 
 
 @njit(cache=True, inline="always", _nrt=False)
@@ -47,7 +61,9 @@ def cut(qf, q, now, cfg):
         return False
     if cfg[Cfg.CLAMP] > 0 or qf[q, T_STAGE] > 0:
         qf[q, RT] = qf[q, RC]
-    qf[q, RC] = max(cfg[Cfg.R_MIN], qf[q, RC] * (1.0 - qf[q, ALPHA] / 2.0))
+    old = qf[q, RC]
+    qf[q, RC] = max(cfg[Cfg.R_MIN], old * (1.0 - qf[q, ALPHA] / 2.0))
+    retime(qf, q, old)
     qf[q, LAST_CUT] = now
     qf[q, BYTES] = 0.0
     qf[q, T_STAGE] = 0.0
@@ -66,7 +82,9 @@ def increase(qf, q, cfg):
         qf[q, RT] = min(qf[q, LINE], qf[q, RT] + cfg[Cfg.R_HAI])
     else:
         qf[q, RT] = min(qf[q, LINE], qf[q, RT] + cfg[Cfg.R_AI])
-    qf[q, RC] = min(qf[q, LINE], (qf[q, RT] + qf[q, RC]) / 2.0)
+    old = qf[q, RC]
+    qf[q, RC] = min(qf[q, LINE], (qf[q, RT] + old) / 2.0)
+    retime(qf, q, old)
 
 
 @njit(cache=True, inline="always", _nrt=False)

@@ -54,7 +54,7 @@ CONTROL = CNP | NACK
 
 
 class Qp(IntEnum):
-    """Columns of the float QP state ``qf[n_qps, 14]`` (DCQCN reaction and notification
+    """Columns of the float QP state ``qf[n_qps, 15]`` (DCQCN reaction and notification
     point; counters are stored as floats so one array holds a QP)."""
 
     RC = 0          # current rate, bytes/s
@@ -71,16 +71,18 @@ class Qp(IntEnum):
     CNP_SEEN = 11   # 1 if a CNP arrived during the current alpha period
     CC_ON = 12      # 1 while its timers run (from the first CNP on)
     LEFT = 13       # its flows not finished yet
+    LAST_WIRE = 14  # frame bytes of the packet it sent last (its rate limiter's gap)
 
 
 class QpI(IntEnum):
-    """Columns of the integer QP state ``qi[n_qps, 3]``: a QP sends its flows one after
+    """Columns of the integer QP state ``qi[n_qps, 4]``: a QP sends its flows one after
     another (as a QP executes its work requests in order); its NIC port takes turns over the
     QPs that have a flow to send."""
 
     HEAD = 0       # queue of its active flows (head, tail)
     TAIL = 1
     RR_NEXT = 2    # next QP in its NIC port's round-robin list
+    PORT = 3       # its NIC port (the first link of its flows; -1: none)
 
 
 class Lk(IntEnum):

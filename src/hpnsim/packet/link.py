@@ -37,7 +37,8 @@ PRIO, QP, FNEXT, PATH0, PATH1 = (int(Fi.PRIO), int(Fi.QP), int(Fi.NEXT), int(Fi.
 NEXT_PSN, EXPECT, RTO_MARK = int(Fi.NEXT_PSN), int(Fi.EXPECT), int(Fi.RTO_MARK)
 QHEAD_F, QTAIL_F, RR_NEXT = int(QpI.HEAD), int(QpI.TAIL), int(QpI.RR_NEXT)
 FSIZE, SENT, RTO_DUE, PACKET = int(Ff.SIZE), int(Ff.SENT), int(Ff.RTO_DUE), int(Ff.PACKET)
-RC, NEXT_TX = int(Qp.RC), int(Qp.NEXT_TX)
+RC, NEXT_TX, LAST_WIRE = int(Qp.RC), int(Qp.NEXT_TX), int(Qp.LAST_WIRE)
+PORT = int(QpI.PORT)
 LOSSES = int(Ms.LOSSES)
 
 
@@ -115,6 +116,19 @@ def add_flow(link, f, lk, fi, qi):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def wake_qp(q, now, lf, qf, qi, ht, hk, ms):
+    """QP ``q``'s rate went up (its next packet may go earlier): if it has a flow to send,
+    wake its NIC port when its rate limiter next lets a packet go."""
+    port = qi[q, PORT]
+    if qi[q, QHEAD_F] < 0 or port < 0:
+        return
+    t = max(now, qf[q, NEXT_TX])
+    if t < lf[port, WAKE_AT]:
+        lf[port, WAKE_AT] = t
+        heap.push(ht, hk, ms, t, port, Event.LINK_WAKE)
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht, hk, ms,
                hist, cfg):
     """If ``link`` is idle, start its next packet: queued traffic first, then its QPs."""
@@ -147,6 +161,7 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
             pk[p, BASE] = fi[f, PATH0]
             pk[p, END] = fi[f, PATH1]
             qf[q, NEXT_TX] = now + wire / qf[q, RC]
+            qf[q, LAST_WIRE] = wire
             if cfg[Cfg.CC] > 0:
                 dcqcn.on_sent(qf, q, wire, cfg)
             if ff[f, SENT] >= ff[f, FSIZE]:        # the flow is all sent: next in the QP

@@ -12,14 +12,16 @@ with one chunk per step each step waits for its whole piece, so ``T = S (w/C + d
 piece of w wire bytes; with m chunks per step and ``(m-1) w/m / C >= d`` the next step's
 first chunk is ready before the link frees, so the link never idles: ``T = S w/C + d``.
 
-Windowed: the steps of a ring repeat, so :func:`simulate_ring` first simulates K steps,
-doubling K until the per-step time is steady (:func:`steady_rate`: the last three per-step
-times agree within ``tol``, or the mean over the window's second half agrees with its
-second quarter's, for step times that repeat with a period) and is not shorter than the
-busiest link needs for one step's bytes (:func:`step_floor`: a faster step means buffers are
-still absorbing the excess, as behind an ECMP collision); then ``T = t_K + (S - K) * dt_K``
-and ``extrapolated = (S - K) / S`` says how much was not simulated. With ``slots`` a
-connection holds at most that many chunks in flight (NCCL_STEPS, :func:`ring_flow_arrays`).
+Windowed: the steps of a ring repeat, so :func:`simulate_ring` simulates steps only until
+each ring's per-step time is steady (:func:`steady_rate`: the last three per-step times agree
+within ``tol``, or the mean over the window's second half agrees with its second quarter's,
+for step times that repeat with a period) and is not shorter than the busiest link of that
+ring needs for one step's bytes (:func:`ring_floors`: a faster step means buffers are still
+absorbing the excess, as behind an ECMP collision); ring g then ends at
+``t_g + (S - k_g) dt_g`` and ``extrapolated`` says what share of the rings' steps was not
+simulated. The packet run is one run that pauses to look (:class:`~hpnsim.packet.api.PacketSim`),
+so its steps are exactly the full run's first steps. With ``slots`` a connection holds at
+most that many chunks in flight (NCCL_STEPS, :func:`ring_flow_arrays`).
 """
 
 from __future__ import annotations
@@ -29,12 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpnsim.errors import InputError
-from hpnsim.packet.api import Csr, simulate_flows
+from hpnsim.packet.api import Csr, PacketSim
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
 
-__all__ = ["RingFlows", "RingRun", "ring_flow_arrays", "ring_flows", "simulate_ring", "steady_rate",
-           "step_floor", "NCCL_CHUNK_BYTES"]
+__all__ = ["RingFlows", "RingRun", "ring_floors", "ring_flow_arrays", "ring_flows", "simulate_ring",
+           "steady_rate", "step_floor", "NCCL_CHUNK_BYTES"]
 
 #: NCCL's Simple protocol: NCCL_BUFFSIZE 4 MiB split into NCCL_STEPS = 8 slots (NCCL defaults)
 NCCL_CHUNK_BYTES = 4 * 2**20 // 8
@@ -46,11 +48,13 @@ class RingRun:
 
     time : collective time (s), extrapolated when ``extrapolated > 0``.
     step_end : end of each simulated step (s), the latest chunk of that step to arrive.
-    steps, steps_simulated : steps of the collective, and how many were simulated.
-    extrapolated : share of the steps not simulated, ``(steps - steps_simulated) / steps``.
-    result : the packet run of the simulated steps.
-    stable : the last two simulated per-step times agreed within the tolerance (or every
-        step was simulated).
+    steps, steps_simulated : steps of the collective, and how many every ring completed in
+        the packet run.
+    extrapolated : share of the rings' steps not simulated, ``1 - sum_g k_g / (steps G)``.
+    result : the packet run (up to where it stopped).
+    stable : every ring's per-step time settled (or all its steps were simulated).
+    ring_step_end : per ring, the end of each of its first ``steps_simulated`` steps (s).
+    ring_time : per ring, when it ends its last step (s), extrapolated from its own steps.
     """
 
     time: float
@@ -60,6 +64,8 @@ class RingRun:
     extrapolated: float
     result: PacketResult
     stable: bool = True
+    ring_step_end: np.ndarray | None = None
+    ring_time: np.ndarray | None = None
 
 
 @dataclass
@@ -198,24 +204,41 @@ def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     return paths, fl.sizes, deps, fl.qp, fl.step
 
 
-def step_floor(capacity, rings: list[list], piece: float, chunks: int,
-               params: PacketParams) -> float:
-    """The shortest a steady ring step can take: the wire bytes one step puts on each link
-    (payload plus a header per packet) over its capacity, at the busiest link. A window whose
-    steps run faster than this is still filling buffers, not in steady state.
+def ring_floors(capacity, rings: list[list], piece: float, chunks: int,
+                params: PacketParams) -> np.ndarray:
+    """Per ring, the shortest its steady step can take: the wire bytes one step of every ring
+    puts on each link (payload plus a header per packet) over the link's capacity, at the
+    busiest link the ring crosses. A ring whose steps run faster than this is still filling
+    buffers, not in steady state.
 
-    >>> step_floor(np.full(3, 1e9), [[[0, 2], [1, 2]]], 4096.0, 1, PacketParams())
-    8.316e-06
+    Two rings of one link each, sharing link 2 (4 KiB pieces, 1 GB/s): each step puts two
+    pieces on it; a third ring alone on link 3 needs one piece's time.
+
+    >>> ring_floors(np.full(4, 1e9), [[[0, 2]], [[1, 2]], [[3]]], 4096.0, 1, PacketParams())
+    array([8.316e-06, 8.316e-06, 4.158e-06])
     """
     capacity = np.asarray(capacity, dtype=np.float64)
     chunk = piece / chunks
     wire = chunks * (chunk + np.ceil(chunk / params.mtu_bytes) * params.header_bytes)
+    ids = [np.concatenate([np.asarray(leg, dtype=np.int64) for path in ring
+                           for leg in (path if isinstance(path, tuple) else (path,))])
+           for ring in rings]
     load = np.zeros(capacity.size)
-    for ring in rings:
-        for path in ring:
-            for leg in (path if isinstance(path, tuple) else (path,)):
-                np.add.at(load, np.asarray(leg, dtype=np.int64), wire)
-    return float((load / capacity).max(initial=0.0))
+    for x in ids:
+        np.add.at(load, x, wire)
+    per_link = load / capacity
+    return np.array([float(per_link[x].max(initial=0.0)) for x in ids])
+
+
+def step_floor(capacity, rings: list[list], piece: float, chunks: int,
+               params: PacketParams) -> float:
+    """The shortest a steady ring step can take, at the busiest link of all rings
+    (:func:`ring_floors`' largest).
+
+    >>> step_floor(np.full(3, 1e9), [[[0, 2], [1, 2]]], 4096.0, 1, PacketParams())
+    8.316e-06
+    """
+    return float(ring_floors(capacity, rings, piece, chunks, params).max(initial=0.0))
 
 
 #: a window of at least this many steps may settle on block means (:func:`steady_rate`)
@@ -266,22 +289,33 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
 
     Parameters
     ----------
-    capacity, delay, switch_of, params, options : as :func:`simulate_flows`.
+    capacity, delay, switch_of, params, options : as
+        :func:`~hpnsim.packet.api.simulate_flows`.
     rings : ``rings[g][r]`` the link ids from rank r to rank r+1 of ring (channel) g; every
         ring has the same n ranks.
     chunk_bytes : pipelining unit: a piece of ``size / (len(rings) n)`` bytes moves as
         ``ceil(piece / chunk_bytes)`` chunks.
-    window : simulate steps until the per-step time is stable (the last three step
-        intervals within ``tol`` of each other, and none shorter than :func:`step_floor`,
-        else buffers are still filling), starting at ``first_window`` steps, doubling, and
-        extrapolate; False simulates all steps.
+    window : windowed steady state (see below); False simulates all steps.
     steps : steps of the collective (default 2(n-1), an all-reduce; n-1 for an all-gather
         or a reduce-scatter, whose pieces are the same ``size / (len(rings) n)``).
     slots : chunks in flight per connection (:func:`ring_flow_arrays`; NCCL_STEPS = 8 as
         NCCL runs it), None: unbounded.
-    max_window : the window doubles to at most this many steps; when it is reached before
-        the per-step time is stable, the rest is extrapolated at the last per-step time or
-        :func:`step_floor`, whichever is longer (``RingRun.stable`` False).
+    max_window : the flows of at most this many steps are built and simulated (default:
+        all); a ring whose per-step time has not settled by then is extrapolated at its
+        last per-step time or its floor, whichever is longer (``RingRun.stable`` False).
+
+    Windowed, the flows of ``max_window`` steps run as one packet run that stops now and
+    then (:class:`~hpnsim.packet.api.PacketSim`), so what it has simulated is exactly the
+    start of the full run. Each ring is judged on its own steps: when it has completed
+    ``first_window``, then twice as many, ... steps, :func:`steady_rate` tests them against
+    ``tol`` and the ring's floor (:func:`ring_floors`). Rings of one floor are judged
+    together, on the latest of their step ends (a pace class); rings of different floors
+    apart, because they need not run at one pace: behind an ECMP collision a ring runs at
+    its collided link's share, a ring beside it at line rate, and the latest step end of
+    both is under the collided ring's floor and never settles. Once every class has settled
+    the run stops, and ring g ends at ``t_g + (S - k) * dt`` (its end of the k steps its
+    class completed, the steps left, the class's per-step time); the collective ends with
+    the last ring.
 
     Examples
     --------
@@ -302,22 +336,52 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
         raise InputError("steps", f"must be >= 1, got {steps}")
     piece = size / len(rings) / n
     chunks = max(1, int(np.ceil(piece / chunk_bytes)))
-    cap = steps if max_window is None else max(2, min(steps, int(max_window)))
-    k = min(first_window, cap) if window else steps
-    floor = step_floor(capacity, rings, piece, chunks, params or PacketParams())
+    k_max = steps if max_window is None else max(2, min(steps, int(max_window)))
+    k_max = k_max if window else steps
+    floors = ring_floors(capacity, rings, piece, chunks, params or PacketParams())
+    fl = ring_flow_arrays(rings, piece, k_max, chunks, slots)
+    sim = PacketSim(capacity, delay, fl.paths, fl.sizes, params=params, qp=fl.qp,
+                    deps=fl.deps, switch_of=switch_of, **options)
+    # the flows come ring by ring, step by step: (ring, step) blocks in order
+    width = np.array([sum(len(p) if isinstance(p, tuple) else 1 for p in ring) for ring in rings],
+                     dtype=np.int64) * chunks
+    starts = (np.repeat(np.concatenate([[0], np.cumsum(width * k_max)[:-1]]), k_max)
+              + np.tile(np.arange(k_max), len(rings)) * np.repeat(width, k_max))
+    # rings of one floor (the same busiest-link load) form a pace class, judged on the
+    # latest of their step ends; rings of other floors are judged apart
+    key = np.round(floors / max(float(floors.max(initial=0.0)), 1e-300) * 1e6)
+    _, cls = np.unique(key, return_inverse=True)
+    n_cls = int(cls.max()) + 1
+    rate = np.full(n_cls, np.nan)                    # a settled class's per-step time
+    check = np.full(n_cls, max(2, min(first_window, k_max)))
+    quantum = float(floors.max(initial=0.0)) or 1e-6
+    horizon = 0.0
     while True:
-        fl = ring_flow_arrays(rings, piece, k, chunks, slots)
-        result = simulate_flows(capacity, delay, fl.paths, fl.sizes, params=params, qp=fl.qp,
-                                deps=fl.deps, switch_of=switch_of, **options)
-        ends = np.full(k, -np.inf)
-        np.maximum.at(ends, fl.step, result.finish)
-        if k == steps:
-            return RingRun(float(ends[-1]), ends, steps, k, 0.0, result)
-        rate = steady_rate(ends, floor, tol)
-        stable = rate is not None
-        if stable or k >= cap:
-            # unsettled: the steps left cannot run faster than the busiest link allows
-            rest = rate if stable else max(float(np.diff(ends)[-1]), floor)
-            time = float(ends[-1] + (steps - k) * rest)
-            return RingRun(time, ends, steps, k, (steps - k) / steps, result, bool(stable))
-        k = min(2 * k, cap)
+        horizon += quantum
+        over = sim.advance(horizon if window else np.inf)
+        ends = np.maximum.reduceat(sim.finish, starts).reshape(len(rings), k_max)
+        done = np.cumprod(np.isfinite(ends), axis=1).sum(axis=1)    # completed steps
+        k_cls = np.array([done[cls == c].min() for c in range(n_cls)])
+        for c in np.flatnonzero((k_cls >= check) & np.isnan(rate) & (k_cls < steps)):
+            series = ends[cls == c, :k_cls[c]].max(axis=0)
+            r = steady_rate(series, float(floors[cls == c][0]), tol)
+            rate[c] = np.nan if r is None else r
+            check[c] = 2 * check[c]
+        if over or done.min() == k_max or not np.isnan(rate).any():
+            break
+    result = sim.result()
+    k = int(done.min())
+    t_ring = np.empty(len(rings))
+    for g in range(len(rings)):
+        c, kg = cls[g], int(k_cls[cls[g]])
+        last = float(ends[g, kg - 1]) if kg else 0.0
+        r = rate[c]
+        if np.isnan(r):                         # unsettled: no faster than its busiest link
+            series = ends[cls == c, :kg].max(axis=0)
+            r = max(float(series[-1] - series[-2]) if kg >= 2 else last, floors[g])
+        t_ring[g] = last + (steps - kg) * r
+    settled = bool(np.all((k_cls == steps) | ~np.isnan(rate)))
+    extrapolated = float(1 - k_cls[cls].sum() / (steps * len(rings)))
+    step_end = ends[:, :k].max(axis=0) if k else np.zeros(0)
+    return RingRun(float(t_ring.max()), step_end, steps, k, extrapolated, result, settled,
+                   ring_step_end=ends[:, :k], ring_time=t_ring)

@@ -3,10 +3,9 @@
 once) and a scenario's ``together:`` collectives under ``engine: packet``.
 
 :func:`~hpnsim.collectives.packet.run.run_together_packet` runs the groups' rings in one
-packet simulation, so they meet in the same queues. Each group's time is when its own rings
-ended their last step: simulated, or, in the windowed mode, its last simulated step end plus
-the steps left at its own last per-step time (when the run's per-step time had not settled,
-at least the run's extrapolation rate). Each group's result carries the counters, ports and
+packet simulation, so they meet in the same queues. Each group's time is when the last of
+its own rings ended its last step: simulated, or, in the windowed mode, extrapolated from
+that ring's own steps (each ring at its own settled per-step time). Each group's result carries the counters, ports and
 queues of the shared run; the slowest group is what a synchronous job waits for.
 """
 
@@ -25,29 +24,16 @@ __all__ = ["group_network_times", "run_groups_packet"]
 
 def group_network_times(shared: PacketCollectiveResult, sizes: list[int]) -> list[float]:
     """Network time of each group of a shared run whose rings are, in order, ``sizes[j]``
-    rings per group (see the module docstring).
+    rings per group: its slowest ring's time (``ring_time``: simulated, or extrapolated from
+    that ring's own steps, :func:`~hpnsim.packet.ring.simulate_ring`).
 
     >>> from types import SimpleNamespace as S
-    >>> ends = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 5.0]])
-    >>> run = S(ring_step_end=ends, steps=5, steps_simulated=3, stable=True,
-    ...         network_time=9.0)
-    >>> group_network_times(run, [1, 1])              # 3 + 2 x 1 and 5 + 2 x 2
+    >>> group_network_times(S(ring_time=np.array([5.0, 9.0, 4.0])), [1, 2])
     [5.0, 9.0]
     """
-    ends = np.asarray(shared.ring_step_end, dtype=np.float64)
-    k, left = shared.steps_simulated, shared.steps - shared.steps_simulated
-    last = ends[:, -1].max()
-    rate = (shared.network_time - last) / left if left else 0.0
-    out, start = [], 0
-    for n in sizes:
-        g = ends[start:start + n].max(axis=0)
-        start += n
-        if not left:
-            out.append(float(g[-1]))
-            continue
-        dt = g[-1] - g[-2] if k >= 2 else g[-1]
-        out.append(float(g[-1] + left * (dt if shared.stable else max(dt, rate))))
-    return out
+    times = np.asarray(shared.ring_time, dtype=np.float64)
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    return [float(times[a:b].max()) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def run_groups_packet(fabric, op: str, groups, size: float, options=None,

@@ -44,6 +44,7 @@ class PacketCollectiveResult(CollectiveResult):
         (bytes, one column per watched link).
     params : the packet parameters in effect.
     ring_step_end : end (s) of each simulated step, per ring (one per channel and QP).
+    ring_time : network time (s) of each ring, extrapolated from its own steps.
     """
 
     engine: str = "packet"
@@ -72,6 +73,7 @@ class PacketCollectiveResult(CollectiveResult):
     watch_names: list = field(default_factory=list, repr=False)
     watch_chosen: bool = False
     ring_step_end: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
+    ring_time: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
     def to_dict(self) -> dict:
         """:meth:`CollectiveResult.to_dict` plus ``engine`` and a ``packet`` section."""

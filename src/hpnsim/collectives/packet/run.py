@@ -68,8 +68,9 @@ class PacketRun:
     window : windowed steady state (simulate ring steps until the per-step time is stable,
         extrapolate the rest); False simulates every step.
     max_packets : refuse a run whose estimated packet hops exceed this
-        (``--max-packets``); in the windowed mode it also caps how far the window doubles
-        when the per-step time does not settle (the result then says ``stable`` False).
+        (``--max-packets``); in the windowed mode it also caps how many steps the window
+        builds and simulates when the per-step time does not settle (the result then says
+        ``stable`` False).
     watch : link ids whose queue is sampled over time (empty: the busiest switch ports of
         the collective's paths, up to ``max_watch``).
     samples : queue samples per watched port over the run.
@@ -155,7 +156,7 @@ def estimate_packets(rings, piece: float, steps: int, chunk: float, params,
                      window: bool, first_window: int = 4) -> float:
     """Packet hops the run simulates: packets per step (chunks of at most an MTU) times
     links crossed, over every step, or over the first window (``first_window`` steps; the
-    window doubles only while the per-step time moves).
+    window goes on only while the per-step time moves).
 
     >>> from hpnsim.packet import PacketParams
     >>> estimate_packets([[[0, 1], [2]]], 8192.0, 2, 8192.0, PacketParams(), window=False)
@@ -171,10 +172,11 @@ def estimate_packets(rings, piece: float, steps: int, chunk: float, params,
 
 
 def _window_cap(estimate: float, steps: int, run: PacketRun) -> int:
-    """Most steps the doubling window may reach: each doubling reruns from the start, so a
-    window of K steps has cost about 2K steps in all; keep that within ``max_packets``."""
+    """Most steps the window may build and simulate (one packet run that stops once every
+    ring has settled, :func:`~hpnsim.packet.ring.simulate_ring`): the steps whose packet
+    hops fit within ``max_packets``."""
     per_step = estimate / min(steps, 4)
-    return max(4, int(run.max_packets / (2 * per_step)))
+    return max(4, int(run.max_packets / per_step))
 
 
 def _watch(fabric, rings, switch_of, run: PacketRun) -> np.ndarray:
@@ -387,7 +389,8 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
     nccl_latency = base + first.intra_steps * nvlink_hop + first.inter_steps * net_hop
     time = ring_run.time + nccl_latency
     n_gpus = plan.schedule.gpus.size
-    link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) * (steps / ring_run.steps_simulated)
+    simulated = max(1.0 - ring_run.extrapolated, 1e-12)        # of the rings' steps
+    link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) / simulated
     together = SimpleNamespace(schedule=SimpleNamespace(
         stages=[st for p in plans for st in p.schedule.stages]),
         paths=[x for p in plans for x in p.paths])       # one wave: every stage starts at once
@@ -403,19 +406,6 @@ def _simulate(fabric, op, size, options, plans, rings, piece, steps, chunk, esti
         steps=steps, steps_simulated=ring_run.steps_simulated,
         extrapolated=ring_run.extrapolated, stable=ring_run.stable,
         packets_estimated=estimate)
-    result.ring_step_end = _ring_step_end(rings, res.finish, ring_run.steps_simulated)
+    result.ring_step_end = ring_run.ring_step_end
+    result.ring_time = ring_run.ring_time
     return result
-
-
-def _ring_step_end(rings, finish, k: int) -> np.ndarray:
-    """End of each simulated step per ring (rings x k): the flows of
-    :func:`~hpnsim.packet.ring.ring_flows` come ring by ring, step by step, each step of
-    ring g as ``chunks x (legs of its ranks)`` flows."""
-    legs = np.array([sum(len(p) if isinstance(p, tuple) else 1 for p in ring)
-                     for ring in rings], dtype=np.int64)
-    chunks = len(finish) // (k * int(legs.sum()))
-    per_step = np.repeat(legs * chunks, k)                  # (ring, step) blocks in order
-    block = np.repeat(np.arange(per_step.size), per_step)
-    ends = np.full(per_step.size, -np.inf)
-    np.maximum.at(ends, block, np.asarray(finish, dtype=np.float64))
-    return ends.reshape(len(rings), k)
