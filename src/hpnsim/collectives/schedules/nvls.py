@@ -19,6 +19,7 @@ import numpy as np
 
 from hpnsim.collectives.schedules.schedule import (
     NVLS_OPS,
+    STAGE_DOCS,
     ChannelKind,
     Schedule,
     Stage,
@@ -56,23 +57,18 @@ def nvls_loads(op: str, k: int) -> tuple[float, float]:
     return _LOADS[op](k)
 
 
+@STAGE_DOCS.fill
 def nvls_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """NVLS on one host (allreduce, allgather, reducescatter), or NVLS+tree all-reduce
     across hosts (``sch.algo == "nvlstree"``, same local GPUs on every host).
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
+    {sch, gpus_per_host, channels}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedules.schedule import Schedule, Stage
+from hpnsim.collectives.schedules.schedule import STAGE_DOCS, Schedule, Stage
 
 
 def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
@@ -44,24 +44,17 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
     return np.where(ok, relay, -1)
 
 
+@STAGE_DOCS.fill
 def alltoall_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True) -> None:
     """Direct all-to-all: every rank sends S/n to every other rank, split over channels.
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
-    pxn : bool
-        Relay cross-rail hops over NVLink.
+    {sch, gpus_per_host, channels, pxn}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------
@@ -81,6 +74,7 @@ def alltoall_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bo
                       coupled=False, conn=c, via=via, name=f"alltoall/ch{c}"))
 
 
+@STAGE_DOCS.fill
 def p2p_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """Point-to-point. ``sendrecv`` (nccl-tests): rank i sends S to rank i+1 (mod n), so two
     GPUs exchange both ways; ``send``: a chain, rank i sends S to rank i+1 for i < n-1 (a
@@ -88,17 +82,11 @@ def p2p_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
+    {sch, gpus_per_host, channels}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpnsim.collectives.schedules.schedule import (
+    STAGE_DOCS,
     ChannelKind,
     Schedule,
     Stage,
@@ -84,6 +85,7 @@ def _crossings(order: np.ndarray, gpus_per_host: int, closed: bool, steps: int =
     return int((walked[start + steps] - walked[start]).max())
 
 
+@STAGE_DOCS.fill
 def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True,
                 root: int = 0) -> None:
     """Append one independent ring (or chain) stage per channel, each carrying S/channels.
@@ -94,21 +96,13 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
-    pxn : bool
-        Relay cross-rail hops over NVLink.
+    {sch, gpus_per_host, channels, pxn}
     root : int
         Rank index of the broadcast/reduce root.
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------
@@ -152,6 +146,7 @@ def _intra_ring(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return src, dst
 
 
+@STAGE_DOCS.fill
 def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """Pipelined hierarchical collective: NVLink rings inside hosts, one ring per rail across
     hosts, all phases running at once (NCCL-style chunk pipelining).
@@ -167,17 +162,11 @@ def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
+    {sch, gpus_per_host, channels}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------

@@ -17,7 +17,24 @@ from enum import IntEnum
 
 import numpy as np
 
+from hpnsim.collectives.docfill import DocEntries
 from hpnsim.errors import InputError
+
+#: Docstring entries of the stage builders, ``f(sch, gpus_per_host, channels, ...) -> None``
+#: (``ring_stages``, ``hier_stages``, ``tree_stages``, ``hd_stages``, ``nvls_stages``,
+#: ``alltoall_stages``, ``p2p_stages``): the contract they share, written once.
+STAGE_DOCS = DocEntries(
+    sch="""sch : Schedule
+    The schedule to append to (its op, GPUs in rank order and size).""",
+    gpus_per_host="""gpus_per_host : int
+    GPUs per host of the fabric.""",
+    channels="""channels : int
+    Independent copies, each carrying S/channels over its own connections.""",
+    pxn="""pxn : bool
+    Relay cross-rail hops over NVLink.""",
+    appended="""None
+    The stages are appended to ``sch``.""",
+)
 
 
 class ChannelKind(IntEnum):
