@@ -15,7 +15,7 @@ and network parts run at once (NCCL ``NVLS_TREE``).
 
 from __future__ import annotations
 
-import numpy as np
+import numpy as np  # noqa: F401  (the examples use it)
 
 from hpnsim.collectives.schedules.schedule import (
     NVLS_OPS,
@@ -24,6 +24,7 @@ from hpnsim.collectives.schedules.schedule import (
     Schedule,
     Stage,
     host_groups,
+    host_rails,
     uniform_hosts,
 )
 from hpnsim.errors import InputError
@@ -96,7 +97,7 @@ def nvls_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
                   switch=nvls_loads(sch.op, k)))
     if len(groups) < 2:
         return
-    rails = np.stack([np.sort(g) for g in groups], axis=1)
+    rails = host_rails(groups)
     for lane, members in enumerate(rails):
         rail = Schedule("allreduce", "tree", members, sch.size / k)
         tree_stages(rail, gpus_per_host, channels)

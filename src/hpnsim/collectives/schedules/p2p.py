@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedules.schedule import STAGE_DOCS, Schedule, Stage
+from hpnsim.collectives.schedules.schedule import (
+    STAGE_DOCS,
+    Schedule,
+    Stage,
+    crosses_hosts,
+    relay_gpu,
+)
 
 
 def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
@@ -37,7 +43,7 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
     >>> pxn_relay(np.array([0, 0, 1]), np.array([9, 8, 2]), 8, np.arange(16)).tolist()
     [1, -1, -1]
     """
-    relay = (src // gpus_per_host) * gpus_per_host + dst % gpus_per_host
+    relay = relay_gpu(src, dst, gpus_per_host)
     cross = (src // gpus_per_host != dst // gpus_per_host) & (src % gpus_per_host
                                                             != dst % gpus_per_host)
     ok = cross & np.isin(relay, members)
@@ -68,7 +74,7 @@ def alltoall_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bo
     a, b = np.nonzero(~np.eye(n, dtype=bool))
     src, dst = gpus[a], gpus[b]
     via = pxn_relay(src, dst, gpus_per_host, gpus) if pxn else np.full(src.size, -1)
-    crosses = bool(np.any(src // gpus_per_host != dst // gpus_per_host))
+    crosses = crosses_hosts(src, dst, gpus_per_host)
     for c in range(channels):
         sch.add(Stage(src, dst, sch.size / n / channels, int(not crosses), int(crosses),
                       coupled=False, conn=c, via=via, name=f"alltoall/ch{c}"))
@@ -101,7 +107,7 @@ def p2p_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
         src, dst = gpus, np.roll(gpus, -1)
     else:
         src, dst = gpus[:-1], gpus[1:]
-    crosses = bool(np.any(src // gpus_per_host != dst // gpus_per_host))
+    crosses = crosses_hosts(src, dst, gpus_per_host)
     for c in range(channels):
         sch.add(Stage(src, dst, sch.size / channels, int(not crosses), int(crosses),
                       coupled=False, conn=c, name=f"{sch.op}/ch{c}"))

@@ -17,6 +17,8 @@ from hpnsim.collectives.schedules.schedule import (
     Schedule,
     Stage,
     host_groups,
+    host_rails,
+    relay_gpu,
     split_steps,
     uniform_hosts,
 )
@@ -124,7 +126,7 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
             if sch.op == "reduce":
                 # reverse the chain; the relay must sit on the new source's host
                 src, dst = dst, src
-                via = np.where(via >= 0, _relay(src, dst, gpus_per_host), -1)
+                via = np.where(via >= 0, relay_gpu(src, dst, gpus_per_host), -1)
             size, steps = share, n - 1
         else:
             rounds = 2 if sch.op == "allreduce" else 1
@@ -133,11 +135,6 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
         intra, inter = split_steps(steps, crossings)
         sch.add(Stage(src, dst, size, intra, inter, conn=c, via=via,
                       name=f"{sch.op}/ring/ch{c}", kind=ChannelKind.RING))
-
-
-def _relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> np.ndarray:
-    """The GPU on src's host with dst's local id (where a PXN hop hands over)."""
-    return (src // gpus_per_host) * gpus_per_host + dst % gpus_per_host
 
 
 def _intra_ring(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -183,7 +180,7 @@ def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     if sch.op not in ("allreduce", "allgather", "reducescatter"):
         raise InputError("algo", f"hier supports allreduce, allgather, reducescatter, got {sch.op!r}")
     k, h, size = groups[0].size, len(groups), sch.size
-    rails = np.stack([np.sort(g) for g in groups], axis=1)  # rails[l] = GPU l of every host
+    rails = host_rails(groups)  # rails[l] = GPU l of every host
     intra_src, intra_dst = _intra_ring(groups)
     intra_size = (k - 1) / k * size
     rounds = 2 if sch.op == "allreduce" else 1

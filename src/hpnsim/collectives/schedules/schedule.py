@@ -322,3 +322,73 @@ def split_steps(total: int, crossings: int) -> tuple[int, int]:
     (12, 2)
     """
     return total - crossings, crossings
+
+
+def host_rails(groups: list[np.ndarray]) -> np.ndarray:
+    """The group's rails: row ``l`` holds the ``l``-th GPU (by index) of every host.
+
+    Parameters
+    ----------
+    groups : list of numpy.ndarray
+        The group's GPUs per host (:func:`host_groups`), the same count on every host.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (GPUs per host, hosts).
+
+    Examples
+    --------
+    >>> host_rails([np.array([1, 0]), np.array([8, 9])]).tolist()
+    [[0, 8], [1, 9]]
+    """
+    return np.stack([np.sort(g) for g in groups], axis=1)
+
+
+def crosses_hosts(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> bool:
+    """True when any flow ``src[i] -> dst[i]`` leaves its host (the stage's one step is a
+    network step, else an NVLink step).
+
+    Parameters
+    ----------
+    src, dst : numpy.ndarray
+        GPU of each flow's ends.
+    gpus_per_host : int
+        GPUs per host of the fabric.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> crosses_hosts(np.array([0, 1]), np.array([1, 2]), 8)
+    False
+    >>> crosses_hosts(np.array([0, 1]), np.array([1, 9]), 8)
+    True
+    """
+    return bool(np.any(src // gpus_per_host != dst // gpus_per_host))
+
+
+def relay_gpu(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> np.ndarray:
+    """The GPU on each source's host with its destination's local id: where a PXN hop hands
+    a flow from NVLink to the destination's rail.
+
+    Parameters
+    ----------
+    src, dst : numpy.ndarray
+        GPU of each flow's ends.
+    gpus_per_host : int
+        GPUs per host of the fabric.
+
+    Returns
+    -------
+    numpy.ndarray
+        Relay GPU per flow (the source itself when both ends share a rail).
+
+    Examples
+    --------
+    >>> relay_gpu(np.array([0, 1]), np.array([9, 9]), 8).tolist()
+    [1, 1]
+    """
+    return (src // gpus_per_host) * gpus_per_host + dst % gpus_per_host

@@ -9,6 +9,7 @@ from hpnsim.collectives.schedules.schedule import (
     ChannelKind,
     Schedule,
     Stage,
+    crosses_hosts,
     hd_lane,
     host_groups,
 )
@@ -235,7 +236,7 @@ def hd_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
         deps: tuple[int, ...] = ()
 
         def step(src, dst, size, name, deps, c=c):
-            crosses = bool(np.any(src // gpus_per_host != dst // gpus_per_host))
+            crosses = crosses_hosts(src, dst, gpus_per_host)
             return (sch.add(Stage(src, dst, size, int(not crosses), int(crosses), deps=deps,
                                   conn=c, name=f"{sch.op}/hd/{name}/ch{c}",
                                   kind=ChannelKind.HD, lane=hd_lane(name))),)
