@@ -19,7 +19,7 @@ import numpy as np  # noqa: F401  (the examples use it)
 
 from hpnsim.collectives.schedules.schedule import (
     NVLS_OPS,
-    STAGE_DOCS,
+    SCHEDULE_DOCS,
     ChannelKind,
     Schedule,
     Stage,
@@ -58,7 +58,7 @@ def nvls_loads(op: str, k: int) -> tuple[float, float]:
     return _LOADS[op](k)
 
 
-@STAGE_DOCS.fill
+@SCHEDULE_DOCS.fill
 def nvls_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """NVLS on one host (allreduce, allgather, reducescatter), or NVLS+tree all-reduce
     across hosts (``sch.algo == "nvlstree"``, same local GPUs on every host).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpnsim.collectives.schedules.schedule import (
-    STAGE_DOCS,
+    SCHEDULE_DOCS,
     Schedule,
     Stage,
     crosses_hosts,
@@ -17,6 +17,7 @@ from hpnsim.collectives.schedules.schedule import (
 )
 
 
+@SCHEDULE_DOCS.fill
 def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
               members: np.ndarray) -> np.ndarray:
     """Relay GPU for each flow under PXN, or -1 when the flow goes direct.
@@ -26,10 +27,7 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
 
     Parameters
     ----------
-    src, dst : numpy.ndarray
-        GPU of each flow's ends.
-    gpus_per_host : int
-        GPUs per host of the fabric.
+    {flows, gpus_per_host}
     members : numpy.ndarray
         The group's GPUs (a relay must be one).
 
@@ -50,7 +48,7 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
     return np.where(ok, relay, -1)
 
 
-@STAGE_DOCS.fill
+@SCHEDULE_DOCS.fill
 def alltoall_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True) -> None:
     """Direct all-to-all: every rank sends S/n to every other rank, split over channels.
 
@@ -80,7 +78,7 @@ def alltoall_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bo
                       coupled=False, conn=c, via=via, name=f"alltoall/ch{c}"))
 
 
-@STAGE_DOCS.fill
+@SCHEDULE_DOCS.fill
 def p2p_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """Point-to-point. ``sendrecv`` (nccl-tests): rank i sends S to rank i+1 (mod n), so two
     GPUs exchange both ways; ``send``: a chain, rank i sends S to rank i+1 for i < n-1 (a

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpnsim.collectives.schedules.schedule import (
-    STAGE_DOCS,
+    SCHEDULE_DOCS,
     ChannelKind,
     Schedule,
     Stage,
@@ -87,7 +87,7 @@ def _crossings(order: np.ndarray, gpus_per_host: int, closed: bool, steps: int =
     return int((walked[start + steps] - walked[start]).max())
 
 
-@STAGE_DOCS.fill
+@SCHEDULE_DOCS.fill
 def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True,
                 root: int = 0) -> None:
     """Append one independent ring (or chain) stage per channel, each carrying S/channels.
@@ -143,7 +143,7 @@ def _intra_ring(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return src, dst
 
 
-@STAGE_DOCS.fill
+@SCHEDULE_DOCS.fill
 def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """Pipelined hierarchical collective: NVLink rings inside hosts, one ring per rail across
     hosts, all phases running at once (NCCL-style chunk pipelining).

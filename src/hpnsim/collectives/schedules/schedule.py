@@ -20,10 +20,11 @@ import numpy as np
 from hpnsim.collectives.docfill import DocEntries
 from hpnsim.errors import InputError
 
-#: Docstring entries of the stage builders, ``f(sch, gpus_per_host, channels, ...) -> None``
-#: (``ring_stages``, ``hier_stages``, ``tree_stages``, ``hd_stages``, ``nvls_stages``,
-#: ``alltoall_stages``, ``p2p_stages``): the contract they share, written once.
-STAGE_DOCS = DocEntries(
+#: Docstring entries the schedule modules share, written once: the contract of the stage
+#: builders, ``f(sch, gpus_per_host, channels, ...) -> None`` (``ring_stages``,
+#: ``hier_stages``, ``tree_stages``, ``hd_stages``, ``nvls_stages``, ``alltoall_stages``,
+#: ``p2p_stages``), and the flow arrays of the per-flow helpers.
+SCHEDULE_DOCS = DocEntries(
     sch="""sch : Schedule
     The schedule to append to (its op, GPUs in rank order and size).""",
     gpus_per_host="""gpus_per_host : int
@@ -34,6 +35,8 @@ STAGE_DOCS = DocEntries(
     Relay cross-rail hops over NVLink.""",
     appended="""None
     The stages are appended to ``sch``.""",
+    flows="""src, dst : numpy.ndarray
+    GPU of each flow's ends.""",
 )
 
 
@@ -345,16 +348,14 @@ def host_rails(groups: list[np.ndarray]) -> np.ndarray:
     return np.stack([np.sort(g) for g in groups], axis=1)
 
 
+@SCHEDULE_DOCS.fill
 def crosses_hosts(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> bool:
     """True when any flow ``src[i] -> dst[i]`` leaves its host (the stage's one step is a
     network step, else an NVLink step).
 
     Parameters
     ----------
-    src, dst : numpy.ndarray
-        GPU of each flow's ends.
-    gpus_per_host : int
-        GPUs per host of the fabric.
+    {flows, gpus_per_host}
 
     Returns
     -------
@@ -370,16 +371,14 @@ def crosses_hosts(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> bool:
     return bool(np.any(src // gpus_per_host != dst // gpus_per_host))
 
 
+@SCHEDULE_DOCS.fill
 def relay_gpu(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> np.ndarray:
     """The GPU on each source's host with its destination's local id: where a PXN hop hands
     a flow from NVLink to the destination's rail.
 
     Parameters
     ----------
-    src, dst : numpy.ndarray
-        GPU of each flow's ends.
-    gpus_per_host : int
-        GPUs per host of the fabric.
+    {flows, gpus_per_host}
 
     Returns
     -------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hpnsim.collectives.schedules.schedule import (
-    STAGE_DOCS,
+    SCHEDULE_DOCS,
     ChannelKind,
     Schedule,
     Stage,
@@ -151,7 +151,7 @@ def host_chains(groups: list[np.ndarray], channel: int) -> list[np.ndarray]:
     return [np.roll(np.sort(g), -(channel % g.size)) for g in groups]
 
 
-@STAGE_DOCS.fill
+@SCHEDULE_DOCS.fill
 def tree_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """NCCL's double binary tree all-reduce, built over hosts.
 
@@ -202,7 +202,7 @@ def tree_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
                           name=f"allreduce/tree{t}/ch{c}", kind=ChannelKind.TREE, lane=t))
 
 
-@STAGE_DOCS.fill
+@SCHEDULE_DOCS.fill
 def hd_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """Halving-doubling: recursive-halving reduce-scatter (distance 1, 2, 4, ... with halves
     S/2, S/4, ...) then recursive-doubling all-gather in reverse (MPICH's order, so the large
