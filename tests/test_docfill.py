@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from hpnsim.collectives.closed_form import forms
 from hpnsim.collectives.docfill import DocEntries
 from hpnsim.collectives.schedules import nvls, p2p, ring, tree
 
@@ -49,4 +50,16 @@ def test_stage_builders_document_the_whole_contract(builder):
                   "    gpus_per_host : int\n        GPUs per host of the fabric.",
                   "    channels : int\n        Independent copies",
                   "    Returns\n    -------\n    None\n        The stages are appended to ``sch``."):
+        assert entry in doc
+
+
+@pytest.mark.parametrize("form", [forms.ring_time, forms.tree_time, forms.hd_time,
+                                  forms.hier_time, forms.nvls_time], ids=lambda f: f.__name__)
+def test_closed_forms_document_shape_size_alphas_and_seconds(form):
+    doc = form.__doc__
+    assert not re.search(r"^\s*\{[\w, ]+\}\s*$", doc, re.M)
+    for entry in ("    shape : GroupShape\n        Hosts, GPUs per host and the bandwidths",
+                  "    size : float\n        Bytes, nccl-tests convention.",
+                  "    alpha_intra, alpha_inter : float\n        Seconds per step",
+                  "    Returns\n    -------\n    float\n        Seconds."):
         assert entry in doc
