@@ -42,24 +42,21 @@ def test_no_docstring_is_left_alone():
     assert DocEntries().fill(f) is f and f.__doc__ is None
 
 
-@pytest.mark.parametrize("builder", BUILDERS, ids=lambda b: b.__name__)
-def test_stage_builders_document_the_whole_contract(builder):
-    doc = builder.__doc__
-    assert not re.search(r"^\s*\{[\w, ]+\}\s*$", doc, re.M)
-    for entry in ("    sch : Schedule\n        The schedule to append to",
-                  "    gpus_per_host : int\n        GPUs per host of the fabric.",
-                  "    channels : int\n        Independent copies",
-                  "    Returns\n    -------\n    None\n        The stages are appended to ``sch``."):
-        assert entry in doc
+STAGE_ENTRIES = ("    sch : Schedule\n        The schedule to append to",
+                 "    gpus_per_host : int\n        GPUs per host of the fabric.",
+                 "    channels : int\n        Independent copies",
+                 "    Returns\n    -------\n    None\n        The stages are appended to ``sch``.")
+FORM_ENTRIES = ("    shape : GroupShape\n        Hosts, GPUs per host and the bandwidths",
+                "    size : float\n        Bytes, nccl-tests convention.",
+                "    alpha_intra, alpha_inter : float\n        Seconds per step",
+                "    Returns\n    -------\n    float\n        Seconds.")
+FORMS = [forms.ring_time, forms.tree_time, forms.hd_time, forms.hier_time, forms.nvls_time]
 
 
-@pytest.mark.parametrize("form", [forms.ring_time, forms.tree_time, forms.hd_time,
-                                  forms.hier_time, forms.nvls_time], ids=lambda f: f.__name__)
-def test_closed_forms_document_shape_size_alphas_and_seconds(form):
-    doc = form.__doc__
+@pytest.mark.parametrize("func, entries", [(b, STAGE_ENTRIES) for b in BUILDERS]
+                         + [(f, FORM_ENTRIES) for f in FORMS], ids=lambda x: getattr(x, "__name__", ""))
+def test_family_docstrings_hold_the_shared_entries(func, entries):
+    doc = func.__doc__
     assert not re.search(r"^\s*\{[\w, ]+\}\s*$", doc, re.M)
-    for entry in ("    shape : GroupShape\n        Hosts, GPUs per host and the bandwidths",
-                  "    size : float\n        Bytes, nccl-tests convention.",
-                  "    alpha_intra, alpha_inter : float\n        Seconds per step",
-                  "    Returns\n    -------\n    float\n        Seconds."):
+    for entry in entries:
         assert entry in doc
