@@ -18,11 +18,15 @@ import typer
 from hpnsim.cli.common import (
     PASS_THROUGH,
     TableFiles,
+    calibration_option,
     csv_option,
     emit_json,
     guarded,
+    max_packets_option,
+    packet_params_option,
     parquet_option,
     parse_extra_options,
+    watch_option,
 )
 from hpnsim.collectives.ops import COLLECTIVE_ALGORITHMS, OPS, PROTOCOLS
 from hpnsim.collectives.planning.options import CollectiveOptions as Defaults
@@ -209,8 +213,7 @@ def register(app: typer.Typer) -> None:
         root: int = typer.Option(Defaults.root, "--root", help="Root rank of broadcast/reduce."),
         seed: int = typer.Option(Defaults.seed, "--seed", help="Seed of source ports and "
                                  "hashing."),
-        calibration: str = typer.Option(None, "--calibration", help="Calibration file from "
-                                        "`hpnsim calibrate` (NCCL efficiencies, latency)."),
+        calibration: str = calibration_option(),
         per_rail: bool = typer.Option(False, "--per-rail", help="One collective per rail "
                                       "(the selected GPUs with the same local index on every "
                                       "host), all run together (the HPN paper's "
@@ -227,18 +230,12 @@ def register(app: typer.Typer) -> None:
                                    "packet (queues, ECN, PFC, DCQCN; rings as NCCL's "
                                    "chunked steps, other algorithms as their task graph's "
                                    "flows; --per-rail rings too; docs/packet.md)."),
-        packet_params: str = typer.Option(None, "--packet-params", help="packet: YAML file "
-                                          "of parameters (optional preset: connectx, "
-                                          "spectrum4, dcqcn_paper, simai; field overrides)."),
+        packet_params: str = packet_params_option(),
         window: bool = typer.Option(True, "--window/--no-window", help="packet: simulate "
                                     "ring steps until the per-step time is stable and "
                                     "extrapolate (default), or every step (rings only)."),
-        max_packets: float = typer.Option(None, "--max-packets", help="packet: refuse runs "
-                                          "estimated beyond this many packet hops (default "
-                                          "5e7, ~20-40 s)."),
-        watch: str = typer.Option(None, "--watch", help="packet: comma list of port (link) "
-                                  "names whose queues are sampled (default: the busiest "
-                                  "switch ports of the paths)."),
+        max_packets: float = max_packets_option("default 5e7, ~20-40 s"),
+        watch: str = watch_option(),
         queue_plot: str = typer.Option(None, "--queue-plot", help="packet: save the queue at "
                                        "the watched ports over time (largest size) to this "
                                        "PNG/SVG."),

@@ -278,6 +278,33 @@ def parquet_option():
                                                 "file (pip install 'hpnsim[frames]').")
 
 
+def calibration_option():
+    """The ``--calibration FILE`` option of a command that runs NCCL collectives."""
+    return typer.Option(None, "--calibration", help="Calibration file from `hpnsim calibrate` "
+                                                    "(NCCL efficiencies, latency).")
+
+
+def packet_params_option():
+    """The ``--packet-params FILE`` option of a command with ``--engine packet``."""
+    return typer.Option(None, "--packet-params", help="packet: YAML file of parameters "
+                                                      "(optional preset: connectx, spectrum4, "
+                                                      "dcqcn_paper, simai; field overrides).")
+
+
+def max_packets_option(default: str = "default 5e7"):
+    """The ``--max-packets N`` option of a command with ``--engine packet``; ``default`` is
+    what its help says in parentheses about the default."""
+    return typer.Option(None, "--max-packets", help="packet: refuse runs estimated beyond "
+                                                    f"this many packet hops ({default}).")
+
+
+def watch_option():
+    """The ``--watch PORTS`` option of a command with ``--engine packet``."""
+    return typer.Option(None, "--watch", help="packet: comma list of port (link) names whose "
+                                              "queues are sampled (default: the busiest "
+                                              "switch ports of the paths).")
+
+
 def flat_row(row: dict) -> dict:
     """A row with nested dicts spread into ``parent_key`` columns and lists as JSON text, so
     every cell is a scalar that CSV and Parquet hold alike.

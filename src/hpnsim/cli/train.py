@@ -10,11 +10,15 @@ import typer
 from hpnsim.cli.common import (
     PASS_THROUGH,
     TableFiles,
+    calibration_option,
     csv_option,
     emit_json,
     guarded,
+    max_packets_option,
+    packet_params_option,
     parquet_option,
     table_console,
+    watch_option,
 )
 from hpnsim.cli.train_options import (
     COMPUTE_EFFICIENCY_OPTION,
@@ -158,20 +162,13 @@ def register(app: typer.Typer) -> None:
         trace: str = typer.Option(None, "--trace", help="Write the iteration timeline as "
                                                         "Chrome-trace JSON (open it in "
                                                         "https://ui.perfetto.dev)."),
-        calibration: str = typer.Option(None, "--calibration", help="Calibration file from "
-                                        "`hpnsim calibrate` (NCCL efficiencies, latency)."),
+        calibration: str = calibration_option(),
         engine: str = typer.Option("flow", "--engine", help="flow (max-min, default) or "
                                    "packet (the iteration's task graph as packets: queues, "
                                    "ECN, PFC, DCQCN; docs/packet.md)."),
-        packet_params: str = typer.Option(None, "--packet-params", help="packet: YAML file "
-                                          "of parameters (optional preset: connectx, "
-                                          "spectrum4, dcqcn_paper, simai; field overrides)."),
-        max_packets: float = typer.Option(None, "--max-packets", help="packet: refuse runs "
-                                          "estimated beyond this many packet hops (default "
-                                          "5e7)."),
-        watch: str = typer.Option(None, "--watch", help="packet: comma list of port (link) "
-                                  "names whose queues are sampled (default: the busiest "
-                                  "switch ports of the paths)."),
+        packet_params: str = packet_params_option(),
+        max_packets: float = max_packets_option(),
+        watch: str = watch_option(),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
         csv: str = csv_option(),
         parquet: str = parquet_option(),

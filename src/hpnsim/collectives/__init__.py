@@ -1,6 +1,8 @@
 """Collectives: NCCL-style algorithms compiled into engine transfer groups, and closed forms.
 
-``ops`` names the operations, algorithms and protocols every part speaks. The rooms:
+``ops`` names the operations, algorithms and protocols every part speaks; ``docfill`` writes
+the docstring entries a family of functions shares (the stage builders, the closed forms).
+The rooms:
 
 - ``schedules``: the algorithms' schedules (``schedule``, ``ring``, ``tree``, ``nvls``,
   ``p2p``; ``algorithms`` builds them);

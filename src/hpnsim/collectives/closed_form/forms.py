@@ -21,11 +21,31 @@ import numpy as np
 
 from hpnsim.collectives.closed_form.nvlstree import nvlstree_fill
 from hpnsim.collectives.closed_form.shape import GroupShape
+from hpnsim.collectives.docfill import DocEntries
 from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.collectives.schedules.nvls import nvls_loads
 from hpnsim.collectives.schedules.tree import dtree_depth, dtree_load
 
 __all__ = ["hd_time", "hier_time", "nvls_time", "ring_time", "tree_time"]
+
+#: Docstring entries the closed forms share (one calling contract: op, shape, size, channels,
+#: alphas, efficiency; seconds back).
+_FORM_DOCS = DocEntries(
+    op="""op : str
+    allreduce, allgather or reducescatter (canonical).""",
+    shape="""shape : GroupShape
+    Hosts, GPUs per host and the bandwidths NCCL sees.""",
+    size="""size : float
+    Bytes, nccl-tests convention.""",
+    channels="""channels : int
+    Parallel rings/trees.""",
+    alphas="""alpha_intra, alpha_inter : float
+    Seconds per step over NVLink and over the network.""",
+    efficiency="""efficiency : float
+    Protocol payload per wire byte.""",
+    seconds="""float
+    Seconds.""",
+)
 
 
 def _rail_share(channels: int, k: int) -> float:
@@ -33,6 +53,7 @@ def _rail_share(channels: int, k: int) -> float:
     return math.ceil(channels / k) / channels
 
 
+@_FORM_DOCS.fill
 def ring_time(op: str, shape: GroupShape, size: float, *, channels: int, alpha_intra: float,
               alpha_inter: float, efficiency: float = 1.0) -> float:
     """Rail-aligned ring (all-reduce: 2 rounds, all-gather/reduce-scatter: 1) on ``shape``.
@@ -49,23 +70,11 @@ def ring_time(op: str, shape: GroupShape, size: float, *, channels: int, alpha_i
 
     Parameters
     ----------
-    op : str
-        allreduce, allgather or reducescatter (canonical).
-    shape : GroupShape
-        Hosts, GPUs per host and the bandwidths NCCL sees.
-    size : float
-        Bytes, nccl-tests convention.
-    channels : int
-        Parallel rings/trees.
-    alpha_intra, alpha_inter : float
-        Seconds per step over NVLink and over the network.
-    efficiency : float
-        Protocol payload per wire byte.
+    {op, shape, size, channels, alphas, efficiency}
 
     Returns
     -------
-    float
-        Seconds.
+    {seconds}
 
     Examples
     --------
@@ -84,6 +93,7 @@ def ring_time(op: str, shape: GroupShape, size: float, *, channels: int, alpha_i
     return (steps - inter) * alpha_intra + inter * alpha_inter + moved * bw / efficiency
 
 
+@_FORM_DOCS.fill
 def tree_time(shape: GroupShape, size: float, *, channels: int, alpha_intra: float,
               alpha_inter: float, efficiency: float = 1.0) -> float:
     """Double binary tree all-reduce over hosts (:func:`~hpnsim.collectives.schedules.tree.tree_stages`).
@@ -97,21 +107,11 @@ def tree_time(shape: GroupShape, size: float, *, channels: int, alpha_intra: flo
 
     Parameters
     ----------
-    shape : GroupShape
-        Hosts, GPUs per host and the bandwidths NCCL sees.
-    size : float
-        Bytes, nccl-tests convention.
-    channels : int
-        Parallel rings/trees.
-    alpha_intra, alpha_inter : float
-        Seconds per step over NVLink and over the network.
-    efficiency : float
-        Protocol payload per wire byte.
+    {shape, size, channels, alphas, efficiency}
 
     Returns
     -------
-    float
-        Seconds.
+    {seconds}
 
     Examples
     --------
@@ -130,6 +130,7 @@ def tree_time(shape: GroupShape, size: float, *, channels: int, alpha_intra: flo
     return latency + share * bw / efficiency
 
 
+@_FORM_DOCS.fill
 def hd_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
             alpha_inter: float, efficiency: float = 1.0) -> float:
     """Halving-doubling (:func:`~hpnsim.collectives.schedules.tree.hd_stages`) on ``shape``.
@@ -142,21 +143,11 @@ def hd_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
 
     Parameters
     ----------
-    op : str
-        allreduce, allgather or reducescatter (canonical).
-    shape : GroupShape
-        Hosts, GPUs per host and the bandwidths NCCL sees.
-    size : float
-        Bytes, nccl-tests convention.
-    alpha_intra, alpha_inter : float
-        Seconds per step over NVLink and over the network.
-    efficiency : float
-        Protocol payload per wire byte.
+    {op, shape, size, alphas, efficiency}
 
     Returns
     -------
-    float
-        Seconds.
+    {seconds}
 
     Examples
     --------
@@ -183,6 +174,7 @@ def hd_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
     return total
 
 
+@_FORM_DOCS.fill
 def hier_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
               alpha_inter: float, efficiency: float = 1.0) -> float:
     """Pipelined hierarchical collective (:func:`~hpnsim.collectives.schedules.ring.hier_stages`).
@@ -196,21 +188,11 @@ def hier_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
 
     Parameters
     ----------
-    op : str
-        allreduce, allgather or reducescatter (canonical).
-    shape : GroupShape
-        Hosts, GPUs per host and the bandwidths NCCL sees.
-    size : float
-        Bytes, nccl-tests convention.
-    alpha_intra, alpha_inter : float
-        Seconds per step over NVLink and over the network.
-    efficiency : float
-        Protocol payload per wire byte.
+    {op, shape, size, alphas, efficiency}
 
     Returns
     -------
-    float
-        Seconds.
+    {seconds}
 
     Examples
     --------
@@ -237,6 +219,7 @@ def hier_time(op: str, shape: GroupShape, size: float, *, alpha_intra: float,
     return worst
 
 
+@_FORM_DOCS.fill
 def nvls_time(op: str, shape: GroupShape, size: float, nccl: NcclParams, *,
               channels: int, alpha_intra: float, alpha_inter: float) -> float:
     """NVLS on one host, NVLS+tree across hosts (:mod:`~hpnsim.collectives.schedules.nvls`).
@@ -250,23 +233,14 @@ def nvls_time(op: str, shape: GroupShape, size: float, nccl: NcclParams, *,
 
     Parameters
     ----------
-    op : str
-        allreduce, allgather or reducescatter (canonical).
-    shape : GroupShape
-        Hosts, GPUs per host and the bandwidths NCCL sees.
-    size : float
-        Bytes, nccl-tests convention.
+    {op, shape, size}
     nccl : NcclParams
         Its ``nvls_efficiency`` scales NVLink.
-    channels : int
-        Parallel rings/trees.
-    alpha_intra, alpha_inter : float
-        Seconds per step over NVLink and over the network.
+    {channels, alphas}
 
     Returns
     -------
-    float
-        Seconds.
+    {seconds}
 
     Examples
     --------

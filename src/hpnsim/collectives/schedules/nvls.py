@@ -15,14 +15,16 @@ and network parts run at once (NCCL ``NVLS_TREE``).
 
 from __future__ import annotations
 
-import numpy as np
+import numpy as np  # noqa: F401  (the examples use it)
 
 from hpnsim.collectives.schedules.schedule import (
     NVLS_OPS,
+    SCHEDULE_DOCS,
     ChannelKind,
     Schedule,
     Stage,
     host_groups,
+    host_rails,
     uniform_hosts,
 )
 from hpnsim.errors import InputError
@@ -56,23 +58,18 @@ def nvls_loads(op: str, k: int) -> tuple[float, float]:
     return _LOADS[op](k)
 
 
+@SCHEDULE_DOCS.fill
 def nvls_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """NVLS on one host (allreduce, allgather, reducescatter), or NVLS+tree all-reduce
     across hosts (``sch.algo == "nvlstree"``, same local GPUs on every host).
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
+    {sch, gpus_per_host, channels}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------
@@ -100,7 +97,7 @@ def nvls_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
                   switch=nvls_loads(sch.op, k)))
     if len(groups) < 2:
         return
-    rails = np.stack([np.sort(g) for g in groups], axis=1)
+    rails = host_rails(groups)
     for lane, members in enumerate(rails):
         rail = Schedule("allreduce", "tree", members, sch.size / k)
         tree_stages(rail, gpus_per_host, channels)

@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedules.schedule import Schedule, Stage
+from hpnsim.collectives.schedules.schedule import (
+    SCHEDULE_DOCS,
+    Schedule,
+    Stage,
+    crosses_hosts,
+    relay_gpu,
+)
 
 
+@SCHEDULE_DOCS.fill
 def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
               members: np.ndarray) -> np.ndarray:
     """Relay GPU for each flow under PXN, or -1 when the flow goes direct.
@@ -20,10 +27,7 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
 
     Parameters
     ----------
-    src, dst : numpy.ndarray
-        GPU of each flow's ends.
-    gpus_per_host : int
-        GPUs per host of the fabric.
+    {flows, gpus_per_host}
     members : numpy.ndarray
         The group's GPUs (a relay must be one).
 
@@ -37,31 +41,24 @@ def pxn_relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int,
     >>> pxn_relay(np.array([0, 0, 1]), np.array([9, 8, 2]), 8, np.arange(16)).tolist()
     [1, -1, -1]
     """
-    relay = (src // gpus_per_host) * gpus_per_host + dst % gpus_per_host
+    relay = relay_gpu(src, dst, gpus_per_host)
     cross = (src // gpus_per_host != dst // gpus_per_host) & (src % gpus_per_host
                                                             != dst % gpus_per_host)
     ok = cross & np.isin(relay, members)
     return np.where(ok, relay, -1)
 
 
+@SCHEDULE_DOCS.fill
 def alltoall_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True) -> None:
     """Direct all-to-all: every rank sends S/n to every other rank, split over channels.
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
-    pxn : bool
-        Relay cross-rail hops over NVLink.
+    {sch, gpus_per_host, channels, pxn}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------
@@ -75,12 +72,13 @@ def alltoall_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bo
     a, b = np.nonzero(~np.eye(n, dtype=bool))
     src, dst = gpus[a], gpus[b]
     via = pxn_relay(src, dst, gpus_per_host, gpus) if pxn else np.full(src.size, -1)
-    crosses = bool(np.any(src // gpus_per_host != dst // gpus_per_host))
+    crosses = crosses_hosts(src, dst, gpus_per_host)
     for c in range(channels):
         sch.add(Stage(src, dst, sch.size / n / channels, int(not crosses), int(crosses),
                       coupled=False, conn=c, via=via, name=f"alltoall/ch{c}"))
 
 
+@SCHEDULE_DOCS.fill
 def p2p_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """Point-to-point. ``sendrecv`` (nccl-tests): rank i sends S to rank i+1 (mod n), so two
     GPUs exchange both ways; ``send``: a chain, rank i sends S to rank i+1 for i < n-1 (a
@@ -88,17 +86,11 @@ def p2p_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
+    {sch, gpus_per_host, channels}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------
@@ -113,7 +105,7 @@ def p2p_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
         src, dst = gpus, np.roll(gpus, -1)
     else:
         src, dst = gpus[:-1], gpus[1:]
-    crosses = bool(np.any(src // gpus_per_host != dst // gpus_per_host))
+    crosses = crosses_hosts(src, dst, gpus_per_host)
     for c in range(channels):
         sch.add(Stage(src, dst, sch.size / channels, int(not crosses), int(crosses),
                       coupled=False, conn=c, name=f"{sch.op}/ch{c}"))

@@ -12,10 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from hpnsim.collectives.schedules.schedule import (
+    SCHEDULE_DOCS,
     ChannelKind,
     Schedule,
     Stage,
     host_groups,
+    host_rails,
+    relay_gpu,
     split_steps,
     uniform_hosts,
 )
@@ -84,6 +87,7 @@ def _crossings(order: np.ndarray, gpus_per_host: int, closed: bool, steps: int =
     return int((walked[start + steps] - walked[start]).max())
 
 
+@SCHEDULE_DOCS.fill
 def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool = True,
                 root: int = 0) -> None:
     """Append one independent ring (or chain) stage per channel, each carrying S/channels.
@@ -94,21 +98,13 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
-    pxn : bool
-        Relay cross-rail hops over NVLink.
+    {sch, gpus_per_host, channels, pxn}
     root : int
         Rank index of the broadcast/reduce root.
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------
@@ -130,7 +126,7 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
             if sch.op == "reduce":
                 # reverse the chain; the relay must sit on the new source's host
                 src, dst = dst, src
-                via = np.where(via >= 0, _relay(src, dst, gpus_per_host), -1)
+                via = np.where(via >= 0, relay_gpu(src, dst, gpus_per_host), -1)
             size, steps = share, n - 1
         else:
             rounds = 2 if sch.op == "allreduce" else 1
@@ -141,17 +137,13 @@ def ring_stages(sch: Schedule, gpus_per_host: int, channels: int, *, pxn: bool =
                       name=f"{sch.op}/ring/ch{c}", kind=ChannelKind.RING))
 
 
-def _relay(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> np.ndarray:
-    """The GPU on src's host with dst's local id (where a PXN hop hands over)."""
-    return (src // gpus_per_host) * gpus_per_host + dst % gpus_per_host
-
-
 def _intra_ring(groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     src = np.concatenate([np.sort(g) for g in groups])
     dst = np.concatenate([np.roll(np.sort(g), -1) for g in groups])
     return src, dst
 
 
+@SCHEDULE_DOCS.fill
 def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """Pipelined hierarchical collective: NVLink rings inside hosts, one ring per rail across
     hosts, all phases running at once (NCCL-style chunk pipelining).
@@ -167,17 +159,11 @@ def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
+    {sch, gpus_per_host, channels}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------
@@ -194,7 +180,7 @@ def hier_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     if sch.op not in ("allreduce", "allgather", "reducescatter"):
         raise InputError("algo", f"hier supports allreduce, allgather, reducescatter, got {sch.op!r}")
     k, h, size = groups[0].size, len(groups), sch.size
-    rails = np.stack([np.sort(g) for g in groups], axis=1)  # rails[l] = GPU l of every host
+    rails = host_rails(groups)  # rails[l] = GPU l of every host
     intra_src, intra_dst = _intra_ring(groups)
     intra_size = (k - 1) / k * size
     rounds = 2 if sch.op == "allreduce" else 1

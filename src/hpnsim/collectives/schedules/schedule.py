@@ -17,7 +17,27 @@ from enum import IntEnum
 
 import numpy as np
 
+from hpnsim.collectives.docfill import DocEntries
 from hpnsim.errors import InputError
+
+#: Docstring entries the schedule modules share, written once: the contract of the stage
+#: builders, ``f(sch, gpus_per_host, channels, ...) -> None`` (``ring_stages``,
+#: ``hier_stages``, ``tree_stages``, ``hd_stages``, ``nvls_stages``, ``alltoall_stages``,
+#: ``p2p_stages``), and the flow arrays of the per-flow helpers.
+SCHEDULE_DOCS = DocEntries(
+    sch="""sch : Schedule
+    The schedule to append to (its op, GPUs in rank order and size).""",
+    gpus_per_host="""gpus_per_host : int
+    GPUs per host of the fabric.""",
+    channels="""channels : int
+    Independent copies, each carrying S/channels over its own connections.""",
+    pxn="""pxn : bool
+    Relay cross-rail hops over NVLink.""",
+    appended="""None
+    The stages are appended to ``sch``.""",
+    flows="""src, dst : numpy.ndarray
+    GPU of each flow's ends.""",
+)
 
 
 class ChannelKind(IntEnum):
@@ -305,3 +325,69 @@ def split_steps(total: int, crossings: int) -> tuple[int, int]:
     (12, 2)
     """
     return total - crossings, crossings
+
+
+def host_rails(groups: list[np.ndarray]) -> np.ndarray:
+    """The group's rails: row ``l`` holds the ``l``-th GPU (by index) of every host.
+
+    Parameters
+    ----------
+    groups : list of numpy.ndarray
+        The group's GPUs per host (:func:`host_groups`), the same count on every host.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (GPUs per host, hosts).
+
+    Examples
+    --------
+    >>> host_rails([np.array([1, 0]), np.array([8, 9])]).tolist()
+    [[0, 8], [1, 9]]
+    """
+    return np.stack([np.sort(g) for g in groups], axis=1)
+
+
+@SCHEDULE_DOCS.fill
+def crosses_hosts(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> bool:
+    """True when any flow ``src[i] -> dst[i]`` leaves its host (the stage's one step is a
+    network step, else an NVLink step).
+
+    Parameters
+    ----------
+    {flows, gpus_per_host}
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> crosses_hosts(np.array([0, 1]), np.array([1, 2]), 8)
+    False
+    >>> crosses_hosts(np.array([0, 1]), np.array([1, 9]), 8)
+    True
+    """
+    return bool(np.any(src // gpus_per_host != dst // gpus_per_host))
+
+
+@SCHEDULE_DOCS.fill
+def relay_gpu(src: np.ndarray, dst: np.ndarray, gpus_per_host: int) -> np.ndarray:
+    """The GPU on each source's host with its destination's local id: where a PXN hop hands
+    a flow from NVLink to the destination's rail.
+
+    Parameters
+    ----------
+    {flows, gpus_per_host}
+
+    Returns
+    -------
+    numpy.ndarray
+        Relay GPU per flow (the source itself when both ends share a rail).
+
+    Examples
+    --------
+    >>> relay_gpu(np.array([0, 1]), np.array([9, 9]), 8).tolist()
+    [1, 1]
+    """
+    return (src // gpus_per_host) * gpus_per_host + dst % gpus_per_host

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpnsim.collectives.schedules.schedule import ChannelKind, Schedule, Stage, hd_lane, host_groups
+from hpnsim.collectives.schedules.schedule import (
+    SCHEDULE_DOCS,
+    ChannelKind,
+    Schedule,
+    Stage,
+    crosses_hosts,
+    hd_lane,
+    host_groups,
+)
 from hpnsim.errors import InputError
 
 
@@ -143,6 +151,7 @@ def host_chains(groups: list[np.ndarray], channel: int) -> list[np.ndarray]:
     return [np.roll(np.sort(g), -(channel % g.size)) for g in groups]
 
 
+@SCHEDULE_DOCS.fill
 def tree_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """NCCL's double binary tree all-reduce, built over hosts.
 
@@ -155,17 +164,11 @@ def tree_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
+    {sch, gpus_per_host, channels}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------
@@ -199,6 +202,7 @@ def tree_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
                           name=f"allreduce/tree{t}/ch{c}", kind=ChannelKind.TREE, lane=t))
 
 
+@SCHEDULE_DOCS.fill
 def hd_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
     """Halving-doubling: recursive-halving reduce-scatter (distance 1, 2, 4, ... with halves
     S/2, S/4, ...) then recursive-doubling all-gather in reverse (MPICH's order, so the large
@@ -208,17 +212,11 @@ def hd_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
 
     Parameters
     ----------
-    sch : Schedule
-        The schedule to append to (its op, GPUs in rank order and size).
-    gpus_per_host : int
-        GPUs per host of the fabric.
-    channels : int
-        Independent copies, each carrying S/channels over its own connections.
+    {sch, gpus_per_host, channels}
 
     Returns
     -------
-    None
-        The stages are appended to ``sch``.
+    {appended}
 
     Examples
     --------
@@ -238,7 +236,7 @@ def hd_stages(sch: Schedule, gpus_per_host: int, channels: int) -> None:
         deps: tuple[int, ...] = ()
 
         def step(src, dst, size, name, deps, c=c):
-            crosses = bool(np.any(src // gpus_per_host != dst // gpus_per_host))
+            crosses = crosses_hosts(src, dst, gpus_per_host)
             return (sch.add(Stage(src, dst, size, int(not crosses), int(crosses), deps=deps,
                                   conn=c, name=f"{sch.op}/hd/{name}/ch{c}",
                                   kind=ChannelKind.HD, lane=hd_lane(name))),)
