@@ -178,10 +178,17 @@ def published_iteration(run: PublishedRun) -> float:
     raise ValueError(f"unit: {run.unit!r} is not a published throughput this module converts")
 
 
+#: Core attention of the TransformerEngine recipes on H100: TE's backend selection
+#: (``get_attention_backend``) prefers its cuDNN FusedAttention over FlashAttention on Hopper
+#: "for performance reasons" (hpnsim.training.compute.core_attention, ``"cudnn"``).
+TE_HOPPER_ATTENTION = "cudnn"
+
+
 def _nemo(label, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tokens, **extra) -> PublishedRun:
     dp = gpus // (tp * pp * cp)
     options = {"zero": 1, "overlap_param_gather": True, "sequence_parallel": tp > 1,
-               "tp_comm_overlap": tp > 1, **extra.pop("options", {})}
+               "tp_comm_overlap": tp > 1, "attention": TE_HOPPER_ATTENTION,
+               **extra.pop("options", {})}
     return PublishedRun(label, NEMO_2407, CURRENT, model, "h100", tp, pp, dp, mbs, gbs, seq,
                         "fp8", tokens, cp=cp, vp=vp, options=options, **extra)
 
@@ -213,6 +220,7 @@ BRIDGE_ASSUMED = ("Megatron-Core 0.15 (NeMo 25.11); Megatron-Bridge's H100 perf 
 def _bridge(label, model, gpus, gbs, seq, tp, pp, cp, vp, tokens, zero=1, **extra):
     dp = gpus // (tp * pp * cp)
     options = {"zero": zero, "sequence_parallel": tp > 1, "tp_comm_overlap": tp > 1,
+               "attention": TE_HOPPER_ATTENTION,
                **({"overlap_param_gather": True} if zero in (1, 2) else {}),
                **extra.pop("options", {})}
     return PublishedRun(label, BRIDGE_2511, CURRENT, model, "h100", tp, pp, dp, 1, gbs, seq,

@@ -64,3 +64,27 @@ def test_bad_input_is_refused_by_name():
     with pytest.raises(InputError) as err:
         attention_flops(1, 1, 128, 64, direction="sideways")
     assert err.value.field == "direction"
+
+
+def test_cudnn_kernel_reads_the_cudnn_bars_of_the_same_figures():
+    # Shah et al. 2024, Figs. 5-6, cuDNN bars at 8k: causal forward 529, full forward 600,
+    # full backward 518 TFLOP/s; the causal backward by the stated rule
+    assert attention_efficiency(H100, 8192, 128, kernel="cudnn") == pytest.approx(529 / 989.4)
+    assert attention_efficiency(H100, 8192, 128, causal=False, kernel="cudnn") == \
+        pytest.approx(600 / 989.4)
+    assert attention_efficiency(H100, 8192, 128, causal=True, direction="backward",
+                                kernel="cudnn") == pytest.approx(518 * 529 / 600 / 989.4)
+    # slower than FlashAttention-3 at training lengths on Hopper, so a TE job's step grows
+    t_fa3 = attention_time(H100, 1, 32, 8192, 128, kv_heads=8)
+    t_cudnn = attention_time(H100, 1, 32, 8192, 128, kv_heads=8, kernel="cudnn")
+    assert t_cudnn.seconds == pytest.approx(t_fa3.seconds * 602 / 529)
+
+
+def test_cudnn_on_ampere_times_as_flashattention_2():
+    # TransformerEngine's FusedAttention preference applies from sm90; sm80 runs FA2
+    a100 = get_gpu("a100")
+    for direction in ("forward", "backward"):
+        assert attention_efficiency(a100, 4096, 128, direction=direction, kernel="cudnn") == \
+            attention_efficiency(a100, 4096, 128, direction=direction)
+    with pytest.raises(InputError, match="kernel"):
+        attention_efficiency(H100, 4096, 128, kernel="fa4")

@@ -120,8 +120,9 @@ def register(app: typer.Typer) -> None:
                                           "(default: the one docs/pipelines.md reads); an "
                                           "option it lacks is refused."),
         attention: str = typer.Option(
-            None, "--attention", help="Core attention kernel: flash (fused) or unfused "
-                                      "(Megatron's, scores in HBM); default: what "
+            None, "--attention", help="Core attention kernel: flash (fused FlashAttention), "
+                                      "cudnn (fused, TransformerEngine's choice on Hopper) "
+                                      "or unfused (Megatron's, scores in HBM); default: what "
                                       "--megatron-core runs by default (fused from 0.7)."),
         fp8_gemm: str = typer.Option(
             None, "--fp8-gemm", help="FP8 GEMM library whose measured kernels time --dtype "

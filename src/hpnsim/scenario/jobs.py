@@ -121,9 +121,10 @@ class JobSpec(BaseModel):
         DEFAULT_VERSION_TEXT, exclude=True,   # not echoed: the job's own JSON names it when set
         description="Megatron-Core version the job runs (quoted, e.g. '0.13'): an option it "
                     "lacks is refused (hpnsim.training.frameworks)")
-    attention: Literal["flash", "unfused"] | None = Field(
+    attention: Literal["flash", "cudnn", "unfused"] | None = Field(
         None, exclude=True,   # not echoed: the job's own JSON names it when not flash
-        description="core attention kernel: flash (fused) or unfused (Megatron's core "
+        description="core attention kernel: flash (fused FlashAttention), cudnn (fused, "
+                    "TransformerEngine's choice on Hopper) or unfused (Megatron's core "
                     "attention, scores in HBM); default: what megatron_core runs by default")
     fp8_gemm: Literal["cublas", "deepgemm"] | None = Field(
         None, exclude=True,   # not echoed: the job's own JSON names it when not cublas

@@ -150,11 +150,12 @@ class TrainJob(StageCosts):
         one docs/pipelines.md reads, 0.20), or a Megatron-LM release before Megatron-Core
         (``"v2.6"``): an option that version lacks is refused, naming its keyword
         (:mod:`hpnsim.training.frameworks` says which release added each).
-    attention : {"flash", "unfused"}, optional
+    attention : {"flash", "cudnn", "unfused"}, optional
         Core attention kernel (:mod:`hpnsim.training.compute.core_attention`): fused
-        FlashAttention, or Megatron's unfused core attention (scores in HBM). Default: what the
+        FlashAttention, fused cuDNN attention (TransformerEngine's ``FusedAttention``, its
+        choice on Hopper), or Megatron's unfused core attention (scores in HBM). Default: what the
         job's Megatron version runs by default (fused from Megatron-Core 0.7, unfused before);
-        ``"flash"`` before Megatron-LM had ``--use-flash-attn`` is refused, as is ``"unfused"``
+        a fused kernel before Megatron-LM had ``--use-flash-attn`` is refused, as is ``"unfused"``
         with ``cp > 1``.
     gpu_variation : float, optional
         Coefficient of variation of one GPU's compute time per step (0 leaves the straggler

@@ -275,7 +275,7 @@ def check_attention(megatron_core, attention, cp: int = 1) -> str:
     if kernel == "unfused" and cp > 1:
         raise InputError("attention", "unfused attention with context parallelism: "
                                       "Megatron's CP runs through fused attention only")
-    if kernel == "flash":
+    if kernel != "unfused":
         check_framework(version, ["attention"])
     return kernel
 

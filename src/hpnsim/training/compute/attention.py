@@ -53,6 +53,20 @@ _FA3_H100_TFLOPS = {
 }
 HOPPER_EFFICIENCY = {key: tuple(v / 989.4 for v in values)
                      for key, values in _FA3_H100_TFLOPS.items()}
+#: cuDNN's fused attention on the same H100 and the same inputs, TFLOP/s as labelled on the
+#: cuDNN bars of the same figures of Shah et al. 2024 (Figs. 5 and 6: cuDNN 9 beside
+#: FlashAttention-2, Triton and FlashAttention-3); what TransformerEngine runs on Hopper
+#: (:mod:`~hpnsim.training.compute.core_attention`, ``"cudnn"``).
+_CUDNN_H100_TFLOPS = {
+    ("forward", False, 128): (497, 574, 617, 609, 600, 595),
+    ("forward", True, 128): (315, 410, 484, 518, 529, 539),
+    ("forward", False, 64): (335, 373, 395, 408, 412, 413),
+    ("backward", False, 128): (305, 408, 465, 499, 518, 516),
+}
+CUDNN_HOPPER_EFFICIENCY = {key: tuple(v / 989.4 for v in values)
+                           for key, values in _CUDNN_H100_TFLOPS.items()}
+#: fused kernel -> its measured Hopper curves
+_HOPPER_CURVES = {"flash": HOPPER_EFFICIENCY, "cudnn": CUDNN_HOPPER_EFFICIENCY}
 #: FlashAttention-2 on A100 reaches at most 73% of peak in the forward pass (Dao 2023,
 #: abstract: "50-73% of the theoretical maximum FLOPs/s on A100"); the A100 curves are the
 #: Hopper curves scaled so the forward, full-mask, head-dim-128 plateau is 0.73.
@@ -126,11 +140,14 @@ def attention_flops(batch: int, heads: int, seq_q: int, head_dim: int, *,
 
 
 def attention_efficiency(gpu: GPUSpec, seq_kv: int, head_dim: int, *, causal: bool = True,
-                         direction: str = "forward") -> float:
+                         direction: str = "forward", kernel: str = "flash") -> float:
     """Fraction of the dense BF16 peak fused attention reaches.
 
-    Hopper (FlashAttention-3 measurements); Blackwell uses the Hopper fractions (no per-shape
-    figures were at hand); Ampere scales them to FlashAttention-2's 73% plateau. Missing
+    Hopper: the measured curves of ``kernel`` (``"flash"``: FlashAttention-3, ``"cudnn"``:
+    cuDNN's fused attention, what TransformerEngine runs there); Blackwell uses the Hopper
+    fractions (no per-shape figures were at hand); Ampere scales FlashAttention-3's to
+    FlashAttention-2's 73% plateau whichever kernel is named (TransformerEngine runs
+    FlashAttention-2 on Ampere). Missing
     measurements are derived, each by one stated rule: a causal backward is the full-mask
     backward times the forward's causal/full ratio at that length; head dim 64's backward is
     head dim 128's times the forward's 64/128 ratio; head dims between 64 and 128 interpolate
@@ -141,15 +158,21 @@ def attention_efficiency(gpu: GPUSpec, seq_kv: int, head_dim: int, *, causal: bo
     0.655
     >>> round(attention_efficiency(get_gpu("h100"), 8192, 128, causal=True, direction="backward"), 3)
     0.527
+    >>> round(attention_efficiency(get_gpu("h100"), 8192, 128, kernel="cudnn"), 3)   # 529 / 989.4
+    0.535
     """
     seq_kv, head_dim = positive_int("seq_kv", seq_kv), positive_int("head_dim", head_dim)
     direction = _direction(direction)
+    architecture = require_compute_fields(gpu).architecture
+    if kernel not in _HOPPER_CURVES:
+        raise InputError("kernel", f"one of {', '.join(_HOPPER_CURVES)}, got {kernel!r}")
+    measured = HOPPER_EFFICIENCY if architecture == "ampere" else _HOPPER_CURVES[kernel]
     x = np.log2(np.clip(seq_kv, SEQ_POINTS[0], SEQ_POINTS[-1]))
     points = np.log2(SEQ_POINTS)
 
     def curve(d: str, c: bool, hd: int) -> float:
-        if (d, c, hd) in HOPPER_EFFICIENCY:
-            return float(np.interp(x, points, HOPPER_EFFICIENCY[(d, c, hd)]))
+        if (d, c, hd) in measured:
+            return float(np.interp(x, points, measured[(d, c, hd)]))
         if d == "backward" and c:
             return curve(d, False, hd) * curve("forward", True, hd) / curve("forward", False, hd)
         if d == "backward" and hd == 64:
@@ -160,7 +183,6 @@ def attention_efficiency(gpu: GPUSpec, seq_kv: int, head_dim: int, *, causal: bo
 
     w = float(np.clip(np.log2(head_dim) - 6.0, 0.0, 1.0))   # 0 at 64, 1 at 128
     eff = (1 - w) * curve(direction, causal, 64) + w * curve(direction, causal, 128)
-    architecture = require_compute_fields(gpu).architecture
     if architecture == "ampere":
         eff *= AMPERE_FORWARD_PLATEAU / HOPPER_EFFICIENCY[("forward", False, 128)][-1]
     return eff
@@ -169,8 +191,10 @@ def attention_efficiency(gpu: GPUSpec, seq_kv: int, head_dim: int, *, causal: bo
 def attention_time(gpu: GPUSpec, batch: int, heads: int, seq_q: int, head_dim: int, *,
                    kv_heads: int | None = None, seq_kv: int | None = None, causal: bool = True,
                    direction: str = "forward", dtype: str = "bf16",
-                   clock_hz: float | None = None, table=None) -> AttentionTiming:
-    """Time of one fused attention call on ``gpu``.
+                   clock_hz: float | None = None, table=None,
+                   kernel: str = "flash") -> AttentionTiming:
+    """Time of one fused attention call on ``gpu`` (``kernel``: ``"flash"`` or ``"cudnn"``,
+    :func:`attention_efficiency`).
 
     Memory side: Q, O (and dO, dQ) of the query heads, K, V (and dK, dV) of the ``kv_heads``
     once each. ``clock_hz`` (default ``gpu.sustained_clock_hz``, the conditions of the
@@ -193,7 +217,8 @@ def attention_time(gpu: GPUSpec, batch: int, heads: int, seq_q: int, head_dim: i
     seq_kv_ = seq_q if seq_kv is None else seq_kv
     flops = attention_flops(batch, heads, seq_q, head_dim, seq_kv=seq_kv_, causal=causal,
                             direction=direction)
-    eff = attention_efficiency(gpu, seq_kv_, head_dim, causal=causal, direction=direction)
+    eff = attention_efficiency(gpu, seq_kv_, head_dim, causal=causal, direction=direction,
+                               kernel=kernel)
     if table is not None:
         measured = table.attention_efficiency(gpu, direction, causal, dtype,
                                               (batch, heads, seq_kv_, head_dim))

@@ -1,11 +1,19 @@
-"""Attention as the framework ran it: fused FlashAttention, or Megatron's unfused core attention.
+"""Attention as the framework ran it: fused (FlashAttention or cuDNN), or Megatron's unfused
+core attention.
 
-Two kernels compute a layer's core attention (the score and value products between the QKV and
+Three kernels compute a layer's core attention (the score and value products between the QKV and
 output projections), chosen by :data:`ATTENTION_KERNELS`:
 
 - ``"flash"``: one fused kernel per direction (:func:`~hpnsim.training.compute.attention.attention_time`):
   FlashAttention-3's measured efficiencies on Hopper and Blackwell, FlashAttention-2's on Ampere;
   the scores never reach HBM and a causal mask skips the masked half.
+- ``"cudnn"``: TransformerEngine's ``FusedAttention`` (cuDNN's fused attention), the same fused
+  algorithm at cuDNN's measured efficiencies on Hopper. TransformerEngine's backend selection
+  (``get_attention_backend``, ``transformer_engine/pytorch/attention``) disables FlashAttention
+  "to give FusedAttention preference on Hopper+ for performance reasons" wherever cuDNN's
+  arbitrary-sequence-length BF16 kernel supports the shape, so this is what Megatron-Core and
+  NeMo run on H100/H800. On Ampere that preference does not apply and TransformerEngine runs
+  FlashAttention-2: ``"cudnn"`` there times as ``"flash"``.
 - ``"unfused"``: Megatron-LM's ``CoreAttention`` before FlashAttention (``megatron/model/transformer.py``
   of v2.x; Megatron-Core's local ``DotProductAttention``): the scores are materialized in HBM.
   Per micro-batch, with ``B = batch x heads`` score matrices of ``s_q x s_kv``:
@@ -43,7 +51,7 @@ from hpnsim.training.compute.precision import positive_int
 from hpnsim.workloads.gpus import GPUSpec
 
 #: Core-attention kernels a job may run (TrainJob ``attention``).
-ATTENTION_KERNELS = ("flash", "unfused")
+ATTENTION_KERNELS = ("flash", "cudnn", "unfused")
 #: The unfused kernels that are batched GEMMs (shape ``(M, N, K, matrices)``).
 UNFUSED_GEMMS = ("attention_scores", "attention_context")
 _ACT = 2   # BF16/FP16 scores, probabilities and activations
@@ -55,7 +63,7 @@ def attention_kernel(name) -> str:
     >>> attention_kernel("sdpa")
     Traceback (most recent call last):
     ...
-    hpnsim.errors.InputError: attention: one of flash, unfused, got 'sdpa'
+    hpnsim.errors.InputError: attention: one of flash, cudnn, unfused, got 'sdpa'
     """
     key = str(name).strip().lower()
     if key not in ATTENTION_KERNELS:

@@ -112,7 +112,7 @@ class _Builder:
         for phase, direction in (("forward", "forward"), ("input_grad", "backward")):
             t = attention_time(self.gpu, batch, heads, seq, head_dim, kv_heads=kv_heads,
                                causal=True, direction=direction, clock_hz=self.clock_hz,
-                               table=self.table)
+                               table=self.table, kernel=kernel)
             op = Op("attention", "attention", phase, (batch, heads, seq, head_dim), "bf16",
                     t.flops / cp, t.bytes / cp, t.seconds / cp)
             if phase == "forward":
@@ -187,7 +187,8 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     table : KernelTable, optional
         Measured kernels overriding the model's efficiencies on this GPU.
     attention : str
-        Core attention kernel: ``"flash"`` (fused) or ``"unfused"`` (Megatron's core attention
+        Core attention kernel: ``"flash"`` (fused FlashAttention), ``"cudnn"`` (fused, cuDNN's:
+        TransformerEngine's choice on Hopper) or ``"unfused"`` (Megatron's core attention
         before FlashAttention; not with ``cp > 1``, which runs only through fused attention).
     fp8_gemm : GemmLibrary or str, optional
         The FP8 GEMM library (:mod:`~hpnsim.training.compute.gemm_library`): ``"cublas"``
