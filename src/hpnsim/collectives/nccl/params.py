@@ -66,11 +66,11 @@ NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "other": 1.0}
 #: NCCL tuning.cc latencies, microseconds: base (per algorithm, protocol ll/ll128/simple),
 #: per hop over NVLink, per hop over the network. NVLS: 25 us NVLink, 18 us network
 #: (NVLS tree 20.9 us network), Simple only.
-_BASE = {"ring": (6.6, 14.0, 8.4), "tree": (6.8, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0),
+BASE_LATENCY_US = {"ring": (6.6, 14.0, 8.4), "tree": (6.8, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0),
          "nvlstree": (0.0, 0.0, 0.0)}
-_NVLINK_HOP = {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 4.0), "nvls": (0.0, 0.0, 25.0),
+NVLINK_HOP_US = {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 4.0), "nvls": (0.0, 0.0, 25.0),
                "nvlstree": (0.0, 0.0, 25.0)}
-_NET_HOP = {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0), "nvls": (0.0, 0.0, 18.0),
+NET_HOP_US = {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0), "nvls": (0.0, 0.0, 18.0),
             "nvlstree": (0.0, 0.0, 20.9)}
 
 #: bounds of every float parameter (what calibration may fit and a file may set)
@@ -275,11 +275,11 @@ class NcclParams:
         """
         i = PROTOCOLS.index(protocol)
         scale = self.latency_scale * 1e-6
-        nvlink = _NVLINK_HOP[family][i]
+        nvlink = NVLINK_HOP_US[family][i]
         if multi_host and family == "ring":
             nvlink = max(nvlink, self.net_overhead_us * (3 if protocol == "simple" else 1))
-        return (round(_BASE[family][i] * scale, 15), round(nvlink * scale, 15),
-                round(_NET_HOP[family][i] * scale, 15))
+        return (round(BASE_LATENCY_US[family][i] * scale, 15), round(nvlink * scale, 15),
+                round(NET_HOP_US[family][i] * scale, 15))
 
     def link_inflation(self, fabric) -> np.ndarray:
         """Wire load per payload byte of every link of ``fabric``: 1/efficiency of its kind

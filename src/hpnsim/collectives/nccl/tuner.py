@@ -42,7 +42,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpnsim.collectives.nccl.params import net_overhead_for
+from hpnsim.collectives.nccl.params import (
+    BASE_LATENCY_US,
+    NET_HOP_US,
+    NVLINK_HOP_US,
+    net_overhead_for,
+)
 from hpnsim.collectives.ops import PROTOCOLS
 from hpnsim.errors import InputError
 
@@ -76,10 +81,11 @@ TUNER_VERSIONS = {
         net={"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0)},
         ll_multinode_factor=1.0, ring_crossings_minus_one=False, net_overhead=True,
         ppn1_tree_net=False),
+    # the release hpnsim's own latencies are read from (collectives/nccl/params.py)
     "2.29.7": TunerTable(
-        base={"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4)},
-        nvlink={"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4)},
-        net={"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0)},
+        base={f: BASE_LATENCY_US[f] for f in ("tree", "ring")},
+        nvlink={f: NVLINK_HOP_US[f] for f in ("tree", "ring")},
+        net={f: NET_HOP_US[f] for f in ("tree", "ring")},
         ll_multinode_factor=1.0, ring_crossings_minus_one=True, net_overhead=True,
         ppn1_tree_net=True),
 }

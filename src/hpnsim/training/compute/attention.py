@@ -51,8 +51,17 @@ _FA3_H100_TFLOPS = {
     ("forward", False, 64): (333, 392, 460, 476, 496, 497),
     ("backward", False, 128): (316, 424, 501, 542, 559, 561),
 }
-HOPPER_EFFICIENCY = {key: tuple(v / 989.4 for v in values)
-                     for key, values in _FA3_H100_TFLOPS.items()}
+#: H100 SXM5's dense BF16 tensor peak, TFLOP/s (NVIDIA H100 datasheet), the figures' divisor
+H100_DENSE_BF16_TFLOPS = 989.4
+
+
+def _fractions_of_peak(tflops: dict) -> dict:
+    """Measured TFLOP/s curves as fractions of H100's dense BF16 peak."""
+    return {key: tuple(v / H100_DENSE_BF16_TFLOPS for v in values)
+            for key, values in tflops.items()}
+
+
+HOPPER_EFFICIENCY = _fractions_of_peak(_FA3_H100_TFLOPS)
 #: cuDNN's fused attention on the same H100 and the same inputs, TFLOP/s as labelled on the
 #: cuDNN bars of the same figures of Shah et al. 2024 (Figs. 5 and 6: cuDNN 9 beside
 #: FlashAttention-2, Triton and FlashAttention-3); what TransformerEngine runs on Hopper
@@ -63,8 +72,7 @@ _CUDNN_H100_TFLOPS = {
     ("forward", False, 64): (335, 373, 395, 408, 412, 413),
     ("backward", False, 128): (305, 408, 465, 499, 518, 516),
 }
-CUDNN_HOPPER_EFFICIENCY = {key: tuple(v / 989.4 for v in values)
-                           for key, values in _CUDNN_H100_TFLOPS.items()}
+CUDNN_HOPPER_EFFICIENCY = _fractions_of_peak(_CUDNN_H100_TFLOPS)
 #: fused kernel -> its measured Hopper curves
 _HOPPER_CURVES = {"flash": HOPPER_EFFICIENCY, "cudnn": CUDNN_HOPPER_EFFICIENCY}
 #: FlashAttention-2 on A100 reaches at most 73% of peak in the forward pass (Dao 2023,
