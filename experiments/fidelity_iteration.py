@@ -350,7 +350,8 @@ def iteration_text(results: list[dict], rows: list[dict]) -> list[str]:
         "norm+residual fusion, no torch.compile, no fused MoE dispatch, no FP8 attention); "
         "**host work beyond launching kernels** (data loading, logging), and L2 reuse across "
         "kernels; the HBM share of **overlapped communication** (its SMs are counted); "
-        "**MoE load imbalance**; **selective recomputation** (only full); "
+        "**MoE load imbalance**; **selective recomputation** of modules other than core "
+        "attention (Megatron-Core's `recompute_modules`: norms, MLP, MoE); "
         "**squared-ReLU** (Nemotron) runs as the GeLU kernel's bytes; the **FP8 parameter "
         "all-gather** and **CUDA graphs** of the newer recipes.",
         "",

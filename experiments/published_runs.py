@@ -178,16 +178,10 @@ def published_iteration(run: PublishedRun) -> float:
     raise ValueError(f"unit: {run.unit!r} is not a published throughput this module converts")
 
 
-#: Core attention of the TransformerEngine recipes on H100: TE's backend selection
-#: (``get_attention_backend``) prefers its cuDNN FusedAttention over FlashAttention on Hopper
-#: "for performance reasons" (hpnsim.training.compute.core_attention, ``"cudnn"``).
-TE_HOPPER_ATTENTION = "cudnn"
-
-
 def _nemo(label, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tokens, **extra) -> PublishedRun:
     dp = gpus // (tp * pp * cp)
     options = {"zero": 1, "overlap_param_gather": True, "sequence_parallel": tp > 1,
-               "tp_comm_overlap": tp > 1, "attention": TE_HOPPER_ATTENTION,
+               "tp_comm_overlap": tp > 1,
                **extra.pop("options", {})}
     return PublishedRun(label, NEMO_2407, CURRENT, model, "h100", tp, pp, dp, mbs, gbs, seq,
                         "fp8", tokens, cp=cp, vp=vp, options=options, **extra)
@@ -220,7 +214,6 @@ BRIDGE_ASSUMED = ("Megatron-Core 0.15 (NeMo 25.11); Megatron-Bridge's H100 perf 
 def _bridge(label, model, gpus, gbs, seq, tp, pp, cp, vp, tokens, zero=1, **extra):
     dp = gpus // (tp * pp * cp)
     options = {"zero": zero, "sequence_parallel": tp > 1, "tp_comm_overlap": tp > 1,
-               "attention": TE_HOPPER_ATTENTION,
                **({"overlap_param_gather": True} if zero in (1, 2) else {}),
                **extra.pop("options", {})}
     return PublishedRun(label, BRIDGE_2511, CURRENT, model, "h100", tp, pp, dp, 1, gbs, seq,
@@ -255,8 +248,9 @@ LLAMA3_ASSUMED = ("FLOPs per token as hpnsim counts them (ModelSpec.training_flo
                   "depth) and its first and last stage one layer short (stated): chunks of "
                   "3, 4 x 30, 3 layers; micro-batch 1; ZeRO-1-like sharding (the paper's "
                   "FSDP keeps weights unsharded between forward and backward); sequence "
-                  "parallelism, no TP communication overlap; Meta's RoCE Clos (400G per GPU) "
-                  "as hpn7 segments of 128 hosts")
+                  "parallelism, no TP communication overlap; fused FlashAttention (Meta's "
+                  "stack, not TransformerEngine's; the paper does not name the kernel); "
+                  "Meta's RoCE Clos (400G per GPU) as hpn7 segments of 128 hosts")
 
 
 def _llama3(gpus: int, tflops: float) -> PublishedRun:
@@ -265,7 +259,8 @@ def _llama3(gpus: int, tflops: float) -> PublishedRun:
                         8, 16, dp, 1, 2048, 8192, "bf16", tflops, unit="TFLOP/s/GPU model",
                         vp=2, megatron_core="0.20", slow=True, assumed=LLAMA3_ASSUMED,
                         options={"zero": 1, "sequence_parallel": True,
-                                 "stage_layers": (3,) + (4,) * 30 + (3,)})
+                                 "stage_layers": (3,) + (4,) * 30 + (3,),
+                                 "attention": "flash"})
 
 
 #: Llama 3 405B pre-training at 8k tokens (Dubey et al. 2024, Table 4: TP 8, CP 1, PP 16,

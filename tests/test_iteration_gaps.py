@@ -77,13 +77,22 @@ def test_unfused_attention_is_slower_and_counted_as_attention():
 
 
 @pytest.mark.parametrize(("version", "kernel"), [("v2.6", "unfused"), ("0.6", "unfused"),
-                                                 ("0.7", "flash"), ("0.20", "flash")])
+                                                 ("0.7", "cudnn"), ("0.20", "cudnn")])
 def test_the_default_attention_follows_the_megatron_version(version, kernel):
     job = TrainJob("llama3-8b", megatron_core=version, overlap_grad_reduce=False)
     assert job.attention == kernel
     layer = next(b for b in job.stage_cost(0).blocks if b.name == "layer0")
     flash = TrainJob("llama3-8b", megatron_core=version, overlap_grad_reduce=False,
                      attention="flash") if version != "v2.6" else None
+    if kernel == "cudnn":   # TransformerEngine runs FlashAttention-2 on Ampere
+        a100 = TrainJob("llama3-8b", gpu="a100", megatron_core=version, overlap_grad_reduce=False)
+        a100_flash = TrainJob("llama3-8b", gpu="a100", megatron_core=version,
+                              overlap_grad_reduce=False, attention="flash")
+        def layer0(j):
+            return next(b for b in j.stage_cost(0).blocks if b.name == "layer0")
+        assert layer0(a100).attention == layer0(a100_flash).attention > 0
+        assert layer.attention > next(b for b in flash.stage_cost(0).blocks
+                                      if b.name == "layer0").attention
     if kernel == "unfused" and flash is not None:
         assert layer.attention > next(b for b in flash.stage_cost(0).blocks
                                       if b.name == "layer0").attention

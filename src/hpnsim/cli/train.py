@@ -123,7 +123,8 @@ def register(app: typer.Typer) -> None:
             None, "--attention", help="Core attention kernel: flash (fused FlashAttention), "
                                       "cudnn (fused, TransformerEngine's choice on Hopper) "
                                       "or unfused (Megatron's, scores in HBM); default: what "
-                                      "--megatron-core runs by default (fused from 0.7)."),
+                                      "--megatron-core runs by default (cudnn, TransformerEngine's "
+                                      "attention, from 0.7 and with --cp; unfused before)."),
         fp8_gemm: str = typer.Option(
             None, "--fp8-gemm", help="FP8 GEMM library whose measured kernels time --dtype "
                                      "fp8: cublas (TransformerEngine's cuBLASLt, default) "

@@ -122,10 +122,11 @@ class JobSpec(BaseModel):
         description="Megatron-Core version the job runs (quoted, e.g. '0.13'): an option it "
                     "lacks is refused (hpnsim.training.frameworks)")
     attention: Literal["flash", "cudnn", "unfused"] | None = Field(
-        None, exclude=True,   # not echoed: the job's own JSON names it when not flash
+        None, exclude=True,   # not echoed: the job's own JSON names it when not the default
         description="core attention kernel: flash (fused FlashAttention), cudnn (fused, "
                     "TransformerEngine's choice on Hopper) or unfused (Megatron's core "
-                    "attention, scores in HBM); default: what megatron_core runs by default")
+                    "attention, scores in HBM); default: what megatron_core runs by default "
+                    "(cudnn from 0.7 and with cp > 1, unfused before)")
     fp8_gemm: Literal["cublas", "deepgemm"] | None = Field(
         None, exclude=True,   # not echoed: the job's own JSON names it when not cublas
         description="FP8 GEMM library whose measured kernels time a dtype: fp8 job: cublas "

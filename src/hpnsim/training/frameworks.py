@@ -47,6 +47,14 @@ MEGATRON_LM_RELEASES = ("v1.0", "v2.0", "v2.5", "v2.6")
 #: `transformer_engine` instead of `local`"), first in core_v0.7.0. Before it the default
 #: ``local`` implementation ran the unfused ``CoreAttention`` unless ``--use-flash-attn``.
 FUSED_ATTENTION_DEFAULT = (0, 7)
+#: The kernel TransformerEngine's ``DotProductAttention`` runs where both of its fused backends
+#: support the shape: cuDNN's fused attention (``FusedAttention``, arbitrary sequence length)
+#: on Hopper, FlashAttention elsewhere. NVIDIA/TransformerEngine 32db39288 (2023-12-07,
+#: "Integrate cuDNN frontend v1 to fused attention", first in v1.2) disables FlashAttention on
+#: compute capability 9.0 "for performance"; ``get_attention_backend`` at d0067d0da (2026) does
+#: so for 9.0 and later. hpnsim's ``"cudnn"`` times as FlashAttention-2 on Ampere, so one name
+#: is TransformerEngine's choice on every GPU.
+TE_FUSED_KERNEL = "cudnn"
 
 #: hpnsim TrainJob option -> the first Megatron-Core release that has it (``attention``:
 #: its fused kernel, ``"flash"``; the unfused core attention is in every release).

@@ -28,6 +28,7 @@ from hpnsim.training.job_options import (
     DEFAULT_VERSION_TEXT,
     ZERO_STAGES,  # noqa: F401  (kept importable from here)
     check_attention,
+    job_attention,
     check_combinations,
     check_fits,
     check_framework,
@@ -406,7 +407,8 @@ class TrainJob(StageCosts):
             **({"overlap_param_gather": True} if self.overlap_param_gather else {}),
             **({"megatron_core": ".".join(map(str, self.megatron_core))}
                if self.megatron_core != MEGATRON_CORE_DEFAULT else {}),
-            **({"attention": self.attention} if self.attention != "flash" else {}),
+            **({"attention": self.attention}
+               if self.attention != job_attention(self.megatron_core, None, self.cp) else {}),
             **({"fp8_gemm": self.fp8_gemm.value}
                if self.fp8_gemm is not DEFAULT_LIBRARY else {}),
             **({"gpu_variation": self.gpu_variation}

@@ -16,6 +16,7 @@ from hpnsim.training.compute.core_attention import attention_kernel
 from hpnsim.training.cost import DTYPES, ConstantEfficiency, OperationModel
 from hpnsim.training.frameworks import (
     FUSED_ATTENTION_DEFAULT,
+    TE_FUSED_KERNEL,
     MEGATRON_CORE_DEFAULT,
     MEGATRON_CORE_FIRST,
     MEGATRON_CORE_SINCE,
@@ -282,17 +283,20 @@ def check_attention(megatron_core, attention, cp: int = 1) -> str:
 
 def job_attention(version: tuple[int, int], attention, cp: int = 1) -> str:
     """The core-attention kernel of a job: ``attention`` as given, or the default of its
-    Megatron version (fused from 0.7, the unfused core attention before:
-    :data:`~hpnsim.training.frameworks.FUSED_ATTENTION_DEFAULT`; fused with context
-    parallelism, which runs only through TransformerEngine's attention).
+    Megatron version: from 0.7 (:data:`~hpnsim.training.frameworks.FUSED_ATTENTION_DEFAULT`),
+    and with context parallelism in any version, TransformerEngine's attention, whose backend
+    choice is ``"cudnn"`` (:data:`~hpnsim.training.frameworks.TE_FUSED_KERNEL`: cuDNN's fused
+    attention on Hopper and later, FlashAttention-2 on Ampere, which ``"cudnn"`` times there);
+    before 0.7 the unfused core attention.
 
     >>> job_attention((0, 6), None), job_attention((0, 20), None), job_attention((0, 6), "flash")
-    ('unfused', 'flash', 'flash')
+    ('unfused', 'cudnn', 'flash')
     >>> job_attention((0, 6), None, cp=2)
-    'flash'
+    'cudnn'
     """
     if attention is None:
-        return "flash" if version >= FUSED_ATTENTION_DEFAULT or cp > 1 else "unfused"
+        fused = version >= FUSED_ATTENTION_DEFAULT or cp > 1
+        return TE_FUSED_KERNEL if fused else "unfused"
     return attention_kernel(attention)
 
 
