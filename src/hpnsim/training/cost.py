@@ -26,7 +26,7 @@ Recomputation (:data:`RECOMPUTE`): ``"full"`` replays a layer's whole forward in
 >>> job = TrainJob("llama3-8b", seq_len=8192)
 >>> layer = job.stage_cost(0).blocks[1]          # backward order: head, layer31, ...
 >>> layer.name, round(layer.forward_compute * 1e3, 2), round(layer.backward_compute * 1e3, 2)
-('layer31', 6.54, 13.48)
+('layer31', 6.66, 13.85)
 >>> round(layer.gemm + layer.attention + layer.memory + layer.gaps, 12) == round(
 ...     layer.forward_compute + layer.backward_compute, 12)
 True

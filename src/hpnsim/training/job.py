@@ -178,7 +178,7 @@ class TrainJob(StageCosts):
     >>> job.gpus, job.micro_batches, job.layers_per_chunk
     (1024, 128, 10)
     >>> round(job.stage_cost(0).forward_compute * 1e3, 1)       # ms per micro-batch
-    33.2
+    33.5
     >>> TrainJob("llama3-8b", gpu="a100", dtype="fp8")
     Traceback (most recent call last):
     ...
