@@ -27,19 +27,30 @@ def chunk_seconds(gpu, gemms: int, group: int) -> float:
     return total
 
 
+def reductions(run) -> tuple[int, float, int]:
+    """(the amax group's GPUs, seconds of one chunk's pair of reductions, pairs per GPU and
+    iteration) of a published FP8 run."""
+    spec = get(run.model) if isinstance(run.model, str) else run.model
+    chunks = run.vp or 1
+    gemms = 4 * (spec.layers // (run.pp * chunks))
+    group = amax_group(parse_version(run.megatron_core), tp=run.tp, cp=run.cp, dp=run.dp)
+    n = run.global_batch // (run.dp * run.micro_batch) * chunks
+    return group, chunk_seconds(get_gpu(run.gpu), gemms, group), n
+
+
+def share(run) -> float:
+    """The reductions' seconds per iteration over the run's published iteration time."""
+    _, per, n = reductions(run)
+    return n * per / published_iteration(run)
+
+
 def main() -> None:
     for run in RUNS:
         if run.dtype != "fp8":
             continue
-        spec = get(run.model) if isinstance(run.model, str) else run.model
-        chunks = run.vp or 1
-        gemms = 4 * (spec.layers // (run.pp * chunks))
-        group = amax_group(parse_version(run.megatron_core), tp=run.tp, cp=run.cp, dp=run.dp)
-        per = chunk_seconds(get_gpu(run.gpu), gemms, group)
-        n = run.global_batch // (run.dp * run.micro_batch) * chunks
-        share = n * per / published_iteration(run)
+        group, per, n = reductions(run)
         print(f"{run.label:24s} {run.gpus:5d} GPUs  core {run.megatron_core:5s} group {group:4d}"
-              f"  {per * 1e6:6.1f} us x {n:4d} = {n * per * 1e3:6.2f} ms  {share:.2%}")
+              f"  {per * 1e6:6.1f} us x {n:4d} = {n * per * 1e3:6.2f} ms  {share(run):.2%}")
 
 
 if __name__ == "__main__":
