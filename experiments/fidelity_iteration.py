@@ -43,6 +43,8 @@ from published_runs import (
     published_iteration,
 )
 
+from amax_reduction_share import share as amax_share
+
 from hpnsim.fabrics import build_fabric
 from hpnsim.training import TrainJob, simulate_iteration
 
@@ -230,6 +232,8 @@ def _attribution(results: list[dict]) -> list[str]:
     a100 = next(r for r in results if r["run"].era == A100_ERA)
     l8 = next(r for r in cur if r["run"].label == "Llama 3 8B")
     attn = l8["breakdown"]["attention"] / l8["hpnsim"]
+    fp8_amax = {(r["run"].label, r["run"].gpus): amax_share(r["run"]) for r in fp8}
+    bridge_fp8 = [r["run"] for r in fp8 if r["run"].source == BRIDGE_2511]
     by_source = {}
     for r in cur:
         by_source.setdefault(r["run"].source.split(" (")[0].split(",")[0], []).append(
@@ -273,13 +277,22 @@ def _attribution(results: list[dict]) -> list[str]:
         "timings, docs/compute.md; DeepGEMM is `fp8_gemm='deepgemm'`) and the casts are "
         "TransformerEngine's measured cast-transpose, but what the FP8 recipe adds beyond "
         "them is not measured: the backward FP8 GEMMs' split accumulation (TransformerEngine "
-        "turns cuBLASLt's fast accumulation off for dgrad and wgrad), cuBLASLt FP8 GEMMs "
-        "below 8192 tokens (no public timing; the fit extrapolates), the per-micro-batch "
-        "amax reduction of delayed scaling, and a cast kernel newer than 2023's; "
+        "turns cuBLASLt's fast accumulation off for dgrad and wgrad; no public timing of "
+        "cuBLASLt FP8 with and without it was found in text, only in figures, and the "
+        "fitted timings ran split accumulation or did not say, so no measurement says the "
+        "backward is timed too fast for it, docs/compute.md), cuBLASLt FP8 GEMMs "
+        "below 8192 tokens (no public timing; the fit extrapolates), and a cast kernel "
+        "newer than 2023's (the per-micro-batch amax reduction of delayed scaling is "
+        "modelled, from TransformerEngine's and Megatron-Core's code and NCCL's latency "
+        f"table, and is at most {max(fp8_amax.values()):.2%} of a step; the "
+        "Megatron-Bridge rows ran FP8 current scaling, which reduces amaxes per cast "
+        "instead (not modelled), and are charged delayed scaling's reduction, "
+        + ", ".join(f"{r.label} {fp8_amax[r.label, r.gpus]:.2%}" for r in bridge_fp8)
+        + " of the published step); "
         "the fused attention at 8k tokens is the next largest kernel term "
         f"({attn:.0%} of Llama 3 8B's step; cuDNN's kernel, which TransformerEngine runs on "
         "Hopper, timed at its published H100 curves, docs/compute.md). "
-"it. The row closest to its published time is "
+        "The row closest to its published time is "
         f"{least['run'].label} on {least['run'].gpus} GPUs "
         f"({least['hpnsim'] / least['published'] - 1:+.1%}, kernels "
         f"{share[id(least)]:.0%} of its step). On the A100 run "

@@ -39,6 +39,7 @@ from dataclasses import dataclass, fields
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable, OpList, head_ops, layer_ops, step_ops
 from hpnsim.training.compute import embedding_ops as _embedding_ops
+from hpnsim.training.compute.amax_reduction import amax_group, amax_reduction_ops
 from hpnsim.training.compute.contention import slowdown
 from hpnsim.training.compute.gemm_library import GemmLibrary, gemm_library
 from hpnsim.training.compute.overhead import pass_gaps
@@ -277,18 +278,46 @@ class OperationModel:
             out.append(self._block(job, "embedding", ops, (0, 0, 0, 0),
                                    (_embedding_params(job), 0.0)))
         cached: dict[bool, OpList] = {}   # dense and MoE layers: one timing each
+        layers = list(layers)
         for layer in layers:
             moe = spec.is_moe_layer(layer)
             if moe not in cached:
                 cached[moe] = layer_ops(spec, job.gpu, layer=layer, ep=job.ep,
                                         dtype=self.dtype, attention=job.attention,
                                         fp8_gemm=self.fp8_gemm, **shard)
-            out.append(self._block(job, f"layer{layer}", cached[moe], _counts(job, moe),
+        amax = self._amax_reductions(job, layers, cached)
+        for layer in layers:
+            moe = spec.is_moe_layer(layer)
+            ops = cached[moe] + amax.get(layer, OpList(()))
+            out.append(self._block(job, f"layer{layer}", ops, _counts(job, moe),
                                    _params(job, layer)))
         if last:
             ops = head_ops(spec, job.gpu, **shard)
             out.append(self._block(job, "head", ops, (0, 0, 0, 0), (_head_params(job), 0.0)))
         return out
+
+    def _amax_reductions(self, job, layers, cached) -> dict[int, OpList]:
+        """FP8 delayed scaling's amax reductions of the chunk's ``fp8_autocast`` region
+        (:mod:`~hpnsim.training.compute.amax_reduction`): the forward's after the last layer,
+        the backward's at the end of the first layer's backward; none without FP8 layers."""
+        if self.dtype != "fp8" or not layers:
+            return {}
+        gemms = sum(op.shape[3] if len(op.shape) == 4 else 1
+                    for layer in layers
+                    for op in cached[job.model.is_moe_layer(layer)].select(kind="gemm",
+                                                                          phase="forward")
+                    if op.dtype == "fp8")
+        if not gemms:
+            return {}
+        group = amax_group(job.megatron_core, tp=job.tp, cp=job.cp, dp=job.dp)
+        fwd = amax_reduction_ops(job.gpu, gemms=gemms, group=group, phase="forward",
+                                 table=self.table)
+        bwd = amax_reduction_ops(job.gpu, gemms=gemms, group=group, phase="input_grad",
+                                 table=self.table)
+        first, last = layers[0], layers[-1]
+        if first == last:
+            return {first: fwd + bwd}
+        return {last: fwd, first: bwd}
 
     def optimizer_seconds(self, job, params: float, layer_params: float,
                           local_params: float | None = None) -> float:
@@ -344,6 +373,29 @@ class ConstantEfficiency:
             out.append(Block("head", head, factor * head, 0, 0, 0, 0, _head_params(job), 0.0,
                              mlp_ig=head, mlp_wg=head, gemm=(1 + factor) * head))
         return out
+
+    def _amax_reductions(self, job, layers, cached) -> dict[int, OpList]:
+        """FP8 delayed scaling's amax reductions of the chunk's ``fp8_autocast`` region
+        (:mod:`~hpnsim.training.compute.amax_reduction`): the forward's after the last layer,
+        the backward's at the end of the first layer's backward; none without FP8 layers."""
+        if self.dtype != "fp8" or not layers:
+            return {}
+        gemms = sum(op.shape[3] if len(op.shape) == 4 else 1
+                    for layer in layers
+                    for op in cached[job.model.is_moe_layer(layer)].select(kind="gemm",
+                                                                          phase="forward")
+                    if op.dtype == "fp8")
+        if not gemms:
+            return {}
+        group = amax_group(job.megatron_core, tp=job.tp, cp=job.cp, dp=job.dp)
+        fwd = amax_reduction_ops(job.gpu, gemms=gemms, group=group, phase="forward",
+                                 table=self.table)
+        bwd = amax_reduction_ops(job.gpu, gemms=gemms, group=group, phase="input_grad",
+                                 table=self.table)
+        first, last = layers[0], layers[-1]
+        if first == last:
+            return {first: fwd + bwd}
+        return {last: fwd, first: bwd}
 
     def optimizer_seconds(self, job, params: float, layer_params: float,
                           local_params: float | None = None) -> float:
