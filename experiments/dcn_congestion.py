@@ -18,11 +18,18 @@ DCQCN (byte counter 32,767 B, rate-increase timer 300 us), the same with the DCQ
 10 MB byte counter (recovery by the timer alone), and no congestion control. Per run: network
 time against the flow engine's, ECN marks, CNPs, PFC pauses, the lowest QP rate at the end.
 
+Part C, what the engine may lack for part B's comparison with operators' reports, one
+mechanism at a time on part B's ring at both thresholds: where the switch marks (enqueue,
+the engine before; dequeue, switch ASICs) and ConnectX's fast-recovery count F (5, the
+engine before; 1, the firmware default), each alone and together. Part D, traffic with
+slack: ring all-reduces of 4-64 MiB on part B's fabric (NCCL's 512 KiB chunks, 8 slots),
+both engines, at both thresholds, the engine before against the defaults now.
+
 Writes ``dcn_congestion.json`` into ``--out`` (default ``experiments/out/``) and prints the
 Markdown tables of docs/experiments.md. Several minutes on 2 shared cores; ``--quick``: part B
 only.
 
-Usage: python experiments/dcn_congestion.py [--out DIR] [--quick]
+Usage: python experiments/dcn_congestion.py [--out DIR] [--quick] [--part a|b|c|d|both]
 """
 
 from __future__ import annotations
@@ -107,8 +114,7 @@ DCQCN = {"ConnectX (byte counter 32 KB)": {},
 
 
 def part_b(progress=print) -> list[dict]:
-    f = dcn_plus(segments=2, hosts_per_segment=2, tor_uplinks=2, aggs_per_pod=2,
-                 uplink_speed="200G")
+    f = _part_b_fabric()
     gpus, size = range(32), 2**28
     flow = run_collective(f, "allreduce", gpus, size, algo="ring", seed=1)
     rows = []
@@ -124,6 +130,70 @@ def part_b(progress=print) -> list[dict]:
                          "cpu_s": round(time.process_time() - start, 1)})
             progress(rows[-1])
     return rows
+
+
+#: part C: what the engine may lack, one mechanism at a time (issue 30 item 3): where the
+#: switch marks (PacketParams.ecn_mark_at) and ConnectX's fast-recovery count F
+#: (fast_recovery_steps); "engine before" is the engine of the part-B re-measurement
+MECHANISMS = {
+    "engine before (enqueue marking, F = 5)": {"ecn_mark_at": "enqueue",
+                                               "fast_recovery_steps": 5},
+    "dequeue marking, F = 5": {"ecn_mark_at": "dequeue", "fast_recovery_steps": 5},
+    "enqueue marking, F = 1": {"ecn_mark_at": "enqueue", "fast_recovery_steps": 1},
+    "dequeue marking, F = 1 (defaults now)": {},
+    "defaults now, byte counter 10 MB (timer recovery)": {"byte_counter_bytes": 10e6},
+    "no CC (PFC only)": {"cc": False},
+}
+#: part D: mid-size all-reduces (NCCL's 512 KiB chunks, 8 slots), both engines
+SWEEP_MIB = (4, 8, 16, 32, 64)
+SWEEP = {"engine before (enqueue marking, F = 5)": MECHANISMS[
+             "engine before (enqueue marking, F = 5)"],
+         "defaults now (dequeue marking, F = 1)": {}}
+
+
+def _part_b_fabric():
+    return dcn_plus(segments=2, hosts_per_segment=2, tor_uplinks=2, aggs_per_pod=2,
+                    uplink_speed="200G")
+
+
+def _rows(sizes, variants, progress) -> list[dict]:
+    f, gpus, rows = _part_b_fabric(), range(32), []
+    for size in sizes:
+        flow = run_collective(f, "allreduce", gpus, size, algo="ring", seed=1)
+        for ecn, (kmin, kmax) in ECN.items():
+            for name, extra in variants.items():
+                params = PacketParams(kmin_bytes=kmin, kmax_bytes=kmax, **extra)
+                start = time.process_time()
+                r = run_collective_packet(f, "allreduce", gpus, size, algo="ring", seed=1,
+                                          run=PacketRun(params=params, max_packets=1e9))
+                rows.append({"size_MiB": size / 2**20, "ecn": ecn, "dcqcn": name,
+                             "flow_network_ms": (flow.time - r.nccl_latency) * 1e3,
+                             "flow_bottleneck": flow.bottleneck, **_packet_row(r),
+                             "cpu_s": round(time.process_time() - start, 1)})
+                progress(rows[-1])
+    return rows
+
+
+def part_c(progress=print) -> list[dict]:
+    """Part B's 256 MiB ring at both thresholds, one mechanism at a time."""
+    return _rows([2**28], MECHANISMS, progress)
+
+
+def part_d(progress=print) -> list[dict]:
+    """Mid-size ring all-reduces on part B's fabric at both thresholds."""
+    return _rows([m * 2**20 for m in SWEEP_MIB], SWEEP, progress)
+
+
+def markdown_cd(rows: list[dict]) -> str:
+    lines = ["| size | ECN Kmin/Kmax | DCQCN | flow ms | packet ms | vs flow | marks | CNPs | "
+             "PFC pauses | paused ms | fullest port (kind, MB) |", "|" + "---|" * 11]
+    for r in rows:
+        lines.append(f"| {r['size_MiB']:g} MiB | {r['ecn']} | {r['dcqcn']} | "
+                     f"{r['flow_network_ms']:.3f} | {r['network_ms']:.3f} | "
+                     f"{r['network_ms'] / r['flow_network_ms']:.3f} | {r['ecn_marks']:,} | "
+                     f"{r['cnps']:,} | {r['pfc_pauses']:,} | {r['paused_ms']:.2f} | "
+                     f"{r['fullest_kind']}, {r['q_max_MB']:.2f} |")
+    return "\n".join(lines)
 
 
 def markdown(a: list[dict], b: list[dict]) -> str:
@@ -153,12 +223,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="experiments/out")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--part", choices=("a", "b", "both"), default="both")
+    parser.add_argument("--part", choices=("a", "b", "c", "d", "both"), default="both")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     show = lambda row: print(json.dumps(row, default=str), flush=True)     # noqa: E731
+    if args.part in ("c", "d"):
+        rows = (part_c if args.part == "c" else part_d)(show)
+        (out / f"dcn_congestion_{args.part}.json").write_text(json.dumps(
+            {"seconds": round(time.perf_counter() - start, 1), f"part_{args.part}": rows},
+            indent=1, default=str))
+        print(markdown_cd(rows))
+        return
     b = part_b(show) if args.part != "a" else []
     a = part_a(show) if args.part != "b" and not args.quick else []
     name = "dcn_congestion.json" if args.part == "both" else f"dcn_congestion_{args.part}.json"

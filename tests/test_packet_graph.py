@@ -318,6 +318,10 @@ def test_nvls_tree_parent_port_queues_what_two_line_rate_senders_leave_behind():
     assert plain.time == pytest.approx(run_collective(f, "allreduce", range(32), 2**26,
                                                       **kw).time - plan.fill, rel=0.01)
     dcqcn = run_collective_packet(f, "allreduce", range(32), 2**26, **kw)
-    marked = {p["port"]: p["marks"] for p in dcqcn.ports}
-    assert marked.get(top["port"], 0) > 0 and dcqcn.cnps > 0
+    # a dozen such ports hold S within a few packets of each other, so which of them the
+    # run lists among its fullest depends on ties: every listed port toward a tree parent's
+    # NIC that held more than Kmin is marked
+    kmin = PacketParams().kmin_bytes
+    held = [p for p in dcqcn.ports if p["q_max"] > kmin and "/nic-" in p["port"].split("->")[1]]
+    assert held and all(p["marks"] > 0 for p in held) and dcqcn.cnps > 0
     assert dcqcn.time >= plain.time

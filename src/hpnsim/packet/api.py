@@ -73,7 +73,8 @@ def config_vector(p: PacketParams, sample_dt: float, t_end: float) -> np.ndarray
               Cfg.SAMPLE_DT: sample_dt, Cfg.T_END: t_end,
               Cfg.CLAMP: p.clamp_target_rate, Cfg.CNP_PRIO: p.cnp_priority,
               Cfg.CNP_BYTES: p.cnp_bytes, Cfg.ACK_BYTES: p.ack_bytes,
-              Cfg.RETRANSMIT: p.retransmit, Cfg.RTO: p.rto_s, Cfg.RETRY: p.retry_count}
+              Cfg.RETRANSMIT: p.retransmit, Cfg.RTO: p.rto_s, Cfg.RETRY: p.retry_count,
+              Cfg.MARK_AT: p.ecn_mark_at.code}
     for k, v in values.items():
         c[k] = float(v)
     return c

@@ -186,7 +186,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
                 heap.push(ht, hk, ms, (k + 1) * cfg[Cfg.SAMPLE_DT], 0, Event.SAMPLE)
         if kick >= 0:
             link.start_next(kick, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht,
-                            hk, ms, hist, cfg)
+                            hk, ms, hist, cfg, rng)
     return DONE, now
 
 

@@ -9,7 +9,7 @@ to constants: no string tags reach the event loop.
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 
 #: priority classes (PFC has 8, IEEE 802.1Qbb)
 N_PRIO = 8
@@ -45,6 +45,31 @@ class Pkt(IntEnum):
     PRIO = 6   # priority class it is queued in
     BASE = 7   # its path: path_links[BASE:END] (the flow's path, or its reverse for control)
     END = 8
+
+
+class MarkPoint(StrEnum):
+    """Where a switch's RED/ECN test reads the egress queue (``PacketParams.ecn_mark_at``;
+    the kernel reads :attr:`code`).
+
+    ``ENQUEUE``: when a packet joins the queue, against the bytes ahead of it (the engine
+    before issue 30: the marked packet then waits through that queue before it carries the
+    news). ``DEQUEUE``: when a packet leaves, against the bytes it leaves behind, so the
+    news leaves with the packet at the head, one queue drain earlier.
+
+    >>> MarkPoint("dequeue").code, MarkPoint.ENQUEUE.code
+    (1, 0)
+    """
+
+    ENQUEUE = "enqueue"
+    DEQUEUE = "dequeue"
+
+    @property
+    def code(self) -> int:
+        """The value ``Cfg.MARK_AT`` holds for the kernel."""
+        return MARK_DEQUEUE if self is MarkPoint.DEQUEUE else MARK_ENQUEUE
+
+
+MARK_ENQUEUE, MARK_DEQUEUE = 0, 1      # Cfg.MARK_AT in the kernel
 
 
 ECN_CE = 1   # FLAGS bits: congestion experienced (set by a switch)
@@ -230,3 +255,4 @@ class Cfg(IntEnum):
     RETRANSMIT = 28
     RTO = 29
     RETRY = 30
+    MARK_AT = 31     # MarkPoint.code: MARK_ENQUEUE or MARK_DEQUEUE

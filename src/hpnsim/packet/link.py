@@ -19,14 +19,30 @@ import numpy as np
 from numba import njit
 
 from hpnsim.packet import dcqcn, heap, pool, stats, switch
-from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Ms, Pf, Pkt, Pq, Qp, QpI
+from hpnsim.packet.kinds import (
+    MARK_DEQUEUE,
+    MARK_ENQUEUE,
+    N_PRIO,
+    Cfg,
+    Event,
+    Ff,
+    Fi,
+    Lf,
+    Lk,
+    Ms,
+    Pf,
+    Pkt,
+    Pq,
+    Qp,
+    QpI,
+)
 
 FLOW, HOP, SIZE, FLAGS, NEXT = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(Pkt.FLAGS),
                                 int(Pkt.NEXT))
 PSN, PPRIO, BASE, END = int(Pkt.PSN), int(Pkt.PRIO), int(Pkt.BASE), int(Pkt.END)
 BUSY, PIPE, RR_HEAD, RR_TAIL, RR_LEN, BUF = (int(Lk.BUSY), int(Lk.PIPE_HEAD), int(Lk.RR_HEAD),
                                              int(Lk.RR_TAIL), int(Lk.RR_LEN), int(Lk.BUF))
-PACKETS, MARKS, DROPS = int(Lk.PACKETS), int(Lk.MARKS), int(Lk.DROPS)
+PACKETS, DROPS = int(Lk.PACKETS), int(Lk.DROPS)
 CAP, DELAY, HEADROOM, WAKE_AT, TX_BYTES = (int(Lf.CAP), int(Lf.DELAY), int(Lf.HEADROOM),
                                            int(Lf.WAKE_AT), int(Lf.TX_BYTES))
 FRAMING = int(Lf.FRAMING)
@@ -73,14 +89,19 @@ def arrive(link, pk, pt, lk, ht, hk, ms):
 
 
 @njit(cache=True, inline="always", _nrt=False)
-def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, hist, cfg):
-    """Take the head of egress queue ``k`` (= link * N_PRIO + prio), free its buffer."""
+def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, hist, cfg,
+             rng):
+    """Take the head of egress queue ``k`` (= link * N_PRIO + prio), free its buffer; at a
+    switch marking at dequeue, RED on the bytes it leaves behind (as ns-3's RoCE switch:
+    ``SwitchNotifyDequeue`` after the egress count drops)."""
     p = pool.fifo_pop(pk, pq, k, QHEAD)
     size = pk[p, SIZE]
     pf[k, QBYTES] -= size
     stats.change(lf, hist, link, now, -size, False)
     b = lk[link, BUF]
     if b >= 0:
+        if cfg[Cfg.ECN] > 0 and cfg[Cfg.MARK_AT] == MARK_DEQUEUE:
+            switch.maybe_mark(p, link, pf[k, QBYTES], pk, lk, cfg, rng)
         ingress = path_links[pk[p, BASE] + pk[p, HOP] - 1]
         k_in = ingress * N_PRIO + (k - link * N_PRIO)
         switch.free_bytes(b, k_in, size, sw, pf)
@@ -130,7 +151,7 @@ def wake_qp(q, now, lf, qf, qi, ht, hk, ms):
 
 @njit(cache=True, inline="always", _nrt=False)
 def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht, hk, ms,
-               hist, cfg):
+               hist, cfg, rng):
     """If ``link`` is idle, start its next packet: queued traffic first, then its QPs."""
     if lk[link, BUSY] >= 0:
         return
@@ -139,7 +160,7 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
         k = base + pr
         if pq[k, QHEAD] >= 0 and pq[k, PAUSED] == 0:
             p = _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms,
-                         hist, cfg)
+                         hist, cfg, rng)
             transmit(link, p, now, pk, lk, lf, ht, hk, ms)
             return
     soonest = np.inf
@@ -190,7 +211,8 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
 @njit(cache=True, inline="always", _nrt=False)
 def enqueue(link, p, ingress, now, pk, lk, lf, pq, pf, fi, sw, ht, hk, ms, hist, cfg, rng):
     """Packet ``p`` arrived over ``ingress`` and waits for ``link``: admit it to the
-    switch buffer (or drop it), maybe mark it, and queue it. Returns False if dropped."""
+    switch buffer (or drop it), mark it if the switch marks at enqueue (RED on the bytes
+    ahead of it), and queue it. Returns False if dropped."""
     pr = pk[p, PPRIO]
     k = link * N_PRIO + pr
     size = pk[p, SIZE]
@@ -202,11 +224,8 @@ def enqueue(link, p, ingress, now, pk, lk, lf, pq, pf, fi, sw, ht, hk, ms, hist,
             return False
         switch.pfc_check(b, k_in, now, sw, pf, pq, lf, lk, ht, hk, ms, cfg)
         lk[link, PACKETS] += 1
-        if cfg[Cfg.ECN] > 0:
-            prob = switch.mark_probability(pf[k, QBYTES], cfg)
-            if prob > 0 and (prob >= 1 or switch.uniform(rng) < prob):
-                pk[p, FLAGS] |= ECN_CE
-                lk[link, MARKS] += 1
+        if cfg[Cfg.ECN] > 0 and cfg[Cfg.MARK_AT] == MARK_ENQUEUE:
+            switch.maybe_mark(p, link, pf[k, QBYTES], pk, lk, cfg, rng)
     pf[k, QBYTES] += size
     stats.change(lf, hist, link, now, size, lk[link, BUSY] >= 0 or pq[k, PAUSED] != 0)
     pool.fifo_push(pk, pq, k, QHEAD, p)

@@ -13,6 +13,8 @@ congestion.md and docs/packet.md.
 (800000.0, 0.0048828125)
 >>> preset("dcqcn_paper").cnp_interval_s
 5e-05
+>>> PacketParams(ecn_mark_at="enqueue").ecn_mark_at
+<MarkPoint.ENQUEUE: 'enqueue'>
 >>> params_dict(p.replace(cc=False))["cc"]
 {'value': False, 'source': 'set by the user'}
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hpnsim.errors import InputError
+from hpnsim.packet.kinds import MarkPoint
 
 __all__ = ["PacketParams", "preset", "load_params", "params_dict", "PRESETS"]
 
@@ -95,10 +98,18 @@ class PacketParams:
     rate_decrease_interval_s: float = _f(4e-6, f"{_CX}: RATE_REDUCE_MONITOR_PERIOD 4 us")
     rp_timer_s: float = _f(300e-6, f"{_CX}: RPG_TIME_RESET 300 us")
     byte_counter_bytes: float = _f(32767.0, f"{_CX}: RPG_BYTE_RESET 32,767 B")
-    fast_recovery_steps: int = _f(5, "DCQCN paper F = 5 (Zhu et al. SIGCOMM'15); ConnectX's "
-                                     "RPG_THRESHOLD is the same count, its default unsettled "
-                                     "in the sources found (5 in an mlxconfig help text, 1 in "
-                                     "a device's query)")
+    fast_recovery_steps: int = _f(1, "ConnectX firmware default RPG_THRESHOLD 1 (the count F of "
+                                     "byte-counter or timer stages before the rate-increase "
+                                     "state machine leaves fast recovery): the 'Default' column "
+                                     "of 'mstconfig -e query' on a ConnectX-4 Lx "
+                                     "(k8snetworkplumbingwg/sriov-network-operator's mlxutils "
+                                     "test fixture) and the query of a BlueField-3 B3220, "
+                                     "firmware 32.43.1014, whose other DCQCN values are DOCA's "
+                                     "defaults; DOCA lists one default for ConnectX-4 and "
+                                     "later. The 5 of the legacy mlxconfig help text is a "
+                                     "ConnectX-3 QCN default (its neighbours there: time reset "
+                                     "2 us, byte reset 150 B, min rate 2,000 Mb/s); the DCQCN "
+                                     "paper's F is 5 (preset dcqcn_paper); SimAI ships 1")
     rate_ai_bytes_s: float = _f(5e6 / 8, f"{_CX}: RPG_AI_RATE 5 Mb/s")
     rate_hai_bytes_s: float = _f(50e6 / 8, f"{_CX}: RPG_HAI_RATE 50 Mb/s")
     min_rate_bytes_s: float = _f(1e6 / 8, f"{_CX}: RPG_MIN_RATE 1 Mb/s")
@@ -112,6 +123,20 @@ class PacketParams:
     kmin_bytes: float = _f(800e3, f"{_SIMAI400}: Kmin 800 KB")
     kmax_bytes: float = _f(3200e3, f"{_SIMAI400}: Kmax 3,200 KB")
     pmax: float = _f(0.2, f"{_SIMAI400}: Pmax 0.2")
+    ecn_mark_at: MarkPoint = _f(MarkPoint.DEQUEUE,
+                                "dequeue: the queue a packet leaves behind decides its mark. "
+                                "SONiC's ECN suite checks egress (dequeue) marking on the "
+                                "switch ASICs it runs on (sonic-net/sonic-mgmt tests/"
+                                "snappi_tests/ecn/test_dequeue_ecn_with_snappi.py: a queue "
+                                "built under PFC pause drains with its first packets marked "
+                                "and its last unmarked; passing on NVIDIA Spectrum SKUs and "
+                                "Broadcom Trident 3, sonic-mgmt issue #25004; PR #25082 "
+                                "names Broadcom TD2-TD4 and TH-TH5, Mellanox SPC, Cisco "
+                                "8000; Broadcom DNX, a VOQ chip, differs); the ns-3 RoCE "
+                                "model of HPCC and SimAI marks on dequeue against the bytes "
+                                "left (alibaba-edu/High-Precision-Congestion-Control "
+                                "switch-node.cc SwitchNotifyDequeue, switch-mmu.cc "
+                                "ShouldSendCN)")
     # --- switch: shared buffer and PFC ---------------------------------------------------
     buffer_bytes: float = _f(158_229_504.0, "NVIDIA Spectrum-4 (SN5600, 51.2T): egress lossless "
                                             "pool 158,229,504 B, the switch's shared buffer as "
@@ -132,6 +157,16 @@ class PacketParams:
                                   "(alpha = 1); only lossy traffic is admitted this way")
     # --- run control ---------------------------------------------------------------------
     seed: int = _f(0, "any: seeds ECN marking; a seed gives one deterministic run")
+
+    def __post_init__(self):
+        if not isinstance(self.ecn_mark_at, MarkPoint):      # a name from YAML or the CLI
+            try:
+                value = MarkPoint(str(self.ecn_mark_at).lower())
+            except ValueError:
+                raise InputError("ecn_mark_at", "choose one of "
+                                 f"{', '.join(m.value for m in MarkPoint)}, got "
+                                 f"{self.ecn_mark_at!r}") from None
+            object.__setattr__(self, "ecn_mark_at", value)
 
     def replace(self, **changes) -> PacketParams:
         """A copy with some fields changed (unknown names: InputError)."""

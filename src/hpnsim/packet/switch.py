@@ -14,8 +14,11 @@ and the ingress is ``pfc_resume`` under the threshold (or empty), XON does the s
 *Lossy* (PFC off): a packet is admitted while its egress queue is under
 ``egress_alpha * free shared bytes`` (Choudhury & Hahne's dynamic threshold), else dropped.
 
-ECN: RED on the egress queue at enqueue: mark with probability 0 below Kmin, rising
-linearly to Pmax at Kmax, 1 above.
+ECN: RED on the egress queue of the packet's priority: mark with probability 0 up to Kmin,
+rising linearly to Pmax at Kmax, 1 above (:func:`mark_probability`). Where the queue is read
+is ``Cfg.MARK_AT`` (:class:`~hpnsim.packet.kinds.MarkPoint`): at dequeue (the default, as
+switch ASICs do), against the bytes a departing packet leaves behind; at enqueue, against the
+bytes ahead of an arriving one (:func:`maybe_mark`).
 
 >>> import numpy as np
 >>> from hpnsim.packet.kinds import Cfg
@@ -30,10 +33,11 @@ import numpy as np
 from numba import njit
 
 from hpnsim.packet import heap
-from hpnsim.packet.kinds import N_PRIO, Cfg, Event, Lf, Lk, Pf, Pq
+from hpnsim.packet.kinds import ECN_CE, N_PRIO, Cfg, Event, Lf, Lk, Pf, Pkt, Pq
 
 FIRST_XOFF, HEADROOM_MAX, DELAY = int(Lf.FIRST_XOFF), int(Lf.HEADROOM_MAX), int(Lf.DELAY)
-XOFF_SENT = int(Lk.XOFF)
+XOFF_SENT, MARKS = int(Lk.XOFF), int(Lk.MARKS)
+FLAGS = int(Pkt.FLAGS)
 ING, HDRM, BYTES = int(Pf.ING), int(Pf.HDRM), int(Pf.BYTES)
 XOFF_ON = int(Pq.XOFF)
 USED, SHARED = 0, 1          # columns of sw[n_switches, 2]: shared bytes in use, pool size
@@ -47,6 +51,16 @@ def mark_probability(q, cfg):
     if q > cfg[Cfg.KMAX]:
         return 1.0
     return cfg[Cfg.PMAX] * (q - cfg[Cfg.KMIN]) / (cfg[Cfg.KMAX] - cfg[Cfg.KMIN])
+
+
+@njit(cache=True, inline="always", _nrt=False)
+def maybe_mark(p, link, q, pk, lk, cfg, rng):
+    """RED at occupancy ``q`` bytes: set ECN-CE on packet ``p`` with
+    :func:`mark_probability` and count the mark on ``link``."""
+    prob = mark_probability(q, cfg)
+    if prob > 0 and (prob >= 1 or uniform(rng) < prob):
+        pk[p, FLAGS] |= ECN_CE
+        lk[link, MARKS] += 1
 
 
 @njit(cache=True, inline="always", _nrt=False)
