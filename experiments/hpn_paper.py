@@ -203,6 +203,67 @@ def packet_case(fabric, routing: str, case: str, size: float, max_packets: float
             "events": int(pkt.events), "cpu_s": round(time.process_time() - start, 1)}
 
 
+def appendix_a_packet(gpu_counts, seeds: int, max_packets: float = 3e8,
+                      progress=print) -> list[dict]:
+    """Appendix A through the packet engine: dual plane against single plane under ECMP, a 4 GB
+    all-reduce as NCCL 2.18.3 runs it (NVLS-tree, Simple: its chunk pipeline, windowed), one
+    packet run per connection-hash seed beside the flow engine on the same schedule; gain =
+    seed-mean busbw of dual / single − 1, per engine."""
+    from hpnsim.collectives import run_collective
+    from hpnsim.collectives.packet.run import PacketRun, run_collective_packet
+
+    built = {name: (PLANES[name][0](), PLANES[name][1])
+             for name in ("dual plane", "single plane, ECMP")}
+    out = []
+    for n in gpu_counts:
+        entry = {"n_gpus": int(n), "size": APPENDIX_SIZE}
+        for name, (fabric, routing) in built.items():
+            gpus = two_segment_gpus(fabric, n)
+            algo, protocol = nccl_2_18_algorithm(fabric, "allreduce", gpus, APPENDIX_SIZE)
+            runs = []
+            for seed in range(seeds):
+                start = time.process_time()
+                options = {"algo": algo, "protocol": protocol, "routing": routing,
+                           "seed": seed, "nccl": NCCL}
+                flow = run_collective(fabric, "allreduce", gpus, APPENDIX_SIZE, **options)
+                pkt = run_collective_packet(fabric, "allreduce", gpus, APPENDIX_SIZE,
+                                            run=PacketRun(max_packets=max_packets), **options)
+                runs.append({"seed": seed, "flow_busbw": flow.busbw / 1e9,
+                             "packet_busbw": pkt.busbw / 1e9,
+                             "extrapolated": pkt.extrapolated, "stable": bool(pkt.stable),
+                             "ecn_marks": int(pkt.ecn_marks), "cnps": int(pkt.cnps),
+                             "pfc_pauses": int(pkt.pfc_pauses),
+                             "cpu_s": round(time.process_time() - start, 1)})
+                progress(f"appendix A packet {n:4d} GPUs {name:20s} seed {seed}: flow "
+                         f"{runs[-1]['flow_busbw']:6.1f}, packet {runs[-1]['packet_busbw']:6.1f} "
+                         f"GB/s ({runs[-1]['cpu_s']} s CPU)")
+            entry[name] = {"algo": f"{algo}/{protocol}", "runs": runs,
+                           **{f"{e}_busbw": float(np.mean([r[f"{e}_busbw"] for r in runs]))
+                              for e in ("flow", "packet")}}
+        dual, single = entry["dual plane"], entry["single plane, ECMP"]
+        entry["gain"] = {e: dual[f"{e}_busbw"] / single[f"{e}_busbw"] - 1
+                         for e in ("flow", "packet")}
+        entry["published"] = [0.50, 0.64]
+        out.append(entry)
+    return out
+
+
+def appendix_a_packet_markdown(table: list[dict]) -> str:
+    """docs/experiments.md's Appendix A table through both engines."""
+    out = ["| GPUs | dual plane, flow / packet | single plane ECMP, flow / packet (per seed) | "
+           "marks / pauses, single plane (per seed) | gain flow | gain packet | published |",
+           "|---|---|---|---|---|---|---|"]
+    for e in table:
+        d, s = e["dual plane"], e["single plane, ECMP"]
+        per_seed = ", ".join(f"{r['packet_busbw']:.1f}" for r in s["runs"])
+        counters = ", ".join(f"{r['ecn_marks']:,} / {r['pfc_pauses']:,}" for r in s["runs"])
+        out.append(f"| {e['n_gpus']} | {d['flow_busbw']:.1f} / {d['packet_busbw']:.1f} | "
+                   f"{s['flow_busbw']:.1f} / {s['packet_busbw']:.1f} ({per_seed}) | "
+                   f"{counters} | {e['gain']['flow']:+.1%} | {e['gain']['packet']:+.1%} | "
+                   f"+50% to +64% |")
+    return "\n".join(out)
+
+
 def packet_sweep(sizes, progress=print) -> list[dict]:
     """:func:`packet_case` for every system, case and size."""
     rows = []
@@ -275,9 +336,29 @@ def main() -> None:
     parser.add_argument("--packet", default="", help="also run the 448-GPU cases through "
                         "the packet engine at these sizes (comma list, e.g. 256M,1G)")
     parser.add_argument("--packet-only", action="store_true", help="only the packet cases")
+    parser.add_argument("--appendix-packet", default="", metavar="GPUS",
+                        help="only Appendix A through both engines, for these GPU counts "
+                        f"(comma list of {', '.join(map(str, APPENDIX_GPUS))})")
     args = parser.parse_args()
     if args.seeds < 1:
         parser.error("--seeds: must be >= 1")
+    if args.appendix_packet:
+        try:
+            counts = [int(x) for x in args.appendix_packet.split(",") if x.strip()]
+        except ValueError:
+            counts = []
+        if not counts or any(n not in APPENDIX_GPUS for n in counts):
+            parser.error(f"--appendix-packet: a comma list of {', '.join(map(str, APPENDIX_GPUS))}, "
+                         f"got {args.appendix_packet!r}")
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        start = time.process_time()
+        table = appendix_a_packet(counts, args.seeds)
+        (out / "hpn_paper_appendix_packet.json").write_text(json.dumps(
+            {"cpu_s": round(time.process_time() - start, 1), "seeds": args.seeds,
+             "appendix_a": table}, indent=1))
+        print(appendix_a_packet_markdown(table))
+        return
     seeds = 1 if args.quick else args.seeds
     sizes = (float(2**26), float(2**32)) if args.quick else SIZES
     out = Path(args.out)
