@@ -321,34 +321,37 @@ class PacketSim:
         watch_flows = np.asarray(watch_flows, dtype=np.int64).reshape(-1)
         n_samples = int(max_samples) if watch.size + watch_flows.size else 0
         # --- initial state (columns: hpnsim.packet.kinds) --------------------------------------
-        lk = np.full((n_links, len(Lk)), -1, dtype=np.int64)
+        # int32 state in cache-line rows (pool.rows): at hundreds of GPUs the state the
+        # kernel touches per event no longer fits the caches, so bytes per event are its cost
+        lk = pool.rows(n_links, len(Lk), np.int32, -1)
         lk[:, [Lk.RR_LEN, Lk.N_PAUSED, Lk.PACKETS, Lk.MARKS, Lk.DROPS, Lk.XOFF]] = 0
         lk[:, Lk.BUF] = link_buf
-        lf = np.zeros((n_links, len(Lf)))
+        lf = pool.rows(n_links, len(Lf), np.float64)
         lf[:, Lf.CAP], lf[:, Lf.DELAY], lf[:, Lf.HEADROOM] = capacity, delay, headroom
         lf[:, Lf.FRAMING] = framing
         lf[:, [Lf.WAKE_AT, Lf.FIRST_XOFF, Lf.FIRST_PAUSED]] = np.inf
-        pq = np.zeros((n_links * N_PRIO, len(Pq)), dtype=np.int64)
+        # a link's priorities together, from a cache line (start_next scans all of them)
+        pq = pool.rows(n_links, N_PRIO * len(Pq), np.int32).reshape(-1, len(Pq))
         pq[:, [Pq.HEAD, Pq.TAIL]] = -1
-        pf = np.zeros((n_links * N_PRIO, len(Pf)))
-        fi = np.zeros((n, len(Fi)), dtype=np.int64)
+        pf = pool.rows(n_links, N_PRIO * len(Pf), np.float64).reshape(-1, len(Pf))
+        fi = pool.rows(n, len(Fi), np.int32)
         fi[:, Fi.PRIO], fi[:, Fi.QP], fi[:, Fi.NEXT] = prio, qp, -1
         fi[:, Fi.PATH0], fi[:, Fi.PATH1], fi[:, Fi.PENDING] = ptr[:-1], ptr[1:], n_pred
         fi[:, Fi.SUCC0], fi[:, Fi.SUCC1] = succ_ptr[:-1], succ_ptr[1:]
         fi[:, Fi.RPATH0], fi[:, Fi.RPATH1], fi[:, Fi.LAST_REWIND] = rptr0, rptr1, -1
-        ff = np.zeros((n, len(Ff)))
+        ff = pool.rows(n, len(Ff), np.float64)
         ff[:, Ff.SIZE], ff[:, [Ff.FINISH, Ff.RTO_DUE, Ff.FIRST_CNP]] = size, np.inf
         ff[:, Ff.FB_CONST], ff[:, Ff.FB_PER_BYTE] = fb_const, fb_per_byte
         ff[:, Ff.PACKET] = packet
         n_qps = int(qp.max(initial=-1)) + 1
-        qf = np.zeros((n_qps, len(Qp)))
+        qf = pool.rows(n_qps, len(Qp), np.float64)
         qp_line = np.zeros(n_qps)
         qp_line[qp[::-1]] = capacity[first[::-1]]           # the first flow of a QP sets it
         qf[:, Qp.RC] = qf[:, Qp.RT] = qf[:, Qp.LINE] = qp_line
         qf[:, Qp.ALPHA] = 1.0                               # DCQCN paper: alpha starts at 1
         qf[:, [Qp.LAST_CNP, Qp.LAST_CUT]] = -np.inf
         qf[:, Qp.LEFT] = np.bincount(qp, minlength=n_qps)
-        qi = np.full((n_qps, len(QpI)), -1, dtype=np.int64)
+        qi = np.full((n_qps, len(QpI)), -1, dtype=np.int32)
         qi[:port_of_qp.size, QpI.PORT] = port_of_qp
         sw = np.stack([np.zeros(n_buf), buf_shared], axis=1)
         hist = np.zeros((n_links if histograms else 0, N_BINS))
@@ -364,6 +367,10 @@ class PacketSim:
         core.start(fi, start, ht, hk, ms, n_samples > 0)
         self.p, self.reserve, self.n_samples = p, reserve, n_samples
         self.pct, self.histograms, self.sample_interval = pct, histograms, sample_interval
+        if max(links.size, succ.size, n, n_qps) >= 2**31:
+            raise InputError("paths", "the packet engine indexes flows, QPs and path links "
+                                      "as 32-bit integers: at most 2**31 - 1 of each")
+        links, succ = links.astype(np.int32), succ.astype(np.int32)
         self.state = [lk, lf, pq, pf, fi, ff, qf, qi, sw, links, succ, watch, watch_flows,
                       samples, flow_samples, hist, cfg, rng, pk, pt, ht, hk, ms]
         self.now, self.closed = 0.0, False
@@ -408,12 +415,12 @@ class PacketSim:
             self.closed = True
         end, taken = float(now), int(ms[Ms.SAMPLES])
         return PacketResult(
-            finish=ff[:, Ff.FINISH], received=ff[:, Ff.RECV], cnps=fi[:, Fi.CNPS],
-            resent=ff[:, Ff.RESENT], rewinds=fi[:, Fi.REWINDS], timeouts=fi[:, Fi.TIMEOUTS],
-            discards=fi[:, Fi.DISCARDS], first_cnp=ff[:, Ff.FIRST_CNP],
+            finish=ff[:, Ff.FINISH], received=ff[:, Ff.RECV], cnps=fi[:, Fi.CNPS].astype(np.int64),
+            resent=ff[:, Ff.RESENT], rewinds=fi[:, Fi.REWINDS].astype(np.int64), timeouts=fi[:, Fi.TIMEOUTS].astype(np.int64),
+            discards=fi[:, Fi.DISCARDS].astype(np.int64), first_cnp=ff[:, Ff.FIRST_CNP],
             qp_rate=qf[:, Qp.RC].copy(), qp_alpha=qf[:, Qp.ALPHA].copy(),
-            packets=lk[:, Lk.PACKETS], marks=lk[:, Lk.MARKS], drops=lk[:, Lk.DROPS],
-            pauses=lk[:, Lk.XOFF], paused_time=lf[:, Lf.PAUSED_TIME],
+            packets=lk[:, Lk.PACKETS].astype(np.int64), marks=lk[:, Lk.MARKS].astype(np.int64), drops=lk[:, Lk.DROPS].astype(np.int64),
+            pauses=lk[:, Lk.XOFF].astype(np.int64), paused_time=lf[:, Lf.PAUSED_TIME],
             first_xoff=lf[:, Lf.FIRST_XOFF], first_paused=lf[:, Lf.FIRST_PAUSED],
             headroom_max=lf[:, Lf.HEADROOM_MAX], tx_bytes=lf[:, Lf.TX_BYTES],
             q_max=lf[:, Lf.Q_MAX], q_mean=lf[:, Lf.Q_AREA] / end if end > 0 else np.zeros(lf.shape[0]),

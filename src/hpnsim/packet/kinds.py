@@ -34,7 +34,8 @@ class Event(IntEnum):
 
 
 class Pkt(IntEnum):
-    """Columns of the integer packet pool ``pk[n, 9]``."""
+    """Columns of the integer packet pool ``pk[n, 16]`` (int32; a record is one 64-byte
+    cache line, its arrival time a float64 in slots 10-11: :mod:`hpnsim.packet.pool`)."""
 
     FLOW = 0   # flow id
     HOP = 1    # index of the link it is on, within its path (path_links[BASE:END])
@@ -80,27 +81,28 @@ CONTROL = CNP | NACK
 
 class Qp(IntEnum):
     """Columns of the float QP state ``qf[n_qps, 15]`` (DCQCN reaction and notification
-    point; counters are stored as floats so one array holds a QP)."""
+    point; counters are stored as floats so one array holds a QP). What every packet sent
+    reads comes first (one cache line of the padded row: :func:`~hpnsim.packet.pool.rows`)."""
 
     RC = 0          # current rate, bytes/s
-    RT = 1          # target rate, bytes/s
-    ALPHA = 2       # DCQCN alpha
-    NEXT_TX = 3     # earliest time the rate limiter lets the next packet go
-    LAST_CNP = 4    # when the receiver last sent a CNP for this QP (notification point)
-    LAST_CUT = 5    # when the rate was last cut
-    BYTES = 6       # bytes sent since the byte counter last fired
-    INC_DUE = 7     # when the pending rate-increase timer event is due
-    LINE = 8        # line rate of the QP's NIC port, bytes/s
-    T_STAGE = 9     # rate-increase timer expiries since the last cut (DCQCN's T)
-    BC_STAGE = 10   # byte-counter expiries since the last cut (DCQCN's BC)
-    CNP_SEEN = 11   # 1 if a CNP arrived during the current alpha period
-    CC_ON = 12      # 1 while its timers run (from the first CNP on)
-    LEFT = 13       # its flows not finished yet
-    LAST_WIRE = 14  # frame bytes of the packet it sent last (its rate limiter's gap)
+    NEXT_TX = 1     # earliest time the rate limiter lets the next packet go
+    LAST_WIRE = 2   # frame bytes of the packet it sent last (its rate limiter's gap)
+    CC_ON = 3       # 1 while its timers run (from the first CNP on)
+    BYTES = 4       # bytes sent since the byte counter last fired
+    LEFT = 5        # its flows not finished yet
+    LINE = 6        # line rate of the QP's NIC port, bytes/s
+    RT = 7          # target rate, bytes/s
+    ALPHA = 8       # DCQCN alpha
+    LAST_CNP = 9    # when the receiver last sent a CNP for this QP (notification point)
+    LAST_CUT = 10   # when the rate was last cut
+    INC_DUE = 11    # when the pending rate-increase timer event is due
+    T_STAGE = 12    # rate-increase timer expiries since the last cut (DCQCN's T)
+    BC_STAGE = 13   # byte-counter expiries since the last cut (DCQCN's BC)
+    CNP_SEEN = 14   # 1 if a CNP arrived during the current alpha period
 
 
 class QpI(IntEnum):
-    """Columns of the integer QP state ``qi[n_qps, 4]``: a QP sends its flows one after
+    """Columns of the integer QP state ``qi[n_qps, 4]`` (int32): a QP sends its flows one after
     another (as a QP executes its work requests in order); its NIC port takes turns over the
     QPs that have a flow to send."""
 
@@ -111,7 +113,7 @@ class QpI(IntEnum):
 
 
 class Lk(IntEnum):
-    """Columns of the integer link state ``lk[n_links, 12]``."""
+    """Columns of the integer link state ``lk[n_links, 12]`` (int32)."""
 
     BUSY = 0        # packet being serialized, -1 if idle
     PIPE_HEAD = 1   # in-flight FIFO (head, tail)
@@ -128,27 +130,29 @@ class Lk(IntEnum):
 
 
 class Lf(IntEnum):
-    """Columns of the float link state and statistics ``lf[n_links, 15]``."""
+    """Columns of the float link state and statistics ``lf[n_links, 15]``: what a packet
+    sent or queued touches first (one cache line of the padded row)."""
 
     CAP = 0             # bytes/s
     DELAY = 1           # propagation, s
-    HEADROOM = 2        # PFC headroom its traffic may hold at the far end, bytes
+    FRAMING = 2         # line bytes per frame beyond the frame (preamble, SFD, gap), bytes
     WAKE_AT = 3         # pending LINK_WAKE time (inf: none)
     QTOT = 4            # egress occupancy now, bytes
-    Q_MAX = 5           # largest egress occupancy, bytes
-    Q_AREA = 6          # integral of occupancy over time, byte-seconds
-    Q_LAST = 7          # time of the last occupancy change
-    PAUSED_TIME = 8     # time its sender spent paused (any priority), s
-    FIRST_XOFF = 9      # when the far end first sent XOFF toward it (inf: never)
-    FIRST_PAUSED = 10   # when its sender first stopped on a pause (inf: never)
-    HEADROOM_MAX = 11   # most PFC headroom its traffic held at the far end, bytes
-    TX_BYTES = 12       # bytes it carried
-    PAUSE_SINCE = 13    # when its current pause began
-    FRAMING = 14        # line bytes per frame beyond the frame (preamble, SFD, gap), bytes
+    Q_AREA = 5          # integral of occupancy over time, byte-seconds
+    Q_LAST = 6          # time of the last occupancy change
+    TX_BYTES = 7        # bytes it carried
+    Q_MAX = 8           # largest egress occupancy, bytes
+    HEADROOM = 9        # PFC headroom its traffic may hold at the far end, bytes
+    HEADROOM_MAX = 10   # most PFC headroom its traffic held at the far end, bytes
+    PAUSED_TIME = 11    # time its sender spent paused (any priority), s
+    FIRST_XOFF = 12     # when the far end first sent XOFF toward it (inf: never)
+    FIRST_PAUSED = 13   # when its sender first stopped on a pause (inf: never)
+    PAUSE_SINCE = 14    # when its current pause began
 
 
 class Pq(IntEnum):
-    """Columns of the integer state per (link, priority) ``pq[n_links * N_PRIO, 4]``."""
+    """Columns of the integer state per (link, priority) ``pq[n_links * N_PRIO, 4]``
+    (int32)."""
 
     HEAD = 0     # egress FIFO (head, tail)
     TAIL = 1
@@ -165,45 +169,46 @@ class Pf(IntEnum):
 
 
 class Fi(IntEnum):
-    """Columns of the integer flow state ``fi[n_flows, 22]``."""
+    """Columns of the integer flow state ``fi[n_flows, 22]`` (int32): what a packet sent or
+    delivered reads first (one cache line of the padded row)."""
 
-    PRIO = 0
-    QP = 1
+    QP = 0
+    PRIO = 1
     NEXT = 2       # next flow in its QP's queue
     PATH0 = 3      # its links are path_links[PATH0:PATH1]
     PATH1 = 4
-    PENDING = 5    # predecessors not finished
-    RELEASED = 6   # its start time has passed
-    CNPS = 7       # CNPs its receiver sent
-    SUCC0 = 8      # its successors are succ[SUCC0:SUCC1]
-    SUCC1 = 9
-    RPATH0 = 10    # its reverse path (control packets) path_links[RPATH0:RPATH1]; empty:
-    RPATH1 = 11    # control packets take the fixed delay FB_CONST + size * FB_PER_BYTE
-    NEXT_PSN = 12  # sender: PSN of the next packet it sends
-    EXPECT = 13    # receiver: PSN it expects next
-    NACKED = 14    # receiver: 1 once it sent a NACK for EXPECT (one per sequence error)
-    NACK_PSN = 15  # the PSN of a NACK on its fixed-delay way (no reverse path)
-    LAST_REWIND = 16  # sender: PSN of its last go-back-N rewind (-1: none)
-    REWINDS = 17   # go-back-N rewinds (NACK or timeout)
-    TIMEOUTS = 18  # retransmission timeouts (consecutive ones in RETRIES)
-    RETRIES = 19
-    DISCARDS = 20  # packets its receiver discarded (out of sequence or duplicate)
-    RTO_MARK = 21  # EXPECT when the retransmission timer was armed
+    NEXT_PSN = 5   # sender: PSN of the next packet it sends
+    EXPECT = 6     # receiver: PSN it expects next
+    RTO_MARK = 7   # EXPECT when the retransmission timer was armed
+    NACKED = 8     # receiver: 1 once it sent a NACK for EXPECT (one per sequence error)
+    CNPS = 9       # CNPs its receiver sent
+    PENDING = 10   # predecessors not finished
+    RELEASED = 11  # its start time has passed
+    SUCC0 = 12     # its successors are succ[SUCC0:SUCC1]
+    SUCC1 = 13
+    RPATH0 = 14    # its reverse path (control packets) path_links[RPATH0:RPATH1]; empty:
+    RPATH1 = 15    # control packets take the fixed delay FB_CONST + size * FB_PER_BYTE
+    NACK_PSN = 16  # the PSN of a NACK on its fixed-delay way (no reverse path)
+    LAST_REWIND = 17  # sender: PSN of its last go-back-N rewind (-1: none)
+    REWINDS = 18   # go-back-N rewinds (NACK or timeout)
+    TIMEOUTS = 19  # retransmission timeouts (consecutive ones in RETRIES)
+    RETRIES = 20
+    DISCARDS = 21  # packets its receiver discarded (out of sequence or duplicate)
 
 
 class Ff(IntEnum):
-    """Columns of the float flow state ``ff[n_flows, 10]``."""
+    """Columns of the float flow state ``ff[n_flows, 10]`` (what every packet touches first)."""
 
     SIZE = 0       # bytes (a wait: its duration, s)
     SENT = 1       # payload bytes handed to the NIC port (rewound by go-back-N)
     RECV = 2       # payload bytes delivered in sequence
-    FINISH = 3     # when the last byte was delivered (inf until then)
-    FB_CONST = 4   # fixed-delay control trip (no reverse path): FB_CONST + bytes * FB_PER_BYTE
-    FB_PER_BYTE = 5
-    RESENT = 6     # payload bytes sent again after go-back-N rewinds
-    RTO_DUE = 7    # when its pending retransmission timer fires
-    FIRST_CNP = 8  # when the first CNP for it reached its sender (inf: none)
-    PACKET = 9     # payload bytes per packet (the MTU unless the flow has its own)
+    PACKET = 3     # payload bytes per packet (the MTU unless the flow has its own)
+    RTO_DUE = 4    # when its pending retransmission timer fires
+    FINISH = 5     # when the last byte was delivered (inf until then)
+    FB_CONST = 6   # fixed-delay control trip (no reverse path): FB_CONST + bytes * FB_PER_BYTE
+    FB_PER_BYTE = 7
+    RESENT = 8     # payload bytes sent again after go-back-N rewinds
+    FIRST_CNP = 9  # when the first CNP for it reached its sender (inf: none)
 
 
 class Ms(IntEnum):
