@@ -55,7 +55,9 @@ class RingRun:
     result : the packet run (up to where it stopped).
     stable : every ring's per-step time settled (or all its steps were simulated).
     ring_step_end : per ring, the end of each of its first ``steps_simulated`` steps (s).
-    ring_time : per ring, when it ends its last step (s), extrapolated from its own steps.
+    ring_time : per ring, when it ends its last step (s), extrapolated from its own steps
+        (each connection at the ring's pace, bounded on the saturated links it shares:
+        :func:`shared_link_ends`).
     """
 
     time: float
@@ -424,9 +426,13 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     apart, because they need not run at one pace: behind an ECMP collision a ring runs at
     its collided link's share, a ring beside it at line rate, and the latest step end of
     both is under the collided ring's floor and never settles. Once every class has settled
-    the run stops, and ring g ends at ``t_g + (S - k) * dt`` (its end of the k steps its
-    class completed, the steps left, the class's per-step time); the collective ends with
-    the last ring.
+    the run stops. The class's per-step time dt is the advance of its rings' mean step end
+    over the steps it settled on (:func:`steady_span`), and no less than each ring's busiest
+    link's time per step with framing (:func:`link_step_times`); each connection of ring g
+    ends at ``t + (S - k) * dt`` (its end of the k steps its class completed, the steps left),
+    no later than the mean of the connections on a saturated link it shares
+    (:func:`shared_link_ends`: work conservation); ring g ends with its last connection and
+    the collective with the last ring.
 
     Examples
     --------
