@@ -153,12 +153,18 @@ def test_groups_route_with_the_flow_engines_group_seeds_on_ecmp(monkeypatch):
         for g, shared in zip(groups, shared_seed, strict=True))
 
 
-def test_windowed_dcn_multi_allreduce_with_collisions_and_dcqcn_tracks_the_full_run():
+@pytest.mark.parametrize("size", [2**28, 2**26])
+def test_windowed_dcn_multi_allreduce_with_collisions_and_dcqcn_tracks_the_full_run(size):
     # The 448-GPU DCN+ Multi-AllReduce's windowing on a case small enough to run whole: 8
     # hosts in each of two DCN+ segments (dcn_plus(pods=1)), one ring all-reduce per rail,
-    # 256 MiB, ECMP seed 0 (121 colliding flows, 2 on the fullest links), ConnectX DCQCN
-    # marking and cutting, NCCL's 8 slots. Measured: windowed 20.93 ms at 8 of 30 steps,
-    # full 20.55 ms (1.8%: DCQCN's cuts keep the steps after the window slightly faster).
+    # ECMP seed 0 (121 colliding flows, 2 on the fullest links), ConnectX DCQCN marking and
+    # cutting, NCCL's 8 slots. In both sizes a ring's connection lost hundreds of us to a
+    # cut in its first steps and trails its partner on their shared ToR -> NIC port for the
+    # rest of the run; the partner leads by as much, and when it finishes the trailing one
+    # has the port alone and closes the gap (the full run: every ring ends within 0.05%).
+    # Projected at its own pace it kept the lag: windowed 20.93 against 20.55 ms (1.8%) at
+    # 256 MiB, 5.78 against 5.61 ms (2.9%) at 64 MiB; with the shared port's work conserved
+    # (shared_link_ends) 20.542 (-0.04%) and 5.612 ms (-0.01%).
     from hpnsim.collectives.nccl.params import NcclParams
     from hpnsim.collectives.packet.groups import run_groups_packet
     from hpnsim.collectives.packet.run import PacketRun
@@ -171,11 +177,11 @@ def test_windowed_dcn_multi_allreduce_with_collisions_and_dcqcn_tracks_the_full_
     gpus = np.concatenate([np.arange(64), 128 + np.arange(64)])
     groups = [g.tolist() for g in rail_groups(gpus, 8)]
     kw = dict(algo="ring", routing="ecmp", seed=0, nccl=NcclParams.for_gpu("h800"))
-    runs = {w: max(run_groups_packet(f, "allreduce", groups, 2**28, **kw,
+    runs = {w: max(run_groups_packet(f, "allreduce", groups, size, **kw,
                                      run=PacketRun(window=w, max_packets=1e9)),
                    key=lambda r: r.time) for w in (True, False)}
     fast, full = runs[True], runs[False]
     assert full.steps_simulated == full.steps == 30 and full.hash_collisions > 0
     assert full.ecn_marks > 0 and full.cnps > 0 and full.drops == 0
-    assert fast.stable and fast.steps_simulated < full.steps and fast.extrapolated > 0.5
-    assert fast.network_time == pytest.approx(full.network_time, rel=0.02)
+    assert fast.stable and fast.steps_simulated < full.steps and fast.extrapolated > 0.45
+    assert fast.network_time == pytest.approx(full.network_time, rel=0.01)

@@ -214,6 +214,8 @@ class PacketSim:
     ...                 switch_of=[-1, 0], params=PacketParams(header_bytes=0, framing_bytes=0))
     >>> sim.advance(11e-6), [round(float(t) * 1e6, 3) for t in sim.finish]
     (False, [10.192, inf])
+    >>> bool(11e-6 < sim.next_time < 14.288e-6)
+    True
     >>> sim.advance(), round(float(sim.finish[1]) * 1e6, 3), sim.result().events > 0
     (True, 14.288, True)
     """
@@ -379,6 +381,11 @@ class PacketSim:
     def finish(self) -> np.ndarray:
         """Finish time per flow (and wait) so far (inf: not finished)."""
         return self.state[5][:, Ff.FINISH]
+
+    @property
+    def next_time(self) -> float:
+        """When the next pending event happens (inf: none): nothing changes before it."""
+        return float(self.state[20][0]) if self.state[22][Ms.HEAP_N] > 0 else np.inf
 
     @property
     def events(self) -> int:

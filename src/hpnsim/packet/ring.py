@@ -35,8 +35,9 @@ from hpnsim.packet.api import Csr, PacketSim
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
 
-__all__ = ["RingFlows", "RingRun", "ring_floors", "ring_flow_arrays", "ring_flows", "simulate_ring",
-           "steady_rate", "step_floor", "NCCL_CHUNK_BYTES"]
+__all__ = ["RingFlows", "RingRun", "link_step_times", "ring_floors", "ring_flow_arrays",
+           "ring_flows", "shared_link_ends", "simulate_ring", "steady_rate", "steady_span",
+           "step_floor", "NCCL_CHUNK_BYTES"]
 
 #: NCCL's Simple protocol: NCCL_BUFFSIZE 4 MiB split into NCCL_STEPS = 8 slots (NCCL defaults)
 NCCL_CHUNK_BYTES = 4 * 2**20 // 8
@@ -54,7 +55,9 @@ class RingRun:
     result : the packet run (up to where it stopped).
     stable : every ring's per-step time settled (or all its steps were simulated).
     ring_step_end : per ring, the end of each of its first ``steps_simulated`` steps (s).
-    ring_time : per ring, when it ends its last step (s), extrapolated from its own steps.
+    ring_time : per ring, when it ends its last step (s), extrapolated from its own steps
+        (each connection at the ring's pace, bounded on the saturated links it shares:
+        :func:`shared_link_ends`).
     """
 
     time: float
@@ -204,12 +207,43 @@ def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     return paths, fl.sizes, deps, fl.qp, fl.step
 
 
+def _ring_link_ids(rings: list[list]) -> list[np.ndarray]:
+    return [np.concatenate([leg for x in _legs(ring) for leg in x]) for ring in rings]
+
+
+def link_step_times(capacity, rings: list[list], piece: float, chunks: int,
+                    params: PacketParams, framed=None) -> np.ndarray:
+    """Per link, the seconds one step of every ring keeps it busy: the wire bytes the step
+    puts on it (payload, a header per packet and, on ``framed`` links, the Ethernet framing
+    per frame: preamble and gap, as the kernel sends them) over its capacity. ``framed``:
+    per link, or True (None: every link, the kernel's default) or False (no framing).
+
+    Two rings share link 2 (4 KiB pieces, 1 GB/s): two packets of 4096 + 62 B, plus 20 B
+    of framing each where framed.
+
+    >>> rings = [[[0, 2]], [[1, 2]]]
+    >>> link_step_times(np.full(3, 1e9), rings, 4096.0, 1, PacketParams(), framed=False)
+    array([4.158e-06, 4.158e-06, 8.316e-06])
+    >>> link_step_times(np.full(3, 1e9), rings, 4096.0, 1, PacketParams())
+    array([4.178e-06, 4.178e-06, 8.356e-06])
+    """
+    capacity = np.asarray(capacity, dtype=np.float64)
+    chunk = piece / chunks
+    framing = np.where(np.broadcast_to(True if framed is None else framed, capacity.shape),
+                       float(params.framing_bytes), 0.0)
+    wire = chunks * (chunk + np.ceil(chunk / params.mtu_bytes) * (params.header_bytes + framing))
+    crossings = np.zeros(capacity.size)
+    for x in _ring_link_ids(rings):
+        np.add.at(crossings, x, 1.0)
+    return crossings * wire / capacity
+
+
 def ring_floors(capacity, rings: list[list], piece: float, chunks: int,
                 params: PacketParams) -> np.ndarray:
     """Per ring, the shortest its steady step can take: the wire bytes one step of every ring
     puts on each link (payload plus a header per packet) over the link's capacity, at the
-    busiest link the ring crosses. A ring whose steps run faster than this is still filling
-    buffers, not in steady state.
+    busiest link the ring crosses (:func:`link_step_times` without framing). A ring whose
+    steps run faster than this is still filling buffers, not in steady state.
 
     Two rings of one link each, sharing link 2 (4 KiB pieces, 1 GB/s): each step puts two
     pieces on it; a third ring alone on link 3 needs one piece's time.
@@ -217,17 +251,8 @@ def ring_floors(capacity, rings: list[list], piece: float, chunks: int,
     >>> ring_floors(np.full(4, 1e9), [[[0, 2]], [[1, 2]], [[3]]], 4096.0, 1, PacketParams())
     array([8.316e-06, 8.316e-06, 4.158e-06])
     """
-    capacity = np.asarray(capacity, dtype=np.float64)
-    chunk = piece / chunks
-    wire = chunks * (chunk + np.ceil(chunk / params.mtu_bytes) * params.header_bytes)
-    ids = [np.concatenate([np.asarray(leg, dtype=np.int64) for path in ring
-                           for leg in (path if isinstance(path, tuple) else (path,))])
-           for ring in rings]
-    load = np.zeros(capacity.size)
-    for x in ids:
-        np.add.at(load, x, wire)
-    per_link = load / capacity
-    return np.array([float(per_link[x].max(initial=0.0)) for x in ids])
+    per_link = link_step_times(capacity, rings, piece, chunks, params, framed=False)
+    return np.array([float(per_link[x].max(initial=0.0)) for x in _ring_link_ids(rings)])
 
 
 def step_floor(capacity, rings: list[list], piece: float, chunks: int,
@@ -245,6 +270,32 @@ def step_floor(capacity, rings: list[list], piece: float, chunks: int,
 BLOCK_WINDOW = 16
 
 
+def steady_span(ends, floor: float, tol: float = 0.01) -> int | None:
+    """Over how many of its last step intervals a window has settled
+    (:func:`steady_rate`): 1 where its last three intervals agree, half the window where
+    its block means agree; None where it has not settled.
+
+    >>> ends = np.cumsum(np.tile([1.0, 1.0, 1.3, 0.7], 8))     # period 4, mean 1
+    >>> steady_span(ends[:8], 0.9), steady_span(ends, 0.9), steady_span(np.arange(6.0), 0.5)
+    (None, 16, 1)
+    """
+    ends = np.asarray(ends, dtype=np.float64)
+    k = ends.size
+    if k < 4:
+        return None
+    dt = np.diff(ends)
+    if np.ptp(dt[-3:]) <= tol * dt[-1] and dt[-1] >= (1 - tol) * floor:
+        return 1
+    if k < BLOCK_WINDOW:
+        return None
+    half, quarter = k // 2, k // 4
+    late = (ends[-1] - ends[-1 - half]) / half
+    early = (ends[-1 - half] - ends[-1 - half - quarter]) / quarter
+    if abs(late - early) <= tol * late and late >= (1 - tol) * floor:
+        return half
+    return None
+
+
 def steady_rate(ends, floor: float, tol: float = 0.01) -> float | None:
     """The per-step time of a window whose steps have settled, else None.
 
@@ -257,27 +308,89 @@ def steady_rate(ends, floor: float, tol: float = 0.01) -> float | None:
     swings by 30% with period 8 (its late chunks travel around the ring one rank per step),
     so three intervals never agree, but blocks of whole periods do. Either way the rate must
     not be under ``floor`` (the busiest link's time per step, :func:`step_floor`), else
-    buffers are still absorbing the excess.
+    buffers are still absorbing the excess. (:func:`steady_span` says over how many
+    intervals.)
 
     >>> ends = np.cumsum(np.tile([1.0, 1.0, 1.3, 0.7], 8))     # period 4, mean 1
     >>> steady_rate(ends[:8], 0.9), steady_rate(ends, 0.9), steady_rate(ends, 1.2)
     (None, 1.0, None)
     """
     ends = np.asarray(ends, dtype=np.float64)
-    k = ends.size
-    if k < 4:
-        return None
-    dt = np.diff(ends)
-    if np.ptp(dt[-3:]) <= tol * dt[-1] and dt[-1] >= (1 - tol) * floor:
-        return float(dt[-1])
-    if k < BLOCK_WINDOW:
-        return None
-    half, quarter = k // 2, k // 4
-    late = (ends[-1] - ends[-1 - half]) / half
-    early = (ends[-1 - half] - ends[-1 - half - quarter]) / quarter
-    if abs(late - early) <= tol * late and late >= (1 - tol) * floor:
-        return float(late)
-    return None
+    span = steady_span(ends, floor, tol)
+    return None if span is None else float((ends[-1] - ends[-1 - span]) / span)
+
+
+def shared_link_ends(own, links: Csr, rate, busy, tol: float = 0.01) -> np.ndarray:
+    """Connections' projected ends, bounded by the work left on the busy links they share.
+
+    ``own[i]`` is connection i's end projected at its own pace (its end of its last simulated
+    step plus the steps left at ``rate[i]`` each; ``rate[i]`` NaN: measured to the end, not
+    projected), ``links`` the links it crosses (:class:`~hpnsim.packet.api.Csr`), ``busy[l]``
+    the seconds one step keeps link l busy (:func:`link_step_times`). A link is *saturated*
+    when two or more projected connections cross it and each steps within ``tol`` of its
+    busy time: it carries their chunks back to back. A step end is a connection's latest
+    chunk, and a connection whose chunks trail its partners' on a saturated link (queued
+    behind theirs after a DCQCN cut) keeps that lag only while they are still sending: the
+    link carries the same bytes at the same rate whoever they belong to, so when the partners
+    finish (their lead), the trailing one has the link to itself and closes the gap. By work
+    conservation the last of the m connections on the link ends when the link has carried
+    what is left of all of them: each holds 1/m of its time per step, so its remaining busy
+    time is the sum of ``(own_i - t) / m``, and the last one ends at the *mean* of their
+    projected ends. A connection then ends no later than that mean (the latest such mean if
+    it crosses several saturated links); elsewhere its own projection stands.
+
+    Connections 0 and 1 share link 0 (1 s per step, both stepping at it): 1 trails by 2 s,
+    0 leads, and the link is done with both at 11; 2 is alone on link 1. Stepping at 1.5 s,
+    link 0 is not saturated (something else sets the pace) and nothing is bounded.
+
+    >>> links = Csr.of([[0], [0], [1]])
+    >>> shared_link_ends([10.0, 12.0, 13.0], links, [1.0, 1.0, 1.0], np.ones(2)).tolist()
+    [10.0, 11.0, 13.0]
+    >>> shared_link_ends([10.0, 12.0, 13.0], links, [1.5, 1.5, 1.5], np.ones(2)).tolist()
+    [10.0, 12.0, 13.0]
+    """
+    own = np.asarray(own, dtype=np.float64)
+    rate = np.asarray(rate, dtype=np.float64)
+    busy = np.asarray(busy, dtype=np.float64)
+    conn = np.repeat(np.arange(own.size), np.diff(links.ptr))
+    link = np.asarray(links.ids, dtype=np.int64)
+    projected = np.isfinite(rate[conn])
+    conn, link = conn[projected], link[projected]
+    count = np.bincount(link, minlength=busy.size)
+    slowest = np.zeros(busy.size)
+    np.maximum.at(slowest, link, rate[conn])
+    saturated = (count >= 2) & (slowest <= (1 + tol) * busy)
+    mean = np.bincount(link, weights=own[conn], minlength=busy.size) / np.maximum(count, 1)
+    on = saturated[link]
+    bound = np.full(own.size, -np.inf)
+    np.maximum.at(bound, conn[on], mean[link[on]])
+    return np.where(np.isfinite(bound), np.minimum(own, bound), own)
+
+
+def _ring_ends(finish, starts, k_max: int, rings, chunks: int, k_ring, steps: int, pace,
+               busy, tol: float) -> np.ndarray:
+    """Per ring, the end of its last step: each connection (rank r to r+1) ends at its end
+    of the ring's last simulated step plus the steps left at the ring's pace, bounded on the
+    saturated links it shares (:func:`shared_link_ends`); the ring ends with its last."""
+    own, paths, owner, rate = [], [], [], []
+    for g, ring in enumerate(rings):
+        legs = _legs(ring)
+        kg = int(k_ring[g])
+        per_rank = np.array([len(x) for x in legs], dtype=np.int64) * chunks
+        first = starts[g * k_max + max(kg, 1) - 1]
+        block = finish[first:first + int(per_rank.sum())]
+        rank_end = np.maximum.reduceat(block, np.concatenate([[0], np.cumsum(per_rank)[:-1]]))
+        if kg == 0:                             # no step completed: from the start
+            rank_end = np.zeros(len(legs))
+        left = steps - kg
+        own.append(rank_end + (left * pace[g] if left else 0.0))
+        rate.append(np.full(len(legs), pace[g] if left and kg else np.nan))
+        paths.extend(np.concatenate(x) for x in legs)
+        owner.append(np.full(len(legs), g))
+    est = shared_link_ends(np.concatenate(own), Csr.of(paths), np.concatenate(rate), busy, tol)
+    out = np.full(len(rings), -np.inf)
+    np.maximum.at(out, np.concatenate(owner), est)
+    return out
 
 
 def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_bytes: float =
@@ -313,9 +426,13 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     apart, because they need not run at one pace: behind an ECMP collision a ring runs at
     its collided link's share, a ring beside it at line rate, and the latest step end of
     both is under the collided ring's floor and never settles. Once every class has settled
-    the run stops, and ring g ends at ``t_g + (S - k) * dt`` (its end of the k steps its
-    class completed, the steps left, the class's per-step time); the collective ends with
-    the last ring.
+    the run stops. The class's per-step time dt is the advance of its rings' mean step end
+    over the steps it settled on (:func:`steady_span`), and no less than each ring's busiest
+    link's time per step with framing (:func:`link_step_times`); each connection of ring g
+    ends at ``t + (S - k) * dt`` (its end of the k steps its class completed, the steps left),
+    no later than the mean of the connections on a saturated link it shares
+    (:func:`shared_link_ends`: work conservation); ring g ends with its last connection and
+    the collective with the last ring.
 
     Examples
     --------
@@ -357,29 +474,42 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     quantum = float(floors.max(initial=0.0)) or 1e-6
     horizon = 0.0
     while True:
-        horizon += quantum
+        # the next look-in: one quantum on, or, while nothing happens until the next event
+        # (a retransmission timer, seconds away), the first quantum past it
+        horizon += quantum * max(1.0, np.ceil((sim.next_time - horizon) / quantum))
         over = sim.advance(horizon if window else np.inf)
         ends = np.maximum.reduceat(sim.finish, starts).reshape(len(rings), k_max)
         done = np.cumprod(np.isfinite(ends), axis=1).sum(axis=1)    # completed steps
         k_cls = np.array([done[cls == c].min() for c in range(n_cls)])
         for c in np.flatnonzero((k_cls >= check) & np.isnan(rate) & (k_cls < steps)):
-            series = ends[cls == c, :k_cls[c]].max(axis=0)
-            r = steady_rate(series, float(floors[cls == c][0]), tol)
-            rate[c] = np.nan if r is None else r
+            own = ends[cls == c, :k_cls[c]]
+            span = steady_span(own.max(axis=0), float(floors[cls == c][0]), tol)
+            if span is not None:
+                # settled on the latest end; its pace is the rings' mean end's advance over
+                # the same steps (the latest is another ring from step to step)
+                centre = own.mean(axis=0)
+                rate[c] = (centre[-1] - centre[-1 - span]) / span
             check[c] = 2 * check[c]
         if over or done.min() == k_max or not np.isnan(rate).any():
             break
     result = sim.result()
     k = int(done.min())
-    t_ring = np.empty(len(rings))
+    # a steady step is no shorter than its busiest link needs, framing included
+    busy = link_step_times(capacity, rings, piece, chunks, params or PacketParams(),
+                           options.get("framed"))
+    line = np.array([float(busy[x].max(initial=0.0)) for x in _ring_link_ids(rings)])
+    pace = np.full(len(rings), np.nan)          # per ring: its per-step time past the window
     for g in range(len(rings)):
         c, kg = cls[g], int(k_cls[cls[g]])
-        last = float(ends[g, kg - 1]) if kg else 0.0
+        if kg == steps:                         # measured to the end
+            continue
         r = rate[c]
-        if np.isnan(r):                         # unsettled: no faster than its busiest link
+        if np.isnan(r):                         # unsettled: its class's last interval
             series = ends[cls == c, :kg].max(axis=0)
-            r = max(float(series[-1] - series[-2]) if kg >= 2 else last, floors[g])
-        t_ring[g] = last + (steps - kg) * r
+            r = float(series[-1] - series[-2]) if kg >= 2 else (float(ends[g, 0]) if kg else 0.0)
+        pace[g] = max(r, line[g])
+    t_ring = _ring_ends(sim.finish, starts, k_max, rings, chunks, k_cls[cls], steps, pace,
+                        busy, tol)
     settled = bool(np.all((k_cls == steps) | ~np.isnan(rate)))
     extrapolated = float(1 - k_cls[cls].sum() / (steps * len(rings)))
     step_end = ends[:, :k].max(axis=0) if k else np.zeros(0)
