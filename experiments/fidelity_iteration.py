@@ -32,6 +32,7 @@ import statistics
 import time
 from pathlib import Path
 
+from amax_reduction_share import share as amax_share
 from published_runs import (
     A100_ERA,
     BRIDGE_2511,
@@ -42,8 +43,6 @@ from published_runs import (
     PublishedRun,
     published_iteration,
 )
-
-from amax_reduction_share import share as amax_share
 
 from hpnsim.fabrics import build_fabric
 from hpnsim.training import TrainJob, simulate_iteration

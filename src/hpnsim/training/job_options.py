@@ -16,12 +16,12 @@ from hpnsim.training.compute.core_attention import attention_kernel
 from hpnsim.training.cost import DTYPES, ConstantEfficiency, OperationModel
 from hpnsim.training.frameworks import (
     FUSED_ATTENTION_DEFAULT,
-    TE_FUSED_KERNEL,
     MEGATRON_CORE_DEFAULT,
     MEGATRON_CORE_FIRST,
     MEGATRON_CORE_SINCE,
     MEGATRON_LM_RELEASES,
     PRE_CORE,
+    TE_FUSED_KERNEL,
 )
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec
