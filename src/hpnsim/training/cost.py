@@ -374,29 +374,6 @@ class ConstantEfficiency:
                              mlp_ig=head, mlp_wg=head, gemm=(1 + factor) * head))
         return out
 
-    def _amax_reductions(self, job, layers, cached) -> dict[int, OpList]:
-        """FP8 delayed scaling's amax reductions of the chunk's ``fp8_autocast`` region
-        (:mod:`~hpnsim.training.compute.amax_reduction`): the forward's after the last layer,
-        the backward's at the end of the first layer's backward; none without FP8 layers."""
-        if self.dtype != "fp8" or not layers:
-            return {}
-        gemms = sum(op.shape[3] if len(op.shape) == 4 else 1
-                    for layer in layers
-                    for op in cached[job.model.is_moe_layer(layer)].select(kind="gemm",
-                                                                          phase="forward")
-                    if op.dtype == "fp8")
-        if not gemms:
-            return {}
-        group = amax_group(job.megatron_core, tp=job.tp, cp=job.cp, dp=job.dp)
-        fwd = amax_reduction_ops(job.gpu, gemms=gemms, group=group, phase="forward",
-                                 table=self.table)
-        bwd = amax_reduction_ops(job.gpu, gemms=gemms, group=group, phase="input_grad",
-                                 table=self.table)
-        first, last = layers[0], layers[-1]
-        if first == last:
-            return {first: fwd + bwd}
-        return {last: fwd, first: bwd}
-
     def optimizer_seconds(self, job, params: float, layer_params: float,
                           local_params: float | None = None) -> float:
         return params * CONSTANT_OPTIMIZER_BYTES / job.gpu.memory_bandwidth
