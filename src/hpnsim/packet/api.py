@@ -30,8 +30,8 @@ class Csr:
     without a Python list per flow.
 
     >>> c = Csr.of([[3, 4], [], [5]])
-    >>> c.ptr.tolist(), c.ids.tolist(), len(c)
-    ([0, 2, 2, 3], [3, 4, 5], 3)
+    >>> c.ptr.tolist(), c.ids.tolist(), len(c), c.row(0), c.lists()
+    ([0, 2, 2, 3], [3, 4, 5], 3, [3, 4], [[3, 4], [], [5]])
     """
 
     ptr: np.ndarray
@@ -52,6 +52,14 @@ class Csr:
 
     def __len__(self) -> int:
         return self.ptr.size - 1
+
+    def row(self, i: int) -> list[int]:
+        """List ``i``."""
+        return self.ids[self.ptr[i]:self.ptr[i + 1]].tolist()
+
+    def lists(self) -> list[list[int]]:
+        """Every list, as Python lists."""
+        return [self.row(i) for i in range(len(self))]
 
 
 def config_vector(p: PacketParams, sample_dt: float, t_end: float) -> np.ndarray:
@@ -226,7 +234,6 @@ class PacketSim:
                  watch_flows=(), sample_interval: float = 1e-6, max_samples: int = 100_000,
                  pct=(50.0, 90.0, 99.0), histograms: bool = True, pool_size: int = 1 << 14,
                  packet_bytes=None):
-        t_end = np.inf
         p = (params or PacketParams()).validate()
         capacity = np.ascontiguousarray(capacity, dtype=np.float64)
         delay = np.ascontiguousarray(np.broadcast_to(np.asarray(delay, dtype=np.float64),
@@ -365,7 +372,7 @@ class PacketSim:
         ms[Ms.RESERVE] = reserve
         pk, pt = pool.new_pool(int(pool_size), ms)
         rng = np.array([(int(p.seed) * 0x2545F4914F6CDD1D + 1) % 2**64], dtype=np.uint64)
-        cfg = config_vector(p, sample_interval, t_end)
+        cfg = config_vector(p, sample_interval, np.inf)   # advance() sets the end
         core.start(fi, start, ht, hk, ms, n_samples > 0)
         self.p, self.reserve, self.n_samples = p, reserve, n_samples
         self.pct, self.histograms, self.sample_interval = pct, histograms, sample_interval

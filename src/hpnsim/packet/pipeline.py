@@ -87,11 +87,11 @@ class PipelineFlows:
 
     def dep_list(self, node: int) -> list[int]:
         """The nodes ``node`` waits for."""
-        return self.deps.ids[self.deps.ptr[node]:self.deps.ptr[node + 1]].tolist()
+        return self.deps.row(node)
 
     def path(self, flow: int) -> list[int]:
         """The link ids of ``flow``."""
-        return self.paths.ids[self.paths.ptr[flow]:self.paths.ptr[flow + 1]].tolist()
+        return self.paths.row(flow)
 
 
 def _order(hops: list[Hop]) -> list[int]:

@@ -201,10 +201,7 @@ def ring_flows(rings: list[list], piece: float, steps: int, chunks: int):
     ([3, 0, 1, 3, 0, 1], [[], [0], [], [2], [3], [1]], [0, 1, 2, 0, 1, 2])
     """
     fl = ring_flow_arrays(rings, piece, steps, chunks)
-    p, d = fl.paths, fl.deps
-    paths = [p.ids[p.ptr[i]:p.ptr[i + 1]].tolist() for i in range(len(p))]
-    deps = [d.ids[d.ptr[i]:d.ptr[i + 1]].tolist() for i in range(len(d))]
-    return paths, fl.sizes, deps, fl.qp, fl.step
+    return fl.paths.lists(), fl.sizes, fl.deps.lists(), fl.qp, fl.step
 
 
 def _ring_link_ids(rings: list[list]) -> list[np.ndarray]:
