@@ -80,7 +80,18 @@ NEMOTRON4_340B = ModelSpec("nemotron4-340b", layers=96, hidden=18432, heads=96, 
 # pretrain_performance_optimizations: MegatronCommOverlapCallback(tp_comm_overlap=True)).
 NEMO_ASSUMED = ("distributed optimizer (zero 1), overlap_grad_reduce and overlap_param_gather, "
                 "sequence parallelism and TP communication overlap when TP > 1 (NeMo recipes' "
-                "performance mode); gradients reduced in BF16")
+                "performance mode); gradients reduced in BF16; dropout, the loss's fusion and "
+                "selective recomputation as NeMo-Framework-Launcher's configs at its 24.07 tag "
+                "set them (the perf table does not restate them)")
+
+# What NeMo-Framework-Launcher's training configs set at tag 24.07 (8325688d, 2024-08-01;
+# launcher_scripts/conf/training/{gpt3/5b,gpt3/20b,gpt3/175b,llama/llama2_*,llama/llama3_*,
+# nemotron/nemotron_*}.yaml): GPT-3 trains with hidden_dropout and attention_dropout 0.1
+# (bias_dropout_add_fusion on), every other family with 0; llama3_* and nemotron_* set
+# cross_entropy_loss_fusion, the others leave Megatron's unfused loss; nemotron_340b sets
+# activations_checkpoint_granularity selective (core attention recomputed).
+_LAUNCHER_GPT3 = {"dropout": True}
+_LAUNCHER_FUSED_LOSS = {"cross_entropy": "fused"}
 
 
 @dataclass(frozen=True)
@@ -190,30 +201,39 @@ def _nemo(label, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tokens, **extra) ->
 #: NeMo 24.07, DGX-H100, FP8: every pre-training row of the table (Megatron-Core 0.8, the
 #: version NeMo 24.07 ships, assumed).
 NEMO_RUNS: tuple[PublishedRun, ...] = (
-    _nemo("GPT3-5B", GPT3_5B, 64, 2048, 4, 2048, 1, 1, 1, 1, 23406.0),
-    _nemo("GPT3-20B", GPT3_20B, 64, 256, 2, 2048, 2, 1, 1, 1, 5851.0),
-    _nemo("GPT3-175B", "gpt3-175b", 128, 256, 1, 2048, 4, 8, 1, 6, 716.0, slow=True),
-    _nemo("GPT3-175B", "gpt3-175b", 512, 2048, 2, 2048, 4, 8, 1, 6, 825.0, slow=True),
+    _nemo("GPT3-5B", GPT3_5B, 64, 2048, 4, 2048, 1, 1, 1, 1, 23406.0, options=_LAUNCHER_GPT3),
+    _nemo("GPT3-20B", GPT3_20B, 64, 256, 2, 2048, 2, 1, 1, 1, 5851.0, options=_LAUNCHER_GPT3),
+    _nemo("GPT3-175B", "gpt3-175b", 128, 256, 1, 2048, 4, 8, 1, 6, 716.0, slow=True,
+          options=_LAUNCHER_GPT3),
+    _nemo("GPT3-175B", "gpt3-175b", 512, 2048, 2, 2048, 4, 8, 1, 6, 825.0, slow=True,
+          options=_LAUNCHER_GPT3),
     _nemo("Llama 2 7B", "llama-7b", 8, 128, 1, 4096, 1, 1, 1, 1, 16934.0),
     _nemo("Llama 2 13B", "llama-13b", 16, 128, 1, 4096, 1, 4, 1, 10, 8715.0),
     _nemo("Llama 2 70B", LLAMA2_70B, 64, 128, 1, 4096, 4, 4, 1, 20, 1728.0),
-    _nemo("Nemotron-8B", NEMOTRON3_8B, 64, 256, 4, 4096, 2, 1, 1, 1, 12507.0),
-    _nemo("Nemotron-22B", NEMOTRON3_22B, 64, 256, 2, 4096, 2, 4, 1, 10, 4312.0),
-    _nemo("Nemotron-340B", NEMOTRON4_340B, 128, 32, 1, 4096, 8, 8, 1, 12, 326.0),
-    _nemo("Llama 3 8B", "llama3-8b", 8, 128, 1, 8192, 1, 1, 2, 1, 12273.0),
-    _nemo("Llama 3 70B", "llama3-70b", 64, 128, 1, 8192, 4, 4, 2, 5, 1524.0, slow=True),
+    _nemo("Nemotron-8B", NEMOTRON3_8B, 64, 256, 4, 4096, 2, 1, 1, 1, 12507.0,
+          options=_LAUNCHER_FUSED_LOSS),
+    _nemo("Nemotron-22B", NEMOTRON3_22B, 64, 256, 2, 4096, 2, 4, 1, 10, 4312.0,
+          options=_LAUNCHER_FUSED_LOSS),
+    _nemo("Nemotron-340B", NEMOTRON4_340B, 128, 32, 1, 4096, 8, 8, 1, 12, 326.0,
+          options={**_LAUNCHER_FUSED_LOSS, "selective_recompute": True}),
+    _nemo("Llama 3 8B", "llama3-8b", 8, 128, 1, 8192, 1, 1, 2, 1, 12273.0,
+          options=_LAUNCHER_FUSED_LOSS),
+    _nemo("Llama 3 70B", "llama3-70b", 64, 128, 1, 8192, 4, 4, 2, 5, 1524.0, slow=True,
+          options=_LAUNCHER_FUSED_LOSS),
 )
 
 BRIDGE_ASSUMED = ("Megatron-Core 0.15 (NeMo 25.11); Megatron-Bridge's H100 perf recipes "
                   "(src/megatron/bridge/perf_recipes/llama/h100/): distributed optimizer, "
                   "overlap_grad_reduce and overlap_param_gather, sequence parallelism and TP "
                   "communication overlap when TP > 1; 405B: embedding and loss counted in the "
-                  "pipeline split; gradients reduced in BF16")
+                  "pipeline split; gradients reduced in BF16; TransformerEngine's cross-entropy "
+                  "kernels (perf_recipes/_common.py: cross_entropy_fusion_impl 'te')")
 
 
 def _bridge(label, model, gpus, gbs, seq, tp, pp, cp, vp, tokens, zero=1, **extra):
     dp = gpus // (tp * pp * cp)
     options = {"zero": zero, "sequence_parallel": tp > 1, "tp_comm_overlap": tp > 1,
+               "cross_entropy": "te",
                **({"overlap_param_gather": True} if zero in (1, 2) else {}),
                **extra.pop("options", {})}
     return PublishedRun(label, BRIDGE_2511, CURRENT, model, "h100", tp, pp, dp, 1, gbs, seq,
@@ -235,7 +255,7 @@ A100_RUNS: tuple[PublishedRun, ...] = (
     PublishedRun("GPT-3 175B", MEGATRON_SC21, A100_ERA, "gpt3-175b", "a100", 8, 8, 16, 1, 1536,
                  2048, "bf16", 140.0, unit="TFLOP/s/GPU eq.3", megatron_core="v2.0",
                  formula_vocab=51200,     # the paper's vocabulary (sec. 5.1), in eq. 3
-                 options={"recompute": True, "overlap_grad_reduce": False},
+                 options={"recompute": True, "overlap_grad_reduce": False, "dropout": True},
                  assumed="1F1B schedule (not restated in the paper); Megatron-LM v2.0 "
                          "(unfused core attention, all-reduce after the backward); 16-bit "
                          "GEMMs as BF16 (A100's FP16 and BF16 tensor peaks are equal)"),
@@ -250,6 +270,7 @@ LLAMA3_ASSUMED = ("FLOPs per token as hpnsim counts them (ModelSpec.training_flo
                   "FSDP keeps weights unsharded between forward and backward); sequence "
                   "parallelism, no TP communication overlap; fused FlashAttention (Meta's "
                   "stack, not TransformerEngine's; the paper does not name the kernel); "
+                  "no dropout; the loss as Megatron's unfused default (not stated); "
                   "Meta's RoCE Clos (400G per GPU) as hpn7 segments of 128 hosts")
 
 

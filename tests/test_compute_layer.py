@@ -147,4 +147,4 @@ def test_stage_ops_sum_their_layers_embedding_and_head():
     assert names[0] == "embedding" and names[-1] == "embedding"
     assert "layer1.expert_fc1" in names and "layer0.fc1" in names   # layer 0 is dense
     forward = stage.select(phase="forward")
-    assert forward[-1].name == "cross_entropy"
+    assert forward[-1].name == "ce_normalize"   # the unfused loss's last forward pass

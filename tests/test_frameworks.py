@@ -22,7 +22,8 @@ TAGS = {"overlap_grad_reduce": "core_v0.4.0", "tp_comm_overlap": "core_v0.4.0",
         "overlap_param_gather": "core_v0.4.0", "cp": "core_v0.4.0",
         "first_stage_layers": "core_v0.9.0", "last_stage_layers": "core_v0.9.0",
         "zero_3": "core_v0.10.0", "account_for_embedding": "core_v0.11.0",
-        "account_for_loss": "core_v0.11.0", "stage_layers": "core_v0.13.0"}
+        "account_for_loss": "core_v0.11.0", "stage_layers": "core_v0.13.0",
+        "cross_entropy_fusion": "core_v0.8.0", "cross_entropy_te": "core_v0.13.0"}
 BEFORE_THE_PACKAGE = {"zero_1_2", "selective_recompute", "attention"}
 # in every Megatron-LM release tag (v1.0 .. v2.6: --checkpoint-activations)
 IN_EVERY_RELEASE = {"recompute"}
@@ -39,7 +40,11 @@ USES = {"zero_1_2": dict(zero=1, dp=2), "zero_3": dict(zero=3, dp=2),
         "last_stage_layers": dict(pp=2, last_stage_layers=15),
         "account_for_embedding": dict(pp=3, account_for_embedding=True),
         "account_for_loss": dict(pp=3, account_for_loss=True),
-        "stage_layers": dict(pp=2, stage_layers=[15, 17])}
+        "stage_layers": dict(pp=2, stage_layers=[15, 17]),
+        "cross_entropy_fusion": dict(cross_entropy="fused"),
+        "cross_entropy_te": dict(cross_entropy="te")}
+# table keys that are one value of a TrainJob keyword
+VALUE_OF = {"cross_entropy_fusion": "cross_entropy", "cross_entropy_te": "cross_entropy"}
 
 
 def _job(option, version=None):
@@ -60,7 +65,8 @@ def test_the_table_reads_back_the_release_tags():
         if name in TAGS:
             assert TAGS[name] in since.source
     keywords = inspect.signature(TrainJob).parameters
-    assert all(name in keywords or name.startswith("zero_") for name in MEGATRON_CORE_SINCE)
+    assert all(VALUE_OF.get(name, name) in keywords or name.startswith("zero_")
+               for name in MEGATRON_CORE_SINCE)
     assert MEGATRON_CORE_DEFAULT == (0, 20) and MEGATRON_CORE_FIRST == (0, 1)
 
 
@@ -77,7 +83,7 @@ def test_each_option_from_its_release_on(option):
              else f"core_v{since[0]}.{since[1] - 1}.0")
     # overlap_param_gather needs overlap_grad_reduce, from the same release and checked first
     field = {"zero_1_2": "zero", "zero_3": "zero",
-             "overlap_param_gather": "overlap_grad_reduce"}.get(option, option)
+             "overlap_param_gather": "overlap_grad_reduce", **VALUE_OF}.get(option, option)
     assert refused.value.field == field
     lacks = ("Megatron-LM before Megatron-Core" if since == MEGATRON_CORE_FIRST
              else f"Megatron-Core 0.{since[1] - 1}")

@@ -125,6 +125,14 @@ def register(app: typer.Typer) -> None:
                                       "or unfused (Megatron's, scores in HBM); default: what "
                                       "--megatron-core runs by default (cudnn, TransformerEngine's "
                                       "attention, from 0.7 and with --cp; unfused before)."),
+        cross_entropy: str = typer.Option(
+            None, "--cross-entropy", help="The loss as the framework computes it: unfused "
+                                          "(Megatron's, the default), fused (Megatron-Core's "
+                                          "cross_entropy_loss_fusion, from 0.8) or te "
+                                          "(TransformerEngine's kernels, from 0.13)."),
+        dropout: bool = typer.Option(
+            False, "--dropout", help="Megatron's hidden and attention dropout at 0.1 (GPT-3 "
+                                     "recipes) rather than 0 (Llama recipes, the default)."),
         fp8_gemm: str = typer.Option(
             None, "--fp8-gemm", help="FP8 GEMM library whose measured kernels time --dtype "
                                      "fp8: cublas (TransformerEngine's cuBLASLt, default) "
@@ -229,6 +237,7 @@ def register(app: typer.Typer) -> None:
                    "selective_recompute": selective_recompute or None,
                    "overlap_param_gather": overlap_param_gather or None,
                    "megatron_core": megatron_core, "attention": attention,
+                   "cross_entropy": cross_entropy, "dropout": dropout or None,
                    "fp8_gemm": fp8_gemm, "gpu_variation": gpu_variation}
             if mfu is not None:
                 if compute_efficiency is not None:

@@ -29,7 +29,12 @@ from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field
 
 from hpnsim.errors import InputError, read_user_text
 from hpnsim.scenario.yaml import format_path, located, seconds_field
-from hpnsim.training.job_options import DEFAULT_VERSION_TEXT, check_attention
+from hpnsim.training.job_options import (
+    DEFAULT_VERSION_TEXT,
+    check_attention,
+    check_cross_entropy,
+    parse_version,
+)
 
 __all__ = ["JobSpec", "check_jobs"]
 
@@ -127,6 +132,15 @@ class JobSpec(BaseModel):
                     "TransformerEngine's choice on Hopper) or unfused (Megatron's core "
                     "attention, scores in HBM); default: what megatron_core runs by default "
                     "(cudnn from 0.7 and with cp > 1, unfused before)")
+    cross_entropy: Literal["unfused", "fused", "te"] | None = Field(
+        None, exclude=True,   # not echoed: the job's own JSON names it when not the default
+        description="the loss as the framework computes it: unfused (Megatron's, the "
+                    "default), fused (cross_entropy_loss_fusion, from Megatron-Core 0.8) or "
+                    "te (TransformerEngine's kernels, from 0.13)")
+    dropout: bool = Field(
+        False, exclude=True,   # not echoed: the job's own JSON names it when on
+        description="Megatron's hidden and attention dropout at 0.1 (GPT-3 recipes) rather "
+                    "than 0 (Llama-style recipes, the default)")
     fp8_gemm: Literal["cublas", "deepgemm"] | None = Field(
         None, exclude=True,   # not echoed: the job's own JSON names it when not cublas
         description="FP8 GEMM library whose measured kernels time a dtype: fp8 job: cublas "
@@ -176,9 +190,10 @@ class JobSpec(BaseModel):
                 raise ValueError(f"{fixed[0]}: fixed by the workload file; remove it")
         if job.gpus is not None and job.hosts is not None:
             raise ValueError("hosts: give gpus or hosts, not both")
-        if job.model is not None and job.attention is not None:
+        if job.model is not None and (job.attention, job.cross_entropy) != (None, None):
             try:   # here, before any fabric is built for the job
                 check_attention(job.megatron_core, job.attention, job.cp)
+                check_cross_entropy(parse_version(job.megatron_core), job.cross_entropy)
             except InputError as refused:
                 raise ValueError(f"{refused.field}: {refused.message}") from None
         if job.duration is not None and "iterations" in job.model_fields_set:

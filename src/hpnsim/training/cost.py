@@ -253,10 +253,10 @@ class OperationModel:
         if name == "embedding":
             return _embedding_ops(spec, job.gpu, **shard)
         if name == "head":
-            return head_ops(spec, job.gpu, **shard)
+            return head_ops(spec, job.gpu, cross_entropy=job.cross_entropy, **shard)
         return layer_ops(spec, job.gpu, layer=int(name.removeprefix("layer")), ep=job.ep,
                          dtype=self.dtype, attention=job.attention, fp8_gemm=self.fp8_gemm,
-                         **shard)
+                         dropout=job.dropout, **shard)
 
     def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
                  names: tuple[str, ...] = (), part: str = "") -> float:
@@ -284,7 +284,8 @@ class OperationModel:
             if moe not in cached:
                 cached[moe] = layer_ops(spec, job.gpu, layer=layer, ep=job.ep,
                                         dtype=self.dtype, attention=job.attention,
-                                        fp8_gemm=self.fp8_gemm, **shard)
+                                        fp8_gemm=self.fp8_gemm,
+                                        dropout=job.dropout, **shard)
         amax = self._amax_reductions(job, layers, cached)
         for layer in layers:
             moe = spec.is_moe_layer(layer)
@@ -292,7 +293,7 @@ class OperationModel:
             out.append(self._block(job, f"layer{layer}", ops, _counts(job, moe),
                                    _params(job, layer)))
         if last:
-            ops = head_ops(spec, job.gpu, **shard)
+            ops = head_ops(spec, job.gpu, cross_entropy=job.cross_entropy, **shard)
             out.append(self._block(job, "head", ops, (0, 0, 0, 0), (_head_params(job), 0.0)))
         return out
 

@@ -57,7 +57,9 @@ FUSED_ATTENTION_DEFAULT = (0, 7)
 TE_FUSED_KERNEL = "cudnn"
 
 #: hpnsim TrainJob option -> the first Megatron-Core release that has it (``attention``:
-#: its fused kernel, ``"flash"``; the unfused core attention is in every release).
+#: its fused kernel, ``"flash"``; the unfused core attention is in every release;
+#: ``cross_entropy_*``: the loss's fused forms, the unfused one is in every release and the
+#: default of all of them).
 MEGATRON_CORE_SINCE: dict[str, Since] = {
     "zero_1_2": Since((0, 1), "--use-distributed-optimizer",
                       "329fe5820f (2022-02-10, Float16DistributedOptimizer), before the "
@@ -98,6 +100,12 @@ MEGATRON_CORE_SINCE: dict[str, Since] = {
     "account_for_loss": Since((0, 11), "--account-for-loss-in-pipeline-split",
                               "ef490839e8 (2025-02-03, Uneven Virtual Pipeline Parallelism); "
                               "first in core_v0.11.0"),
+    "cross_entropy_fusion": Since((0, 8), "--cross-entropy-loss-fusion",
+                                  "7b4a6d76c9 (2024-06-14, Added cross entropy fusion; "
+                                  "cross_entropy='fused'); first in core_v0.8.0"),
+    "cross_entropy_te": Since((0, 13), "--cross-entropy-fusion-impl te",
+                              "3b141a2471 (2025-04-05, with --cross-entropy-loss-fusion; "
+                              "cross_entropy='te'); first in core_v0.13.0"),
     "stage_layers": Since((0, 13), "--pipeline-model-parallel-layout",
                           "77732c3628 (2025-06-13, Flexible Asymmetric Virtual Pipeline "
                           "Parallelism with Custom Pipeline Layout); first in core_v0.13.0"),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable
+from hpnsim.training.compute.attention_dropout import fused_dropout_factor
 from hpnsim.training.compute.gemm_library import DEFAULT_LIBRARY, GemmLibrary, gemm_library
 from hpnsim.training.cost import CONSTANT_OPTIMIZER_BYTES, ConstantEfficiency, OperationModel
 from hpnsim.training.frameworks import MEGATRON_CORE_DEFAULT
@@ -29,6 +30,7 @@ from hpnsim.training.job_options import (
     ZERO_STAGES,  # noqa: F401  (kept importable from here)
     check_attention,
     check_combinations,
+    check_cross_entropy,
     check_fits,
     check_framework,
     check_sizes,
@@ -158,6 +160,19 @@ class TrainJob(StageCosts):
         job's Megatron version runs by default (fused from Megatron-Core 0.7, unfused before);
         a fused kernel before Megatron-LM had ``--use-flash-attn`` is refused, as is ``"unfused"``
         with ``cp > 1``.
+    cross_entropy : {"unfused", "fused", "te"}, optional
+        The vocab-parallel cross-entropy loss as the framework computes it
+        (:mod:`hpnsim.training.compute.cross_entropy`: its passes over the logits): Megatron's
+        unfused loss (the default, as in every Megatron-Core release), Megatron-Core's
+        ``cross_entropy_loss_fusion`` (from 0.8), or TransformerEngine's kernels
+        (``cross_entropy_fusion_impl='te'``, from 0.13).
+    dropout : bool
+        Megatron's ``--hidden-dropout`` and ``--attention-dropout`` at 0.1, their default
+        (GPT-3 recipes), rather than 0 (Llama-style recipes; hpnsim's default): each layer's
+        two hidden-state dropouts, fused into the residual adds (``bias_dropout_fusion``),
+        and the attention dropout, inside a fused attention kernel at its measured cost
+        (:mod:`hpnsim.training.compute.attention_dropout`; FlashAttention-3 has none) or as
+        the unfused path's kernel.
     gpu_variation : float, optional
         Coefficient of variation of one GPU's compute time per step (0 leaves the straggler
         term out); default the measured :data:`~hpnsim.training.straggler.GPU_VARIATION`
@@ -205,6 +220,8 @@ class TrainJob(StageCosts):
     overlap_param_gather: bool
     megatron_core: tuple[int, int]
     attention: str
+    cross_entropy: str
+    dropout: bool
     fp8_gemm: GemmLibrary
     gpu_variation: float
     optimizer_bytes_per_param: float | None
@@ -228,7 +245,8 @@ class TrainJob(StageCosts):
                  compute_efficiency: float | None = None,
                  kernel_table: KernelTable | str | Path | None = None,
                  megatron_core: str = DEFAULT_VERSION_TEXT, attention: str | None = None,
-                 gpu_variation: float | None = None, fp8_gemm: str | None = None):
+                 gpu_variation: float | None = None, fp8_gemm: str | None = None,
+                 cross_entropy: str | None = None, dropout: bool = False):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -240,6 +258,10 @@ class TrainJob(StageCosts):
         kernel = check_attention(megatron_core, attention, cp)
         set_ = object.__setattr__
         set_(self, "attention", kernel)
+        set_(self, "cross_entropy", check_cross_entropy(version, cross_entropy))
+        if not isinstance(dropout, bool):
+            raise InputError("dropout", f"true or false, got {dropout!r}")
+        set_(self, "dropout", dropout)
         set_(self, "fp8_gemm", gemm_library(fp8_gemm))
         set_(self, "model", spec)
         if mfu is not None:
@@ -256,6 +278,8 @@ class TrainJob(StageCosts):
         set_(self, "gpu_variation", self.compute_model.gpu_variation if gpu_variation is None
              else straggler_variation(gpu_variation))
         set_(self, "seq_len", spec.seq_len if seq_len is None else seq_len)
+        if dropout and kernel != "unfused" and self.compute_model.name == "operations":
+            fused_dropout_factor(self.gpu, kernel, self.seq_len)   # refused before any work
         uneven = (stage_layers is not None or first_stage_layers is not None
                   or last_stage_layers is not None or account_for_embedding or account_for_loss)
         layout = job_layout(spec, layout, parallel, zero=zero, global_batch=global_batch,
@@ -409,6 +433,9 @@ class TrainJob(StageCosts):
                if self.megatron_core != MEGATRON_CORE_DEFAULT else {}),
             **({"attention": self.attention}
                if self.attention != job_attention(self.megatron_core, None, self.cp) else {}),
+            **({"cross_entropy": self.cross_entropy}
+               if self.cross_entropy != check_cross_entropy(self.megatron_core, None) else {}),
+            **({"dropout": True} if self.dropout else {}),
             **({"fp8_gemm": self.fp8_gemm.value}
                if self.fp8_gemm is not DEFAULT_LIBRARY else {}),
             **({"gpu_variation": self.gpu_variation}

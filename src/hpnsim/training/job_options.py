@@ -13,6 +13,7 @@ from pathlib import Path
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable
 from hpnsim.training.compute.core_attention import attention_kernel
+from hpnsim.training.compute.cross_entropy import cross_entropy_kernel
 from hpnsim.training.cost import DTYPES, ConstantEfficiency, OperationModel
 from hpnsim.training.frameworks import (
     FUSED_ATTENTION_DEFAULT,
@@ -252,7 +253,8 @@ def check_framework(version: tuple[int, int], used: list[str]) -> None:
     for name in used:
         since = MEGATRON_CORE_SINCE[name]
         if version < since.version:
-            field = {"zero_1_2": "zero", "zero_3": "zero"}.get(name, name)
+            field = {"zero_1_2": "zero", "zero_3": "zero", "cross_entropy_fusion": "cross_entropy",
+                     "cross_entropy_te": "cross_entropy"}.get(name, name)
             framework = ("Megatron-LM before Megatron-Core" if version == PRE_CORE
                          else f"Megatron-Core {_dotted(version)}")
             raise InputError(field, f"{framework} lacks it ({since.flag} arrived in "
@@ -298,6 +300,27 @@ def job_attention(version: tuple[int, int], attention, cp: int = 1) -> str:
         fused = version >= FUSED_ATTENTION_DEFAULT or cp > 1
         return TE_FUSED_KERNEL if fused else "unfused"
     return attention_kernel(attention)
+
+
+def check_cross_entropy(version: tuple[int, int], cross_entropy) -> str:
+    """The checked loss implementation of a job (:mod:`~hpnsim.training.compute.cross_entropy`):
+    ``cross_entropy`` as given, or Megatron-Core's default, the unfused loss (its
+    ``cross_entropy_loss_fusion`` is off by default in every release); a fused form before
+    the release that added it is refused.
+
+    >>> check_cross_entropy((0, 20), None), check_cross_entropy((0, 8), "fused")
+    ('unfused', 'fused')
+    >>> check_cross_entropy((0, 8), "te")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: cross_entropy: Megatron-Core 0.8 lacks it (--cross-entropy-fusion-impl te arrived in 0.13); give megatron_core 0.13 or later, or leave it off
+    """
+    if cross_entropy is None:
+        return "unfused"
+    kernel = cross_entropy_kernel(cross_entropy)
+    needs = {"fused": ["cross_entropy_fusion"], "te": ["cross_entropy_te"]}.get(kernel, [])
+    check_framework(version, needs)
+    return kernel
 
 
 def _dotted(version: tuple[int, int]) -> str:

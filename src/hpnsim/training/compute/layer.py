@@ -48,6 +48,7 @@ import math
 from hpnsim.errors import InputError
 from hpnsim.training.compute import memory_ops as mem
 from hpnsim.training.compute.attention import attention_time
+from hpnsim.training.compute.attention_dropout import fused_dropout_factor
 from hpnsim.training.compute.core_attention import attention_kernel, unfused_attention_ops
 from hpnsim.training.compute.gemm import gemm_time
 from hpnsim.training.compute.gemm_library import gemm_library
@@ -101,20 +102,28 @@ class _Builder:
         self.backward.append([self._memory_op(name, backward_bytes, "input_grad",
                                               f"{kernel}_bwd")])
 
-    def attention(self, batch, heads, kv_heads, seq, head_dim, cp, kernel="flash"):
+    def memory_passes(self, forward, backward):
+        # kernels that run one after another, given as (name, bytes, kernel) per direction;
+        # the backward ones in their own order, after the later ops' backward
+        self.forward += [self._memory_op(n, b, "forward", k) for n, b, k in forward]
+        self.backward.append([self._memory_op(n, b, "input_grad", k) for n, b, k in backward])
+
+    def attention(self, batch, heads, kv_heads, seq, head_dim, cp, kernel="flash",
+                  dropout=False):
         if kernel == "unfused":
             forward, backward = unfused_attention_ops(self.gpu, batch, heads, kv_heads, seq,
-                                                      head_dim, clock_hz=self.clock_hz,
-                                                      table=self.table)
+                                                      head_dim, dropout=dropout,
+                                                      clock_hz=self.clock_hz, table=self.table)
             self.forward += forward
             self.backward.append(backward)
             return
+        slower = fused_dropout_factor(self.gpu, kernel, seq) if dropout else 1.0
         for phase, direction in (("forward", "forward"), ("input_grad", "backward")):
             t = attention_time(self.gpu, batch, heads, seq, head_dim, kv_heads=kv_heads,
                                causal=True, direction=direction, clock_hz=self.clock_hz,
                                table=self.table, kernel=kernel)
             op = Op("attention", "attention", phase, (batch, heads, seq, head_dim), "bf16",
-                    t.flops / cp, t.bytes / cp, t.seconds / cp)
+                    t.flops / cp, t.bytes / cp, t.seconds / cp * slower)
             if phase == "forward":
                 self.forward.append(op)
             else:
@@ -156,7 +165,7 @@ def _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp):
 
 def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: int = 1,
               seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
-              cp: int = 1, ep: int = 1, dtype: str = "bf16", hidden_dropout: bool = False,
+              cp: int = 1, ep: int = 1, dtype: str = "bf16", dropout: bool = False,
               clock_hz: float | None = None, table=None, attention: str = "flash",
               fp8_gemm=None) -> OpList:
     """The timed operations of transformer layer ``layer`` for one micro-batch on one GPU.
@@ -179,8 +188,12 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
         Megatron sequence parallelism (defaults to ``tp > 1``).
     dtype : str
         GEMM dtype of the linear layers: ``"bf16"``, ``"fp16"`` or ``"fp8"``.
-    hidden_dropout : bool
-        Count the two hidden-state dropouts (off in Llama-style training).
+    dropout : bool
+        Megatron's ``--hidden-dropout`` and ``--attention-dropout`` (0.1 by default in
+        Megatron-LM and GPT-3 recipes; 0 in Llama-style ones): the two hidden-state dropouts,
+        fused into the residual adds as Megatron runs them, and the attention dropout, inside
+        a fused attention kernel (:mod:`~hpnsim.training.compute.attention_dropout`) or as
+        the unfused path's own kernel.
     clock_hz : float, optional
         SM clock under load for the GEMMs and attention (a power cap, a measured clock);
         defaults to the GPU's ``sustained_clock_hz``.
@@ -231,20 +244,34 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     build.gemm("qkv", tokens, (heads + 2 * kv) * d, h)
     if not model.learned_positions:
         build.memory("rotary", mem.rotary_bytes, tokens, (heads + kv) * d, "rotary")
-    build.attention(b, heads, kv, seq, d, cp, kernel)
+    build.attention(b, heads, kv, seq, d, cp, kernel, dropout)
     build.gemm("o_proj", tokens, h, heads * d, fp8_input_cast=True)
-    if hidden_dropout:
-        build.memory("attention_dropout", mem.dropout_bytes, local, h, "dropout")
-    build.memory("attention_residual", mem.residual_bytes, local, h, "residual")
+    _residual(build, "attention", local, h, dropout)
     build.memory("mlp_norm", norm, local, h, model.norm)
     if model.is_moe_layer(layer):
         _moe(build, model, tokens, local, tp, ep)
     else:
         _mlp(build, model, "", tokens, _shard("ffn", model.ffn, tp))
-    if hidden_dropout:
-        build.memory("mlp_dropout", mem.dropout_bytes, local, h, "dropout")
-    build.memory("mlp_residual", mem.residual_bytes, local, h, "residual")
+    _residual(build, "mlp", local, h, dropout)
     return build.result()
+
+
+def _residual(build: _Builder, part: str, local: int, hidden: int, dropout: bool) -> None:
+    """The residual add closing sub-layer ``part``; with hidden dropout, Megatron's fused
+    bias-dropout-add (``bias_dropout_fusion``, on by default in Megatron-LM v2 and Megatron-Core;
+    NeMo's ``bias_dropout_add_fusion``): the forward kernel also writes the one-byte mask, and
+    the backward applies it to the branch's gradient (dropout's backward kernel) beside the
+    residual's gradient sum."""
+    name = f"{part}_residual"
+    if not dropout:
+        build.memory(name, mem.residual_bytes, local, hidden, "residual")
+        return
+    add = mem.residual_bytes(local, hidden, _ACT_BYTES, "forward")
+    build.memory_passes(
+        [(name, add + mem.dropout_mask_bytes(local, hidden), "residual")],
+        [(f"{part}_dropout", mem.dropout_bytes(local, hidden, _ACT_BYTES, "backward"),
+          "dropout_bwd"),
+         (name, mem.residual_bytes(local, hidden, _ACT_BYTES, "backward"), "residual_bwd")])
 
 
 def _kv_heads_per_gpu(kv_heads: int, tp: int) -> int:

@@ -177,6 +177,16 @@ def dropout_bytes(tokens: int, hidden: int, act_bytes: int, direction: str = "fo
     return n * (2 * act_bytes + 1)
 
 
+def dropout_mask_bytes(tokens: int, hidden: int) -> float:
+    """The one-byte-per-element mask a fused dropout writes in the forward (PyTorch's boolean
+    mask, saved for the backward).
+
+    >>> dropout_mask_bytes(10, 100)
+    1000.0
+    """
+    return _elements(tokens, hidden)
+
+
 def bias_bytes(tokens: int, width: int, act_bytes: int, direction: str = "forward") -> float:
     """An unfused bias add: forward reads x, writes y; backward reduces dy over tokens (reads
     it once). Transformer Engine and cuBLASLt fuse the bias into the GEMM epilogue; the layer

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from hpnsim.errors import InputError
 from hpnsim.training.compute import memory_ops as mem
+from hpnsim.training.compute.cross_entropy import cross_entropy_passes
 from hpnsim.training.compute.layer import _ACT_BYTES, _Builder, _tokens, layer_ops
 from hpnsim.training.compute.ops import Op, OpList
 from hpnsim.training.compute.optimizer_step import (
@@ -40,7 +41,8 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
               seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
               cp: int = 1, ep: int = 1, dtype: str = "bf16", first: bool = False,
               last: bool = False, clock_hz: float | None = None, table=None,
-              attention: str = "flash", fp8_gemm=None) -> OpList:
+              attention: str = "flash", fp8_gemm=None, dropout: bool = False,
+              cross_entropy: str = "unfused") -> OpList:
     """The timed operations of one micro-batch through a pipeline stage on one GPU.
 
     Parameters
@@ -52,8 +54,10 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
         stage's layers).
     first, last : bool
         The stage holds the embedding (first) or the final norm, output head and loss (last).
-    micro_batch, seq_len, tp, sequence_parallel, cp, ep, dtype, clock_hz, table, attention, fp8_gemm :
+    micro_batch, seq_len, tp, sequence_parallel, cp, ep, dtype, clock_hz, table, attention, fp8_gemm, dropout :
         As for :func:`~hpnsim.training.compute.layer.layer_ops`; the output head runs in BF16.
+    cross_entropy : str
+        The loss's implementation, as for :func:`head_ops`.
 
     Returns
     -------
@@ -82,10 +86,11 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
         moe = model.is_moe_layer(layer)
         if moe not in cached:
             cached[moe] = layer_ops(model, gpu, layer=int(layer), ep=ep, dtype=dtype,
-                                    attention=attention, fp8_gemm=fp8_gemm, **kwargs)
+                                    attention=attention, fp8_gemm=fp8_gemm,
+                                    dropout=dropout, **kwargs)
         parts.append((f"layer{layer}.", cached[moe]))
     if last:
-        parts.append(("", head_ops(model, gpu, **kwargs)))
+        parts.append(("", head_ops(model, gpu, cross_entropy=cross_entropy, **kwargs)))
     forward = [replace(op, name=prefix + op.name) for prefix, ops in parts
                for op in ops.select(phase="forward")]
     backward = [replace(op, name=prefix + op.name) for prefix, ops in reversed(parts)
@@ -116,12 +121,13 @@ def embedding_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
 def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
              seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
              cp: int = 1, dtype: str = "bf16", clock_hz: float | None = None,
-             table=None) -> OpList:
+             table=None, cross_entropy: str = "unfused") -> OpList:
     """Final norm, output-head GEMMs and the vocab-parallel cross-entropy loss.
 
     The vocabulary is split over TP (``ceil(vocab/tp)`` rows per GPU; Megatron's padding to a
     multiple of 128 is left out). The head GEMM runs in ``dtype`` (BF16 by default: FP8 recipes
-    keep the output layer in BF16).
+    keep the output layer in BF16). The loss is ``cross_entropy``'s passes over the logits
+    (:mod:`~hpnsim.training.compute.cross_entropy`: ``"unfused"``, ``"fused"`` or ``"te"``).
 
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> from hpnsim.workloads.models import get
@@ -136,8 +142,11 @@ def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
     build = _Builder(gpu, str(dtype).lower(), table, clock_hz)
     build.memory("final_norm", mem.norm_bytes, local, h, model.norm)
     build.gemm("output_head", tokens, vocab, h)
-    logits = float(tokens * vocab * _ACT_BYTES)
-    build.raw_memory("cross_entropy", logits, 2 * logits, "cross_entropy")
+    logits = float(tokens * vocab)
+    passes = cross_entropy_passes(cross_entropy)
+    build.memory_passes(
+        [(p.name, p.bytes_per_logit * logits, "cross_entropy") for p in passes if not p.backward],
+        [(p.name, p.bytes_per_logit * logits, "cross_entropy_bwd") for p in passes if p.backward])
     return build.result()
 
 
