@@ -288,6 +288,12 @@ def _attribution(results: list[dict]) -> list[str]:
         "instead (not modelled), and are charged delayed scaling's reduction, "
         + ", ".join(f"{r.label} {fp8_amax[r.label, r.gpus]:.2%}" for r in bridge_fp8)
         + " of the published step); "
+        "and the kernels' clock: every fitted kernel was timed in a short benchmark "
+        "burst, and sustained FP8 GEMMs at 700 W run below the boost clock by text reports "
+        "(1.3 GHz in DeepGEMM's H800 stress test, PR #44; 1,980 to 1,575 MHz with "
+        "communication overlapped, DeepGEMM #120), which would slow every FP8 GEMM by up to "
+        "14-30%; no clock log of a training step was found, so none is applied (`clock_hz` "
+        "takes a measured one; docs/compute.md); "
         "the fused attention at 8k tokens is the next largest kernel term "
         f"({attn:.0%} of Llama 3 8B's step; cuDNN's kernel, which TransformerEngine runs on "
         "Hopper, timed at its published H100 curves, docs/compute.md). "
@@ -299,7 +305,8 @@ def _attribution(results: list[dict]) -> list[str]:
         f"{implied_compute_error(a100):+.0%} if the rest were exact) the 2021 cuBLAS is "
         "calibrated with vidur's newer kernels, the run's pipeline schedule is not restated "
         "in the paper (1F1B assumed), and power capping and clock drift are not modelled. "
-        "The next measurement that would separate these: TransformerEngine's FP8 GEMMs "
+        "The next measurement that would separate these: the SM clock (nvidia-smi or DCGM) "
+        "through a sustained FP8 training step, and TransformerEngine's FP8 GEMMs "
         "(split accumulation in the backward) at 4096-8192-token shapes and its current "
         "cast-transpose on an H100 (`tools/measure_kernels.py`, or a profiler trace of "
         "the run through `hpnsim kernels`)."]
