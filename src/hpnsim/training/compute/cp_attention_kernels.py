@@ -76,8 +76,8 @@ in ``sbhd`` the half-KV slices are contiguous (no copies), drops the ``dkv`` ``t
 (``dk``, ``dv`` accumulated separately, the same bytes in twice the launches), the zero-init
 (``flash_attn_fwd_out_correction_init`` writes step 0's corrected output) and the FP64 LSE.
 For Llama 3 8B at 8192 tokens, CP2 (rank 1) that is 197 MiB forward instead of 280, 256 MiB
-backward instead of 320 (a quarter fewer bytes, a few tenths of a percent of its step); hpnsim
-times the v1.9 form, NeMo 24.07's, which the published CP runs used.
+backward instead of 320: a quarter fewer bytes, about 0.7% of the published NeMo row's step
+(these kernels add 2.8% to it); hpnsim times the v1.9 form, NeMo 24.07's, which that run used.
 
 >>> fwd, bwd = cp_attention_passes(1, 8192, 32, 8, 128, 2)
 >>> [p.name for p in fwd]
