@@ -10,6 +10,8 @@ from hpnsim.collectives.nccl.params import NcclParams
 from hpnsim.fabrics import hpn7
 from hpnsim.training import simulate_iteration
 from hpnsim.training.comm import time_groups
+from hpnsim.training.compute.layer import layer_ops
+from hpnsim.training.compute.overhead import KERNEL_GAP_S
 from hpnsim.training.job import TrainJob
 from hpnsim.training.tp_overlap import gemm_shares
 from hpnsim.workloads import models
@@ -57,11 +59,19 @@ def test_each_cp_rank_computes_a_cp_th_of_the_tokens_against_the_whole_sequence(
     assert four.stage_cost(0).forward_compute == pytest.approx(
         one.stage_cost(0).forward_compute / 4, rel=1e-12)
     # the per-operation model: the same FLOPs per rank, at the efficiency of smaller GEMMs
-    # (wave quantization) and with the same memory-bound work per token: close to 1/cp
+    # (wave quantization) and with the same memory-bound work per token: close to 1/cp, once
+    # the ring attention's own copies and corrections (and a dispatch gap each) are taken out.
+    # Layers only: the one-token-vocabulary head's kernels sit at their floors and do not
+    # shrink with the tokens (the whole stage measured +7.9% before those kernels existed)
     op_one, op_four = TrainJob(spec, tp=8, global_batch=1), TrainJob(spec, tp=8, cp=4,
                                                                    global_batch=1)
-    assert op_four.stage_cost(0).forward_compute == pytest.approx(
-        op_one.stage_cost(0).forward_compute / 4, rel=0.05)     # measured: +1.7%
+    ring_kernels = [op for op in layer_ops(spec, op_four.gpu, tp=8, cp=4).ops
+                    if op.name.startswith("attention_cp_") and op.phase == "forward"]
+    ring_seconds = sum(op.seconds for op in ring_kernels) + len(ring_kernels) * KERNEL_GAP_S
+    layer = next(b for b in op_four.stage_cost(0).blocks if b.name == "layer0")
+    layer_one = next(b for b in op_one.stage_cost(0).blocks if b.name == "layer0")
+    assert layer.forward_compute - ring_seconds == pytest.approx(
+        layer_one.forward_compute / 4, rel=0.05)     # measured: +4.1%
     assert four.activation_bytes == one.activation_bytes / 4
     assert four.gpus == 32
 

@@ -11,9 +11,12 @@ micro-batch and a sharding, what a Megatron-LM / Transformer Engine layer runs o
   parallelism, TP): forward ``[T, in] @ [in, out/tp]``; input gradient
   ``[T, out/tp] @ [out/tp, in]``; weight gradient ``[out/tp, T] @ [T, in]``;
 - attention: fused (FlashAttention), causal, over the local heads; each CP rank does ``1/cp``
-  of the pairs (load-balanced causal CP); or, with ``attention="unfused"``, Megatron's core
-  attention before FlashAttention: batched score and context GEMMs, fused scale-mask-softmax and
-  dropout with the scores in HBM (:mod:`~hpnsim.training.compute.core_attention`);
+  of the pairs (load-balanced causal CP), and with ``cp > 1`` the copies and softmax
+  corrections TransformerEngine's ring attention runs around its steps
+  (:mod:`~hpnsim.training.compute.cp_attention_kernels`); or, with ``attention="unfused"``,
+  Megatron's core attention before FlashAttention: batched score and context GEMMs, fused
+  scale-mask-softmax and dropout with the scores in HBM
+  (:mod:`~hpnsim.training.compute.core_attention`);
 - MoE layers: router GEMM (unsharded) and its softmax/top-k, token permute and unpermute, the
   local experts (``experts/ep`` of them, each receiving ``T*top_k*ep/experts`` tokens, their
   width sharded by TP) as one grouped GEMM, and the shared experts as a dense MLP;
@@ -50,6 +53,7 @@ from hpnsim.training.compute import memory_ops as mem
 from hpnsim.training.compute.attention import attention_time
 from hpnsim.training.compute.attention_dropout import fused_dropout_factor
 from hpnsim.training.compute.core_attention import attention_kernel, unfused_attention_ops
+from hpnsim.training.compute.cp_attention_kernels import cp_attention_passes
 from hpnsim.training.compute.gemm import gemm_time
 from hpnsim.training.compute.gemm_library import gemm_library
 from hpnsim.training.compute.ops import Op, OpList
@@ -245,6 +249,8 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     if not model.learned_positions:
         build.memory("rotary", mem.rotary_bytes, tokens, (heads + kv) * d, "rotary")
     build.attention(b, heads, kv, seq, d, cp, kernel, dropout)
+    if cp > 1:
+        build.memory_passes(*cp_attention_passes(b, seq, heads, kv, d, cp))
     build.gemm("o_proj", tokens, h, heads * d, fp8_input_cast=True)
     _residual(build, "attention", local, h, dropout)
     build.memory("mlp_norm", norm, local, h, model.norm)
