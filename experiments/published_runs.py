@@ -82,7 +82,8 @@ NEMO_ASSUMED = ("distributed optimizer (zero 1), overlap_grad_reduce and overlap
                 "sequence parallelism and TP communication overlap when TP > 1 (NeMo recipes' "
                 "performance mode); gradients reduced in BF16; dropout, the loss's fusion and "
                 "selective recomputation as NeMo-Framework-Launcher's configs at its 24.07 tag "
-                "set them (the perf table does not restate them)")
+                "set them, FlashAttention-2 as its NVTE_FUSED_ATTN=0 leaves TransformerEngine "
+                "(the perf table does not restate them)")
 
 # What NeMo-Framework-Launcher's training configs set at tag 24.07 (8325688d, 2024-08-01;
 # launcher_scripts/conf/training/{gpt3/5b,gpt3/20b,gpt3/175b,llama/llama2_*,llama/llama3_*,
@@ -90,6 +91,10 @@ NEMO_ASSUMED = ("distributed optimizer (zero 1), overlap_grad_reduce and overlap
 # (bias_dropout_add_fusion on), every other family with 0; llama3_* and nemotron_* set
 # cross_entropy_loss_fusion, the others leave Megatron's unfused loss; nemotron_340b sets
 # activations_checkpoint_granularity selective (core attention recomputed).
+# Its conf/config.yaml sets env_vars NVTE_FUSED_ATTN: 0 ("Disable cudnn FA until we've tested
+# it more") for every run, so TransformerEngine (1.9 or older in a 24.07 container: FA3 arrived
+# in v1.11, 2024-10-08) runs FlashAttention-2 on the H100s: attention "flash2". (It also sets
+# NCCL_NVLS_ENABLE: 0; none of these rows all-reduces through NCCL beyond the amax's few KiB.)
 _LAUNCHER_GPT3 = {"dropout": True}
 _LAUNCHER_FUSED_LOSS = {"cross_entropy": "fused"}
 
@@ -192,7 +197,7 @@ def published_iteration(run: PublishedRun) -> float:
 def _nemo(label, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tokens, **extra) -> PublishedRun:
     dp = gpus // (tp * pp * cp)
     options = {"zero": 1, "overlap_param_gather": True, "sequence_parallel": tp > 1,
-               "tp_comm_overlap": tp > 1,
+               "tp_comm_overlap": tp > 1, "attention": "flash2",
                **extra.pop("options", {})}
     return PublishedRun(label, NEMO_2407, CURRENT, model, "h100", tp, pp, dp, mbs, gbs, seq,
                         "fp8", tokens, cp=cp, vp=vp, options=options, **extra)

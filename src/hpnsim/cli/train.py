@@ -121,7 +121,9 @@ def register(app: typer.Typer) -> None:
                                           "option it lacks is refused."),
         attention: str = typer.Option(
             None, "--attention", help="Core attention kernel: flash (fused FlashAttention), "
-                                      "cudnn (fused, TransformerEngine's choice on Hopper) "
+                                      "cudnn (fused, TransformerEngine's choice on Hopper), "
+                                      "flash2 (FlashAttention-2, TransformerEngine before 1.11 "
+                                      "with NVTE_FUSED_ATTN=0) "
                                       "or unfused (Megatron's, scores in HBM); default: what "
                                       "--megatron-core runs by default (cudnn, TransformerEngine's "
                                       "attention, from 0.7 and with --cp; unfused before)."),

@@ -126,10 +126,11 @@ class JobSpec(BaseModel):
         DEFAULT_VERSION_TEXT, exclude=True,   # not echoed: the job's own JSON names it when set
         description="Megatron-Core version the job runs (quoted, e.g. '0.13'): an option it "
                     "lacks is refused (hpnsim.training.frameworks)")
-    attention: Literal["flash", "cudnn", "unfused"] | None = Field(
+    attention: Literal["flash", "cudnn", "flash2", "unfused"] | None = Field(
         None, exclude=True,   # not echoed: the job's own JSON names it when not the default
         description="core attention kernel: flash (fused FlashAttention), cudnn (fused, "
-                    "TransformerEngine's choice on Hopper) or unfused (Megatron's core "
+                    "TransformerEngine's choice on Hopper), flash2 (FlashAttention-2, as "
+                    "TransformerEngine before 1.11 with NVTE_FUSED_ATTN=0) or unfused (Megatron's core "
                     "attention, scores in HBM); default: what megatron_core runs by default "
                     "(cudnn from 0.7 and with cp > 1, unfused before)")
     cross_entropy: Literal["unfused", "fused", "te"] | None = Field(

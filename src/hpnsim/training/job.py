@@ -153,10 +153,12 @@ class TrainJob(StageCosts):
         one docs/pipelines.md reads, 0.20), or a Megatron-LM release before Megatron-Core
         (``"v2.6"``): an option that version lacks is refused, naming its keyword
         (:mod:`hpnsim.training.frameworks` says which release added each).
-    attention : {"flash", "cudnn", "unfused"}, optional
+    attention : {"flash", "cudnn", "flash2", "unfused"}, optional
         Core attention kernel (:mod:`hpnsim.training.compute.core_attention`): fused
-        FlashAttention, fused cuDNN attention (TransformerEngine's ``FusedAttention``, its
-        choice on Hopper), or Megatron's unfused core attention (scores in HBM). Default: what the
+        FlashAttention (3 on Hopper, 2 on Ampere), fused cuDNN attention (TransformerEngine's
+        ``FusedAttention``, its choice on Hopper), FlashAttention-2 on any GPU (what
+        TransformerEngine before v1.11 runs on Hopper with ``NVTE_FUSED_ATTN=0``), or
+        Megatron's unfused core attention (scores in HBM). Default: what the
         job's Megatron version runs by default (fused from Megatron-Core 0.7, unfused before);
         a fused kernel before Megatron-LM had ``--use-flash-attn`` is refused, as is ``"unfused"``
         with ``cp > 1``.

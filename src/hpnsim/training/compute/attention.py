@@ -73,8 +73,21 @@ _CUDNN_H100_TFLOPS = {
     ("backward", False, 128): (305, 408, 465, 499, 518, 516),
 }
 CUDNN_HOPPER_EFFICIENCY = _fractions_of_peak(_CUDNN_H100_TFLOPS)
+#: FlashAttention-2 on the same H100 and inputs, TFLOP/s as labelled on the FlashAttention-2
+#: bars of the same figures of Shah et al. 2024 (Figs. 5 and 6); what TransformerEngine
+#: before v1.11 (which added FlashAttention-3, 2024-10-08) runs on Hopper when cuDNN's fused
+#: attention is switched off (``NVTE_FUSED_ATTN=0``, as NeMo-Framework-Launcher's 24.07
+#: ``conf/config.yaml`` sets for every run); ``"flash2"``.
+_FA2_H100_TFLOPS = {
+    ("forward", False, 128): (309, 350, 362, 368, 370, 370),
+    ("forward", True, 128): (191, 260, 298, 319, 333, 335),
+    ("forward", False, 64): (282, 306, 318, 321, 322, 324),
+    ("backward", False, 128): (214, 260, 291, 310, 318, 322),
+}
+FA2_HOPPER_EFFICIENCY = _fractions_of_peak(_FA2_H100_TFLOPS)
 #: fused kernel -> its measured Hopper curves
-_HOPPER_CURVES = {"flash": HOPPER_EFFICIENCY, "cudnn": CUDNN_HOPPER_EFFICIENCY}
+_HOPPER_CURVES = {"flash": HOPPER_EFFICIENCY, "cudnn": CUDNN_HOPPER_EFFICIENCY,
+                  "flash2": FA2_HOPPER_EFFICIENCY}
 #: FlashAttention-2 on A100 reaches at most 73% of peak in the forward pass (Dao 2023,
 #: abstract: "50-73% of the theoretical maximum FLOPs/s on A100"); the A100 curves are the
 #: Hopper curves scaled so the forward, full-mask, head-dim-128 plateau is 0.73.
@@ -152,7 +165,8 @@ def attention_efficiency(gpu: GPUSpec, seq_kv: int, head_dim: int, *, causal: bo
     """Fraction of the dense BF16 peak fused attention reaches.
 
     Hopper: the measured curves of ``kernel`` (``"flash"``: FlashAttention-3, ``"cudnn"``:
-    cuDNN's fused attention, what TransformerEngine runs there); Blackwell uses the Hopper
+    cuDNN's fused attention, what TransformerEngine runs there, ``"flash2"``:
+    FlashAttention-2, what TransformerEngine before v1.11 runs with cuDNN's switched off); Blackwell uses the Hopper
     fractions (no per-shape figures were at hand); Ampere scales FlashAttention-3's to
     FlashAttention-2's 73% plateau whichever kernel is named (TransformerEngine runs
     FlashAttention-2 on Ampere). Missing
@@ -168,6 +182,8 @@ def attention_efficiency(gpu: GPUSpec, seq_kv: int, head_dim: int, *, causal: bo
     0.527
     >>> round(attention_efficiency(get_gpu("h100"), 8192, 128, kernel="cudnn"), 3)   # 529 / 989.4
     0.535
+    >>> round(attention_efficiency(get_gpu("h100"), 8192, 128, kernel="flash2"), 3)  # 333 / 989.4
+    0.337
     """
     seq_kv, head_dim = positive_int("seq_kv", seq_kv), positive_int("head_dim", head_dim)
     direction = _direction(direction)

@@ -16,8 +16,8 @@ and without dropout (p = 0.1):
   dropout 0.1: 2.29 / 2.52 at 1,024 tokens, 30.09 / 36.70 at 4,096, 470.51 / 583.45 at
   16,384. These are FlashAttention-1's kernels; no measurement of FlashAttention-2 with and
   without dropout was found in text, so FlashAttention-2 (and ``"cudnn"``, which times as it
-  on Ampere) takes FlashAttention-1's ratio, interpolated in log sequence length and held at
-  the ends.
+  on Ampere, and ``"flash2"`` on Hopper) takes FlashAttention-1's ratio, interpolated in log
+  sequence length and held at the ends.
 - FlashAttention-3 (``"flash"`` on Hopper and later) has no dropout (Dao-AILab/flash-attention#1251);
   such a job is refused: TransformerEngine would run cuDNN's kernel (``attention="cudnn"``).
   Blackwell has no measurement at Megatron's layout in text (FlashAttention-4's "20-40%" on
@@ -60,7 +60,7 @@ def fused_dropout_factor(gpu: GPUSpec, kernel: str, seq_kv: int) -> float:
     if architecture not in ("ampere", "hopper"):
         raise InputError("dropout", f"attention dropout is measured on Ampere and Hopper "
                                     f"only, not on {gpu.name} ({architecture})")
-    if architecture == "hopper":
+    if architecture == "hopper" and kernel != "flash2":
         if kernel != "cudnn":
             raise InputError("dropout", f"FlashAttention-3 (attention {kernel} on {gpu.name}) "
                                         "has no dropout (Dao-AILab/flash-attention#1251); "

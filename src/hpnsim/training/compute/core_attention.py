@@ -14,6 +14,10 @@ output projections), chosen by :data:`ATTENTION_KERNELS`:
   arbitrary-sequence-length BF16 kernel supports the shape, so this is what Megatron-Core and
   NeMo run on H100/H800. On Ampere that preference does not apply and TransformerEngine runs
   FlashAttention-2: ``"cudnn"`` there times as ``"flash"``.
+- ``"flash2"``: FlashAttention-2 on every GPU, at its own measured Hopper curves (the
+  FlashAttention-2 bars of the same figures): what TransformerEngine before v1.11 (the first
+  with FlashAttention-3, 2024-10-08; v1.9 accepts flash-attn 2.0.6 to 2.5.8) runs on Hopper
+  when ``NVTE_FUSED_ATTN=0`` switches cuDNN's kernel off. On Ampere it is ``"flash"``.
 - ``"unfused"``: Megatron-LM's ``CoreAttention`` before FlashAttention (``megatron/model/transformer.py``
   of v2.x; Megatron-Core's local ``DotProductAttention``): the scores are materialized in HBM.
   Per micro-batch, with ``B = batch x heads`` score matrices of ``s_q x s_kv``:
@@ -51,7 +55,7 @@ from hpnsim.training.compute.precision import positive_int
 from hpnsim.workloads.gpus import GPUSpec
 
 #: Core-attention kernels a job may run (TrainJob ``attention``).
-ATTENTION_KERNELS = ("flash", "cudnn", "unfused")
+ATTENTION_KERNELS = ("flash", "cudnn", "flash2", "unfused")
 #: The unfused kernels that are batched GEMMs (shape ``(M, N, K, matrices)``).
 UNFUSED_GEMMS = ("attention_scores", "attention_context")
 _ACT = 2   # BF16/FP16 scores, probabilities and activations
@@ -63,7 +67,7 @@ def attention_kernel(name) -> str:
     >>> attention_kernel("sdpa")
     Traceback (most recent call last):
     ...
-    hpnsim.errors.InputError: attention: one of flash, cudnn, unfused, got 'sdpa'
+    hpnsim.errors.InputError: attention: one of flash, cudnn, flash2, unfused, got 'sdpa'
     """
     key = str(name).strip().lower()
     if key not in ATTENTION_KERNELS:
