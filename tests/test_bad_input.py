@@ -217,7 +217,7 @@ def test_sizing_options_that_grow_the_fabric_say_so():
     (["train", "--model", "llama3-8b", "--megatron-core", "v2.6", "--no-overlap-grad-reduce",
       "--attention", "flash"], "--attention", "Megatron-LM before Megatron-Core lacks it"),
     (["train", "--model", "llama3-8b", "--attention", "sdpa"], "--attention",
-     "Input should be 'flash', 'cudnn' or 'unfused'"),
+     "Input should be 'flash', 'cudnn', 'flash2' or 'unfused'"),
     (["train", "--model", "llama3-8b", "--tp", "2", "--cp", "2", "--attention", "unfused"],
      "--attention", "Megatron's CP runs through fused attention only"),
     (["train", "--model", "llama3-8b", "--gpu-variation", "-0.1"], "--gpu-variation",
