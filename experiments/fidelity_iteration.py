@@ -216,6 +216,14 @@ def _bf16_text(r: dict) -> str:
     return text + "."
 
 
+def _signed(rows: list[dict], sign: int) -> str:
+    """The rows whose error has ``sign`` (+1 too slow, -1 too fast), largest first."""
+    chosen = sorted((r for r in rows if (r["hpnsim"] > r["published"]) == (sign > 0)),
+                    key=lambda r: -abs(r["hpnsim"] / r["published"] - 1))
+    return "; ".join(f"{r['run'].label} on {r['run'].gpus:,} "
+                     f"{r['hpnsim'] / r['published'] - 1:+.1%}" for r in chosen) or "none"
+
+
 def _attribution(results: list[dict]) -> list[str]:
     """Where the error sits, read from each row's breakdown (no figure typed in)."""
     cur = [r for r in results if r["run"].era == CURRENT and not r.get("variant")]
@@ -271,32 +279,33 @@ def _attribution(results: list[dict]) -> list[str]:
         "on the same GPU counts ran faster with 2025's recipe than with 2024's (Llama 3 8B "
         "on 8 "
         f"H100s {pair[0]}; Llama 3 70B on 64 {pair[1]}, published), so how far the kernels "
-        "are off depends on the software's vintage as much as on the model. Why the "
-        "kernels are still too fast: the FP8 GEMMs are cuBLASLt's (public torch._scaled_mm "
-        "timings, docs/compute.md; DeepGEMM is `fp8_gemm='deepgemm'`) and the casts are "
-        "TransformerEngine's measured cast-transpose, but what the FP8 recipe adds beyond "
-        "them is not measured: the backward FP8 GEMMs' split accumulation (TransformerEngine "
-        "turns cuBLASLt's fast accumulation off for dgrad and wgrad; no public timing of "
-        "cuBLASLt FP8 with and without it was found in text, only in figures, and the "
-        "fitted timings ran split accumulation or did not say, so no measurement says the "
-        "backward is timed too fast for it, docs/compute.md), cuBLASLt FP8 GEMMs "
-        "below 8192 tokens (no public timing; the fit extrapolates), and a cast kernel "
-        "newer than 2023's (the per-micro-batch amax reduction of delayed scaling is "
-        "modelled, from TransformerEngine's and Megatron-Core's code and NCCL's latency "
-        f"table, and is at most {max(fp8_amax.values()):.2%} of a step; the "
-        "Megatron-Bridge rows ran FP8 current scaling, which reduces amaxes per cast "
-        "instead (not modelled), and are charged delayed scaling's reduction, "
+        "are off depends on the software's vintage as much as on the model. "
+        "What moved the rows most (issue 26, 2026-12-02) was running each as its own "
+        "configuration says it ran, each piece from that configuration or the framework's "
+        "code, nothing fitted: NeMo 24.07's launcher switches cuDNN's fused attention off "
+        "for every run (`NVTE_FUSED_ATTN: 0` in its conf/config.yaml) and its "
+        "TransformerEngine has no FlashAttention-3 (from v1.11), so those rows run "
+        "FlashAttention-2, 37-39% slower than cuDNN's kernel at 8k tokens on an H100 (the "
+        "FlashAttention-2 bars of the figures the other curves come from); the loss is "
+        "its passes over the logits (Megatron's unfused cross-entropy, 52 bytes a logit, "
+        "where one pass of 6 was counted; the fused forms where a recipe sets them); the "
+        "GPT-3 recipes' dropout 0.1; and TransformerEngine's ring-attention copies and "
+        "corrections under context parallelism. "
+        f"Of the rest: too slow, {_signed(cur, 1)}; too fast, {_signed(cur, -1)}. "
+        "The terms a recipe runs and hpnsim leaves out go both ways: the 2025 recipes' "
+        "FP8 parameter all-gather and CUDA graphs (Megatron-Bridge) shorten the step, "
+        "FP8 current scaling's amax kernel before each cast (Megatron-Bridge's FP8-CS; "
+        "hpnsim charges delayed scaling's per-micro-batch reduction instead, at most "
+        f"{max(fp8_amax.values()):.2%} of a step: "
         + ", ".join(f"{r.label} {fp8_amax[r.label, r.gpus]:.2%}" for r in bridge_fp8)
-        + " of the published step); "
-        "and the kernels' clock: every fitted kernel was timed in a short benchmark "
-        "burst, and sustained FP8 GEMMs at 700 W run below the boost clock by text reports "
-        "(1.3 GHz in DeepGEMM's H800 stress test, PR #44; 1,980 to 1,575 MHz with "
-        "communication overlapped, DeepGEMM #120), which would slow every FP8 GEMM by up to "
-        "14-30%; no clock log of a training step was found, so none is applied (`clock_hz` "
-        "takes a measured one; docs/compute.md); "
-        "the fused attention at 8k tokens is the next largest kernel term "
-        f"({attn:.0%} of Llama 3 8B's step; cuDNN's kernel, which TransformerEngine runs on "
-        "Hopper, timed at its published H100 curves, docs/compute.md). "
+        + ") lengthens it. The kernels themselves: the FP8 GEMMs are cuBLASLt's measured "
+        "through torch._scaled_mm (split accumulation or unstated, docs/compute.md), with "
+        "no measured shape below 8192 tokens, and every fitted kernel was timed in a short "
+        "burst at whatever clock it held, where sustained FP8 GEMMs at 700 W run below "
+        "the boost clock by text reports (1.3 GHz in DeepGEMM's H800 stress test, PR #44; "
+        "1,980 to 1,575 MHz with communication overlapped, DeepGEMM #120); no clock log "
+        "of a training step was found, so none is applied (`clock_hz` takes one). "
+        f"The fused attention is {attn:.0%} of Llama 3 8B's step (FlashAttention-2 there). "
         "The row closest to its published time is "
         f"{least['run'].label} on {least['run'].gpus} GPUs "
         f"({least['hpnsim'] / least['published'] - 1:+.1%}, kernels "
@@ -305,8 +314,8 @@ def _attribution(results: list[dict]) -> list[str]:
         f"{implied_compute_error(a100):+.0%} if the rest were exact) the 2021 cuBLAS is "
         "calibrated with vidur's newer kernels, the run's pipeline schedule is not restated "
         "in the paper (1F1B assumed), and power capping and clock drift are not modelled. "
-        "The next measurement that would separate these: the SM clock (nvidia-smi or DCGM) "
-        "through a sustained FP8 training step, and TransformerEngine's FP8 GEMMs "
+        "The next measurements that would separate what is left: the SM clock (nvidia-smi "
+        "or DCGM) through a sustained FP8 training step, and TransformerEngine's FP8 GEMMs "
         "(split accumulation in the backward) at 4096-8192-token shapes and its current "
         "cast-transpose on an H100 (`tools/measure_kernels.py`, or a profiler trace of "
         "the run through `hpnsim kernels`)."]
@@ -325,9 +334,11 @@ def iteration_text(results: list[dict], rows: list[dict]) -> list[str]:
         "## Iteration prediction", "",
         "An iteration's compute comes from the per-operation model (docs/compute.md): each "
         "GEMM by its shape (tile, wave and K-block quantization, an efficiency per shape "
-        "class fitted to measured kernels), attention as the framework ran it (fused "
-        "FlashAttention, or Megatron's unfused core attention before Megatron-Core 0.7), "
-        "memory-bound kernels from their bytes at their measured effective bandwidth, the "
+        "class fitted to measured kernels), attention as the framework ran it (cuDNN's "
+        "fused kernel, FlashAttention-2 or -3, or Megatron's unfused core attention before "
+        "Megatron-Core 0.7, with dropout where the recipe trains with it), "
+        "memory-bound kernels from their bytes at their measured effective bandwidth (the "
+        "loss as its passes over the logits, context parallelism's copies and corrections), the "
         "time between kernels, the optimizer as the kernels it launches, GEMMs slowed beside "
         "overlapped communication, and the wait for the slowest GPU of a synchronous step; "
         "the network and the pipeline are simulated as before. Validations run:", "",
@@ -345,7 +356,7 @@ def iteration_text(results: list[dict], rows: list[dict]) -> list[str]:
         "(experiments/published_runs.py: every source with its file and commit, every "
         "unstated option named), computed after the model was built, nothing fitted. "
         "*Current recipes* are the H100-era frameworks (Megatron-Core with "
-        "TransformerEngine and FlashAttention, FP8 on DGX-H100: NeMo 24.07's whole "
+        "TransformerEngine's fused attention, FP8 on DGX-H100: NeMo 24.07's whole "
         "pre-training table and Megatron-Bridge's 25.11 rows; Meta's Llama 3 405B in BF16 "
         "on 8,192 and 16,384 H100s); the *A100 era* is "
         "Megatron-LM v2 of 2021. Per run:", "",
@@ -362,7 +373,7 @@ def iteration_text(results: list[dict], rows: list[dict]) -> list[str]:
         f"2-core machine shared with other jobs): {slow_text}.", "",
         *_attribution(results), "",
         "What the iteration model leaves out, each a reason a real step is slower than "
-        "predicted (or, for fusion, faster): **persistently slow GPUs** (only a measured "
+        "predicted (or, for fusion and CUDA graphs, faster): **persistently slow GPUs** (only a measured "
         "per-step variation, sigma 0.007, is counted: the expected slowest of N); **power "
         "capping and clocks** (the sustained clock defaults to the boost clock; `clock_hz` "
         "lowers it by hand); **kernel fusion beyond what is named** in docs/compute.md (no "
@@ -371,8 +382,9 @@ def iteration_text(results: list[dict], rows: list[dict]) -> list[str]:
         "kernels; the HBM share of **overlapped communication** (its SMs are counted); "
         "**MoE load imbalance**; **selective recomputation** of modules other than core "
         "attention (Megatron-Core's `recompute_modules`: norms, MLP, MoE); "
-        "**squared-ReLU** (Nemotron) runs as the GeLU kernel's bytes; the **FP8 parameter "
-        "all-gather** and **CUDA graphs** of the newer recipes.",
+        "**FP8 current "
+        "scaling**'s amax kernels; the **FP8 parameter all-gather** and **CUDA graphs** of "
+        "the newer recipes.",
         "",
         "The two Llama 3 rows rest on two unstated choices (experiments/published_runs.py "
         "names them): Meta's FLOP formula (hpnsim's count used; causal attention would be "

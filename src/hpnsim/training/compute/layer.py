@@ -294,6 +294,10 @@ def _mlp(build: _Builder, model: ModelSpec, prefix: str, tokens: int, width: int
     # a dense FC1 reads the fused norm's output; expert and shared-expert FC1s a BF16 tensor
     build.gemm(f"{prefix}fc1", tokens, (2 if gated else 1) * width, model.hidden, groups=groups,
                fp8_input_cast=bool(prefix))
+    # a non-gated MLP's activation is one elementwise kernel of GeLU's bytes: GeLU with its
+    # bias fused, or Nemotron's squared ReLU, ``torch.pow(relu(x), 2)`` under NeMo's
+    # ``jit_fuser`` (torch.compile; nemo/collections/nlp/modules/common/megatron/utils.py at
+    # r2.0.0rc1) and Megatron-Core's (``megatron/core/activations.py``)
     act = "swiglu" if gated else "gelu"
     build.memory(f"{prefix}{act}", mem.swiglu_bytes if gated else mem.gelu_bytes,
                  tokens * groups, width, act)
