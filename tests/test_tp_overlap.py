@@ -68,20 +68,29 @@ def test_overlapped_tp_collectives_hide_min_of_comm_and_gemm_per_chunk():
     qkv, proj, fc1, fc2 = gemm_shares(spec, SEQ8)
     size = SEQ8 * 4096 * 2
     def pipelined(gemm, k):
-        # k chunks of c seconds of collective and g of GEMM: (k-1) min(c, g) hidden
+        # reduce-scatter: k chunks of c seconds of collective and g of GEMM, each chunk after
+        # its slice: (k-1) min(c, g) hidden, the last chunk exposed
         c, g = _ring(size / k), gemm / k
         return k * c - (k - 1) * min(c, g)
+
+    def ring_exchange(gemm, k):
+        # all-gather: the own shard's slice first, then k-1 shifts of one shard (a send/recv
+        # to the next rank: one NVLink hop, Simple) each feeding the next slice: a shift
+        # longer than a slice exposes the difference
+        c, g = size / k / (200e9 * 20.6 / 25) + BASE + NVLINK_HOP, gemm / k
+        return (k - 1) * max(0.0, c - g)
 
     def bulk(gemm):
         return _ring(size) - min(_ring(size), gemm)
 
-    exposed = (pipelined(attn * qkv, 8) + pipelined(attn * proj, RS_SPLITS)       # forward
-               + pipelined(mlp * fc1, 8) + pipelined(mlp * fc2, RS_SPLITS)
-               + pipelined(mlp * fc2, 8) + bulk(mlp)                              # backward
-               + pipelined(attn * proj, 8) + bulk(attn))
+    exposed = (ring_exchange(attn * qkv, 8) + pipelined(attn * proj, RS_SPLITS)   # forward
+               + ring_exchange(mlp * fc1, 8) + pipelined(mlp * fc2, RS_SPLITS)
+               + ring_exchange(mlp * fc2, 8) + bulk(mlp)                          # backward
+               + ring_exchange(attn * proj, 8) + bulk(attn))
     assert r.exposed_comm["tp"] == pytest.approx(exposed, rel=1e-9)
     assert r.compute_time == pytest.approx(plain.compute_time, rel=1e-12)
     assert r.iteration_time == pytest.approx(r.compute_time + exposed, rel=1e-9)
+    # a shift moves one shard to each GPU, k-1 of them the all-gather's (k-1)/k of the buffer
     assert r.comm_bytes["tp"] == pytest.approx(plain.comm_bytes["tp"], rel=1e-12)
     assert r.exposed_comm["dp"] == 0.0
     assert r.iteration_time < plain.iteration_time

@@ -225,7 +225,7 @@ class _Compiler:
         group = groups[0]
         key = (op.op, op.group, float(op.size), self._hosted(op.group, s)[1])
         if key not in self.timed:
-            options = self.options[op.group]
+            options = self._options(op)
             self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size, options)
             self.it.timed.append((op.op, group, op.size, options))
         self.replayed.add((op.op, op.group))
@@ -235,10 +235,16 @@ class _Compiler:
         self.it.comm_bytes[_CATEGORY[op.group]] += sent * len(groups)
         return seconds
 
+    def _options(self, op: Collective) -> CollectiveOptions:
+        """The group's options; a point-to-point shift keeps its own algorithm whatever
+        algorithm the group's collectives are forced to (``tp_algo``, ``dp_algo``)."""
+        options = self.options[op.group]
+        return replace(options, algo=AUTO) if op.op == "sendrecv" else options
+
     def collective(self, op: Collective, groups: np.ndarray, deps, name: str):
         """Compile ``op`` on all ``groups`` after ``deps``: ``(done, first tasks)``."""
         start = len(self.graph)
-        options = self.options[op.group]
+        options = self._options(op)
         done, first, sent = compile_groups(self.graph, self.fabric, op.op, groups, op.size,
                                            options, deps=deps, name=name, cache=self.cache)
         self.it.comm_bytes[_CATEGORY[op.group]] += sent

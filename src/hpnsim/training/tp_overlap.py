@@ -7,9 +7,13 @@ GEMM (projection, FC2). Megatron-Core 0.20's ``tp_comm_overlap`` (default off; i
 ``sequence_parallel``) hands these to TransformerEngine 2.x userbuffers, whose defaults
 (``transformer_engine/pytorch/module/base.py``, ``initialize_ub``) are modelled as:
 
-- forward all-gather + QKV/FC1 GEMM (``ring_exchange``, ``num_splits = tp``): the gather in
-  ``tp`` chunks, chunk ``i``'s GEMM slice starting when chunk ``i`` has arrived while chunk
-  ``i + 1`` moves (:class:`Pipelined`, communication first);
+- forward all-gather + QKV/FC1 GEMM (``ring_exchange``, ``num_splits = tp``): the GEMM in
+  ``tp`` slices, one per shard. Slice 0 is the GPU's own shard and starts at once, while its
+  shard goes to the next rank and the previous rank's arrives; each later slice starts when
+  its shard has arrived, while the next one moves: ``tp - 1`` ring shifts of one shard
+  (``CommOverlapP2PBase::split_overlap_ag``, ``common/comm_gemm_overlap``: step ``i`` computes
+  chunk ``(tp_id - i) mod tp`` and sends and receives the next; :class:`Pipelined`,
+  communication first);
 - forward projection/FC2 GEMM + reduce-scatter (``pipeline``, ``num_splits = 4``): the GEMM in
   4 slices, each slice's reduce-scatter leaving when the slice is done (:class:`Pipelined`,
   GEMM first);
@@ -19,18 +23,19 @@ GEMM (projection, FC2). Megatron-Core 0.20's ``tp_comm_overlap`` (default off; i
   ``tp_comm_bulk_dgrad``): the whole reduce-scatter runs beside the block's weight-gradient
   GEMM (:class:`Bulk`).
 
-With ``k`` chunks of ``c`` seconds of communication and ``g`` of GEMM, a pipelined pair takes
-``c + (k - 1) max(c, g) + g`` instead of ``k (c + g)``: it hides ``min(c, g)`` per chunk but
-one. A bulk pair hides ``min(comm, gemm)``.
+With ``k`` chunks of ``g`` seconds of GEMM, a ring-exchange pair with ``c`` seconds per shift
+takes ``g + (k - 1) max(c, g)``, exposing ``(k - 1) max(0, c - g)`` of its ``(k - 1) c`` of
+communication; a pipelined reduce-scatter with ``c`` per chunk takes ``g + (k - 1) max(c, g)
++ c``, hiding ``min(c, g)`` per chunk but the last. A bulk pair hides ``min(comm, gemm)``.
 
 The pipeline and bulk methods run their GEMMs on the SMs their communication kernels leave
 (``num_sm = 16``, ``set_sm_margin``): those GEMMs are slower by the factor
 :mod:`hpnsim.training.compute.contention` derives (``slowdown``); ``ring_exchange`` copies with
 the copy engines and leaves the all-gather's GEMM every SM.
 
-What is simplified: a ``ring_exchange`` step is a point-to-point send of one shard; here each
-chunk is an all-gather of ``1/k`` of the buffer (the same bytes, a collective launch per
-chunk). The all-gather of the saved input for the weight gradients (``tp_comm_bulk_wgrad``)
+What is simplified: each ring shift is timed as a ``sendrecv`` of one shard over the TP group
+(rank ``i`` to ``i + 1``), as NCCL would run it, where userbuffers copy with the copy engines
+(no SMs, no NCCL launch). The all-gather of the saved input for the weight gradients (``tp_comm_bulk_wgrad``)
 is not modelled, as SP's backward re-gather is not. The GEMMs' share of a block's compute is
 their share of its FLOPs. MoE layers keep their MLP's TP collectives blocking (the expert
 dispatch sits between the expert GEMMs and the reduce-scatter), and a zero-bubble schedule
@@ -106,18 +111,18 @@ def expand(builder, item, after: tuple[int, ...]) -> None:
         return
     k = item.splits
     previous = -1
-    for i in range(k):
-        if item.comm_first:
-            waits = entry if i == 0 else (previous,)
-            previous = builder.add(Collective(item.op, "tp", item.size / k, blocking=False,
+    if item.comm_first:   # ring exchange: the own shard first, then k - 1 shifts of one shard
+        builder.add(Compute(item.seconds / k, item.label, after=after))
+        for i in range(1, k):
+            waits = entry if i == 1 else (previous,)
+            previous = builder.add(Collective("sendrecv", "tp", item.size / k, blocking=False,
                                               after=waits))
             builder.add(Compute(item.seconds / k, item.label, after=(previous,)))
-        else:
-            gemm = builder.add(Compute(item.seconds / k, item.label,
-                                       after=after if i == 0 else (),
-                                       contention=item.seconds / k * (item.slowdown - 1.0)))
-            waits = (gemm,) if previous < 0 else (gemm, previous)
-            previous = builder.add(Collective(item.op, "tp", item.size / k, blocking=False,
-                                              after=waits))
-    if not item.comm_first:   # what follows needs the whole reduced output
-        builder.add(Compute(0.0, "tp wait", after=(previous,)))
+        return
+    for i in range(k):        # pipelined reduce-scatter: each GEMM slice's chunk after it
+        gemm = builder.add(Compute(item.seconds / k, item.label, after=after if i == 0 else (),
+                                   contention=item.seconds / k * (item.slowdown - 1.0)))
+        waits = (gemm,) if previous < 0 else (gemm, previous)
+        previous = builder.add(Collective(item.op, "tp", item.size / k, blocking=False,
+                                          after=waits))
+    builder.add(Compute(0.0, "tp wait", after=(previous,)))   # what follows needs it all
