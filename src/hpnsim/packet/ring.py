@@ -15,7 +15,9 @@ first chunk is ready before the link frees, so the link never idles: ``T = S w/C
 Windowed: the steps of a ring repeat, so :func:`simulate_ring` simulates steps only until
 each ring's per-step time is steady (:func:`steady_rate`: the last three per-step times agree
 within ``tol``, or the mean over the window's second half agrees with its second quarter's,
-for step times that repeat with a period) and is not shorter than the busiest link of that
+for step times that repeat with a period; or, for step times DCQCN's cuts keep noisy, the
+rings' mean step time is known within ``tol`` by batch means and shows no trend:
+:func:`~hpnsim.packet.settle.batch_span`) and is not shorter than the busiest link of that
 ring needs for one step's bytes (:func:`ring_floors`: a faster step means buffers are still
 absorbing the excess, as behind an ECMP collision); ring g then ends at
 ``t_g + (S - k_g) dt_g`` and ``extrapolated`` says what share of the rings' steps was not
@@ -34,6 +36,7 @@ from hpnsim.errors import InputError
 from hpnsim.packet.api import Csr, PacketSim
 from hpnsim.packet.params import PacketParams
 from hpnsim.packet.result import PacketResult
+from hpnsim.packet.settle import batch_span
 
 __all__ = ["RingFlows", "RingRun", "link_step_times", "ring_floors", "ring_flow_arrays",
            "ring_flows", "shared_link_ends", "simulate_ring", "steady_rate", "steady_span",
@@ -418,13 +421,16 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
     then (:class:`~hpnsim.packet.api.PacketSim`), so what it has simulated is exactly the
     start of the full run. Each ring is judged on its own steps: when it has completed
     ``first_window``, then twice as many, ... steps, :func:`steady_rate` tests them against
-    ``tol`` and the ring's floor (:func:`ring_floors`). Rings of one floor are judged
+    ``tol`` and the ring's floor (:func:`ring_floors`), and, where that fails, the batch
+    means of their mean step end (:func:`~hpnsim.packet.settle.batch_span`: no trend, the
+    pace known within ``tol`` at 95%; from 32 steps). Rings of one floor are judged
     together, on the latest of their step ends (a pace class); rings of different floors
     apart, because they need not run at one pace: behind an ECMP collision a ring runs at
     its collided link's share, a ring beside it at line rate, and the latest step end of
     both is under the collided ring's floor and never settles. Once every class has settled
     the run stops. The class's per-step time dt is the advance of its rings' mean step end
-    over the steps it settled on (:func:`steady_span`), and no less than each ring's busiest
+    over the steps it settled on (:func:`steady_span` or the batches' span), and no less
+    than each ring's busiest
     link's time per step with framing (:func:`link_step_times`); each connection of ring g
     ends at ``t + (S - k) * dt`` (its end of the k steps its class completed, the steps left),
     no later than the mean of the connections on a saturated link it shares
@@ -480,11 +486,14 @@ def simulate_ring(capacity, delay, rings: list[list], size: float, *, chunk_byte
         k_cls = np.array([done[cls == c].min() for c in range(n_cls)])
         for c in np.flatnonzero((k_cls >= check) & np.isnan(rate) & (k_cls < steps)):
             own = ends[cls == c, :k_cls[c]]
-            span = steady_span(own.max(axis=0), float(floors[cls == c][0]), tol)
+            floor = float(floors[cls == c][0])
+            centre = own.mean(axis=0)
+            # settled on the latest end, or, where DCQCN's cuts keep it from agreeing with
+            # itself, the rings' mean end is known within tol (batch means); either way the
+            # pace is the mean end's advance over those steps (the latest is another ring
+            # from step to step)
+            span = steady_span(own.max(axis=0), floor, tol) or batch_span(centre, floor, tol)
             if span is not None:
-                # settled on the latest end; its pace is the rings' mean end's advance over
-                # the same steps (the latest is another ring from step to step)
-                centre = own.mean(axis=0)
                 rate[c] = (centre[-1] - centre[-1 - span]) / span
             check[c] = 2 * check[c]
         if over or done.min() == k_max or not np.isnan(rate).any():
