@@ -139,6 +139,11 @@ def register(app: typer.Typer) -> None:
             None, "--fp8-gemm", help="FP8 GEMM library whose measured kernels time --dtype "
                                      "fp8: cublas (TransformerEngine's cuBLASLt, default) "
                                      "or deepgemm."),
+        fp8_recipe: str = typer.Option(
+            None, "--fp8-recipe", help="How --dtype fp8 scales its casts: delayed "
+                                       "(TransformerEngine's delayed scaling, default) or "
+                                       "current (Float8CurrentScaling, Megatron-Core's "
+                                       "--fp8-recipe tensorwise, from 0.12)."),
         gpu_variation: float = typer.Option(
             None, "--gpu-variation", help="Coefficient of variation of a GPU's compute time "
                                           "per step, for the slowest-GPU term (0: off; "
@@ -240,7 +245,8 @@ def register(app: typer.Typer) -> None:
                    "overlap_param_gather": overlap_param_gather or None,
                    "megatron_core": megatron_core, "attention": attention,
                    "cross_entropy": cross_entropy, "dropout": dropout or None,
-                   "fp8_gemm": fp8_gemm, "gpu_variation": gpu_variation}
+                   "fp8_gemm": fp8_gemm, "fp8_recipe": fp8_recipe,
+                   "gpu_variation": gpu_variation}
             if mfu is not None:
                 if compute_efficiency is not None:
                     raise InputError("--mfu", "give --compute-efficiency only (--mfu is its "

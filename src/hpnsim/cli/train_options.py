@@ -92,7 +92,8 @@ JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--cp
               "overlap_param_gather": "--overlap-param-gather",
               "megatron_core": "--megatron-core", "attention": "--attention",
               "cross_entropy": "--cross-entropy", "dropout": "--dropout",
-              "fp8_gemm": "--fp8-gemm", "gpu_variation": "--gpu-variation"}
+              "fp8_gemm": "--fp8-gemm", "fp8_recipe": "--fp8-recipe",
+              "gpu_variation": "--gpu-variation"}
 PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",
                 "first_stage_layers", "last_stage_layers", "account_for_embedding",

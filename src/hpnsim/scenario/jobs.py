@@ -146,6 +146,11 @@ class JobSpec(BaseModel):
         None, exclude=True,   # not echoed: the job's own JSON names it when not cublas
         description="FP8 GEMM library whose measured kernels time a dtype: fp8 job: cublas "
                     "(TransformerEngine's cuBLASLt, the default) or deepgemm")
+    fp8_recipe: Literal["delayed", "current"] | None = Field(
+        None, exclude=True,   # not echoed: the job's own JSON names it when not delayed
+        description="how a dtype: fp8 job scales its casts: delayed (TransformerEngine's "
+                    "delayed scaling, the default) or current (Float8CurrentScaling, "
+                    "Megatron-Core's --fp8-recipe tensorwise, from 0.12)")
     gpu_variation: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
         None, exclude=True,
         description="coefficient of variation of one GPU's compute time per step (the "

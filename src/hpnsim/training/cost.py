@@ -42,6 +42,7 @@ from hpnsim.training.compute import embedding_ops as _embedding_ops
 from hpnsim.training.compute.amax_reduction import amax_group, amax_reduction_ops
 from hpnsim.training.compute.contention import slowdown
 from hpnsim.training.compute.gemm_library import GemmLibrary, gemm_library
+from hpnsim.training.compute.layer import fp8_recipe_for
 from hpnsim.training.compute.overhead import pass_gaps
 from hpnsim.training.straggler import GPU_VARIATION
 
@@ -207,8 +208,9 @@ class OperationModel:
     gpu_variation = GPU_VARIATION
 
     def __init__(self, dtype: str = "bf16", table: KernelTable | None = None,
-                 fp8_gemm: GemmLibrary | None = None):
+                 fp8_gemm: GemmLibrary | None = None, fp8_recipe: str | None = None):
         self.dtype, self.table, self.fp8_gemm = dtype, table, gemm_library(fp8_gemm)
+        self.fp8_recipe = fp8_recipe_for(dtype, fp8_recipe)
 
     def _sharding(self, job) -> dict:
         return dict(micro_batch=job.micro_batch, seq_len=job.seq_len, tp=job.tp, cp=job.cp,
@@ -256,7 +258,7 @@ class OperationModel:
             return head_ops(spec, job.gpu, cross_entropy=job.cross_entropy, **shard)
         return layer_ops(spec, job.gpu, layer=int(name.removeprefix("layer")), ep=job.ep,
                          dtype=self.dtype, attention=job.attention, fp8_gemm=self.fp8_gemm,
-                         dropout=job.dropout, **shard)
+                         dropout=job.dropout, fp8_recipe=self.fp8_recipe, **shard)
 
     def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
                  names: tuple[str, ...] = (), part: str = "") -> float:
@@ -284,7 +286,7 @@ class OperationModel:
             if moe not in cached:
                 cached[moe] = layer_ops(spec, job.gpu, layer=layer, ep=job.ep,
                                         dtype=self.dtype, attention=job.attention,
-                                        fp8_gemm=self.fp8_gemm,
+                                        fp8_gemm=self.fp8_gemm, fp8_recipe=self.fp8_recipe,
                                         dropout=job.dropout, **shard)
         amax = self._amax_reductions(job, layers, cached)
         for layer in layers:
@@ -300,8 +302,9 @@ class OperationModel:
     def _amax_reductions(self, job, layers, cached) -> dict[int, OpList]:
         """FP8 delayed scaling's amax reductions of the chunk's ``fp8_autocast`` region
         (:mod:`~hpnsim.training.compute.amax_reduction`): the forward's after the last layer,
-        the backward's at the end of the first layer's backward; none without FP8 layers."""
-        if self.dtype != "fp8" or not layers:
+        the backward's at the end of the first layer's backward; none without FP8 layers, and
+        none under current scaling (its amaxes are the layers' own kernels)."""
+        if self.dtype != "fp8" or self.fp8_recipe != "delayed" or not layers:
             return {}
         gemms = sum(op.shape[3] if len(op.shape) == 4 else 1
                     for layer in layers
@@ -331,7 +334,7 @@ class OperationModel:
         local = int(max(local_params or params, params))
         return step_ops(job.gpu, parameters=int(params), micro_batches=job.micro_batches,
                         fp8_parameters=fp8, local_parameters=local,
-                        table=self.table).seconds()
+                        table=self.table, fp8_recipe=self.fp8_recipe).seconds()
 
 
 class ConstantEfficiency:

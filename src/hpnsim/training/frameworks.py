@@ -109,4 +109,8 @@ MEGATRON_CORE_SINCE: dict[str, Since] = {
     "stage_layers": Since((0, 13), "--pipeline-model-parallel-layout",
                           "77732c3628 (2025-06-13, Flexible Asymmetric Virtual Pipeline "
                           "Parallelism with Custom Pipeline Layout); first in core_v0.13.0"),
+    "fp8_recipe": Since((0, 12), "--fp8-recipe tensorwise",
+                        "3db741160b (2025-03-22, Add FP8 recipe selection to arguments; "
+                        "fp8_recipe='current', TransformerEngine's Float8CurrentScaling); "
+                        "first in core_v0.12.0"),
 }

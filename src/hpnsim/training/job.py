@@ -32,6 +32,7 @@ from hpnsim.training.job_options import (
     check_combinations,
     check_cross_entropy,
     check_fits,
+    check_fp8_recipe,
     check_framework,
     check_sizes,
     compute_model,
@@ -183,6 +184,11 @@ class TrainJob(StageCosts):
         The library whose measured FP8 GEMMs time a ``dtype="fp8"`` job's linear layers
         (:mod:`hpnsim.training.compute.gemm_library`). Default ``"cublas"``: every framework
         hpnsim models (Megatron-LM, NeMo) runs TransformerEngine's cuBLASLt GEMMs.
+    fp8_recipe : {"delayed", "current"}, optional
+        How a ``dtype="fp8"`` job scales its casts: ``"delayed"`` (TransformerEngine's delayed
+        scaling, the default) or ``"current"`` (``Float8CurrentScaling``, Megatron-Core's
+        ``--fp8-recipe tensorwise`` from 0.12: each cast's own amax pass, and under sequence
+        parallelism an amax all-reduce over TP; :mod:`hpnsim.training.compute.current_scaling`).
     layout : Layout, optional
         The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
         defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
@@ -225,6 +231,7 @@ class TrainJob(StageCosts):
     cross_entropy: str
     dropout: bool
     fp8_gemm: GemmLibrary
+    fp8_recipe: str
     gpu_variation: float
     optimizer_bytes_per_param: float | None
     stage_layers: tuple[int, ...]
@@ -248,7 +255,8 @@ class TrainJob(StageCosts):
                  kernel_table: KernelTable | str | Path | None = None,
                  megatron_core: str = DEFAULT_VERSION_TEXT, attention: str | None = None,
                  gpu_variation: float | None = None, fp8_gemm: str | None = None,
-                 cross_entropy: str | None = None, dropout: bool = False):
+                 cross_entropy: str | None = None, dropout: bool = False,
+                 fp8_recipe: str | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -277,6 +285,7 @@ class TrainJob(StageCosts):
                                compute_settings(get_gpu(gpu), dtype, compute_efficiency,
                                                 kernel_table), strict=True):
             set_(self, name, value)
+        set_(self, "fp8_recipe", check_fp8_recipe(version, self.dtype, fp8_recipe))
         set_(self, "gpu_variation", self.compute_model.gpu_variation if gpu_variation is None
              else straggler_variation(gpu_variation))
         set_(self, "seq_len", spec.seq_len if seq_len is None else seq_len)
@@ -332,7 +341,7 @@ class TrainJob(StageCosts):
         """The strategy timing this job's kernels: the per-operation model, or the constant
         efficiency (given, or the GPU's ``mfu`` for a spec without the compute fields)."""
         return compute_model(self.gpu, self.dtype, self.compute_efficiency, self.kernel_table,
-                             self.fp8_gemm)
+                             self.fp8_gemm, self.fp8_recipe)
 
     # ----- the layout's sizes, read-only -------------------------------------------------
     tp = property(lambda self: self.layout.tp, doc="Tensor-parallel size.")
@@ -440,6 +449,7 @@ class TrainJob(StageCosts):
             **({"dropout": True} if self.dropout else {}),
             **({"fp8_gemm": self.fp8_gemm.value}
                if self.fp8_gemm is not DEFAULT_LIBRARY else {}),
+            **({"fp8_recipe": self.fp8_recipe} if self.fp8_recipe != "delayed" else {}),
             **({"gpu_variation": self.gpu_variation}
                if self.gpu_variation != self.compute_model.gpu_variation else {}),
             **({"stage_layers": list(self.stage_layers)}

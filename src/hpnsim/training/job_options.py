@@ -14,6 +14,7 @@ from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable
 from hpnsim.training.compute.core_attention import attention_kernel
 from hpnsim.training.compute.cross_entropy import cross_entropy_kernel
+from hpnsim.training.compute.layer import fp8_recipe_for
 from hpnsim.training.cost import DTYPES, ConstantEfficiency, OperationModel
 from hpnsim.training.frameworks import (
     FUSED_ATTENTION_DEFAULT,
@@ -89,7 +90,7 @@ def compute_settings(gpu: GPUSpec, dtype, efficiency, table
 
 
 def compute_model(gpu: GPUSpec, dtype: str, efficiency: float | None,
-                  table: KernelTable | None, fp8_gemm=None
+                  table: KernelTable | None, fp8_gemm=None, fp8_recipe: str = "delayed"
                   ) -> OperationModel | ConstantEfficiency:
     """The strategy timing a job's kernels: the per-operation model, or the constant
     efficiency (given, or the GPU's ``mfu`` for a spec without the compute fields).
@@ -102,7 +103,25 @@ def compute_model(gpu: GPUSpec, dtype: str, efficiency: float | None,
         return ConstantEfficiency(efficiency, dtype)
     if not (gpu.tensor_peaks and gpu.sm_count and gpu.architecture):
         return ConstantEfficiency(gpu.mfu, dtype)
-    return OperationModel(dtype, table, fp8_gemm)
+    return OperationModel(dtype, table, fp8_gemm, fp8_recipe)
+
+
+def check_fp8_recipe(version: tuple[int, int], dtype: str, recipe) -> str:
+    """The checked FP8 recipe of a job (:mod:`~hpnsim.training.compute.current_scaling`):
+    ``"delayed"`` unless given; ``"current"`` needs FP8 GEMMs and a Megatron-Core with
+    ``--fp8-recipe tensorwise``.
+
+    >>> check_fp8_recipe((0, 15), "fp8", "current"), check_fp8_recipe((0, 8), "bf16", None)
+    ('current', 'delayed')
+    >>> check_fp8_recipe((0, 11), "fp8", "current")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: fp8_recipe: Megatron-Core 0.11 lacks it (--fp8-recipe tensorwise arrived in 0.12); give megatron_core 0.12 or later, or leave it off
+    """
+    checked = fp8_recipe_for(dtype, recipe)
+    if checked == "current":
+        check_framework(version, ["fp8_recipe"])
+    return checked
 
 
 def job_layout(spec: models.ModelSpec, layout: Layout | None, parallel: dict, *, zero: int,

@@ -30,7 +30,10 @@ micro-batch and a sharding, what a Megatron-LM / Transformer Engine layer runs o
   weight gradient (``fp8_transpose``); the O and FC2 inputs (Linear), the inputs of MoE expert
   and shared-expert FC1s (no fused norm) and every output gradient get a cast-transpose;
   attention and the output head stay BF16; weight casts happen once per iteration
-  (``is_first_microbatch``: :func:`~hpnsim.training.compute.stage.step_ops`).
+  (``is_first_microbatch``: :func:`~hpnsim.training.compute.stage.step_ops`). With
+  ``fp8_recipe="current"``, TransformerEngine 2.x's current scaling instead: each cast's
+  amax pass, scale kernel and, under sequence parallelism, the amax all-reduce over TP
+  (:mod:`~hpnsim.training.compute.current_scaling`).
 
 The embedding, the output head, the optimizer step and whole pipeline stages are in
 :mod:`~hpnsim.training.compute.stage`.
@@ -50,10 +53,12 @@ import math
 
 from hpnsim.errors import InputError
 from hpnsim.training.compute import memory_ops as mem
+from hpnsim.training.compute.amax_reduction import reduction_latency
 from hpnsim.training.compute.attention import attention_time
 from hpnsim.training.compute.attention_dropout import fused_dropout_factor
 from hpnsim.training.compute.core_attention import attention_kernel, unfused_attention_ops
 from hpnsim.training.compute.cp_attention_kernels import cp_attention_passes
+from hpnsim.training.compute.current_scaling import NORM_AMAX_FUSED, fp8_recipe, quantize_kernels
 from hpnsim.training.compute.gemm import gemm_time
 from hpnsim.training.compute.gemm_library import gemm_library
 from hpnsim.training.compute.ops import Op, OpList
@@ -68,14 +73,22 @@ _DTYPES = ("bf16", "fp16", "fp8")
 class _Builder:
     """Accumulates forward and backward ops (backward in reverse order of the forward)."""
 
-    def __init__(self, gpu: GPUSpec, dtype: str, table, clock_hz=None, library=None):
+    def __init__(self, gpu: GPUSpec, dtype: str, table, clock_hz=None, library=None,
+                 recipe: str = "delayed", sp_tp: int = 1):
         self.gpu, self.dtype, self.table, self.clock_hz = gpu, dtype, table, clock_hz
         self.library = gemm_library(library)
+        # the FP8 recipe, and the TP size when sequence parallelism splits the tokens (else 1)
+        self.recipe, self.sp_tp = recipe, sp_tp
         self.forward: list[Op] = []
         self.backward: list[list[Op]] = []   # per forward op, prepended at the end
 
-    def gemm(self, name, m, n, k, *, groups=1, dtype=None, fp8_input_cast=False):
+    def gemm(self, name, m, n, k, *, groups=1, dtype=None, fp8_input_cast=False,
+             parallel=None):
+        # ``parallel``: "column" or "row" (Megatron's TP linear layers), None (grouped experts)
         dtype = dtype or self.dtype
+        if dtype == "fp8" and self.recipe == "current":
+            self._current_gemm(name, m, n, k, groups, parallel, norm_input=not fp8_input_cast)
+            return
         back: list[Op] = []
         wgrad_prep = []
         if dtype == "fp8":
@@ -95,6 +108,44 @@ class _Builder:
         back += wgrad_prep
         back.append(self._gemm_op(name, "weight_grad", n, k, m, groups, dtype))
         self.backward.append(back)
+
+    def _current_gemm(self, name, m, n, k, groups, parallel, norm_input):
+        # TE v2.9 under SP: a column-parallel input and a row-parallel output gradient are
+        # quantized row-wise on the local tokens, amax all-reduced over TP, gathered in FP8 and
+        # transposed; everything else is one cast-transpose (current_scaling's docstring)
+        sp = self.sp_tp > 1
+        gather_input, gather_grad = sp and parallel == "column", sp and parallel == "row"
+        rows = m // self.sp_tp if gather_input else m
+        self.forward += self._quantize(f"{name}_input", groups * rows * k, "forward",
+                                       gathered=gather_input,
+                                       amax_pass=not (norm_input and NORM_AMAX_FUSED))
+        self.forward.append(self._gemm_op(name, "forward", m, n, k, groups, "fp8"))
+        rows = m // self.sp_tp if gather_grad else m
+        back = self._quantize(f"{name}_grad", groups * rows * n, "input_grad",
+                              gathered=gather_grad, amax_pass=True)
+        if gather_grad:
+            back.append(self._memory_op(f"{name}_grad_transpose",
+                                        mem.fp8_transpose_bytes(groups * m * n), "input_grad",
+                                        "transpose_bwd"))
+        back.append(self._gemm_op(name, "input_grad", m, k, n, groups, "fp8"))
+        if gather_input:
+            back.append(self._memory_op(f"{name}_input_transpose",
+                                        mem.fp8_transpose_bytes(groups * m * k), "weight_grad",
+                                        "transpose_bwd"))
+        back.append(self._gemm_op(name, "weight_grad", n, k, m, groups, "fp8"))
+        self.backward.append(back)
+
+    def _quantize(self, name, elements, phase, *, gathered, amax_pass):
+        suffix = "" if phase == "forward" else "_bwd"
+        ops = []
+        for kernel in quantize_kernels(elements, both_layouts=not gathered,
+                                       amax_pass=amax_pass):
+            if kernel.name == "scale" and gathered:   # the all-reduce sits before the scale
+                ops.append(Op(f"{name}_amax_allreduce", "gaps", phase, (1,), "fp32", 0.0,
+                              4.0, reduction_latency(self.sp_tp)))
+            ops.append(self._memory_op(f"{name}_{kernel.name}", kernel.bytes, phase,
+                                       kernel.name + suffix))
+        return ops
 
     def memory(self, name, fn, tokens, width, kernel):
         self.raw_memory(name, fn(tokens, width, _ACT_BYTES, "forward"),
@@ -171,7 +222,7 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
               seq_len: int | None = None, tp: int = 1, sequence_parallel: bool | None = None,
               cp: int = 1, ep: int = 1, dtype: str = "bf16", dropout: bool = False,
               clock_hz: float | None = None, table=None, attention: str = "flash",
-              fp8_gemm=None) -> OpList:
+              fp8_gemm=None, fp8_recipe: str | None = None) -> OpList:
     """The timed operations of transformer layer ``layer`` for one micro-batch on one GPU.
 
     Parameters
@@ -210,6 +261,10 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     fp8_gemm : GemmLibrary or str, optional
         The FP8 GEMM library (:mod:`~hpnsim.training.compute.gemm_library`): ``"cublas"``
         (TransformerEngine's cuBLASLt GEMMs, the default) or ``"deepgemm"``.
+    fp8_recipe : str, optional
+        How the FP8 casts scale: ``"delayed"`` (TransformerEngine 1.x's delayed scaling, the
+        default) or ``"current"`` (TransformerEngine 2.x's ``Float8CurrentScaling``,
+        :mod:`~hpnsim.training.compute.current_scaling`); ``"current"`` needs ``dtype="fp8"``.
 
     Examples
     --------
@@ -233,6 +288,7 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     if dtype not in _DTYPES:
         raise InputError("dtype", f"one of {', '.join(_DTYPES)}, got {dtype!r}")
     gpu.tensor_peak(dtype)
+    recipe = fp8_recipe_for(dtype, fp8_recipe)
     if not 0 <= layer < model.layers:
         raise InputError("layer", f"must be in 0..{model.layers - 1}, got {layer!r}")
     tp = positive_int("tp", tp)
@@ -241,17 +297,17 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
     b, seq, tokens, local = _tokens(model, micro_batch, seq_len, tp, sequence_parallel, cp)
     ep = positive_int("ep", ep)
     h, d = model.hidden, model.head_dim
-    build = _Builder(gpu, dtype, table, clock_hz, fp8_gemm)
+    build = _Builder(gpu, dtype, table, clock_hz, fp8_gemm, recipe, tokens // local)
     norm = mem.norm_bytes  # RMSNorm and LayerNorm move the same bytes
 
     build.memory("input_norm", norm, local, h, model.norm)
-    build.gemm("qkv", tokens, (heads + 2 * kv) * d, h)
+    build.gemm("qkv", tokens, (heads + 2 * kv) * d, h, parallel="column")
     if not model.learned_positions:
         build.memory("rotary", mem.rotary_bytes, tokens, (heads + kv) * d, "rotary")
     build.attention(b, heads, kv, seq, d, cp, kernel, dropout)
     if cp > 1:
         build.memory_passes(*cp_attention_passes(b, seq, heads, kv, d, cp))
-    build.gemm("o_proj", tokens, h, heads * d, fp8_input_cast=True)
+    build.gemm("o_proj", tokens, h, heads * d, fp8_input_cast=True, parallel="row")
     _residual(build, "attention", local, h, dropout)
     build.memory("mlp_norm", norm, local, h, model.norm)
     if model.is_moe_layer(layer):
@@ -260,6 +316,24 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
         _mlp(build, model, "", tokens, _shard("ffn", model.ffn, tp))
     _residual(build, "mlp", local, h, dropout)
     return build.result()
+
+
+def fp8_recipe_for(dtype: str, recipe) -> str:
+    """The checked FP8 recipe of a compute in ``dtype``: ``"delayed"`` unless given, and
+    ``"current"`` only with FP8 GEMMs.
+
+    >>> fp8_recipe_for("fp8", "current"), fp8_recipe_for("bf16", None)
+    ('current', 'delayed')
+    >>> fp8_recipe_for("bf16", "current")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: fp8_recipe: current scaling scales FP8 casts; needs dtype fp8, got bf16
+    """
+    checked = fp8_recipe(recipe)
+    if checked == "current" and dtype != "fp8":
+        raise InputError("fp8_recipe", f"current scaling scales FP8 casts; needs dtype fp8, "
+                                       f"got {dtype}")
+    return checked
 
 
 def _residual(build: _Builder, part: str, local: int, hidden: int, dropout: bool) -> None:
@@ -292,8 +366,9 @@ def _mlp(build: _Builder, model: ModelSpec, prefix: str, tokens: int, width: int
          groups: int = 1) -> None:
     gated = model.gated_mlp
     # a dense FC1 reads the fused norm's output; expert and shared-expert FC1s a BF16 tensor
+    parallel = (None, None) if prefix == "expert_" else ("column", "row")
     build.gemm(f"{prefix}fc1", tokens, (2 if gated else 1) * width, model.hidden, groups=groups,
-               fp8_input_cast=bool(prefix))
+               fp8_input_cast=bool(prefix), parallel=parallel[0])
     # a non-gated MLP's activation is one elementwise kernel of GeLU's bytes: GeLU with its
     # bias fused, or Nemotron's squared ReLU, ``torch.pow(relu(x), 2)`` under NeMo's
     # ``jit_fuser`` (torch.compile; nemo/collections/nlp/modules/common/megatron/utils.py at
@@ -301,7 +376,8 @@ def _mlp(build: _Builder, model: ModelSpec, prefix: str, tokens: int, width: int
     act = "swiglu" if gated else "gelu"
     build.memory(f"{prefix}{act}", mem.swiglu_bytes if gated else mem.gelu_bytes,
                  tokens * groups, width, act)
-    build.gemm(f"{prefix}fc2", tokens, model.hidden, width, groups=groups, fp8_input_cast=True)
+    build.gemm(f"{prefix}fc2", tokens, model.hidden, width, groups=groups, fp8_input_cast=True,
+               parallel=parallel[1])
 
 
 def _moe(build: _Builder, model: ModelSpec, tokens: int, local: int, tp: int, ep: int) -> None:

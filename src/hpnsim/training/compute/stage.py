@@ -24,6 +24,8 @@ from dataclasses import replace
 from hpnsim.errors import InputError
 from hpnsim.training.compute import memory_ops as mem
 from hpnsim.training.compute.cross_entropy import cross_entropy_passes
+from hpnsim.training.compute.current_scaling import fp8_recipe as check_recipe
+from hpnsim.training.compute.current_scaling import quantize_kernels
 from hpnsim.training.compute.layer import _ACT_BYTES, _Builder, _tokens, layer_ops
 from hpnsim.training.compute.ops import Op, OpList
 from hpnsim.training.compute.optimizer_step import (
@@ -42,7 +44,7 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
               cp: int = 1, ep: int = 1, dtype: str = "bf16", first: bool = False,
               last: bool = False, clock_hz: float | None = None, table=None,
               attention: str = "flash", fp8_gemm=None, dropout: bool = False,
-              cross_entropy: str = "unfused") -> OpList:
+              cross_entropy: str = "unfused", fp8_recipe: str | None = None) -> OpList:
     """The timed operations of one micro-batch through a pipeline stage on one GPU.
 
     Parameters
@@ -54,7 +56,7 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
         stage's layers).
     first, last : bool
         The stage holds the embedding (first) or the final norm, output head and loss (last).
-    micro_batch, seq_len, tp, sequence_parallel, cp, ep, dtype, clock_hz, table, attention, fp8_gemm, dropout :
+    micro_batch, seq_len, tp, sequence_parallel, cp, ep, dtype, clock_hz, table, attention, fp8_gemm, dropout, fp8_recipe :
         As for :func:`~hpnsim.training.compute.layer.layer_ops`; the output head runs in BF16.
     cross_entropy : str
         The loss's implementation, as for :func:`head_ops`.
@@ -87,7 +89,7 @@ def stage_ops(model: ModelSpec, gpu: GPUSpec, *, layers, micro_batch: int = 1,
         if moe not in cached:
             cached[moe] = layer_ops(model, gpu, layer=int(layer), ep=ep, dtype=dtype,
                                     attention=attention, fp8_gemm=fp8_gemm,
-                                    dropout=dropout, **kwargs)
+                                    dropout=dropout, fp8_recipe=fp8_recipe, **kwargs)
         parts.append((f"layer{layer}.", cached[moe]))
     if last:
         parts.append(("", head_ops(model, gpu, cross_entropy=cross_entropy, **kwargs)))
@@ -152,14 +154,17 @@ def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
 
 def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
              fused_grad_accumulation: bool = True, fp8_parameters: int = 0,
-             local_parameters: int | None = None, table=None) -> OpList:
+             local_parameters: int | None = None, table=None,
+             fp8_recipe: str | None = None) -> OpList:
     """Per-iteration work of one GPU after the backward: the optimizer step's kernels over
     ``parameters`` (the GPU's optimizer shard; ``local_parameters``, default the shard, is
     what its gradient buffer holds) as :mod:`~hpnsim.training.compute.optimizer_step` lists
     them (gradient norm, Adam, master-to-model copy, zeroing the gradient buffer), the FP32
     gradient accumulation when not fused into the weight-gradient GEMMs (Megatron's
     ``gradient_accumulation_fusion``, on by default), the FP8 weight casts (once per
-    iteration: Transformer Engine caches them across micro-batches), and the time between
+    iteration: Transformer Engine caches them across micro-batches; under
+    ``fp8_recipe="current"`` each weight's amax pass first, 2 bytes a parameter:
+    :mod:`~hpnsim.training.compute.current_scaling`), and the time between
     these kernels (a ``gaps`` op: after the gradient norm's host synchronization).
 
     >>> from hpnsim.workloads.gpus import get_gpu
@@ -182,6 +187,11 @@ def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
                         "grad_accumulation"))
         launches += 1
     if fp8_parameters:
+        if check_recipe(fp8_recipe) == "current":
+            amax = next(k for k in quantize_kernels(fp8_parameters, both_layouts=True)
+                        if k.name == "amax")
+            kernels.append(("fp8_weight_amax", amax.bytes, "amax"))
+            launches += 1
         kernels.append(("fp8_weight_cast", mem.cast_transpose_bytes(fp8_parameters),
                         "cast_transpose"))
         launches += 1
