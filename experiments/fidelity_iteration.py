@@ -32,7 +32,6 @@ import statistics
 import time
 from pathlib import Path
 
-from amax_reduction_share import share as amax_share
 from published_runs import (
     A100_ERA,
     BRIDGE_2511,
@@ -239,8 +238,6 @@ def _attribution(results: list[dict]) -> list[str]:
     a100 = next(r for r in results if r["run"].era == A100_ERA)
     l8 = next(r for r in cur if r["run"].label == "Llama 3 8B")
     attn = l8["breakdown"]["attention"] / l8["hpnsim"]
-    fp8_amax = {(r["run"].label, r["run"].gpus): amax_share(r["run"]) for r in fp8}
-    bridge_fp8 = [r["run"] for r in fp8 if r["run"].source == BRIDGE_2511]
     by_source = {}
     for r in cur:
         by_source.setdefault(r["run"].source.split(" (")[0].split(",")[0], []).append(
@@ -293,12 +290,10 @@ def _attribution(results: list[dict]) -> list[str]:
         "corrections under context parallelism. "
         f"Of the rest: too slow, {_signed(cur, 1)}; too fast, {_signed(cur, -1)}. "
         "The terms a recipe runs and hpnsim leaves out go both ways: the 2025 recipes' "
-        "FP8 parameter all-gather and CUDA graphs (Megatron-Bridge) shorten the step, "
-        "FP8 current scaling's amax kernel before each cast (Megatron-Bridge's FP8-CS; "
-        "hpnsim charges delayed scaling's per-micro-batch reduction instead, at most "
-        f"{max(fp8_amax.values()):.2%} of a step: "
-        + ", ".join(f"{r.label} {fp8_amax[r.label, r.gpus]:.2%}" for r in bridge_fp8)
-        + ") lengthens it. The kernels themselves: the FP8 GEMMs are cuBLASLt's measured "
+        "FP8 parameter all-gather and CUDA graphs (Megatron-Bridge) shorten the step "
+        "(FP8 current scaling, Megatron-Bridge's FP8-CS, is modelled: TransformerEngine "
+        "2.9's amax pass and scale kernel before each cast and, under sequence "
+        "parallelism, its amax all-reduce over TP, docs/compute.md). The kernels themselves: the FP8 GEMMs are cuBLASLt's measured "
         "through torch._scaled_mm (split accumulation or unstated, docs/compute.md), with "
         "no measured shape below 8192 tokens, and every fitted kernel was timed in a short "
         "burst at whatever clock it held, where sustained FP8 GEMMs at 700 W run below "
@@ -382,8 +377,7 @@ def iteration_text(results: list[dict], rows: list[dict]) -> list[str]:
         "kernels; the HBM share of **overlapped communication** (its SMs are counted); "
         "**MoE load imbalance**; **selective recomputation** of modules other than core "
         "attention (Megatron-Core's `recompute_modules`: norms, MLP, MoE); "
-        "**FP8 current "
-        "scaling**'s amax kernels; the **FP8 parameter all-gather** and **CUDA graphs** of "
+        "the **FP8 parameter all-gather** and **CUDA graphs** of "
         "the newer recipes.",
         "",
         "The two Llama 3 rows rest on two unstated choices (experiments/published_runs.py "

@@ -232,13 +232,21 @@ BRIDGE_ASSUMED = ("Megatron-Core 0.15 (NeMo 25.11); Megatron-Bridge's H100 perf 
                   "overlap_grad_reduce and overlap_param_gather, sequence parallelism and TP "
                   "communication overlap when TP > 1; 405B: embedding and loss counted in the "
                   "pipeline split; gradients reduced in BF16; TransformerEngine's cross-entropy "
-                  "kernels (perf_recipes/_common.py: cross_entropy_fusion_impl 'te')")
+                  "kernels (perf_recipes/_common.py: cross_entropy_fusion_impl 'te'); FP8 "
+                  "current scaling as TransformerEngine 2.9 runs it (fp8_recipe 'current': "
+                  "Bridge v0.2.0 pins TE release_v2.9, its fp8_cs precision sets fp8_recipe "
+                  "'tensorwise'), TE's norm giving the amax (the 8B run's cuDNN norm, "
+                  "NVTE_NORM_FWD_USE_CUDNN, and fp8_param_gather are not modelled)")
 
 
 def _bridge(label, model, gpus, gbs, seq, tp, pp, cp, vp, tokens, zero=1, **extra):
     dp = gpus // (tp * pp * cp)
+    # fp8_recipe: Megatron-Bridge v0.2.0 (the 25.11 release), scripts/performance/utils/
+    # helpers.py get_precision_config("fp8_cs") -> bf16_with_fp8_current_scaling_mixed()
+    # (src/megatron/bridge/training/mixed_precision.py: fp8_recipe = "tensorwise", Megatron-
+    # Core's TransformerEngine Float8CurrentScaling), first_last_layers_bf16 off
     options = {"zero": zero, "sequence_parallel": tp > 1, "tp_comm_overlap": tp > 1,
-               "cross_entropy": "te",
+               "cross_entropy": "te", "fp8_recipe": "current",
                **({"overlap_param_gather": True} if zero in (1, 2) else {}),
                **extra.pop("options", {})}
     return PublishedRun(label, BRIDGE_2511, CURRENT, model, "h100", tp, pp, dp, 1, gbs, seq,
