@@ -144,6 +144,11 @@ def register(app: typer.Typer) -> None:
                                        "(TransformerEngine's delayed scaling, default) or "
                                        "current (Float8CurrentScaling, Megatron-Core's "
                                        "--fp8-recipe tensorwise, from 0.12)."),
+        fp8_param_gather: bool = typer.Option(
+            False, "--fp8-param-gather", help="Megatron-Core's --fp8-param-gather (from 0.9; "
+                                              "--dtype fp8 with --zero 1-3): the layers' "
+                                              "linear weights kept in FP8, all-gathered as "
+                                              "1 byte each."),
         gpu_variation: float = typer.Option(
             None, "--gpu-variation", help="Coefficient of variation of a GPU's compute time "
                                           "per step, for the slowest-GPU term (0: off; "
@@ -246,6 +251,7 @@ def register(app: typer.Typer) -> None:
                    "megatron_core": megatron_core, "attention": attention,
                    "cross_entropy": cross_entropy, "dropout": dropout or None,
                    "fp8_gemm": fp8_gemm, "fp8_recipe": fp8_recipe,
+                   "fp8_param_gather": fp8_param_gather or None,
                    "gpu_variation": gpu_variation}
             if mfu is not None:
                 if compute_efficiency is not None:

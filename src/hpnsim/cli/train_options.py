@@ -93,6 +93,7 @@ JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--cp
               "megatron_core": "--megatron-core", "attention": "--attention",
               "cross_entropy": "--cross-entropy", "dropout": "--dropout",
               "fp8_gemm": "--fp8-gemm", "fp8_recipe": "--fp8-recipe",
+              "fp8_param_gather": "--fp8-param-gather",
               "gpu_variation": "--gpu-variation"}
 PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",

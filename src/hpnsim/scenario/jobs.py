@@ -151,6 +151,10 @@ class JobSpec(BaseModel):
         description="how a dtype: fp8 job scales its casts: delayed (TransformerEngine's "
                     "delayed scaling, the default) or current (Float8CurrentScaling, "
                     "Megatron-Core's --fp8-recipe tensorwise, from 0.12)")
+    fp8_param_gather: bool = Field(
+        False, exclude=True,   # not echoed: the job's own JSON names it when on
+        description="Megatron-Core's --fp8-param-gather (from 0.9; dtype: fp8 with zero 1-3): "
+                    "the layers' linear weights kept in FP8 and all-gathered as 1 byte each")
     gpu_variation: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
         None, exclude=True,
         description="coefficient of variation of one GPU's compute time per step (the "

@@ -28,6 +28,7 @@ from hpnsim.training.block_ops import block_ops
 from hpnsim.training.compute.contention import NCCL_RING_SMS
 from hpnsim.training.context import Ring, expand_ring
 from hpnsim.training.cost import Block
+from hpnsim.training.fp8_params import bucket_gather_bytes, unit_gather_bytes
 from hpnsim.training.job import TrainJob
 from hpnsim.training.param_gather import forward_buckets
 from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Send
@@ -229,28 +230,31 @@ class _StageBuilder:
             prev = -1
             for k in reversed(range(job.virtual_stages)):  # chunks finish last-first
                 u = k * p + self.s
+                gathered = bucket_gather_bytes(job, u, expert) if job.zero else []
                 buckets = [(params, (self.anchors[u][block],))
                            for params, block in job.buckets(u, expert=expert)]
                 if not job.overlap_grad_reduce and buckets:
                     # Megatron without overlap_grad_reduce: one bucket per chunk's buffer,
                     # reduced once the whole schedule is done (finalize_model_grads)
                     buckets = [(sum(params for params, _ in buckets), (self.last,))]
-                for params, after in buckets:
+                    gathered = [sum(gathered)]
+                for b, (params, after) in enumerate(buckets):
                     prev = self.add(Collective(reduce_op, kind, params * job.grad_bytes,
                                                blocking=False, after=after,
                                                follows=prev, row="dp"))
-                    done.append((params, kind))
+                    done.append((gathered[b] if gathered else 0.0, kind))
             if prev >= 0:
                 tails.append(prev)
         self.add(Pass("optimizer"))
         optimizer = self.add(Compute(job.optimizer_time(self.s), "optimizer",
                                      after=tuple(tails)))
         if job.zero and not job.overlap_param_gather:
-            # distributed optimizer: gather the updated 16-bit weights
+            # distributed optimizer: gather the updated weights (16-bit, or FP8 with
+            # fp8_param_gather: hpnsim.training.fp8_params)
             chains: dict[str, int] = {}
-            for params, kind in done:
+            for nbytes, kind in done:
                 chains[kind] = self.add(Collective(
-                    "allgather", kind, params * job.model.dtype_bytes, blocking=False,
+                    "allgather", kind, nbytes, blocking=False,
                     after=(optimizer,), follows=chains.get(kind, -1), row="allgather"))
 
     def early_gathers(self, u: int, after: tuple[int, ...]) -> None:
@@ -263,9 +267,9 @@ class _StageBuilder:
         job = self.job
         for kind, expert in self.shards():
             ids = []
-            for size, _ in job.buckets(u, expert=expert)[::-1]:     # forward order
+            for nbytes in bucket_gather_bytes(job, u, expert)[::-1]:     # forward order
                 self.gather_chain[kind] = self.add(Collective(
-                    "allgather", kind, size * job.model.dtype_bytes, blocking=False,
+                    "allgather", kind, nbytes, blocking=False,
                     after=after, follows=self.gather_chain.get(kind, -1), row="allgather"))
                 ids.append(self.gather_chain[kind])
             self.early[(u, kind)] = tuple(ids)
@@ -280,7 +284,7 @@ class _StageBuilder:
         for kind, expert in self.shards():
             buckets = job.buckets(u, expert=expert)
             params = [b.expert_params if expert else b.dense_params for b in blocks]
-            sizes = [size for size, _ in buckets][::-1]            # forward order
+            sizes = bucket_gather_bytes(job, u, expert)[::-1]      # bytes, forward order
             issued = dict(enumerate(self.early.get((u, kind), ())))
             plans.append((kind, sizes, forward_buckets(params, buckets), issued))
         waiting: tuple[int, ...] = ()
@@ -293,7 +297,7 @@ class _StageBuilder:
                     for want in (b, b + 1):           # the bucket and the next, prefetched
                         if want < len(sizes) and want not in issued:
                             issued[want] = self.add(Collective(
-                                "allgather", kind, sizes[want] * job.model.dtype_bytes,
+                                "allgather", kind, sizes[want],
                                 blocking=False, after=entry, follows=issued.get(want - 1, -1),
                                 row="allgather"))
                     waiting += (issued[b],)
@@ -323,14 +327,15 @@ class _StageBuilder:
         """One gather or reduce-scatter of ``unit`` on every shard group, after ``after``
         and the previous step; returns its ops (empty when it moves nothing)."""
         job = self.job
-        element = job.model.dtype_bytes if op == "allgather" else job.grad_bytes
         row = "fsdp-ag" if op == "allgather" else "fsdp-rs"
         waits = tuple(dict.fromkeys(t for t in (*after, *self.fsdp_tail) if t >= 0))
         made = []
         for kind, expert in self.shards():
             params = unit.expert_params if expert else unit.dense_params
+            nbytes = (unit_gather_bytes(job, unit, expert) if op == "allgather"
+                      else params * job.grad_bytes)
             if params > 0:
-                made.append(self.add(Collective(op, kind, params * element, blocking=False,
+                made.append(self.add(Collective(op, kind, nbytes, blocking=False,
                                                 after=waits, row=row, step=self.fsdp_steps)))
         if made:
             self.fsdp_tail = tuple(made)

@@ -32,6 +32,7 @@ from hpnsim.training.job_options import (
     check_combinations,
     check_cross_entropy,
     check_fits,
+    check_fp8_param_gather,
     check_fp8_recipe,
     check_framework,
     check_sizes,
@@ -189,6 +190,11 @@ class TrainJob(StageCosts):
         scaling, the default) or ``"current"`` (``Float8CurrentScaling``, Megatron-Core's
         ``--fp8-recipe tensorwise`` from 0.12: each cast's own amax pass, and under sequence
         parallelism an amax all-reduce over TP; :mod:`hpnsim.training.compute.current_scaling`).
+    fp8_param_gather : bool
+        Megatron-Core's ``--fp8-param-gather`` (from 0.9; needs ``dtype="fp8"`` and ``zero``
+        1, 2 or 3): the transformer layers' linear weights are kept in FP8, so the
+        distributed optimizer's and FSDP's parameter all-gathers move 1 byte per such
+        weight instead of 2 (:mod:`hpnsim.training.fp8_params`); default False.
     layout : Layout, optional
         The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
         defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
@@ -232,6 +238,7 @@ class TrainJob(StageCosts):
     dropout: bool
     fp8_gemm: GemmLibrary
     fp8_recipe: str
+    fp8_param_gather: bool
     gpu_variation: float
     optimizer_bytes_per_param: float | None
     stage_layers: tuple[int, ...]
@@ -256,7 +263,7 @@ class TrainJob(StageCosts):
                  megatron_core: str = DEFAULT_VERSION_TEXT, attention: str | None = None,
                  gpu_variation: float | None = None, fp8_gemm: str | None = None,
                  cross_entropy: str | None = None, dropout: bool = False,
-                 fp8_recipe: str | None = None):
+                 fp8_recipe: str | None = None, fp8_param_gather: bool = False):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -306,6 +313,8 @@ class TrainJob(StageCosts):
             overlap_param_gather=overlap_param_gather, first_stage_layers=first_stage_layers,
             last_stage_layers=last_stage_layers, account_for_embedding=account_for_embedding,
             account_for_loss=account_for_loss, stage_layers=stage_layers))
+        set_(self, "fp8_param_gather", check_fp8_param_gather(version, self.dtype, layout.zero,
+                                                              fp8_param_gather))
         set_(self, "megatron_core", version)
         set_(self, "tp_comm_overlap", bool(tp_comm_overlap))
         set_(self, "overlap_grad_reduce", bool(overlap_grad_reduce))
@@ -450,6 +459,7 @@ class TrainJob(StageCosts):
             **({"fp8_gemm": self.fp8_gemm.value}
                if self.fp8_gemm is not DEFAULT_LIBRARY else {}),
             **({"fp8_recipe": self.fp8_recipe} if self.fp8_recipe != "delayed" else {}),
+            **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
             **({"gpu_variation": self.gpu_variation}
                if self.gpu_variation != self.compute_model.gpu_variation else {}),
             **({"stage_layers": list(self.stage_layers)}

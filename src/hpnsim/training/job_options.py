@@ -124,6 +124,34 @@ def check_fp8_recipe(version: tuple[int, int], dtype: str, recipe) -> str:
     return checked
 
 
+def check_fp8_param_gather(version: tuple[int, int], dtype: str, zero: int, value) -> bool:
+    """The checked ``fp8_param_gather`` of a job (:mod:`~hpnsim.training.fp8_params`): FP8
+    weights need FP8 GEMMs (``fp8_param must be used together with fp8 mode``,
+    megatron/core/transformer/transformer_config.py) and a sharded optimizer or FSDP
+    (``--fp8-param-gather only supported with distributed optimizer``,
+    megatron/training/arguments.py, both at ``d98e8a64dd``), from Megatron-Core 0.9.
+
+    >>> check_fp8_param_gather((0, 20), "fp8", 1, True)
+    True
+    >>> check_fp8_param_gather((0, 20), "bf16", 1, True)
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: fp8_param_gather: keeps the linear weights in FP8: needs dtype fp8, got bf16
+    """
+    if not isinstance(value, bool):
+        raise InputError("fp8_param_gather", f"true or false, got {value!r}")
+    if not value:
+        return False
+    if dtype != "fp8":
+        raise InputError("fp8_param_gather", "keeps the linear weights in FP8: needs dtype "
+                                             f"fp8, got {dtype}")
+    if zero == 0:
+        raise InputError("fp8_param_gather", "gathers the sharded weights: needs the "
+                                             "distributed optimizer or FSDP (zero 1, 2 or 3)")
+    check_framework(version, ["fp8_param_gather"])
+    return True
+
+
 def job_layout(spec: models.ModelSpec, layout: Layout | None, parallel: dict, *, zero: int,
                global_batch: int | None, schedule: str, sequence_parallel: bool,
                uneven: bool) -> Layout:
