@@ -78,3 +78,32 @@ def test_the_yaml_field_reaches_the_job_and_its_json():
     assert job.fp8_param_gather and job.to_dict()["fp8_param_gather"] is True
     assert "fp8_param_gather" not in spec.model_dump()
     assert "fp8_param_gather" not in TrainJob("llama3-8b").to_dict()
+
+
+def test_the_step_quantizes_the_shard_and_transposes_instead_of_casting():
+    from hpnsim.training.compute.stage import step_ops
+    from hpnsim.workloads.gpus import get_gpu
+
+    params, fp8, shard = 10**9, 6 * 10**8, 5 * 10**8
+    ops = {op.name: op.bytes for op in step_ops(
+        get_gpu("h100"), parameters=params, fp8_parameters=fp8, fp8_shard=shard,
+        fp8_recipe="current").ops if op.kind != "gaps"}
+    assert ops == {"grad_norm": 4 * params, "adam": 28 * params,
+                   "param_copy": 6 * params - shard,         # FP32 read 4, FP8 written 1
+                   "zero_grad": 4 * params, "fp8_master_amax": 4 * shard,
+                   "fp8_weight_transpose": 2 * fp8}
+    plain = [op.name for op in step_ops(get_gpu("h100"), parameters=params,
+                                        fp8_parameters=fp8).ops]
+    assert "fp8_weight_cast" in plain and "fp8_weight_transpose" not in plain
+
+
+def test_the_job_step_counts_the_layers_fp8_weights_and_their_shard():
+    from hpnsim.training.compute.stage import step_ops
+
+    job = TrainJob("llama3-8b", dtype="fp8", dp=8, zero=3, global_batch=8,
+                   fp8_param_gather=True)
+    total = 2 * TABLE + 4096 + 32 * (WEIGHTS + NORMS)
+    expected = step_ops(job.gpu, parameters=int(total / 8), micro_batches=job.micro_batches,
+                        fp8_parameters=32 * WEIGHTS, local_parameters=int(total / 8),
+                        fp8_shard=32 * WEIGHTS // 8).seconds()
+    assert job.optimizer_time(0) == pytest.approx(expected, rel=1e-12)

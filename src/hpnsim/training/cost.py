@@ -324,17 +324,20 @@ class OperationModel:
         return {last: fwd, first: bwd}
 
     def optimizer_seconds(self, job, params: float, layer_params: float,
-                          local_params: float | None = None) -> float:
+                          local_params: float | None = None, fp8_shard: float = 0.0) -> float:
         """The optimizer step's kernels over the GPU's optimizer shard ``params`` (its
         gradient buffer: ``local_params``), plus FP8 weight casts of the stage's layers when
-        the linear layers run in FP8, and the time between them."""
+        the linear layers run in FP8 (with ``fp8_param_gather``: ``layer_params`` are the FP8
+        weights, ``fp8_shard`` those of the shard; :func:`~hpnsim.training.compute.stage.
+        step_ops`), and the time between them."""
         if params < 1:
             return 0.0
         fp8 = int(layer_params) if self.dtype == "fp8" else 0
         local = int(max(local_params or params, params))
         return step_ops(job.gpu, parameters=int(params), micro_batches=job.micro_batches,
                         fp8_parameters=fp8, local_parameters=local,
-                        table=self.table, fp8_recipe=self.fp8_recipe).seconds()
+                        table=self.table, fp8_recipe=self.fp8_recipe,
+                        fp8_shard=int(fp8_shard) if fp8 else 0).seconds()
 
 
 class ConstantEfficiency:
@@ -379,7 +382,7 @@ class ConstantEfficiency:
         return out
 
     def optimizer_seconds(self, job, params: float, layer_params: float,
-                          local_params: float | None = None) -> float:
+                          local_params: float | None = None, fp8_shard: float = 0.0) -> float:
         return params * CONSTANT_OPTIMIZER_BYTES / job.gpu.memory_bandwidth
 
     def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],

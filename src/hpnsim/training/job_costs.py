@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from hpnsim.errors import InputError
 from hpnsim.training.cost import BLOCK_SUMS, OP_CLASSES, Block, StageCost
+from hpnsim.training.fp8_params import block_fp8
 
 __all__ = ["StageCosts"]
 
@@ -124,14 +125,20 @@ class StageCosts:
         params = dense / (self.dp * self.cp) + expert / self.edp if self.zero else dense + expert
         if self.optimizer_bytes_per_param is not None:
             return params * self.optimizer_bytes_per_param / self.gpu.memory_bandwidth
-        layer_params = sum(b.dense_params + b.expert_params
-                           for k in range(self.virtual_stages)
-                           for b in self.stage_cost(k * self.pp + stage).blocks
-                           if b.name.startswith("layer"))
+        layers = [b for k in range(self.virtual_stages)
+                  for b in self.stage_cost(k * self.pp + stage).blocks
+                  if b.name.startswith("layer")]
+        layer_params = sum(b.dense_params + b.expert_params for b in layers)
         # the gradient buffer zeroed each step: whole with ZeRO 0-2 (Megatron reduce-scatters
         # in place), the shard with ZeRO-3
         local = params if self.zero == 3 else dense + expert
-        return self.compute_model.optimizer_seconds(self, params, layer_params, local)
+        if not self.fp8_param_gather:
+            return self.compute_model.optimizer_seconds(self, params, layer_params, local)
+        fp8_dense = sum(block_fp8(self, b.name) for b in layers)
+        fp8_expert = sum(block_fp8(self, b.name, expert=True) for b in layers)
+        shard = fp8_dense / (self.dp * self.cp) + fp8_expert / self.edp
+        return self.compute_model.optimizer_seconds(self, params, fp8_dense + fp8_expert,
+                                                    local, fp8_shard=shard)
 
     def compute_by_class(self, stage: int) -> dict[str, float]:
         """Compute seconds per operation class (``gemm``, ``attention``, ``memory``, ``gaps``)

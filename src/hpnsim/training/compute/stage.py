@@ -155,7 +155,7 @@ def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
 def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
              fused_grad_accumulation: bool = True, fp8_parameters: int = 0,
              local_parameters: int | None = None, table=None,
-             fp8_recipe: str | None = None) -> OpList:
+             fp8_recipe: str | None = None, fp8_shard: int = 0) -> OpList:
     """Per-iteration work of one GPU after the backward: the optimizer step's kernels over
     ``parameters`` (the GPU's optimizer shard; ``local_parameters``, default the shard, is
     what its gradient buffer holds) as :mod:`~hpnsim.training.compute.optimizer_step` lists
@@ -167,6 +167,15 @@ def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
     :mod:`~hpnsim.training.compute.current_scaling`), and the time between
     these kernels (a ``gaps`` op: after the gradient norm's host synchronization).
 
+    ``fp8_shard`` > 0 (``fp8_param_gather``: the weights are FP8 already, ``fp8_shard`` of
+    them in the optimizer shard): the master-to-model copy quantizes the shard straight to
+    FP8 (Megatron-Core's ``quantize_param_shard`` -> TransformerEngine's
+    ``cast_master_weights_to_fp8``, megatron/core/fp8_utils.py at ``d98e8a64dd``), writing 1
+    byte instead of 2, after an amax pass over the FP32 master shard under current scaling;
+    TransformerEngine does not cast the weights again, and the column-wise copy the backward
+    GEMMs need is one FP8 transpose of the gathered weights (``post_all_gather_processing``,
+    read 1, write 1 byte) in place of the cast-transpose.
+
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> ops = step_ops(get_gpu("h100"), parameters=10**9, micro_batches=4,
     ...                fused_grad_accumulation=False)
@@ -177,8 +186,9 @@ def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
     """
     parameters = positive_int("parameters", parameters)
     micro_batches = positive_int("micro_batches", micro_batches)
-    kernels = [(name, nbytes, name) for name, nbytes in
-               step_kernel_bytes(parameters, local_parameters).items()]
+    step = step_kernel_bytes(parameters, local_parameters)
+    step["param_copy"] -= 1.0 * min(fp8_shard, parameters)    # FP8 written, not BF16
+    kernels = [(name, nbytes, name) for name, nbytes in step.items()]
     launches = sum(multi_tensor_launches(parameters) if name in MULTI_TENSOR else 1
                    for name, _, _ in kernels)
     if not fused_grad_accumulation:
@@ -186,7 +196,14 @@ def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
                         micro_batches * mem.grad_accumulation_bytes(parameters),
                         "grad_accumulation"))
         launches += 1
-    if fp8_parameters:
+    if fp8_parameters and fp8_shard:
+        if check_recipe(fp8_recipe) == "current":
+            kernels.append(("fp8_master_amax", 4.0 * fp8_shard, "amax"))
+            launches += 1
+        kernels.append(("fp8_weight_transpose", mem.fp8_transpose_bytes(fp8_parameters),
+                        "transpose"))
+        launches += 1
+    elif fp8_parameters:
         if check_recipe(fp8_recipe) == "current":
             amax = next(k for k in quantize_kernels(fp8_parameters, both_layouts=True)
                         if k.name == "amax")
