@@ -244,9 +244,10 @@ def _bridge(label, model, gpus, gbs, seq, tp, pp, cp, vp, tokens, zero=1, **extr
     # fp8_recipe: Megatron-Bridge v0.2.0 (the 25.11 release), scripts/performance/utils/
     # helpers.py get_precision_config("fp8_cs") -> bf16_with_fp8_current_scaling_mixed()
     # (src/megatron/bridge/training/mixed_precision.py: fp8_recipe = "tensorwise", Megatron-
-    # Core's TransformerEngine Float8CurrentScaling), first_last_layers_bf16 off
+    # Core's TransformerEngine Float8CurrentScaling), first_last_layers_bf16 off; the same
+    # config sets fp8_param_gather = True (mixed_precision.py:289 at v0.2.0, 717c62de40)
     options = {"zero": zero, "sequence_parallel": tp > 1, "tp_comm_overlap": tp > 1,
-               "cross_entropy": "te", "fp8_recipe": "current",
+               "cross_entropy": "te", "fp8_recipe": "current", "fp8_param_gather": True,
                **({"overlap_param_gather": True} if zero in (1, 2) else {}),
                **extra.pop("options", {})}
     return PublishedRun(label, BRIDGE_2511, CURRENT, model, "h100", tp, pp, dp, 1, gbs, seq,
