@@ -17,8 +17,13 @@ def test_sequence_parallel_issues_reduce_scatter_and_all_gather_pairs():
     sp = program_from_job(TrainJob("llama3-8b", tp=8, global_batch=2, sequence_parallel=True))
     ops = lambda p: [op.op for op in p.ops(Collective) if op.group == "tp"]  # noqa: E731
     assert set(ops(plain)) == {"allreduce"}
-    # every all-reduce of the buffer becomes one reduce-scatter and one all-gather of it
-    assert ops(sp).count("reducescatter") == ops(sp).count("allgather") == len(ops(plain))
+    # every all-reduce of the buffer becomes one reduce-scatter and one all-gather of it, and
+    # the backward gathers each part's sharded input again for its weight gradient: one more
+    # all-gather per part and backward, a quarter of the all-reduces (2 of 4 per layer are
+    # the backward's, one per part)
+    n = len(ops(plain))
+    assert ops(sp).count("reducescatter") == n
+    assert ops(sp).count("allgather") == n + n // 2
     assert {op.size for op in sp.ops(Collective)} == {op.size for op in plain.ops(Collective)}
 
 
@@ -29,8 +34,10 @@ def test_sequence_parallel_moves_the_all_reduce_ring_bytes_in_two_launches():
                                tp_algo="ring")
     sp = simulate_iteration(TrainJob("llama3-8b", tp=8, global_batch=m,
                                      sequence_parallel=True), fabric, tp_algo="ring")
-    # a ring all-reduce is a ring reduce-scatter then a ring all-gather: same bytes
-    assert sp.comm_bytes["tp"] == pytest.approx(plain.comm_bytes["tp"], rel=1e-12)
+    # a ring all-reduce is a ring reduce-scatter then a ring all-gather: same bytes; and the
+    # backward's re-gather of each part's input for its weight gradient (one all-gather, half
+    # an all-reduce's bytes, per part and backward: 2 of the 4 all-reduces' worth a layer)
+    assert sp.comm_bytes["tp"] == pytest.approx(1.25 * plain.comm_bytes["tp"], rel=1e-12)
     size = SEQ8 * 4096 * 2                      # b*s*h BF16 hidden state
     bw = 200e9 * 20.6 / 25                      # H800 NVLink payload rate per direction
     half = 7 / 8 * size / bw + BASE + 7 * NVLINK_HOP        # RS or AG: n-1 steps
@@ -83,10 +90,13 @@ def test_overlapped_tp_collectives_hide_min_of_comm_and_gemm_per_chunk():
     def bulk(gemm):
         return _ring(size) - min(_ring(size), gemm)
 
+    # backward: per part, the gradient's ring exchange, the input's re-gather beside the
+    # QKV/FC1 input-gradient GEMM, the input gradient's reduce-scatter beside the weight
+    # gradient (each input- and weight-gradient part costs its forward here)
     exposed = (ring_exchange(attn * qkv, 8) + pipelined(attn * proj, RS_SPLITS)   # forward
                + ring_exchange(mlp * fc1, 8) + pipelined(mlp * fc2, RS_SPLITS)
-               + ring_exchange(mlp * fc2, 8) + bulk(mlp)                          # backward
-               + ring_exchange(attn * proj, 8) + bulk(attn))
+               + ring_exchange(mlp * fc2, 8) + bulk(mlp * fc1) + bulk(mlp)        # backward
+               + ring_exchange(attn * proj, 8) + bulk(attn * qkv) + bulk(attn))
     assert r.exposed_comm["tp"] == pytest.approx(exposed, rel=1e-9)
     assert r.compute_time == pytest.approx(plain.compute_time, rel=1e-12)
     assert r.iteration_time == pytest.approx(r.compute_time + exposed, rel=1e-9)
@@ -98,8 +108,10 @@ def test_overlapped_tp_collectives_hide_min_of_comm_and_gemm_per_chunk():
 
 def test_userbuffer_gemms_run_on_the_sms_their_communication_leaves():
     """Per-operation model: TransformerEngine's pipelined reduce-scatters and bulk overlaps
-    launch their GEMMs on 132 - 16 SMs; the ring-exchange all-gathers copy with the copy
-    engines. Each overlapped GEMM piece is longer by its kernels' wave ratio, by hand."""
+    (the reduce-scatters beside the weight gradients, the inputs' re-gathers beside the QKV
+    and FC1 input gradients) launch their GEMMs on 132 - 16 SMs; the ring-exchange
+    all-gathers copy with the copy engines. Each overlapped GEMM piece is longer by its
+    kernels' wave ratio, by hand."""
     from hpnsim.training.compute import gemm_time
     from hpnsim.training.compute.gemm import TILES, calibration
     from hpnsim.training.tp_overlap import gemm_shares
@@ -133,17 +145,29 @@ def test_userbuffer_gemms_run_on_the_sms_their_communication_leaves():
     s_fc2 = waves(SEQ8, 4096, 14336 // 8, 116)
     layer = next(b for b in job.stage_cost(0).blocks if b.name == "layer0")
     attn, mlp = layer.forward_attention, layer.forward_compute - layer.forward_attention
-    _, proj, _, fc2 = gemm_shares(spec, SEQ8)
+    qkv, proj, fc1, fc2 = gemm_shares(spec, SEQ8)
     forward = (s_proj - 1) * attn * proj + (s_fc2 - 1) * mlp * fc2
     assert job.overlap_slowdown("layer0", 16, ("forward",), names=("o_proj",)) == (
         pytest.approx(s_proj, rel=1e-12))
     backward = ((job.overlap_slowdown("layer0", 16, ("weight_grad",), part="mlp") - 1)
                 * layer.mlp_wg
                 + (job.overlap_slowdown("layer0", 16, ("weight_grad",), part="attention") - 1)
-                * layer.attention_wg)
+                * layer.attention_wg
+                # the bulk re-gathers of the QKV and FC1 inputs beside their input gradients
+                + (job.overlap_slowdown("layer0", 16, ("input_grad",), names=("qkv",)) - 1)
+                * layer.attention_ig * qkv
+                + (job.overlap_slowdown("layer0", 16, ("input_grad",), names=("fc1",)) - 1)
+                * layer.mlp_ig * fc1)
     assert r.compute_by_class["contention"] == pytest.approx(forward + backward, rel=1e-9)
-    assert plain.compute_by_class["contention"] == 0.0
-    assert r.compute_time == pytest.approx(plain.compute_time + forward + backward, rel=1e-9)
+    # without userbuffers, NCCL's ring all-gather of each part's input (16 SMs) runs beside
+    # that part's input-gradient kernels
+    plain_job = TrainJob(spec, **kw)
+    regathers = sum((plain_job.overlap_slowdown("layer0", 16, ("input_grad",), part=part) - 1)
+                    * seconds for part, seconds in (("attention", layer.attention_ig),
+                                                    ("mlp", layer.mlp_ig)))
+    assert plain.compute_by_class["contention"] == pytest.approx(regathers, rel=1e-9)
+    assert r.compute_time - forward - backward == pytest.approx(
+        plain.compute_time - regathers, rel=1e-9)
 
 
 def test_tp_comm_overlap_needs_sequence_parallelism():

@@ -21,9 +21,10 @@ passes of a stage.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
-from hpnsim.training.compute.contention import NCCL_P2P_SMS, USERBUFFER_SMS
+from hpnsim.training.compute.contention import NCCL_P2P_SMS, NCCL_RING_SMS, USERBUFFER_SMS
 from hpnsim.training.context import Ring
 from hpnsim.training.cost import Block
 from hpnsim.training.job import TrainJob
@@ -63,7 +64,8 @@ def block_ops(job: TrainJob, block: Block, shares) -> BlockOps:
     # reduce-scattered, the same ring bytes as the all-reduce in two launches.
     enter: tuple = ()
     tp: tuple = ()
-    if job.tp > 1 and job.sequence_parallel:
+    regather = job.tp > 1 and job.sequence_parallel
+    if regather:
         enter = (Collective("allgather", "tp", job.activation_bytes),)
         tp = (Collective("reducescatter", "tp", job.activation_bytes),)
     elif job.tp > 1:
@@ -85,14 +87,15 @@ def block_ops(job: TrainJob, block: Block, shares) -> BlockOps:
         mlp = block.forward_compute - attn
         fwd = [*enter, Compute(attn, "attention"), *tp, *ep, *enter, Compute(mlp, "mlp"),
                *ep, *tp]
-        bwd = [*ep, *enter, Compute(block.mlp_ig, "mlp ig"), *ep, *tp,
-               Compute(block.mlp_wg, "mlp wg"), *enter,
-               Compute(block.attention_ig, "attention ig"), *tp,
-               Compute(block.attention_wg, "attention wg")]
+        # (an MoE MLP's experts take their tokens from the dispatch, not a gathered norm)
+        mlp_ig = _regathered(job, block, "mlp ig", block.mlp_ig, "mlp", regather and not ep)
+        attention_ig = _regathered(job, block, "attention ig", block.attention_ig,
+                                   "attention", regather)
+        bwd = [*ep, *enter, mlp_ig, *ep, *tp, Compute(block.mlp_wg, "mlp wg"), *enter,
+               attention_ig, *tp, Compute(block.attention_wg, "attention wg")]
         # zero-bubble split: B keeps what the previous stage waits for (input gradients
         # and their TP/EP collectives), W the weight-gradient GEMMs
-        ig = [*ep, *enter, Compute(block.mlp_ig, "mlp ig"), *ep, *tp, *enter,
-              Compute(block.attention_ig, "attention ig"), *tp]
+        ig = [*ep, *enter, mlp_ig, *ep, *tp, *enter, attention_ig, *tp]
         wg = [Compute(block.mlp_wg, "mlp wg"), Compute(block.attention_wg, "attention wg")]
         if job.tp_comm_overlap:
             fwd, bwd, ig = _overlapped(job, block, ep, shares)
@@ -103,6 +106,21 @@ def block_ops(job: TrainJob, block: Block, shares) -> BlockOps:
     return BlockOps(fwd, bwd, ig, wg)
 
 
+def _regathered(job: TrainJob, block: Block, label: str, seconds: float, part: str,
+                regather: bool):
+    """A part's input-gradient kernels; with sequence parallelism beside the all-gather of the
+    part's sharded input, which its weight gradient needs whole again: Megatron-Core keeps
+    the norm's output sequence-sharded for the backward and gathers it asynchronously before
+    the input-gradient GEMM (TransformerEngine's ``LayerNormLinear`` and ``LayerNormMLP``
+    backward: ``gather_along_first_dim(ln_out, tp_group, async_op=True)``, waited for before
+    the weight-gradient GEMM; Megatron's own ``LinearWithGradAccumulationAndAsyncCommunication``
+    likewise), an NCCL ring kernel of :data:`NCCL_RING_SMS` beside them."""
+    if not regather:
+        return Compute(seconds, label)
+    slowdown = job.overlap_slowdown(block.name, NCCL_RING_SMS, ("input_grad",), part=part)
+    return Bulk(job.activation_bytes, seconds, label, slowdown, op="allgather")
+
+
 def _recompute_core(ops: list, attn: float, shares) -> list:
     """``ops`` (a backward) with the core attention's forward re-run before the attention
     input gradients (Megatron's selective recomputation of ``core_attn``)."""
@@ -110,7 +128,7 @@ def _recompute_core(ops: list, attn: float, shares) -> list:
     core = attn * (1 - qkv - proj)
     out: list = []
     for op in ops:
-        if isinstance(op, Compute | Pipelined) and op.label in (
+        if isinstance(op, Compute | Pipelined | Bulk) and op.label in (
                 "attention ig", "attention proj ig"):
             out.append(Compute(core, "attention core recompute"))
         out.append(op)
@@ -140,11 +158,16 @@ def _ring(job: TrainJob, ops: list, block: Block, shares) -> list:
                                           fwd_slow)],
         "attention ig": [Compute(attn_ig * proj, "attention proj ig"), backward,
                          Compute(attn_ig * qkv, "attention qkv ig")],
-        "attention rest ig": [backward, Compute(attn_ig * qkv, "attention qkv ig")],
+        "attention core ig": [backward],
     }
     out = []
     for op in ops:
-        out += replace_by.get(op.label, [op]) if isinstance(op, Compute) else [op]
+        if isinstance(op, Bulk) and op.label == "attention ig":   # SP: the re-gather
+            # stays beside the QKV input-gradient GEMM, the part it overlaps in the code
+            qkv_ig = replace(op, seconds=attn_ig * qkv, label="attention qkv ig")
+            out += [Compute(attn_ig * proj, "attention proj ig"), backward, qkv_ig]
+        else:
+            out += replace_by.get(op.label, [op]) if isinstance(op, Compute) else [op]
     return out
 
 
@@ -168,8 +191,12 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
            Compute(core, "attention core"),
            Pipelined("reducescatter", size, attn * proj, "attention proj", RS_SPLITS, False,
                      beside(("forward",), names=("o_proj",)))]
+    # the norm's output gathered again for QKV's and FC1's weight gradients (TE's
+    # ub_bulk_dgrad), beside their input-gradient GEMMs
     ig_attn = [Pipelined("allgather", size, attn_ig * proj, "attention proj ig", k, True),
-               Compute(attn_ig * (1 - proj), "attention rest ig")]
+               Compute(attn_ig * (1 - proj - qkv), "attention core ig"),
+               Bulk(size, attn_ig * qkv, "attention qkv ig",
+                    beside(("input_grad",), names=("qkv",)), op="allgather")]
     if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
         fwd += [*ep, ag, Compute(mlp, "mlp"), *ep, rs]
         ig_mlp = [*ep, ag, Compute(mlp_ig, "mlp ig"), *ep, rs]
@@ -179,7 +206,8 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
                 Pipelined("reducescatter", size, mlp * fc2, "mlp fc2", RS_SPLITS, False,
                           beside(("forward",), names=("fc2",)))]
         ig_mlp = [Pipelined("allgather", size, mlp_ig * fc2, "mlp fc2 ig", k, True),
-                  Compute(mlp_ig * fc1, "mlp fc1 ig"), rs]
+                  Bulk(size, mlp_ig * fc1, "mlp fc1 ig", beside(("input_grad",), names=("fc1",)),
+                       op="allgather"), rs]
         bwd = [*ig_mlp[:2], Bulk(size, block.mlp_wg, "mlp wg",
                                  beside(("weight_grad",), part="mlp"))]
     bwd += [*ig_attn, Bulk(size, block.attention_wg, "attention wg",

@@ -19,9 +19,11 @@ GEMM (projection, FC2). Megatron-Core 0.20's ``tp_comm_overlap`` (default off; i
   GEMM first);
 - backward all-gather of the output gradient + projection/FC2 input-gradient GEMM
   (``ring_exchange``): as the forward gather;
-- backward reduce-scatter of the QKV/FC1 input gradient (``bulk``, Megatron's
-  ``tp_comm_bulk_dgrad``): the whole reduce-scatter runs beside the block's weight-gradient
-  GEMM (:class:`Bulk`).
+- backward all-gather of the QKV/FC1 input (``bulk``, Megatron's ``tp_comm_bulk_dgrad``):
+  sequence parallelism keeps the norm's output sharded for the weight gradient, so the
+  backward gathers it again, beside the QKV/FC1 input-gradient GEMM (:class:`Bulk`);
+- backward reduce-scatter of the QKV/FC1 input gradient (``bulk``, ``tp_comm_bulk_wgrad``):
+  the whole reduce-scatter runs beside the block's weight-gradient GEMM (:class:`Bulk`).
 
 With ``k`` chunks of ``g`` seconds of GEMM, a ring-exchange pair with ``c`` seconds per shift
 takes ``g + (k - 1) max(c, g)``, exposing ``(k - 1) max(0, c - g)`` of its ``(k - 1) c`` of
@@ -35,8 +37,7 @@ the copy engines and leaves the all-gather's GEMM every SM.
 
 What is simplified: each ring shift is timed as a ``sendrecv`` of one shard over the TP group
 (rank ``i`` to ``i + 1``), as NCCL would run it, where userbuffers copy with the copy engines
-(no SMs, no NCCL launch). The all-gather of the saved input for the weight gradients (``tp_comm_bulk_wgrad``)
-is not modelled, as SP's backward re-gather is not. The GEMMs' share of a block's compute is
+(no SMs, no NCCL launch). The GEMMs' share of a block's compute is
 their share of its FLOPs. MoE layers keep their MLP's TP collectives blocking (the expert
 dispatch sits between the expert GEMMs and the reduce-scatter), and a zero-bubble schedule
 keeps the backward reduce-scatter blocking (its bulk partner, the weight gradient, runs in the
@@ -71,13 +72,15 @@ class Pipelined:
 
 @dataclass(frozen=True)
 class Bulk:
-    """A reduce-scatter of ``size`` bytes beside an independent GEMM of ``seconds``
-    (``slowdown`` times longer beside it)."""
+    """A TP collective ``op`` (a reduce-scatter by default) of ``size`` bytes beside an
+    independent compute of ``seconds`` (``slowdown`` times longer beside it); what follows
+    waits for both."""
 
     size: float
     seconds: float
     label: str
     slowdown: float = 1.0
+    op: str = "reducescatter"
 
 
 def gemm_shares(spec, seq_len: int) -> tuple[float, float, float, float]:
@@ -103,7 +106,7 @@ def expand(builder, item, after: tuple[int, ...]) -> None:
     builder with ``add``, ``last`` and ``recv_op``), the first waiting for ``after`` too."""
     entry = tuple(t for t in (builder.last, builder.recv_op, *after) if t >= 0)
     if isinstance(item, Bulk):
-        rs = builder.add(Collective("reducescatter", "tp", item.size, blocking=False,
+        rs = builder.add(Collective(item.op, "tp", item.size, blocking=False,
                                     after=entry))
         builder.add(Compute(item.seconds, item.label, after=after,
                             contention=item.seconds * (item.slowdown - 1.0)))
