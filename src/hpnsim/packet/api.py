@@ -15,7 +15,7 @@ import numpy as np
 
 from hpnsim.errors import InputError
 from hpnsim.packet import core, heap, pool
-from hpnsim.packet.kinds import N_PRIO, Cfg, Ff, Fi, Lf, Lk, Ms, Pf, Pq, Qp, QpI
+from hpnsim.packet.kinds import N_PRIO, PQ_WIDTH, Cfg, Ff, Fi, Lf, Lk, Ms, Pf, Pq, Qp, QpI
 from hpnsim.packet.params import PacketParams, params_dict
 from hpnsim.packet.result import PacketResult
 from hpnsim.packet.stats import N_BINS, percentiles
@@ -333,14 +333,14 @@ class PacketSim:
         # int32 state in cache-line rows (pool.rows): at hundreds of GPUs the state the
         # kernel touches per event no longer fits the caches, so bytes per event are its cost
         lk = pool.rows(n_links, len(Lk), np.int32, -1)
-        lk[:, [Lk.RR_LEN, Lk.N_PAUSED, Lk.PACKETS, Lk.MARKS, Lk.DROPS, Lk.XOFF]] = 0
+        lk[:, [Lk.RR_LEN, Lk.PAUSED, Lk.PACKETS, Lk.MARKS, Lk.DROPS, Lk.XOFF, Lk.QUEUED]] = 0
         lk[:, Lk.BUF] = link_buf
         lf = pool.rows(n_links, len(Lf), np.float64)
         lf[:, Lf.CAP], lf[:, Lf.DELAY], lf[:, Lf.HEADROOM] = capacity, delay, headroom
         lf[:, Lf.FRAMING] = framing
         lf[:, [Lf.WAKE_AT, Lf.FIRST_XOFF, Lf.FIRST_PAUSED]] = np.inf
-        # a link's priorities together, from a cache line (start_next scans all of them)
-        pq = pool.rows(n_links, N_PRIO * len(Pq), np.int32).reshape(-1, len(Pq))
+        # a link's priorities together, from a cache line
+        pq = pool.rows(n_links, N_PRIO * PQ_WIDTH, np.int32).reshape(-1, PQ_WIDTH)
         pq[:, [Pq.HEAD, Pq.TAIL]] = -1
         pf = pool.rows(n_links, N_PRIO * len(Pf), np.float64).reshape(-1, len(Pf))
         fi = pool.rows(n, len(Fi), np.int32)

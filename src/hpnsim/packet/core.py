@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from hpnsim.packet import dcqcn, heap, link, pool, transport
-from hpnsim.packet.kinds import CONTROL, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Ms, Pkt, Pq, Qp
+from hpnsim.packet.kinds import CONTROL, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Ms, Pkt, Qp
 from hpnsim.packet.stats import charge
 
 FLOW, HOP, FLAGS, BASE, END = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.FLAGS), int(Pkt.BASE),
@@ -41,8 +41,7 @@ FLOW, HOP, FLAGS, BASE, END = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.FLAGS), int(
 PAUSED_TIME, FIRST_PAUSED, PAUSE_SINCE, WAKE_AT, QTOT = (
     int(Lf.PAUSED_TIME), int(Lf.FIRST_PAUSED), int(Lf.PAUSE_SINCE), int(Lf.WAKE_AT),
     int(Lf.QTOT))
-N_PAUSED = int(Lk.N_PAUSED)
-PAUSED = int(Pq.PAUSED)
+PAUSED = int(Lk.PAUSED)
 QP, PATH0, PATH1, PENDING, RELEASED, SUCC0, SUCC1, NACK_PSN = (
     int(Fi.QP), int(Fi.PATH0), int(Fi.PATH1), int(Fi.PENDING), int(Fi.RELEASED), int(Fi.SUCC0),
     int(Fi.SUCC1), int(Fi.NACK_PSN))
@@ -154,20 +153,20 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
         elif kind == Event.INC_TIMER:
             dcqcn.on_inc_timer(qf, ident, now, cfg, ht, hk, ms, qf[ident, LEFT] > 0)
             link.wake_qp(ident, now, lf, qf, qi, ht, hk, ms)
-        elif kind == Event.PAUSE_ON:
-            if pq[ident, PAUSED] == 0:
-                lk_id = ident // N_PRIO
-                pq[ident, PAUSED] = 1
-                if lk[lk_id, N_PAUSED] == 0:
+        elif kind == Event.PAUSE_ON:                 # ident: link * N_PRIO + priority
+            lk_id = ident // N_PRIO
+            bit = 1 << (ident - lk_id * N_PRIO)
+            if lk[lk_id, PAUSED] & bit == 0:
+                if lk[lk_id, PAUSED] == 0:
                     lf[lk_id, PAUSE_SINCE] = now
-                lk[lk_id, N_PAUSED] += 1
+                lk[lk_id, PAUSED] |= bit
                 lf[lk_id, FIRST_PAUSED] = min(lf[lk_id, FIRST_PAUSED], now)
         elif kind == Event.PAUSE_OFF:
-            if pq[ident, PAUSED] == 1:
-                lk_id = ident // N_PRIO
-                pq[ident, PAUSED] = 0
-                lk[lk_id, N_PAUSED] -= 1
-                if lk[lk_id, N_PAUSED] == 0:
+            lk_id = ident // N_PRIO
+            bit = 1 << (ident - lk_id * N_PRIO)
+            if lk[lk_id, PAUSED] & bit != 0:
+                lk[lk_id, PAUSED] &= ~bit
+                if lk[lk_id, PAUSED] == 0:
                     lf[lk_id, PAUSED_TIME] += now - lf[lk_id, PAUSE_SINCE]
                 kick = lk_id
         elif kind == Event.NACK_ARRIVE:
@@ -195,5 +194,5 @@ def close(lk, lf, hist, now):
     """Close the books at the end time: charge queues and pauses still open to ``now``."""
     for lk_id in range(lk.shape[0]):
         charge(lf, hist, lk_id, now)
-        if lk[lk_id, N_PAUSED] > 0:
+        if lk[lk_id, PAUSED] != 0:
             lf[lk_id, PAUSED_TIME] += now - lf[lk_id, PAUSE_SINCE]

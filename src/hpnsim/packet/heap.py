@@ -53,8 +53,19 @@ def push(ht, hk, ms, time, ident, kind):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def _before(ht, hk, a, b):
+    """Whether the event in slot ``a`` pops before the one in slot ``b``."""
+    return ht[a] < ht[b] or (ht[a] == ht[b] and hk[a, 1] < hk[b, 1])
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def pop(ht, hk, ms):
-    """Remove the earliest event: ``(time, id, kind)``."""
+    """Remove the earliest event: ``(time, id, kind)``.
+
+    The sift-down picks the earliest of a node's four children as a tournament of two
+    pairs (two independent comparisons, then one), by time with a branch-free select; the
+    insertion numbers are read only on a tie in time, which is rare.
+    """
     t, key = ht[0], hk[0, 0]
     n = ms[N] - 1
     ms[N] = n
@@ -62,17 +73,32 @@ def pop(ht, hk, ms):
     i = 0
     while True:
         child = ARITY * i + 1
-        if child >= n:
+        if child + 3 < n:                          # four children (nearly every level)
+            t0, t1, t2, t3 = ht[child], ht[child + 1], ht[child + 2], ht[child + 3]
+            x = t1 < t0
+            if t1 == t0:
+                x = hk[child + 1, 1] < hk[child, 1]
+            y = t3 < t2
+            if t3 == t2:
+                y = hk[child + 3, 1] < hk[child + 2, 1]
+            a, at = child + int(x), t1 if t1 < t0 else t0
+            b, bt = child + 2 + int(y), t3 if t3 < t2 else t2
+            z = bt < at
+            if bt == at:
+                z = hk[b, 1] < hk[a, 1]
+            best = a + int(z) * (b - a)
+            bt = ht[best]
+        elif child < n:                            # the last parent: one to three children
+            best, bt = child, ht[child]
+            for c in range(child + 1, n):
+                if _before(ht, hk, c, best):
+                    best, bt = c, ht[c]
+        else:
             break
-        best, bt, bs = child, ht[child], hk[child, 1]
-        for c in range(child + 1, min(child + ARITY, n)):
-            ct = ht[c]
-            if ct < bt or (ct == bt and hk[c, 1] < bs):
-                best, bt, bs = c, ct, hk[c, 1]
-        if not (bt < lt or (bt == lt and bs < lseq)):
+        if not (bt < lt or (bt == lt and hk[best, 1] < lseq)):
             break
         ht[i] = bt
-        hk[i, 0], hk[i, 1] = hk[best, 0], bs
+        hk[i, 0], hk[i, 1] = hk[best, 0], hk[best, 1]
         i = best
     ht[i] = lt
     hk[i, 0], hk[i, 1] = lkey, lseq

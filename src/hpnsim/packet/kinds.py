@@ -113,7 +113,10 @@ class QpI(IntEnum):
 
 
 class Lk(IntEnum):
-    """Columns of the integer link state ``lk[n_links, 12]`` (int32)."""
+    """Columns of the integer link state ``lk[n_links, 13]`` (int32). ``QUEUED`` and
+    ``PAUSED`` together say which egress queues may send (``QUEUED & ~PAUSED``) from the
+    line the link's other columns share: :func:`hpnsim.packet.link.start_next` reads no
+    per-priority row to find its next packet."""
 
     BUSY = 0        # packet being serialized, -1 if idle
     PIPE_HEAD = 1   # in-flight FIFO (head, tail)
@@ -122,11 +125,12 @@ class Lk(IntEnum):
     RR_TAIL = 4
     RR_LEN = 5
     BUF = 6         # switch whose buffer holds its egress queue, -1 for a NIC/GPU
-    N_PAUSED = 7    # priorities paused now
+    PAUSED = 7      # priorities paused now: bit p for priority p
     PACKETS = 8     # packets admitted to its egress queue at a switch
     MARKS = 9       # of them, ECN-marked
     DROPS = 10      # packets dropped at its egress (buffer full)
     XOFF = 11       # pause frames its far end sent toward its sender
+    QUEUED = 12     # priorities with packets in their egress queue: bit p for priority p
 
 
 class Lf(IntEnum):
@@ -151,13 +155,17 @@ class Lf(IntEnum):
 
 
 class Pq(IntEnum):
-    """Columns of the integer state per (link, priority) ``pq[n_links * N_PRIO, 4]``
-    (int32)."""
+    """Columns of the integer state per (link, priority) ``pq[n_links * N_PRIO, 3]``
+    (int32; whether a pause holds the priority is bit ``prio`` of ``Lk.PAUSED``)."""
 
     HEAD = 0     # egress FIFO (head, tail)
     TAIL = 1
-    PAUSED = 2   # 1 while a pause holds this priority on this link
-    XOFF = 3     # 1 while the far end has XOFF out for this ingress priority
+    XOFF = 2     # 1 while the far end has XOFF out for this ingress priority
+
+
+#: int32 per ``pq`` row: the 3 columns of :class:`Pq` in 16 bytes, so no row straddles a
+#: cache line (a link's 8 rows are two lines)
+PQ_WIDTH = 4
 
 
 class Pf(IntEnum):

@@ -7,7 +7,10 @@ for every packet, so arrivals leave that FIFO in order and the link needs one pe
 ARRIVE event, for its head. When the serializer frees, the link takes the head of its
 highest non-paused priority queue; if every queue is empty and it is a NIC port, its QPs
 take turns (round-robin over QPs with a flow to send; a QP sends its flows in order), each
-only when its DCQCN rate limiter allows.
+only when its DCQCN rate limiter allows. Which queues hold packets and which priorities are
+paused are two bit masks in the link's row (``Lk.QUEUED``, ``Lk.PAUSED``), kept where a
+queue fills or empties and where a pause starts or ends, so finding the next packet reads
+no per-priority row.
 
 State: ``lk``, ``lf`` per link, ``pq``, ``pf`` per (link, priority), ``fi``, ``ff`` per
 flow, ``qf``, ``qi`` per QP (columns in :mod:`hpnsim.packet.kinds`), ``sw`` per switch.
@@ -42,11 +45,11 @@ FLOW, HOP, SIZE, FLAGS, NEXT = (int(Pkt.FLOW), int(Pkt.HOP), int(Pkt.SIZE), int(
 PSN, PPRIO, BASE, END = int(Pkt.PSN), int(Pkt.PRIO), int(Pkt.BASE), int(Pkt.END)
 BUSY, PIPE, RR_HEAD, RR_TAIL, RR_LEN, BUF = (int(Lk.BUSY), int(Lk.PIPE_HEAD), int(Lk.RR_HEAD),
                                              int(Lk.RR_TAIL), int(Lk.RR_LEN), int(Lk.BUF))
-PACKETS, DROPS = int(Lk.PACKETS), int(Lk.DROPS)
+PACKETS, DROPS, QUEUED, PAUSED = int(Lk.PACKETS), int(Lk.DROPS), int(Lk.QUEUED), int(Lk.PAUSED)
 CAP, DELAY, HEADROOM, WAKE_AT, TX_BYTES = (int(Lf.CAP), int(Lf.DELAY), int(Lf.HEADROOM),
                                            int(Lf.WAKE_AT), int(Lf.TX_BYTES))
 FRAMING = int(Lf.FRAMING)
-QHEAD, PAUSED = int(Pq.HEAD), int(Pq.PAUSED)
+QHEAD = int(Pq.HEAD)
 QBYTES = int(Pf.BYTES)
 PRIO, QP, FNEXT, PATH0, PATH1 = (int(Fi.PRIO), int(Fi.QP), int(Fi.NEXT), int(Fi.PATH0),
                                  int(Fi.PATH1))
@@ -95,6 +98,8 @@ def _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms, h
     switch marking at dequeue, RED on the bytes it leaves behind (as ns-3's RoCE switch:
     ``SwitchNotifyDequeue`` after the egress count drops)."""
     p = pool.fifo_pop(pk, pq, k, QHEAD)
+    if pq[k, QHEAD] < 0:
+        lk[link, QUEUED] &= ~(1 << (k - link * N_PRIO))
     size = pk[p, SIZE]
     pf[k, QBYTES] -= size
     stats.change(lf, hist, link, now, -size, False)
@@ -150,19 +155,32 @@ def wake_qp(q, now, lf, qf, qi, ht, hk, ms):
 
 
 @njit(cache=True, inline="always", _nrt=False)
+def top_priority(mask):
+    """The highest priority whose bit is set in ``mask`` (> 0): the one the egress scheduler
+    serves first (strict priority, N_PRIO - 1 highest).
+
+    >>> top_priority(0b00001000), top_priority(0b10000001)
+    (3, 7)
+    """
+    pr = N_PRIO - 1
+    while (mask >> pr) & 1 == 0:
+        pr -= 1
+    return pr
+
+
+@njit(cache=True, inline="always", _nrt=False)
 def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht, hk, ms,
                hist, cfg, rng):
     """If ``link`` is idle, start its next packet: queued traffic first, then its QPs."""
     if lk[link, BUSY] >= 0:
         return
     base = link * N_PRIO
-    for pr in range(N_PRIO - 1, -1, -1):
-        k = base + pr
-        if pq[k, QHEAD] >= 0 and pq[k, PAUSED] == 0:
-            p = _dequeue(link, k, now, pk, lk, lf, pq, pf, fi, sw, path_links, ht, hk, ms,
-                         hist, cfg, rng)
-            transmit(link, p, now, pk, lk, lf, ht, hk, ms)
-            return
+    ready = lk[link, QUEUED] & ~lk[link, PAUSED]
+    if ready != 0:
+        p = _dequeue(link, base + top_priority(ready), now, pk, lk, lf, pq, pf, fi, sw,
+                     path_links, ht, hk, ms, hist, cfg, rng)
+        transmit(link, p, now, pk, lk, lf, ht, hk, ms)
+        return
     soonest = np.inf
     for _ in range(lk[link, RR_LEN]):
         q = lk[link, RR_HEAD]                      # pop the head of the round-robin list
@@ -170,7 +188,7 @@ def start_next(link, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht
         if qi[q, RR_NEXT] < 0:
             lk[link, RR_TAIL] = -1
         f = qi[q, QHEAD_F]
-        paused = pq[base + fi[f, PRIO], PAUSED] != 0
+        paused = (lk[link, PAUSED] >> fi[f, PRIO]) & 1 != 0
         if not paused and qf[q, NEXT_TX] <= now:
             payload = min(ff[f, PACKET], ff[f, FSIZE] - ff[f, SENT])
             ff[f, SENT] += payload
@@ -227,6 +245,8 @@ def enqueue(link, p, ingress, now, pk, lk, lf, pq, pf, fi, sw, ht, hk, ms, hist,
         if cfg[Cfg.ECN] > 0 and cfg[Cfg.MARK_AT] == MARK_ENQUEUE:
             switch.maybe_mark(p, link, pf[k, QBYTES], pk, lk, cfg, rng)
     pf[k, QBYTES] += size
-    stats.change(lf, hist, link, now, size, lk[link, BUSY] >= 0 or pq[k, PAUSED] != 0)
+    waits = lk[link, BUSY] >= 0 or (lk[link, PAUSED] >> pr) & 1 != 0
+    stats.change(lf, hist, link, now, size, waits)
     pool.fifo_push(pk, pq, k, QHEAD, p)
+    lk[link, QUEUED] |= 1 << pr
     return True
