@@ -236,7 +236,8 @@ BRIDGE_ASSUMED = ("Megatron-Core 0.15 (NeMo 25.11); Megatron-Bridge's H100 perf 
                   "current scaling as TransformerEngine 2.9 runs it (fp8_recipe 'current': "
                   "Bridge v0.2.0 pins TE release_v2.9, its fp8_cs precision sets fp8_recipe "
                   "'tensorwise'), TE's norm giving the amax (the 8B run's cuDNN norm, "
-                  "NVTE_NORM_FWD_USE_CUDNN, and fp8_param_gather are not modelled)")
+                  "NVTE_NORM_FWD_USE_CUDNN, is not modelled); FP8 parameter all-gathers "
+                  "(fp8_param_gather, set by the same precision config)")
 
 
 def _bridge(label, model, gpus, gbs, seq, tp, pp, cp, vp, tokens, zero=1, **extra):
