@@ -16,3 +16,20 @@ def tiny(tmp_path_factory):
     path = tmp_path_factory.mktemp("topo") / "topo.csv"
     path.write_text(TINY_TOPO)
     return from_lingjun(str(path), gpus_per_host=1, tor_uplinks=1, aggs_per_psw=1)
+
+
+@pytest.fixture
+def refused_yaml(tmp_path, capsys):
+    """``refused_yaml(text)``: run ``hpnsim run`` on a scenario YAML of ``text``, check it
+    exits with status 2 and one line on stderr, and return that line (with its newline)."""
+    from hpnsim.cli.main import run as cli
+
+    def refuse(text: str) -> str:
+        path = tmp_path / "scenario.yaml"
+        path.write_text(text)
+        with pytest.raises(SystemExit) as end:
+            cli(["run", str(path)])
+        err = capsys.readouterr().err
+        assert end.value.code == 2 and err.count("\n") == 1, err
+        return err
+    return refuse

@@ -143,14 +143,7 @@ def test_cli_refuses_current_scaling_without_fp8_in_one_line():
         "error: --fp8-recipe: current scaling scales FP8 casts; needs dtype fp8, got bf16")
 
 
-def test_yaml_refuses_by_path(tmp_path, capsys):
-    from hpnsim.cli.main import run as cli
-
-    path = tmp_path / "cs.yaml"
-    path.write_text("jobs:\n  - model: llama3-8b\n    gpu: h100\n    dtype: fp8\n"
-                    "    fp8_recipe: current\n    megatron_core: '0.11'\n")
-    with pytest.raises(SystemExit) as end:
-        cli(["run", str(path)])
-    err = capsys.readouterr().err
-    assert end.value.code == 2 and err.count("\n") == 1
+def test_yaml_refuses_by_path(refused_yaml):
+    err = refused_yaml("jobs:\n  - model: llama3-8b\n    gpu: h100\n    dtype: fp8\n"
+                       "    fp8_recipe: current\n    megatron_core: '0.11'\n")
     assert err.startswith("error: jobs[0].fp8_recipe: Megatron-Core 0.11 lacks it")

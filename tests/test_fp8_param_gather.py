@@ -109,15 +109,9 @@ def test_the_job_step_counts_the_layers_fp8_weights_and_their_shard():
     assert job.optimizer_time(0) == pytest.approx(expected, rel=1e-12)
 
 
-def test_yaml_refuses_it_without_fp8_by_path(tmp_path, capsys):
-    from hpnsim.cli.main import run as cli
-
-    path = tmp_path / "bf16.yaml"
-    path.write_text("jobs:\n  - model: llama3-8b\n    dp: 2\n    zero: 1\n"
-                    "    fp8_param_gather: true\n")
-    with pytest.raises(SystemExit) as end:
-        cli(["run", str(path)])
-    err = capsys.readouterr().err
-    assert end.value.code == 2 and err == ("error: jobs[0].fp8_param_gather: keeps the linear "
+def test_yaml_refuses_it_without_fp8_by_path(refused_yaml):
+    err = refused_yaml("jobs:\n  - model: llama3-8b\n    dp: 2\n    zero: 1\n"
+                       "    fp8_param_gather: true\n")
+    assert err == ("error: jobs[0].fp8_param_gather: keeps the linear "
                                            "weights in FP8: needs dtype fp8, got bf16 "
                                            "(line 5)\n")

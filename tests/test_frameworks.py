@@ -116,15 +116,8 @@ def test_cli_refuses_an_option_the_version_lacks_in_one_line():
         "0.4); give --megatron-core 0.4 or later, or leave it off")
 
 
-def test_yaml_refuses_by_path(tmp_path, capsys):
-    from hpnsim.cli.main import run as cli
-
-    path = tmp_path / "old.yaml"
-    path.write_text("jobs:\n  - model: llama3-8b\n    pp: 2\n    stage_layers: [15, 17]\n"
-                    "    megatron_core: '0.12'\n")
-    with pytest.raises(SystemExit) as end:
-        cli(["run", str(path)])
-    err = capsys.readouterr().err
-    assert end.value.code == 2 and err.count("\n") == 1
+def test_yaml_refuses_by_path(refused_yaml):
+    err = refused_yaml("jobs:\n  - model: llama3-8b\n    pp: 2\n    stage_layers: [15, 17]\n"
+                       "    megatron_core: '0.12'\n")
     assert err.startswith("error: jobs[0].stage_layers: Megatron-Core 0.12 lacks it "
                           "(--pipeline-model-parallel-layout arrived in 0.13)"), err

@@ -81,16 +81,9 @@ def test_cli_refuses_a_loss_the_version_lacks_in_one_line():
         "arrived in 0.8); give --megatron-core 0.8 or later, or leave it off")
 
 
-def test_yaml_refuses_a_loss_by_path(tmp_path, capsys):
-    from hpnsim.cli.main import run as cli
-
-    path = tmp_path / "old.yaml"
-    path.write_text("jobs:\n  - model: llama3-8b\n    cross_entropy: te\n"
-                    "    megatron_core: '0.12'\n")
-    with pytest.raises(SystemExit) as end:
-        cli(["run", str(path)])
-    err = capsys.readouterr().err
-    assert end.value.code == 2 and err.count("\n") == 1
+def test_yaml_refuses_a_loss_by_path(refused_yaml):
+    err = refused_yaml("jobs:\n  - model: llama3-8b\n    cross_entropy: te\n"
+                       "    megatron_core: '0.12'\n")
     assert err.startswith("error: jobs[0].cross_entropy: Megatron-Core 0.12 lacks it")
 
 

@@ -114,7 +114,8 @@ def _regathered(job: TrainJob, block: Block, label: str, seconds: float, part: s
     the input-gradient GEMM (TransformerEngine's ``LayerNormLinear`` and ``LayerNormMLP``
     backward: ``gather_along_first_dim(ln_out, tp_group, async_op=True)``, waited for before
     the weight-gradient GEMM; Megatron's own ``LinearWithGradAccumulationAndAsyncCommunication``
-    likewise), an NCCL ring kernel of :data:`NCCL_RING_SMS` beside them."""
+    likewise), an NCCL ring kernel beside them, taken at :data:`NCCL_RING_SMS` (the count of
+    NCCL's cross-host ring; its channel count inside one NVLink host is not derived here)."""
     if not regather:
         return Compute(seconds, label)
     slowdown = job.overlap_slowdown(block.name, NCCL_RING_SMS, ("input_grad",), part=part)

@@ -41,8 +41,8 @@ from hpnsim.training.compute import KernelTable, OpList, head_ops, layer_ops, st
 from hpnsim.training.compute import embedding_ops as _embedding_ops
 from hpnsim.training.compute.amax_reduction import amax_group, amax_reduction_ops
 from hpnsim.training.compute.contention import slowdown
+from hpnsim.training.compute.current_scaling import fp8_recipe_for
 from hpnsim.training.compute.gemm_library import GemmLibrary, gemm_library
-from hpnsim.training.compute.layer import fp8_recipe_for
 from hpnsim.training.compute.overhead import pass_gaps
 from hpnsim.training.straggler import GPU_VARIATION
 

@@ -39,13 +39,10 @@ def layer_fp8_weights(spec, layer: int, tp: int = 1, ep: int = 1) -> tuple[float
     >>> layer_fp8_weights(spec, 0) == (attention + 3 * 4096 * 14336, 0.0)
     True
     """
-    q = spec.heads * spec.head_dim
-    kv = spec.kv_heads * spec.head_dim
-    attention = 2 * spec.hidden * q + 2 * spec.hidden * kv
-    matrices = 3 if spec.gated_mlp else 2
+    attention = spec.attention_weights()
     if not spec.is_moe_layer(layer):
-        return (attention + matrices * spec.hidden * spec.ffn) / tp, 0.0
-    expert = matrices * spec.hidden * spec.expert_ffn
+        return (attention + spec.mlp_weights()) / tp, 0.0
+    expert = spec.mlp_weights(spec.expert_ffn)
     routed = spec.experts * expert
     shared = spec.shared_experts * expert
     if ep > 1:

@@ -29,6 +29,7 @@ class Since(NamedTuple):
     version: tuple[int, int]
     flag: str      # Megatron's own spelling of the option
     source: str    # the commit that added the flag, and the first release tag holding it
+    keyword: str = ""   # the TrainJob keyword a refusal names, when not the entry's own name
 
 
 #: The version a job runs unless it says otherwise: Megatron-LM ``d98e8a64dd``
@@ -63,10 +64,10 @@ TE_FUSED_KERNEL = "cudnn"
 MEGATRON_CORE_SINCE: dict[str, Since] = {
     "zero_1_2": Since((0, 1), "--use-distributed-optimizer",
                       "329fe5820f (2022-02-10, Float16DistributedOptimizer), before the "
-                      "megatron.core package"),
+                      "megatron.core package", "zero"),
     "zero_3": Since((0, 10), "--use-torch-fsdp2",
                     "e1993fa6f7 (2024-11-13, PyTorch FSDP-2); first in core_v0.10.0 (Megatron's "
-                    "own FSDP, --use-custom-fsdp, d165a8548b, from core_v0.12.0)"),
+                    "own FSDP, --use-custom-fsdp, d165a8548b, from core_v0.12.0)", "zero"),
     "recompute": Since(PRE_CORE, "--checkpoint-activations",
                        "in Megatron-LM v1.0 and every v2 release (megatron/arguments.py); "
                        "--recompute-granularity full from bbab79f869 (2022-05-16)"),
@@ -102,10 +103,11 @@ MEGATRON_CORE_SINCE: dict[str, Since] = {
                               "first in core_v0.11.0"),
     "cross_entropy_fusion": Since((0, 8), "--cross-entropy-loss-fusion",
                                   "7b4a6d76c9 (2024-06-14, Added cross entropy fusion; "
-                                  "cross_entropy='fused'); first in core_v0.8.0"),
+                                  "cross_entropy='fused'); first in core_v0.8.0",
+                                  "cross_entropy"),
     "cross_entropy_te": Since((0, 13), "--cross-entropy-fusion-impl te",
                               "3b141a2471 (2025-04-05, with --cross-entropy-loss-fusion; "
-                              "cross_entropy='te'); first in core_v0.13.0"),
+                              "cross_entropy='te'); first in core_v0.13.0", "cross_entropy"),
     "stage_layers": Since((0, 13), "--pipeline-model-parallel-layout",
                           "77732c3628 (2025-06-13, Flexible Asymmetric Virtual Pipeline "
                           "Parallelism with Custom Pipeline Layout); first in core_v0.13.0"),

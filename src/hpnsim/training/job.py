@@ -21,7 +21,9 @@ from pathlib import Path
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable
 from hpnsim.training.compute.attention_dropout import fused_dropout_factor
+from hpnsim.training.compute.cross_entropy import DEFAULT_CROSS_ENTROPY
 from hpnsim.training.compute.gemm_library import DEFAULT_LIBRARY, GemmLibrary, gemm_library
+from hpnsim.training.compute.precision import true_or_false
 from hpnsim.training.cost import CONSTANT_OPTIMIZER_BYTES, ConstantEfficiency, OperationModel
 from hpnsim.training.frameworks import MEGATRON_CORE_DEFAULT
 from hpnsim.training.job_costs import StageCosts
@@ -276,9 +278,7 @@ class TrainJob(StageCosts):
         set_ = object.__setattr__
         set_(self, "attention", kernel)
         set_(self, "cross_entropy", check_cross_entropy(version, cross_entropy))
-        if not isinstance(dropout, bool):
-            raise InputError("dropout", f"true or false, got {dropout!r}")
-        set_(self, "dropout", dropout)
+        set_(self, "dropout", true_or_false("dropout", dropout))
         set_(self, "fp8_gemm", gemm_library(fp8_gemm))
         set_(self, "model", spec)
         if mfu is not None:
@@ -454,7 +454,7 @@ class TrainJob(StageCosts):
             **({"attention": self.attention}
                if self.attention != job_attention(self.megatron_core, None, self.cp) else {}),
             **({"cross_entropy": self.cross_entropy}
-               if self.cross_entropy != check_cross_entropy(self.megatron_core, None) else {}),
+               if self.cross_entropy != DEFAULT_CROSS_ENTROPY else {}),
             **({"dropout": True} if self.dropout else {}),
             **({"fp8_gemm": self.fp8_gemm.value}
                if self.fp8_gemm is not DEFAULT_LIBRARY else {}),

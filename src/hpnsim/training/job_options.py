@@ -13,8 +13,9 @@ from pathlib import Path
 from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable
 from hpnsim.training.compute.core_attention import attention_kernel
-from hpnsim.training.compute.cross_entropy import cross_entropy_kernel
-from hpnsim.training.compute.layer import fp8_recipe_for
+from hpnsim.training.compute.cross_entropy import DEFAULT_CROSS_ENTROPY, cross_entropy_kernel
+from hpnsim.training.compute.current_scaling import fp8_recipe_for
+from hpnsim.training.compute.precision import true_or_false
 from hpnsim.training.cost import DTYPES, ConstantEfficiency, OperationModel
 from hpnsim.training.frameworks import (
     FUSED_ATTENTION_DEFAULT,
@@ -138,9 +139,7 @@ def check_fp8_param_gather(version: tuple[int, int], dtype: str, zero: int, valu
     ...
     hpnsim.errors.InputError: fp8_param_gather: keeps the linear weights in FP8: needs dtype fp8, got bf16
     """
-    if not isinstance(value, bool):
-        raise InputError("fp8_param_gather", f"true or false, got {value!r}")
-    if not value:
+    if not true_or_false("fp8_param_gather", value):
         return False
     if dtype != "fp8":
         raise InputError("fp8_param_gather", "keeps the linear weights in FP8: needs dtype "
@@ -300,8 +299,7 @@ def check_framework(version: tuple[int, int], used: list[str]) -> None:
     for name in used:
         since = MEGATRON_CORE_SINCE[name]
         if version < since.version:
-            field = {"zero_1_2": "zero", "zero_3": "zero", "cross_entropy_fusion": "cross_entropy",
-                     "cross_entropy_te": "cross_entropy"}.get(name, name)
+            field = since.keyword or name
             framework = ("Megatron-LM before Megatron-Core" if version == PRE_CORE
                          else f"Megatron-Core {_dotted(version)}")
             raise InputError(field, f"{framework} lacks it ({since.flag} arrived in "
@@ -363,7 +361,7 @@ def check_cross_entropy(version: tuple[int, int], cross_entropy) -> str:
     hpnsim.errors.InputError: cross_entropy: Megatron-Core 0.8 lacks it (--cross-entropy-fusion-impl te arrived in 0.13); give megatron_core 0.13 or later, or leave it off
     """
     if cross_entropy is None:
-        return "unfused"
+        return DEFAULT_CROSS_ENTROPY
     kernel = cross_entropy_kernel(cross_entropy)
     needs = {"fused": ["cross_entropy_fusion"], "te": ["cross_entropy_te"]}.get(kernel, [])
     check_framework(version, needs)

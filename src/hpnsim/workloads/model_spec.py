@@ -119,22 +119,33 @@ class ModelSpec:
         return sum(self.is_moe_layer(i) for i in range(self.layers))
 
     # ----- parameters ------------------------------------------------------------------
-    def attention_parameters(self) -> int:
-        """Parameters of one attention block (Q, K, V, O and their biases)."""
+    def attention_weights(self) -> int:
+        """Weight-matrix parameters of one attention block (Q, K, V, O; no biases)."""
         self._need_transformer()
         q = self.heads * self.head_dim
         kv = self.kv_heads * self.head_dim
-        weights = self.hidden * q + 2 * self.hidden * kv + q * self.hidden
+        return self.hidden * q + 2 * self.hidden * kv + q * self.hidden
+
+    def attention_parameters(self) -> int:
+        """Parameters of one attention block (Q, K, V, O and their biases)."""
+        q = self.heads * self.head_dim
+        kv = self.kv_heads * self.head_dim
         biases = (q + 2 * kv + self.hidden) if self.bias else 0
-        return weights + biases
+        return self.attention_weights() + biases
+
+    def mlp_weights(self, width: int | None = None) -> int:
+        """Weight-matrix parameters of one dense MLP (or one expert) of inner size ``width``
+        (default ``ffn``; no biases)."""
+        self._need_transformer()
+        width = self.ffn if width is None else width
+        return (3 if self.gated_mlp else 2) * self.hidden * width
 
     def mlp_parameters(self, width: int | None = None) -> int:
         """Parameters of one dense MLP (or one expert) of inner size ``width`` (default ``ffn``)."""
-        self._need_transformer()
         width = self.ffn if width is None else width
         matrices = 3 if self.gated_mlp else 2
         biases = (width * (matrices - 1) + self.hidden) if self.bias else 0
-        return matrices * self.hidden * width + biases
+        return self.mlp_weights(width) + biases
 
     def _norm_parameters(self) -> int:
         return 2 * self.hidden if self.norm == "layernorm" else self.hidden

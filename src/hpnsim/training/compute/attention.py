@@ -74,7 +74,9 @@ _CUDNN_H100_TFLOPS = {
 }
 CUDNN_HOPPER_EFFICIENCY = _fractions_of_peak(_CUDNN_H100_TFLOPS)
 #: FlashAttention-2 on the same H100 and inputs, TFLOP/s as labelled on the FlashAttention-2
-#: bars of the same figures of Shah et al. 2024 (Figs. 5 and 6); what TransformerEngine
+#: bars of the same figures of Shah et al. 2024 (Figs. 5 and 6), read from the same text
+#: transcriptions of those figures as the two curves above (their FA3 and cuDNN values match
+#: these curves bar for bar, docs/compute.md); what TransformerEngine
 #: before v1.11 (which added FlashAttention-3, 2024-10-08) runs on Hopper when cuDNN's fused
 #: attention is switched off (``NVTE_FUSED_ATTN=0``, as NeMo-Framework-Launcher's 24.07
 #: ``conf/config.yaml`` sets for every run); ``"flash2"``.

@@ -98,6 +98,11 @@ CROSS_ENTROPY_KERNELS: dict[str, tuple[LossPass, ...]] = {
 }
 
 
+#: What a job runs unless it names one: Megatron-Core's default in every release
+#: (``cross_entropy_loss_fusion`` off, ``model_parallel_config.py`` at ``d98e8a64dd``).
+DEFAULT_CROSS_ENTROPY = "unfused"
+
+
 def cross_entropy_kernel(name) -> str:
     """The checked implementation name.
 

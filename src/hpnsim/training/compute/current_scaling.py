@@ -72,12 +72,12 @@ class Kernel(NamedTuple):
     bytes: float
 
 
-def fp8_recipe(value) -> str:
+def checked_recipe(value) -> str:
     """The checked FP8 recipe (``None``: ``"delayed"``).
 
-    >>> fp8_recipe(None), fp8_recipe("Current")
+    >>> checked_recipe(None), checked_recipe("Current")
     ('delayed', 'current')
-    >>> fp8_recipe("mxfp8")
+    >>> checked_recipe("mxfp8")
     Traceback (most recent call last):
     ...
     hpnsim.errors.InputError: fp8_recipe: one of delayed, current, got 'mxfp8'
@@ -88,6 +88,24 @@ def fp8_recipe(value) -> str:
     if key not in FP8_RECIPES:
         raise InputError("fp8_recipe", f"one of {', '.join(FP8_RECIPES)}, got {value!r}")
     return key
+
+
+def fp8_recipe_for(dtype: str, recipe) -> str:
+    """The checked FP8 recipe of a compute in ``dtype``: ``"delayed"`` unless given, and
+    ``"current"`` only with FP8 GEMMs.
+
+    >>> fp8_recipe_for("fp8", "current"), fp8_recipe_for("bf16", None)
+    ('current', 'delayed')
+    >>> fp8_recipe_for("bf16", "current")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: fp8_recipe: current scaling scales FP8 casts; needs dtype fp8, got bf16
+    """
+    checked = checked_recipe(recipe)
+    if checked == "current" and dtype != "fp8":
+        raise InputError("fp8_recipe", f"current scaling scales FP8 casts; needs dtype fp8, "
+                                       f"got {dtype}")
+    return checked
 
 
 def quantize_kernels(elements: int, *, both_layouts: bool, amax_pass: bool = True

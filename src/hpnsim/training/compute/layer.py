@@ -58,7 +58,11 @@ from hpnsim.training.compute.attention import attention_time
 from hpnsim.training.compute.attention_dropout import fused_dropout_factor
 from hpnsim.training.compute.core_attention import attention_kernel, unfused_attention_ops
 from hpnsim.training.compute.cp_attention_kernels import cp_attention_passes
-from hpnsim.training.compute.current_scaling import NORM_AMAX_FUSED, fp8_recipe, quantize_kernels
+from hpnsim.training.compute.current_scaling import (
+    NORM_AMAX_FUSED,
+    fp8_recipe_for,
+    quantize_kernels,
+)
 from hpnsim.training.compute.gemm import gemm_time
 from hpnsim.training.compute.gemm_library import gemm_library
 from hpnsim.training.compute.ops import Op, OpList
@@ -316,24 +320,6 @@ def layer_ops(model: ModelSpec, gpu: GPUSpec, *, layer: int = 0, micro_batch: in
         _mlp(build, model, "", tokens, _shard("ffn", model.ffn, tp))
     _residual(build, "mlp", local, h, dropout)
     return build.result()
-
-
-def fp8_recipe_for(dtype: str, recipe) -> str:
-    """The checked FP8 recipe of a compute in ``dtype``: ``"delayed"`` unless given, and
-    ``"current"`` only with FP8 GEMMs.
-
-    >>> fp8_recipe_for("fp8", "current"), fp8_recipe_for("bf16", None)
-    ('current', 'delayed')
-    >>> fp8_recipe_for("bf16", "current")
-    Traceback (most recent call last):
-    ...
-    hpnsim.errors.InputError: fp8_recipe: current scaling scales FP8 casts; needs dtype fp8, got bf16
-    """
-    checked = fp8_recipe(recipe)
-    if checked == "current" and dtype != "fp8":
-        raise InputError("fp8_recipe", f"current scaling scales FP8 casts; needs dtype fp8, "
-                                       f"got {dtype}")
-    return checked
 
 
 def _residual(build: _Builder, part: str, local: int, hidden: int, dropout: bool) -> None:

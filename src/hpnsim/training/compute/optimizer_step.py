@@ -55,12 +55,19 @@ def multi_tensor_launches(elements: int) -> int:
                      / CHUNKS_PER_LAUNCH)
 
 
-def step_kernel_bytes(parameters: int, local_parameters: int | None = None) -> dict[str, float]:
+def step_kernel_bytes(parameters: int, local_parameters: int | None = None,
+                      fp8_parameters: float = 0.0) -> dict[str, float]:
     """HBM bytes of each kernel of the step (module docstring): ``parameters`` is the
     optimizer shard, ``local_parameters`` every parameter the GPU holds (its grad buffer;
-    default the shard)."""
+    default the shard), ``fp8_parameters`` those of the shard kept in FP8
+    (``fp8_param_gather``: the copy writes 1 byte for them, not 2).
+
+    >>> step_kernel_bytes(10, fp8_parameters=4)["param_copy"]     # 10 x 4 read, 6 x 2 + 4 x 1
+    56.0
+    """
     p = float(positive_int("parameters", parameters))
     local = p if local_parameters is None else float(positive_int("local_parameters",
                                                                   local_parameters))
-    return {"grad_norm": 4.0 * p, "adam": 28.0 * p, "param_copy": 6.0 * p,
+    fp8 = min(float(fp8_parameters), p)
+    return {"grad_norm": 4.0 * p, "adam": 28.0 * p, "param_copy": 6.0 * p - fp8,
             "zero_grad": 4.0 * local}

@@ -34,6 +34,19 @@ def element_bytes(dtype: str, field: str = "dtype") -> int:
     return DTYPE_BYTES[key]
 
 
+def true_or_false(field: str, value) -> bool:
+    """``value`` if it is a bool, else :class:`InputError` naming ``field``.
+
+    >>> true_or_false("dropout", "yes")
+    Traceback (most recent call last):
+    ...
+    hpnsim.errors.InputError: dropout: true or false, got 'yes'
+    """
+    if not isinstance(value, bool):
+        raise InputError(field, f"true or false, got {value!r}")
+    return value
+
+
 def positive_int(field: str, value) -> int:
     """``value`` as an int if it is a positive integer, else :class:`InputError` naming ``field``.
 

@@ -24,8 +24,7 @@ from dataclasses import replace
 from hpnsim.errors import InputError
 from hpnsim.training.compute import memory_ops as mem
 from hpnsim.training.compute.cross_entropy import cross_entropy_passes
-from hpnsim.training.compute.current_scaling import fp8_recipe as check_recipe
-from hpnsim.training.compute.current_scaling import quantize_kernels
+from hpnsim.training.compute.current_scaling import checked_recipe, quantize_kernels
 from hpnsim.training.compute.layer import _ACT_BYTES, _Builder, _tokens, layer_ops
 from hpnsim.training.compute.ops import Op, OpList
 from hpnsim.training.compute.optimizer_step import (
@@ -186,9 +185,8 @@ def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
     """
     parameters = positive_int("parameters", parameters)
     micro_batches = positive_int("micro_batches", micro_batches)
-    step = step_kernel_bytes(parameters, local_parameters)
-    step["param_copy"] -= 1.0 * min(fp8_shard, parameters)    # FP8 written, not BF16
-    kernels = [(name, nbytes, name) for name, nbytes in step.items()]
+    kernels = [(name, nbytes, name) for name, nbytes in
+               step_kernel_bytes(parameters, local_parameters, fp8_shard).items()]
     launches = sum(multi_tensor_launches(parameters) if name in MULTI_TENSOR else 1
                    for name, _, _ in kernels)
     if not fused_grad_accumulation:
@@ -197,14 +195,14 @@ def step_ops(gpu: GPUSpec, *, parameters: int, micro_batches: int = 1,
                         "grad_accumulation"))
         launches += 1
     if fp8_parameters and fp8_shard:
-        if check_recipe(fp8_recipe) == "current":
+        if checked_recipe(fp8_recipe) == "current":
             kernels.append(("fp8_master_amax", 4.0 * fp8_shard, "amax"))
             launches += 1
         kernels.append(("fp8_weight_transpose", mem.fp8_transpose_bytes(fp8_parameters),
                         "transpose"))
         launches += 1
     elif fp8_parameters:
-        if check_recipe(fp8_recipe) == "current":
+        if checked_recipe(fp8_recipe) == "current":
             amax = next(k for k in quantize_kernels(fp8_parameters, both_layouts=True)
                         if k.name == "amax")
             kernels.append(("fp8_weight_amax", amax.bytes, "amax"))
