@@ -149,6 +149,12 @@ def register(app: typer.Typer) -> None:
                                               "--dtype fp8 with --zero 1-3): the layers' "
                                               "linear weights kept in FP8, all-gathered as "
                                               "1 byte each."),
+        rank_order: str = typer.Option(
+            None, "--rank-order", help="How ranks map to GPUs, fastest dimension first: "
+                                       "tp-cp-dp-pp (Megatron-Core's default) or tp-cp-pp-dp "
+                                       "(--use-tp-pp-dp-mapping, from 0.7: a pipeline's "
+                                       "stages on consecutive hosts, as Llama 3 ran); "
+                                       "default hpnsim's order."),
         gpu_variation: float = typer.Option(
             None, "--gpu-variation", help="Coefficient of variation of a GPU's compute time "
                                           "per step, for the slowest-GPU term (0: off; "
@@ -252,7 +258,7 @@ def register(app: typer.Typer) -> None:
                    "cross_entropy": cross_entropy, "dropout": dropout or None,
                    "fp8_gemm": fp8_gemm, "fp8_recipe": fp8_recipe,
                    "fp8_param_gather": fp8_param_gather or None,
-                   "gpu_variation": gpu_variation}
+                   "gpu_variation": gpu_variation, "rank_order": rank_order}
             if mfu is not None:
                 if compute_efficiency is not None:
                     raise InputError("--mfu", "give --compute-efficiency only (--mfu is its "

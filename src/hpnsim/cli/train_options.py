@@ -94,11 +94,11 @@ JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--cp
               "cross_entropy": "--cross-entropy", "dropout": "--dropout",
               "fp8_gemm": "--fp8-gemm", "fp8_recipe": "--fp8-recipe",
               "fp8_param_gather": "--fp8-param-gather",
-              "gpu_variation": "--gpu-variation"}
+              "gpu_variation": "--gpu-variation", "rank_order": "--rank-order"}
 PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",
                 "first_stage_layers", "last_stage_layers", "account_for_embedding",
-                "account_for_loss", "tp_comm_overlap")
+                "account_for_loss", "tp_comm_overlap", "rank_order")
 
 
 def int_list(text: str | None, flag: str) -> list[int] | None:

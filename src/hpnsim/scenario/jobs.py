@@ -155,6 +155,11 @@ class JobSpec(BaseModel):
         False, exclude=True,   # not echoed: the job's own JSON names it when on
         description="Megatron-Core's --fp8-param-gather (from 0.9; dtype: fp8 with zero 1-3): "
                     "the layers' linear weights kept in FP8 and all-gathered as 1 byte each")
+    rank_order: Literal["tp-cp-dp-pp", "tp-cp-pp-dp"] | None = Field(
+        None, exclude=True,   # not echoed: the job's own JSON names it when set
+        description="how ranks map to GPUs, fastest dimension first: tp-cp-dp-pp "
+                    "(Megatron-Core's default) or tp-cp-pp-dp (--use-tp-pp-dp-mapping, from "
+                    "0.7: a pipeline's stages on consecutive hosts); default hpnsim's order")
     gpu_variation: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
         None, exclude=True,
         description="coefficient of variation of one GPU's compute time per step (the "

@@ -115,6 +115,9 @@ MEGATRON_CORE_SINCE: dict[str, Since] = {
                         "3db741160b (2025-03-22, Add FP8 recipe selection to arguments; "
                         "fp8_recipe='current', TransformerEngine's Float8CurrentScaling); "
                         "first in core_v0.12.0"),
+    "rank_order": Since((0, 7), "--use-tp-pp-dp-mapping",
+                        "6513cde7b2 (2024-04-12, Support alternative mapping TP->PP->DP; "
+                        "rank_order='tp-cp-pp-dp'); first in core_v0.7.0"),
     "fp8_param_gather": Since((0, 9), "--fp8-param-gather",
                               "033d8b0de5 (2024-09-05, Add native-fp8: FP8 weights gathered "
                               "as uint8 by the distributed optimizer); first in core_v0.9.0"),

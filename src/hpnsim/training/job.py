@@ -197,9 +197,14 @@ class TrainJob(StageCosts):
         1, 2 or 3): the transformer layers' linear weights are kept in FP8, so the
         distributed optimizer's and FSDP's parameter all-gathers move 1 byte per such
         weight instead of 2 (:mod:`hpnsim.training.fp8_params`); default False.
+    rank_order : {"tp-cp-dp-pp", "tp-cp-pp-dp"}, optional
+        How ranks map to GPUs, fastest dimension first (:data:`~hpnsim.workloads.layout.RANK_ORDERS`):
+        ``"tp-cp-pp-dp"`` is Megatron-Core's ``--use-tp-pp-dp-mapping`` (from 0.7; a
+        pipeline's stages on consecutive hosts, as Llama 3's [TP, CP, PP, DP]); default
+        hpnsim's order (:func:`~hpnsim.workloads.placement.default_order`).
     layout : Layout, optional
         The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
-        defaults). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
+        defaults, ``rank_order`` included). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
         ``job.ep``, ``job.zero``, ``job.micro_batch``, ``job.global_batch``,
         ``job.schedule``, ``job.virtual_stages`` and ``job.sequence_parallel`` read it.
 
@@ -265,7 +270,8 @@ class TrainJob(StageCosts):
                  megatron_core: str = DEFAULT_VERSION_TEXT, attention: str | None = None,
                  gpu_variation: float | None = None, fp8_gemm: str | None = None,
                  cross_entropy: str | None = None, dropout: bool = False,
-                 fp8_recipe: str | None = None, fp8_param_gather: bool = False):
+                 fp8_recipe: str | None = None, fp8_param_gather: bool = False,
+                 rank_order: str | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -302,7 +308,7 @@ class TrainJob(StageCosts):
                   or last_stage_layers is not None or account_for_embedding or account_for_loss)
         layout = job_layout(spec, layout, parallel, zero=zero, global_batch=global_batch,
                             schedule=schedule, sequence_parallel=sequence_parallel,
-                            uneven=uneven)
+                            uneven=uneven, rank_order=rank_order)
         check_combinations(layout, self.seq_len, tp_comm_overlap=tp_comm_overlap,
                            overlap_grad_reduce=overlap_grad_reduce,
                            selective_recompute=selective_recompute, recompute=recompute,

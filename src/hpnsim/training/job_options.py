@@ -153,7 +153,7 @@ def check_fp8_param_gather(version: tuple[int, int], dtype: str, zero: int, valu
 
 def job_layout(spec: models.ModelSpec, layout: Layout | None, parallel: dict, *, zero: int,
                global_batch: int | None, schedule: str, sequence_parallel: bool,
-               uneven: bool) -> Layout:
+               uneven: bool, rank_order: str = "") -> Layout:
     """The job's checked :class:`Layout`: built from the sizes in ``parallel`` (``tp`` ..
     ``virtual_stages``) and the keywords, or ``layout`` itself when the sizes are left at
     their defaults (giving both is refused).
@@ -173,12 +173,13 @@ def job_layout(spec: models.ModelSpec, layout: Layout | None, parallel: dict, *,
                            vpp=p["virtual_stages"], zero=zero,
                            sequence_parallel=sequence_parallel, micro_batch=p["micro_batch"],
                            global_batch=global_batch, schedule=schedule, gpus_per_host=None,
-                           even_layers=not uneven)
+                           even_layers=not uneven, rank_order=rank_order or "")
     given = {k: v for k, v in (*parallel.items(), ("zero", zero),
                                ("global_batch", global_batch), ("schedule", schedule),
-                               ("sequence_parallel", sequence_parallel))
+                               ("sequence_parallel", sequence_parallel),
+                               ("rank_order", rank_order or ""))
              if v != {"global_batch": None, "schedule": "", "zero": 0,
-                      "sequence_parallel": False}.get(k, 1)}
+                      "sequence_parallel": False, "rank_order": ""}.get(k, 1)}
     if given:
         raise InputError("layout", f"give the parallel sizes either in the layout or "
                                    f"as arguments, not both (got {', '.join(given)})")
@@ -281,7 +282,8 @@ def options_used(layout: Layout, **options) -> list[str]:
     >>> options_used(Layout(zero=1), overlap_grad_reduce=True, stage_layers=None)
     ['zero_1_2', 'overlap_grad_reduce']
     """
-    used = {"zero_1_2": layout.zero in (1, 2), "zero_3": layout.zero == 3, "cp": layout.cp > 1}
+    used = {"zero_1_2": layout.zero in (1, 2), "zero_3": layout.zero == 3, "cp": layout.cp > 1,
+            "rank_order": layout.rank_order == "tp-cp-pp-dp"}
     used.update({name: value is not None and value is not False
                  for name, value in options.items()})
     return [name for name in MEGATRON_CORE_SINCE if used.get(name)]

@@ -19,6 +19,12 @@ from hpnsim.workloads.models import ModelSpec
 from hpnsim.workloads.models import get as get_model
 
 SCHEDULES = ("1f1b", "interleaved", "gpipe", "zb-h1")
+#: How ranks are numbered, fastest dimension first, as Megatron-Core spells the orders its
+#: command line offers (``initialize_model_parallel(order=...)``, EP being carved out of DP
+#: here): ``tp-cp-dp-pp``, its default, and ``tp-cp-pp-dp`` (``--use-tp-pp-dp-mapping``,
+#: the order Llama 3's 4D parallelism states, [TP, CP, PP, DP]). Unset (``""``): hpnsim's
+#: :func:`~hpnsim.workloads.placement.default_order`.
+RANK_ORDERS = ("tp-cp-dp-pp", "tp-cp-pp-dp")
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,9 @@ class Layout:
         Sequences per micro-batch and per iteration (whole job).
     schedule : str
         ``1f1b`` (default; ``interleaved`` when ``vpp > 1``) or ``gpipe``.
+    rank_order : str
+        One of :data:`RANK_ORDERS`, or ``""`` (default) for hpnsim's order (Megatron's
+        default unless TP x CP leaves a host part-filled).
 
     Examples
     --------
@@ -61,6 +70,7 @@ class Layout:
     micro_batch: int = 1
     global_batch: int | None = None
     schedule: str = ""
+    rank_order: str = ""
 
     def __post_init__(self):
         for field in ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch"):
@@ -91,6 +101,9 @@ class Layout:
                                              f"({self.num_microbatches}) to be a multiple of pp={self.pp}")
         if self.dp % self.ep:
             raise InputError("ep", f"must divide dp={self.dp} (experts are spread over DP ranks), got {self.ep}")
+        if self.rank_order not in ("", *RANK_ORDERS):
+            raise InputError("rank_order", f"one of {', '.join(RANK_ORDERS)} (fastest "
+                                           f"dimension first), got {self.rank_order!r}")
         object.__setattr__(self, "schedule", schedule)
 
     @property
@@ -191,7 +204,7 @@ def check_layout(layout: Layout, model: ModelSpec | str, *, n_gpus: int | None =
 def make_layout(model: ModelSpec | str, *, tp: int = 1, pp: int = 1, dp: int = 1, cp: int = 1,
                 ep: int = 1, vpp: int = 1, zero: int = 0, sequence_parallel: bool = False,
                 micro_batch: int = 1, global_batch: int | None = None, schedule: str = "",
-                n_gpus: int | None = None, gpus_per_host: int | None = 8,
+                rank_order: str = "", n_gpus: int | None = None, gpus_per_host: int | None = 8,
                 allow_cross_host_tp: bool = False, even_layers: bool = True) -> Layout:
     """Build a :class:`Layout` and validate it against ``model`` (see :func:`check_layout`).
 
@@ -206,7 +219,7 @@ def make_layout(model: ModelSpec | str, *, tp: int = 1, pp: int = 1, dp: int = 1
     """
     layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero,
                     sequence_parallel=sequence_parallel, micro_batch=micro_batch,
-                    global_batch=global_batch, schedule=schedule)
+                    global_batch=global_batch, schedule=schedule, rank_order=rank_order)
     check_layout(layout, model, n_gpus=n_gpus, gpus_per_host=gpus_per_host,
                  allow_cross_host_tp=allow_cross_host_tp, even_layers=even_layers)
     return layout

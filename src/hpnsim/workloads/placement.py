@@ -6,7 +6,9 @@ Ranks are numbered Megatron-style with TP fastest, then CP, then DP, then PP
 host this puts TP inside the host (NVLink) and PP and DP across hosts, and every DP group
 shares one local index, i.e. one rail (rail-aligned). When TP (x CP) is smaller than a host,
 the default order puts PP next, so that a host holds several pipeline stages and DP peers
-still sit ``gpus_per_host`` apart on the same rail.
+still sit ``gpus_per_host`` apart on the same rail. A layout's ``rank_order`` ``tp-cp-pp-dp``
+(Megatron-Core's ``--use-tp-pp-dp-mapping``) numbers PP before DP: a pipeline's stages sit
+on consecutive hosts, and a DP group spans the pipelines.
 """
 
 from __future__ import annotations
@@ -157,7 +159,7 @@ def place(layout: Layout, gpus_per_host: int = 8, *, gpus=None, order=None,
         GPU indices the job occupies, in rank order (default ``0 .. n_gpus-1``).
     order : sequence of str, optional
         Rank numbering, fastest dimension first, a permutation of ``tp, cp, dp, pp``
-        (default :func:`default_order`).
+        (default: the layout's ``rank_order``, else :func:`default_order`).
     allow_cross_host_tp : bool
         Accept TP groups that span hosts.
 
@@ -168,6 +170,9 @@ def place(layout: Layout, gpus_per_host: int = 8, *, gpus=None, order=None,
     ((64, 16), [0, 8, 16])
     >>> pl.tp_in_host, pl.rail_aligned
     (True, True)
+    >>> pl = place(Layout(tp=8, pp=4, dp=2, rank_order="tp-cp-pp-dp"))
+    >>> pl.groups("pp")[0].tolist(), pl.groups("dp")[0].tolist()
+    ([0, 8, 16, 24], [0, 32])
     >>> place(Layout(tp=4, dp=2), gpus_per_host=2)
     Traceback (most recent call last):
     ...
@@ -175,7 +180,10 @@ def place(layout: Layout, gpus_per_host: int = 8, *, gpus=None, order=None,
     """
     if not isinstance(gpus_per_host, int | np.integer) or gpus_per_host < 1:
         raise InputError("gpus_per_host", f"must be a positive integer, got {gpus_per_host!r}")
-    order = tuple(order) if order is not None else default_order(layout, gpus_per_host)
+    if order is None:
+        order = (tuple(layout.rank_order.split("-")) if layout.rank_order
+                 else default_order(layout, gpus_per_host))
+    order = tuple(order)
     if sorted(order) != sorted(DIMENSIONS):
         raise InputError("order", f"a permutation of {', '.join(DIMENSIONS)}, got {order!r}")
     n = layout.n_gpus
