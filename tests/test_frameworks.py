@@ -25,7 +25,7 @@ TAGS = {"overlap_grad_reduce": "core_v0.4.0", "tp_comm_overlap": "core_v0.4.0",
         "account_for_loss": "core_v0.11.0", "stage_layers": "core_v0.13.0",
         "cross_entropy_fusion": "core_v0.8.0", "cross_entropy_te": "core_v0.13.0",
         "fp8_recipe": "core_v0.12.0", "fp8_param_gather": "core_v0.9.0",
-        "rank_order": "core_v0.7.0"}
+        "rank_order": "core_v0.7.0", "rank_order_cp_ep": "core_v0.11.0"}
 BEFORE_THE_PACKAGE = {"zero_1_2", "selective_recompute", "attention"}
 # in every Megatron-LM release tag (v1.0 .. v2.6: --checkpoint-activations)
 IN_EVERY_RELEASE = {"recompute"}
@@ -47,9 +47,11 @@ USES = {"zero_1_2": dict(zero=1, dp=2), "zero_3": dict(zero=3, dp=2),
         "cross_entropy_te": dict(cross_entropy="te"),
         "fp8_recipe": dict(dtype="fp8", fp8_recipe="current"),
         "fp8_param_gather": dict(dtype="fp8", zero=1, dp=2, fp8_param_gather=True),
-        "rank_order": dict(tp=8, pp=2, rank_order="tp-cp-pp-dp")}
+        "rank_order": dict(tp=8, pp=2, rank_order="tp-cp-pp-dp"),
+        "rank_order_cp_ep": dict(tp=8, pp=2, cp=2, rank_order="tp-cp-pp-dp")}
 # table keys that are one value of a TrainJob keyword
-VALUE_OF = {"cross_entropy_fusion": "cross_entropy", "cross_entropy_te": "cross_entropy"}
+VALUE_OF = {"cross_entropy_fusion": "cross_entropy", "cross_entropy_te": "cross_entropy",
+            "rank_order_cp_ep": "rank_order"}
 
 
 def _job(option, version=None):

@@ -118,6 +118,10 @@ MEGATRON_CORE_SINCE: dict[str, Since] = {
     "rank_order": Since((0, 7), "--use-tp-pp-dp-mapping",
                         "6513cde7b2 (2024-04-12, Support alternative mapping TP->PP->DP; "
                         "rank_order='tp-cp-pp-dp'); first in core_v0.7.0"),
+    "rank_order_cp_ep": Since((0, 11), "--use-tp-pp-dp-mapping with context or expert "
+                              "parallelism", "3e7ceda6b7 (2025-02-04, Support CP + EP with DP "
+                              "last rank ordering: until then arguments.py refused cp or ep "
+                              "> 1 with the mapping); first in core_v0.11.0", "rank_order"),
     "fp8_param_gather": Since((0, 9), "--fp8-param-gather",
                               "033d8b0de5 (2024-09-05, Add native-fp8: FP8 weights gathered "
                               "as uint8 by the distributed optimizer); first in core_v0.9.0"),

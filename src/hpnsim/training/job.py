@@ -198,15 +198,17 @@ class TrainJob(StageCosts):
         distributed optimizer's and FSDP's parameter all-gathers move 1 byte per such
         weight instead of 2 (:mod:`hpnsim.training.fp8_params`); default False.
     rank_order : {"tp-cp-dp-pp", "tp-cp-pp-dp"}, optional
-        How ranks map to GPUs, fastest dimension first (:data:`~hpnsim.workloads.layout.RANK_ORDERS`):
-        ``"tp-cp-pp-dp"`` is Megatron-Core's ``--use-tp-pp-dp-mapping`` (from 0.7; a
+        How ranks map to GPUs, fastest dimension first
+        (:data:`~hpnsim.workloads.layout.RANK_ORDERS`): ``"tp-cp-pp-dp"`` is Megatron-Core's
+        ``--use-tp-pp-dp-mapping`` (from 0.7, with ``cp`` or ``ep`` > 1 from 0.11; a
         pipeline's stages on consecutive hosts, as Llama 3's [TP, CP, PP, DP]); default
         hpnsim's order (:func:`~hpnsim.workloads.placement.default_order`).
     layout : Layout, optional
-        The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` at their
-        defaults, ``rank_order`` included). The job keeps it as ``job.layout``; ``job.tp``, ``job.pp``, ``job.dp``,
-        ``job.ep``, ``job.zero``, ``job.micro_batch``, ``job.global_batch``,
-        ``job.schedule``, ``job.virtual_stages`` and ``job.sequence_parallel`` read it.
+        The parallel layout itself (then leave ``tp`` .. ``sequence_parallel`` and
+        ``rank_order`` at their defaults). The job keeps it as ``job.layout``; ``job.tp``,
+        ``job.pp``, ``job.dp``, ``job.ep``, ``job.zero``, ``job.micro_batch``,
+        ``job.global_batch``, ``job.schedule``, ``job.virtual_stages`` and
+        ``job.sequence_parallel`` read it.
 
     Examples
     --------

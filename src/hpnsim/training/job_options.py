@@ -283,7 +283,9 @@ def options_used(layout: Layout, **options) -> list[str]:
     ['zero_1_2', 'overlap_grad_reduce']
     """
     used = {"zero_1_2": layout.zero in (1, 2), "zero_3": layout.zero == 3, "cp": layout.cp > 1,
-            "rank_order": layout.rank_order == "tp-cp-pp-dp"}
+            "rank_order": layout.rank_order == "tp-cp-pp-dp",
+            "rank_order_cp_ep": (layout.rank_order == "tp-cp-pp-dp"
+                                 and max(layout.cp, layout.ep) > 1)}
     used.update({name: value is not None and value is not False
                  for name, value in options.items()})
     return [name for name in MEGATRON_CORE_SINCE if used.get(name)]
