@@ -48,6 +48,7 @@ import numpy as np
 from hpnsim.collectives.closed_form.model import GroupShape, auto_candidates, model_time
 from hpnsim.collectives.nccl.params import PROTOCOLS, NcclParams
 from hpnsim.collectives.planning.concurrent import Together, rail_groups, run_together, slowest
+from hpnsim.errors import InputError
 from hpnsim.fabrics import dcn_plus, hpn7
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -172,7 +173,9 @@ def packet_case(fabric, routing: str, case: str, size: float, max_packets: float
     schedule: all-gather as NCCL 2.18.3's ring (its protocol), all-reduce as its NVLS-tree
     (Simple) pipeline where NCCL picks it, the Multi-AllReduce as 8 rail rings in one packet
     run (NCCL 2.18.3 picks tree below 4 GiB; the packet engine runs collectives together as
-    rings). Windowed: ``extrapolated`` is the share of steps (chunks) not simulated."""
+    rings). Windowed: ``extrapolated`` is the share of steps (chunks) not simulated. A point
+    the packet engine refuses before any work (its estimate over ``max_packets``) keeps the
+    flow engine's figure and the refusal (``refused``)."""
     from hpnsim.collectives import run_collective
     from hpnsim.collectives.packet.run import PacketRun, run_collective_packet, run_together_packet
 
@@ -185,14 +188,25 @@ def packet_case(fabric, routing: str, case: str, size: float, max_packets: float
         options = {"algo": "ring", "protocol": "simple"}
         flow = slowest(run_together(fabric, [Together(op, g, size, options) for g in groups],
                                     routing=routing, seed=0, nccl=NCCL))
-        pkt = run_together_packet(fabric, op, groups, size, run=run, routing=routing, seed=0,
-                                  nccl=NCCL, **options)
+
+
+        def packets():
+            return run_together_packet(fabric, op, groups, size, run=run, routing=routing,
+                                       seed=0, nccl=NCCL, **options)
     else:
         algo, protocol = nccl_2_18_algorithm(fabric, op, gpus, size)
         options = {"algo": algo, "protocol": protocol, "routing": routing, "seed": 0,
                    "nccl": NCCL}
         flow = run_collective(fabric, op, gpus, size, **options)
-        pkt = run_collective_packet(fabric, op, gpus, size, run=run, **options)
+
+        def packets():
+            return run_collective_packet(fabric, op, gpus, size, run=run, **options)
+    try:
+        pkt = packets()
+    except InputError as refused:
+        return {"algo": f"{flow.algo}/{flow.protocol}", "flow_busbw": flow.busbw / 1e9,
+                "flow_bottleneck": _kind(flow.bottleneck), "refused": str(refused),
+                "cpu_s": round(time.process_time() - start, 1)}
     top = pkt.ports[0] if pkt.ports else {"port": "", "q_max": 0.0}
     return {"algo": f"{pkt.algo}/{pkt.protocol}", "flow_busbw": flow.busbw / 1e9,
             "packet_busbw": pkt.busbw / 1e9, "flow_bottleneck": _kind(flow.bottleneck),
@@ -264,7 +278,7 @@ def appendix_a_packet_markdown(table: list[dict]) -> str:
     return "\n".join(out)
 
 
-def packet_sweep(sizes, progress=print) -> list[dict]:
+def packet_sweep(sizes, progress=print, max_packets: float = 2e8) -> list[dict]:
     """:func:`packet_case` for every system, case and size."""
     rows = []
     for system, (build, routing) in SYSTEMS.items():
@@ -272,11 +286,12 @@ def packet_sweep(sizes, progress=print) -> list[dict]:
         for case in ("all-reduce", "all-gather", "Multi-AllReduce"):
             for size in sizes:
                 row = {"system": system, "case": case, "size": size,
-                       **packet_case(fabric, routing, case, size)}
+                       **packet_case(fabric, routing, case, size, max_packets)}
                 rows.append(row)
+                packet = (f"refused ({row['refused']})" if "refused" in row
+                          else f"packet {row['packet_busbw']:6.1f} GB/s")
                 progress(f"packet {system:5s} {case:16s} {_size_label(size)}: {row['algo']} "
-                         f"flow {row['flow_busbw']:6.1f}, packet {row['packet_busbw']:6.1f} "
-                         f"GB/s ({row['cpu_s']} s CPU)")
+                         f"flow {row['flow_busbw']:6.1f}, {packet} ({row['cpu_s']} s CPU)")
     return rows
 
 
@@ -286,6 +301,11 @@ def packet_markdown(rows: list[dict]) -> str:
            "extrapolated | marks / CNPs / pauses | fullest port (MB) | bottleneck flow / "
            "packet | CPU s |", "|" + "---|" * 12]
     for r in rows:
+        if "refused" in r:
+            out.append(f"| {r['case']} | {r['system']} | {_size_label(r['size'])} | "
+                       f"{r['algo']} | {r['flow_busbw']:.1f} | refused: {r['refused']} | - | "
+                       f"- | - | - | {r['flow_bottleneck']} / - | {r['cpu_s']} |")
+            continue
         settled = f"{r['extrapolated']:.0%}" + ("" if r["stable"] else " (unsettled)")
         out.append(f"| {r['case']} | {r['system']} | {_size_label(r['size'])} | {r['algo']} | "
                    f"{r['flow_busbw']:.1f} | {r['packet_busbw']:.1f} | "
@@ -339,7 +359,12 @@ def main() -> None:
     parser.add_argument("--appendix-packet", default="", metavar="GPUS",
                         help="only Appendix A through both engines, for these GPU counts "
                         f"(comma list of {', '.join(map(str, APPENDIX_GPUS))})")
+    parser.add_argument("--max-packets", type=float, default=2e8,
+                        help="packet-hop budget of each packet point (a point estimated "
+                             "over it is refused before it runs and reported as such)")
     args = parser.parse_args()
+    if not args.max_packets > 0:
+        parser.error(f"--max-packets: must be > 0, got {args.max_packets:g}")
     if args.seeds < 1:
         parser.error("--seeds: must be >= 1")
     if args.appendix_packet:
@@ -366,14 +391,15 @@ def main() -> None:
     start = time.perf_counter()
     packet_sizes = [_bytes(x) for x in args.packet.split(",") if x.strip()]
     if args.packet_only:
-        packet_rows = packet_sweep(packet_sizes)
+        packet_rows = packet_sweep(packet_sizes, max_packets=args.max_packets)
         (out / "hpn_paper_engines.json").write_text(json.dumps(
             {"seconds": round(time.perf_counter() - start, 1), "rows": packet_rows}, indent=1))
         print(packet_markdown(packet_rows))
         return
     rows = sweep(sizes, seeds)
     table_a = appendix_a(seeds)
-    packet_rows = packet_sweep(packet_sizes) if packet_sizes else []
+    packet_rows = (packet_sweep(packet_sizes, max_packets=args.max_packets) if packet_sizes
+                   else [])
     seconds = time.perf_counter() - start
     (out / "hpn_paper.json").write_text(json.dumps(
         {"setup": {"gpu": "h800", "nccl": NCCL.to_dict(), "seeds": seeds,
