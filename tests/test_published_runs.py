@@ -106,3 +106,17 @@ def test_llama3_tflops_to_iteration_time_by_hand(runs):
     assert runs.published_iteration(row) == pytest.approx(
         per_token * 2048 * 8192 / (430e12 * 8192), rel=1e-12)
     assert runs.published_iteration(row) == pytest.approx(12.504, rel=1e-4)
+
+
+def test_llama3_pipeline_as_its_section_3_3_2_states_it(runs):
+    # "we reduce one Transformer layer each from the first and the last stages ... the first
+    # model chunk on the first stage has only the embedding, and the last model chunk on the
+    # last stage has only output projection and loss calculation": a chunk held one layer,
+    # so 126 layers + the 2 removed = 128 chunks over PP 16, 8 a rank
+    for row in runs.LLAMA3_RUNS:
+        layers = row.options["stage_layers"]
+        assert len(layers) == row.pp * row.vp == 128 and row.vp == 8
+        assert layers[0] == layers[-1] == 0 and set(layers[1:-1]) == {1}
+        assert sum(layers) == 126
+        # [TP, CP, PP, DP] and FP32 reduce-scatters, as stated
+        assert row.options["rank_order"] == "tp-cp-pp-dp" and row.options["grad_bytes"] == 4
