@@ -120,3 +120,19 @@ def test_llama3_pipeline_as_its_section_3_3_2_states_it(runs):
         assert sum(layers) == 126
         # [TP, CP, PP, DP] and FP32 reduce-scatters, as stated
         assert row.options["rank_order"] == "tp-cp-pp-dp" and row.options["grad_bytes"] == 4
+
+
+def test_a_gains_error_is_a_difference_of_gains_in_points():
+    sys.path.insert(0, str(ROOT / "experiments"))
+    try:
+        import fidelity
+    finally:
+        sys.path.remove(str(ROOT / "experiments"))
+    # Appendix A: +20.7% against +50..64% is 29.3 points short; inside the range, none
+    assert fidelity.gain_difference((0.50, 0.64), 0.207) == pytest.approx(-0.293)
+    assert fidelity.gain_difference((0.50, 0.64), 0.55) == 0.0
+    # sec. 9.2: +99.6% against "up to +158.2%" is 58.6 points short
+    assert fidelity.gain_difference(1.582, 0.996) == pytest.approx(-0.586)
+    row = {"case": "gain", "source": "s", "published": (0.50, 0.64), "hpnsim": 0.207,
+           "percent": True}
+    assert "| +21% | -29 pp |" in fidelity.markdown([row], 1.0)
