@@ -25,7 +25,8 @@ rows are on https://docs.nvidia.com/nemo-framework/user-guide/24.09/performance/
 067f987df0 (2026-08-22), section "25.11 NeMo Container", System DGX-H100, FP8-CS (current
 scaling). ``MEGATRON_SC21``: Narayanan et al., *Efficient Large-Scale Language Model Training on
 GPU Clusters Using Megatron-LM*, SC'21 (arXiv 2104.04473), section 5.1: GPT-3 175B on 1024
-A100s, 140 TFLOP/s per GPU by their eq. (3). ``LLAMA3_TABLE4``: Dubey et al., *The Llama 3 Herd
+A100s, 140 TFLOP/s per GPU by their eq. (3); ``MEGATRON_SC21_T1``: the same paper's Table 1 (its
+rows without pipeline parallelism). ``LLAMA3_TABLE4``: Dubey et al., *The Llama 3 Herd
 of Models* (arXiv 2407.21783, 2024), Table 4, the 8k-token rows (430 and 400 TFLOP/s per GPU
 on 8,192 and 16,384 H100s, batch 32 and 16 sequences per DP group), as P. Balaji's SC'24 talk
 is quoted at https://glennklockwood.com/garden/llama-3.1 and as the paper's text states them
@@ -50,6 +51,9 @@ BRIDGE_2511 = ("Megatron-Bridge perf archive, 25.11 container (NVIDIA-NeMo/Megat
 LLAMA3_TABLE4 = ("Dubey et al., The Llama 3 Herd of Models, 2024, Table 4 and sec. 3.3.2 (Table "
                  "4 also as P. Balaji's SC'24 slide is quoted at "
                  "https://glennklockwood.com/garden/llama-3.1), H100 BF16")
+MEGATRON_SC21_T1 = ("Narayanan et al., Megatron-LM, SC'21, Table 1 (sec. 5.1; as public copies "
+                    "of the paper's text and SotaroKaneda/MLCarbon data/megatron_table.csv "
+                    "@69070b28 record it): A100 80GB, TFLOP/s per GPU by eq. 3")
 MEGATRON_SC21 = ("Narayanan et al., Megatron-LM, SC'21, sec. 5.1: GPT-3 175B, 1024 A100, "
                  "TP8 PP8 DP16, batch 1536, 140 TFLOP/s per GPU (eq. 3, recomputation counted)")
 
@@ -267,16 +271,44 @@ BRIDGE_RUNS: tuple[PublishedRun, ...] = (
             options={"account_for_embedding": True, "account_for_loss": True}),
 )
 
-#: The A100 run of 2021 (Megatron-LM v2: unfused core attention, gradients all-reduced after
-#: the backward, full recomputation; 1F1B assumed, the paper does not restate the schedule).
+_MEGATRON_V2 = {"recompute": True, "overlap_grad_reduce": False, "dropout": True}
+
+
+def _table1(billions: float, heads: int, hidden: int, layers: int, tp: int, gpus: int,
+            batch: int, tflops: float) -> PublishedRun:
+    """A Table 1 row without pipeline parallelism: GPT (LayerNorm, GeLU MLP of 4h, learned
+    positions, tied embeddings, biases), V = 51,200, s = 2048, as sec. 5.1 states."""
+    spec = ModelSpec(f"gpt-{billions:g}b", layers=layers, hidden=hidden, heads=heads,
+                     ffn=4 * hidden, vocab=51200, seq_len=2048, gated_mlp=False,
+                     tied_embeddings=True, learned_positions=True, bias=True, norm="layernorm")
+    return PublishedRun(f"GPT {billions:g}B", MEGATRON_SC21_T1, A100_ERA, spec, "a100", tp, 1,
+                        gpus // tp, 1, batch, 2048, "bf16", tflops, unit="TFLOP/s/GPU eq.3",
+                        megatron_core="v2.0", options=_MEGATRON_V2,
+                        assumed="micro-batch 1 (Table 1 does not state it; sec. 5.2's PTD rows "
+                                "use 1); Megatron-LM v2.0 (unfused core attention, dropout "
+                                "0.1, full recomputation as eq. 3 counts it, all-reduce after "
+                                "the backward); 16-bit GEMMs as BF16")
+
+
+#: The A100 runs of 2021 (Megatron-LM v2: unfused core attention, gradients all-reduced after
+#: the backward, full recomputation). GPT-3 175B on 1,024 GPUs: sec. 5.1 states the
+#: interleaved schedule for its runs but not its depth, so 1F1B is kept (interleaving would
+#: only shorten the predicted bubble). Table 1's rows without pipeline parallelism (1.7B to
+#: 18.4B on 32 to 256 GPUs) leave only the micro-batch unstated; its pipelined rows (39.1B
+#: up) would rest on the unstated interleaving depth as well and are left out.
 A100_RUNS: tuple[PublishedRun, ...] = (
     PublishedRun("GPT-3 175B", MEGATRON_SC21, A100_ERA, "gpt3-175b", "a100", 8, 8, 16, 1, 1536,
                  2048, "bf16", 140.0, unit="TFLOP/s/GPU eq.3", megatron_core="v2.0",
                  formula_vocab=51200,     # the paper's vocabulary (sec. 5.1), in eq. 3
-                 options={"recompute": True, "overlap_grad_reduce": False, "dropout": True},
-                 assumed="1F1B schedule (not restated in the paper); Megatron-LM v2.0 "
-                         "(unfused core attention, all-reduce after the backward); 16-bit "
-                         "GEMMs as BF16 (A100's FP16 and BF16 tensor peaks are equal)"),
+                 options=_MEGATRON_V2,
+                 assumed="1F1B schedule (sec. 5.1 names the interleaved schedule, not its "
+                         "depth); Megatron-LM v2.0 (unfused core attention, all-reduce after "
+                         "the backward); 16-bit GEMMs as BF16 (A100's FP16 and BF16 tensor "
+                         "peaks are equal)"),
+    _table1(1.7, 24, 2304, 24, 1, 32, 512, 137.0),
+    _table1(3.6, 32, 3072, 30, 2, 64, 512, 138.0),
+    _table1(7.5, 32, 4096, 36, 4, 128, 512, 142.0),
+    _table1(18.4, 48, 6144, 40, 8, 256, 1024, 135.0),
 )
 
 LLAMA3_ASSUMED = ("FLOPs per token as hpnsim counts them (ModelSpec.training_flops_per_token: "
