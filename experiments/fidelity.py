@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from pathlib import Path
 
@@ -157,12 +158,12 @@ def hpn_over_dcn_cases() -> list[dict]:
     rows = []
     sweep = out / "hpn_paper.json"
     if sweep.exists():
-        means: dict = {}
+        seeds: dict = {}
         for r in json.loads(sweep.read_text())["sweep"]:
-            means.setdefault((r["case"], r["size"], r["system"]), []).append(r["busbw_GBps"])
+            seeds.setdefault((r["case"], r["size"], r["system"]), []).append(r["busbw_GBps"])
+        means = {key: statistics.mean(values) for key, values in seeds.items()}
         for case, figure in published.items():
-            gains = [sum(means[(case, size, "HPN")]) / len(means[(case, size, "HPN")])
-                     / (sum(dcn) / len(dcn)) - 1
+            gains = [means[(case, size, "HPN")] / dcn - 1
                      for (c, size, system), dcn in means.items() if c == case and system == "DCN+"]
             rows.append({"case": f"HPN over DCN+, {case}, 448 GPUs, largest gain over "
                                  f"1 MiB-4 GiB (flow engine)", "source": HPN_SEC92,
@@ -209,15 +210,20 @@ def traffic_cases() -> list[dict]:
     ]
 
 
+def _nearest(published, value: float) -> float | None:
+    """The end of a published figure or range nearest ``value``; None inside the range."""
+    low, high = published if isinstance(published, tuple) else (published, published)
+    return None if low <= value <= high else (low if value < low else high)
+
+
 def error_of(published, value) -> float | None:
     """Relative error against a figure, or against the nearest end of a published range
     (0 inside it); for a published 0, the absolute difference."""
     if value is None:
         return None
-    low, high = published if isinstance(published, tuple) else (published, published)
-    if low <= value <= high:
+    near = _nearest(published, value)
+    if near is None:
         return 0.0
-    near = low if value < low else high
     return value - near if near == 0 else value / near - 1.0
 
 
@@ -228,8 +234,8 @@ def gain_difference(published, value: float) -> float:
     >>> round(gain_difference((0.50, 0.64), 0.207), 3), gain_difference(0.593, 0.7) > 0
     (-0.293, True)
     """
-    low, high = published if isinstance(published, tuple) else (published, published)
-    return 0.0 if low <= value <= high else value - (low if value < low else high)
+    near = _nearest(published, value)
+    return 0.0 if near is None else value - near
 
 
 def _fmt(value, percent=False) -> str:

@@ -41,6 +41,7 @@ import csv
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -188,19 +189,14 @@ def packet_case(fabric, routing: str, case: str, size: float, max_packets: float
         options = {"algo": "ring", "protocol": "simple"}
         flow = slowest(run_together(fabric, [Together(op, g, size, options) for g in groups],
                                     routing=routing, seed=0, nccl=NCCL))
-
-
-        def packets():
-            return run_together_packet(fabric, op, groups, size, run=run, routing=routing,
-                                       seed=0, nccl=NCCL, **options)
+        packets = partial(run_together_packet, fabric, op, groups, size, run=run,
+                          routing=routing, seed=0, nccl=NCCL, **options)
     else:
         algo, protocol = nccl_2_18_algorithm(fabric, op, gpus, size)
         options = {"algo": algo, "protocol": protocol, "routing": routing, "seed": 0,
                    "nccl": NCCL}
         flow = run_collective(fabric, op, gpus, size, **options)
-
-        def packets():
-            return run_collective_packet(fabric, op, gpus, size, run=run, **options)
+        packets = partial(run_collective_packet, fabric, op, gpus, size, run=run, **options)
     try:
         pkt = packets()
     except InputError as refused:

@@ -33,3 +33,18 @@ def refused_yaml(tmp_path, capsys):
         assert end.value.code == 2 and err.count("\n") == 1, err
         return err
     return refuse
+
+
+@pytest.fixture
+def refused_cli():
+    """``refused_cli(*args)``: run ``hpnsim ARGS`` in-process, check it exits with status 2
+    and prints one line, and return that line (stripped)."""
+    from typer.testing import CliRunner
+
+    from hpnsim.cli.main import app
+
+    def refuse(*args: str) -> str:
+        result = CliRunner().invoke(app, list(args))
+        assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+        return result.output.strip()
+    return refuse

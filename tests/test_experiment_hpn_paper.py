@@ -90,3 +90,17 @@ def test_quick_run_writes_the_sweep_and_appendix_a(tmp_path):
         assert e["gain"] == pytest.approx(e["dual plane"]["busbw_GBps"]
                                           / e["single plane, ECMP"]["busbw_GBps"] - 1)
         assert e["published"] == [0.50, 0.64]
+
+
+def test_a_packet_point_refused_up_front_keeps_the_flow_figure_and_the_sweep_goes_on(paper):
+    # the NVLS-tree at 4 GiB on DCN+ is estimated at ~2e8 packet hops: under a budget of
+    # 1e6 the engine refuses it before any work; the row keeps the flow engine's figure
+    fabric = dcn_plus(pods=1)
+    row = paper.packet_case(fabric, "ecmp", "all-reduce", 2.0**32, max_packets=1e6)
+    flow = run_collective(fabric, "allreduce", np.arange(448), 2.0**32, algo="nvlstree",
+                          protocol="simple", routing="ecmp", seed=0, nccl=paper.NCCL)
+    assert row["flow_busbw"] == pytest.approx(flow.busbw / 1e9, rel=1e-12)
+    assert row["refused"].startswith("max_packets: ") and "packet_busbw" not in row
+    table = paper.packet_markdown([{"system": "DCN+", "case": "all-reduce",
+                                    "size": 2.0**32, **row}])
+    assert "| refused: max_packets: " in table

@@ -3,9 +3,7 @@ and the distributed optimizer move the transformer layers' linear weights as 1 b
 the rest (norms, embedding, output layer) as 2; counted here by hand for llama3-8b."""
 
 import pytest
-from typer.testing import CliRunner
 
-from hpnsim.cli.main import app
 from hpnsim.errors import InputError
 from hpnsim.scenario.jobs import JobSpec
 from hpnsim.training.from_job import program_from_job
@@ -64,12 +62,11 @@ def test_fp8_param_gather_needs_fp8_weights_and_a_sharded_optimizer():
         TrainJob("llama3-8b", dtype="fp8", dp=2, zero=1, fp8_param_gather=1)
 
 
-def test_cli_refuses_it_without_fp8_in_one_line():
-    result = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--dp", "2",
-                                      "--zero", "1", "--fp8-param-gather"])
-    assert result.exit_code == 2
-    assert result.output.strip() == ("error: --fp8-param-gather: keeps the linear weights "
-                                     "in FP8: needs dtype fp8, got bf16")
+def test_cli_refuses_it_without_fp8_in_one_line(refused_cli):
+    assert refused_cli("train", "--model", "llama3-8b", "--dp", "2", "--zero", "1",
+                       "--fp8-param-gather") == ("error: --fp8-param-gather: keeps the "
+                                                 "linear weights in FP8: needs dtype fp8, "
+                                                 "got bf16")
 
 
 def test_the_yaml_field_reaches_the_job_and_its_json():

@@ -6,9 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from hpnsim.cli.main import app
 from hpnsim.errors import InputError
 from hpnsim.training import TrainJob
 from hpnsim.training.compute import attention_flops, gemm_time, layer_ops
@@ -98,11 +96,9 @@ def test_the_default_attention_follows_the_megatron_version(version, kernel):
                                       if b.name == "layer0").attention
 
 
-def test_flash_attention_before_megatron_had_it_is_refused_in_one_line():
-    result = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--megatron-core", "v2.6",
-                                      "--no-overlap-grad-reduce", "--attention", "flash"])
-    assert result.exit_code == 2
-    assert result.output.strip() == (
+def test_flash_attention_before_megatron_had_it_is_refused_in_one_line(refused_cli):
+    assert refused_cli("train", "--model", "llama3-8b", "--megatron-core", "v2.6",
+                       "--no-overlap-grad-reduce", "--attention", "flash") == (
         "error: --attention: Megatron-LM before Megatron-Core lacks it (--use-flash-attn "
         "arrived in 0.1); give --megatron-core 0.1 or later, or leave it off")
     with pytest.raises(InputError) as refused:

@@ -35,6 +35,7 @@ from hpnsim.training.job_options import (
     check_cross_entropy,
     parse_version,
 )
+from hpnsim.workloads.layout import RANK_ORDERS
 
 __all__ = ["JobSpec", "check_jobs"]
 
@@ -155,7 +156,7 @@ class JobSpec(BaseModel):
         False, exclude=True,   # not echoed: the job's own JSON names it when on
         description="Megatron-Core's --fp8-param-gather (from 0.9; dtype: fp8 with zero 1-3): "
                     "the layers' linear weights kept in FP8 and all-gathered as 1 byte each")
-    rank_order: Literal["tp-cp-dp-pp", "tp-cp-pp-dp"] | None = Field(
+    rank_order: Literal[RANK_ORDERS] | None = Field(
         None, exclude=True,   # not echoed: the job's own JSON names it when set
         description="how ranks map to GPUs, fastest dimension first: tp-cp-dp-pp "
                     "(Megatron-Core's default) or tp-cp-pp-dp (--use-tp-pp-dp-mapping, from "

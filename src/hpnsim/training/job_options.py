@@ -28,7 +28,7 @@ from hpnsim.training.frameworks import (
 )
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec
-from hpnsim.workloads.layout import Layout, check_layout, make_layout
+from hpnsim.workloads.layout import PP_BEFORE_DP, Layout, check_layout, make_layout
 
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -283,9 +283,8 @@ def options_used(layout: Layout, **options) -> list[str]:
     ['zero_1_2', 'overlap_grad_reduce']
     """
     used = {"zero_1_2": layout.zero in (1, 2), "zero_3": layout.zero == 3, "cp": layout.cp > 1,
-            "rank_order": layout.rank_order == "tp-cp-pp-dp",
-            "rank_order_cp_ep": (layout.rank_order == "tp-cp-pp-dp"
-                                 and max(layout.cp, layout.ep) > 1)}
+            "rank_order": layout.rank_order == PP_BEFORE_DP,
+            "rank_order_cp_ep": layout.rank_order == PP_BEFORE_DP and max(layout.cp, layout.ep) > 1}
     used.update({name: value is not None and value is not False
                  for name, value in options.items()})
     return [name for name in MEGATRON_CORE_SINCE if used.get(name)]

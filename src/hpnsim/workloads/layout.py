@@ -24,7 +24,8 @@ SCHEDULES = ("1f1b", "interleaved", "gpipe", "zb-h1")
 #: here): ``tp-cp-dp-pp``, its default, and ``tp-cp-pp-dp`` (``--use-tp-pp-dp-mapping``,
 #: the order Llama 3's 4D parallelism states, [TP, CP, PP, DP]). Unset (``""``): hpnsim's
 #: :func:`~hpnsim.workloads.placement.default_order`.
-RANK_ORDERS = ("tp-cp-dp-pp", "tp-cp-pp-dp")
+MEGATRON_ORDER, PP_BEFORE_DP = "tp-cp-dp-pp", "tp-cp-pp-dp"
+RANK_ORDERS = (MEGATRON_ORDER, PP_BEFORE_DP)
 
 
 @dataclass(frozen=True)
