@@ -276,6 +276,33 @@ def _fmt(value, percent=False) -> str:
     return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.3g}"
 
 
+def plane_gain_reading() -> str:
+    """The bullet on Appendix A, its figures from experiments/plane_gain_and_port_loss.py's
+    output (part 3) where that has been run."""
+    text = ("- **Dual vs single plane (Appendix A).** Read from `experiments/out/hpn_paper.json` "
+            "(written by `experiments/hpn_paper.py`); the paper's +50-64% compares HPN with "
+            "and without dual plane, not HPN with DCN+.")
+    path = ROOT / "experiments" / "out" / "plane_gain_and_port_loss.json"
+    bounds = json.loads(path.read_text()).get("gain_bound", []) if path.exists() else []
+    if not bounds:
+        return text + " (Run `experiments/plane_gain_and_port_loss.py` for what the gain " \
+                      "is made of.)"
+    u = [b["dual_nic_port_utilization"] for b in bounds]
+    busy = [b["single_nic_port_utilization"] for b in bounds]
+    p90 = sorted({b["receive_ratio_p90"] for b in bounds})
+    need = [(1 + g) * min(busy) / 2 for g in (0.50, 0.64)]
+    return text + (
+        " hpnsim's single plane has the port imbalance the paper measured (Fig. 13a: the two "
+        f"ToR ports toward one NIC 3x apart; hpnsim: {p90[0]:g}x at the 90th-percentile NIC) "
+        f"and still gains only {min(b['gain'] for b in bounds):+.0%} to "
+        f"{max(b['gain'] for b in bounds):+.0%}: its dual plane is NVLink-bound with NIC "
+        f"ports at most {min(u):.0%}-{max(u):.0%} busy, so even a NIC whose connections all "
+        "land on one port costs 2u over that port's utilization "
+        f"({min(busy):.0%}-{max(busy):.0%}); the paper's gain needs those ports "
+        f"{need[0]:.0%}-{need[1]:.0%} busy on the dual plane (docs/experiments.md, 'What the "
+        "gain is made of'; `experiments/plane_gain_and_port_loss.py`).")
+
+
 def a100_host_reading(rows: list[dict]) -> str:
     """The bullet on the measured 8 x A100 all-reduce rows, its figures from ``rows``."""
     mine = [r for r in rows if r["source"] == A100_LOG_SOURCE]
@@ -354,10 +381,7 @@ def markdown(rows: list[dict], seconds: float, iteration: list[str] = ()) -> str
             "bandwidth equals two hosts' (latencies switched off for this ratio: with NCCL's "
             "latencies a 1,024-GPU ring loses ~15% of its 4 GiB busbw to 2(n-1) steps), with "
             "no hash collision.",
-            "- **Dual vs single plane (Appendix A).** Read from `experiments/out/hpn_paper.json` "
-            "(written by `experiments/hpn_paper.py`); the paper's +50-64% compares HPN with "
-            "and without dual plane, not HPN with DCN+; see docs/experiments.md for what a "
-            "flow-level model can and cannot show of it.",
+            plane_gain_reading(),
             "- **HPN over DCN+ (sec. 9.2).** The paper gives the largest gain over its Fig. 17 "
             "sizes (AllReduce up to +59.3%, Multi-AllReduce up to +158.2%; AllGather "
             "'similar', no figure); hpnsim's row is its own largest gain over the sizes it "

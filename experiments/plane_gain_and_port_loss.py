@@ -18,6 +18,15 @@ the iteration overlaps varies: the global batch (compute per iteration against t
 gradient all-reduce) and whether the gradient buckets reduce behind the backward pass
 (``overlap_grad_reduce``).
 
+Part 3, what the gain is made of (Appendix A's setup, QPs 1, default hashing): the single
+plane's load ratio of the two ports into each NIC (the quantity of the paper's Fig. 13a, "3x"
+on a production GPT-3 175B job) over the NICs, the busiest NIC port's utilization u on the
+dual plane, and the busiest NIC port's utilization on the single plane. A NIC port can take at
+most all of its NIC's bytes instead of half, so a single plane whose worst NIC hashes every
+connection onto one port needs that port for 2u of the dual plane's time: the gain is then
+2u / (that port's utilization) - 1, and the paper's +50-64% needs u near 0.75-0.82 on the
+dual plane, whatever the hashes do.
+
 Writes ``plane_gain_and_port_loss.json`` into ``--out`` (default experiments/out/) and prints
 tables. Nothing here is fitted to the paper's figures; they are printed beside the results.
 
@@ -39,7 +48,7 @@ from hpn_paper import NCCL, PLANES, nccl_2_18_algorithm  # noqa: E402
 from hpn_vs_clos_collectives import two_segment_gpus  # noqa: E402
 
 from hpnsim.collectives.planning.concurrent import Together, run_together  # noqa: E402
-from hpnsim.fabrics import hpn7  # noqa: E402
+from hpnsim.fabrics import LinkKind, NodeKind, hpn7  # noqa: E402
 from hpnsim.faults.events import parse_fault  # noqa: E402
 from hpnsim.faults.runner import JobPlan, simulate_with_faults  # noqa: E402
 from hpnsim.training.job import TrainJob  # noqa: E402
@@ -87,6 +96,63 @@ def plane_gain(seeds: int, qps_values, sizes, progress=print) -> list[dict]:
     return rows
 
 
+def _run(fabric, routing, gpus, algo, protocol, seed):
+    (r,) = run_together(fabric, [Together("allreduce", gpus.tolist(), SIZE,
+                                          {"algo": algo, "protocol": protocol})],
+                        routing=routing, seed=seed, nccl=NCCL)
+    return r
+
+
+def busiest(fabric, r, nic_ports: bool) -> float:
+    """The busiest link's utilization over the collective's time, among NIC-ToR ports (both
+    ways) or among switch-to-switch links."""
+    nic = NodeKind.NIC
+    ports = ((fabric.node_kind[fabric.link_src] == nic)
+             | (fabric.node_kind[fabric.link_dst] == nic))
+    switches = np.isin(fabric.link_kind, (LinkKind.UPLINK, LinkKind.CORE))
+    mask = ports if nic_ports else switches & ~ports
+    return float(np.max(r.link_bytes[mask] / (fabric.link_capacity[mask] * r.time)))
+
+
+def gain_bound(seeds: int, sizes, progress=print) -> list[dict]:
+    """Per GPU count (seed means): the single plane's port-load ratios into NICs (median and
+    p90 over NICs, NICs with every connection on one port), the busiest NIC port's
+    utilization on each plane, the gain, and ``two_u_minus_1``, the gain if the single
+    plane's worst port took all its NIC's bytes and stayed busy throughout."""
+    dual_fabric, dual_routing = PLANES["dual plane"][0](), PLANES["dual plane"][1]
+    single_fabric, single_routing = (PLANES["single plane, ECMP"][0](),
+                                     PLANES["single plane, ECMP"][1])
+    rows = []
+    for n in sizes:
+        gpus = two_segment_gpus(dual_fabric, n)
+        algo, protocol = nccl_2_18_algorithm(dual_fabric, "allreduce", gpus, SIZE)
+        dual = [_run(dual_fabric, dual_routing, gpus, algo, protocol, s) for s in range(seeds)]
+        single = [_run(single_fabric, single_routing, gpus, algo, protocol, s)
+                  for s in range(seeds)]
+        u = float(np.mean([busiest(dual_fabric, r, True) for r in dual]))
+        ratios = [r.port_imbalance["nic_receive"] for r in single]
+        gain = float(np.mean([r.busbw for r in dual]) / np.mean([r.busbw for r in single]) - 1)
+        row = {"gpus": n, "algo": algo, "dual_nic_port_utilization": u,
+               "receive_ratio_p50": float(np.mean([x["p50"] for x in ratios])),
+               "receive_ratio_p90": float(np.mean([x["p90"] for x in ratios])),
+               "nics_all_on_one_port": float(np.mean([x["infinite"] for x in ratios])),
+               "nics": int(ratios[0]["devices"]), "gain": gain,
+               "two_u_minus_1": max(0.0, 2 * u - 1),
+               "single_nic_port_utilization": float(np.mean([busiest(single_fabric, r, True)
+                                                             for r in single])),
+               "single_switch_link_utilization": float(np.mean(
+                   [busiest(single_fabric, r, False) for r in single]))}
+        rows.append(row)
+        progress(f"bound {n:4d} GPUs: into-NIC port ratio p50 {row['receive_ratio_p50']:.2f} "
+                 f"p90 {row['receive_ratio_p90']:.2f}, {row['nics_all_on_one_port']:.1f} of "
+                 f"{row['nics']} NICs on one port; dual plane NIC ports at most "
+                 f"{100 * u:.0f}% busy (2u - 1 = {100 * row['two_u_minus_1']:+.1f}%), gain "
+                 f"{100 * gain:+.1f}%; single plane's busiest NIC port "
+                 f"{100 * row['single_nic_port_utilization']:.0f}%, switch link "
+                 f"{100 * row['single_switch_link_utilization']:.0f}%")
+    return rows
+
+
 def port_loss(iterations: int, batches, progress=print) -> list[dict]:
     """Throughput kept with one NIC port down, per (global batch, overlap_grad_reduce)."""
     fabric = hpn7(segments=1, hosts_per_segment=32, backup_hosts=0, dual_tor="nonstacked")
@@ -117,15 +183,17 @@ def main() -> None:
     start = time.process_time()
     if args.quick:
         gains = plane_gain(1, (1, 4), (32, 256))
+        bounds = gain_bound(1, (32, 256))
         losses = port_loss(6, (256, 1024))
     else:
         gains = plane_gain(3, (1, 2, 4), GPUS)
+        bounds = gain_bound(3, GPUS)
         losses = port_loss(8, (256, 512, 1024))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "plane_gain_and_port_loss.json"
     path.write_text(json.dumps({"size": SIZE, "fault": FAULT, "plane_gain": gains,
-                                "port_loss": losses,
+                                "gain_bound": bounds, "port_loss": losses,
                                 "published": {"gain": [0.50, 0.64], "port_loss": 0.0625},
                                 "cpu_s": time.process_time() - start}, indent=1))
     print(f"wrote {path} ({time.process_time() - start:.0f} s CPU)")
