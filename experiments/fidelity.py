@@ -306,12 +306,15 @@ def plane_gain_reading() -> str:
 def a100_host_reading(rows: list[dict]) -> str:
     """The bullet on the measured 8 x A100 all-reduce rows, its figures from ``rows``."""
     mine = [r for r in rows if r["source"] == A100_LOG_SOURCE]
+    if not mine:
+        return ""
     errors = [r["hpnsim"] / r["published"] - 1 for r in mine]
+    sign = "fast at every size" if max(errors) < 0 else "off"
     calibration = a100_calibration()
     fitted = ", ".join(f"{k} {v:.3g}" for k, v in calibration.fitted.items())
     return ("- **One A100 host at the sizes TP uses.** Measured with one rank per GPU, as a "
             "framework runs NCCL, 32 MiB to 1 GiB: hpnsim's NCCL defaults (NCCL's own tuner "
-            "latencies, `tuning.cc`; NVLink 20 of 25 GB/s per link) are fast at every size, "
+            f"latencies, `tuning.cc`; NVLink 20 of 25 GB/s per link) are {sign}, "
             f"{min(errors):+.0%} to {max(errors):+.0%}, most at "
             f"{_size_label(mine[errors.index(min(errors))]['size'])}: "
             "NCCL's tuner model underestimates what a ring or tree step costs on this "
@@ -356,7 +359,7 @@ def markdown(rows: list[dict], seconds: float, iteration: list[str] = ()) -> str
             "framing at a 4096-byte MTU gives 50 x 0.980 = 49.0. Two H100 hosts stay "
             "NVLink-bound on a ring (8 x 49 > 371 GB/s), so the published one-host ring "
             "figure applies. The DGX-A100 figure is network-bound (8 x 25 GB/s).",
-            a100_host_reading(rows),
+            *filter(None, [a100_host_reading(rows)]),
             "- **Packet engine.** The same two rings as packets (docs/packet.md: NCCL's "
             "rings and paths, queues, ECN, PFC, DCQCN; NVLink at NCCL's efficiency; NCCL's "
             "latency terms added): uncongested, they reach what the flow engine reaches, "
