@@ -300,8 +300,12 @@ def _attribution(results: list[dict]) -> list[str]:
         "QKV and FC1 inputs for their weight gradients (a quarter more TP bytes, beside "
         "the input gradients). "
         f"Of the rest: too slow, {_signed(cur, 1)}; too fast, {_signed(cur, -1)}. "
-        "What a recipe runs and hpnsim leaves out: CUDA graphs (Megatron-Bridge's newer "
-        "recipes) would shorten the step; for the Llama 3 8B row Megatron-Bridge's H100 "
+        + fsdp_contention(results) +
+        "What a recipe runs and hpnsim leaves out: CUDA graphs would shorten the step, but "
+        "none of Megatron-Bridge v0.2.0's H100 pretraining presets for these three runs sets "
+        "them (scripts/performance/configs/llama3{,1}/workload_base_configs.py at 717c62de: "
+        "cuda_graph_impl only in its Blackwell presets and the H100 8B fine-tuning one); "
+        "for the Llama 3 8B row Megatron-Bridge's H100 "
         "FP8-CS preset at v0.2.0 (full recomputation of 5 layers, no FSDP) differs from the "
         "archived table the row is read from (FSDP over 8 GPUs), and hpnsim follows the "
         "table. The kernels themselves: the FP8 GEMMs are cuBLASLt's measured "
@@ -335,6 +339,20 @@ def _attribution(results: list[dict]) -> list[str]:
         "(split accumulation in the backward) at 4096-8192-token shapes and its current "
         "cast-transpose on an H100 (`tools/measure_kernels.py`, or a profiler trace of "
         "the run through `hpnsim kernels`)."]
+
+
+def fsdp_contention(results: list[dict]) -> str:
+    """The sentence on compute beside NCCL kernels, from the Llama 3 8B (FSDP) row."""
+    row = next((r for r in results if r["run"].label == "Llama 3 8B (FSDP)"), None)
+    if row is None:
+        return ""
+    c = row["breakdown"].get("contention", 0.0)
+    return ("Compute beside the DP and ZeRO collectives' NCCL kernels is charged only while "
+            "they run, each for its time alone (docs/compute.md, 'For how long'; it was the "
+            "whole of the compute after a dispatch): on the Llama 3 8B (FSDP) row, whose "
+            "per-unit gathers and reduce-scatters inside one host last a fraction of their "
+            f"unit's compute, that is {c:.2f} s ({c / row['hpnsim']:.1%} of the step), and the "
+            f"row reads {row['hpnsim'] / row['published'] - 1:+.1%}. ")
 
 
 def tp_allreduce_check(results: list[dict]) -> str:

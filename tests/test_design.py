@@ -259,13 +259,15 @@ def test_compare_runs_one_collective_on_the_named_designs():
     direct = run_collective(build_fabric(template, options), "allreduce", range(2048),
                             work.size, routing="hpn_dual_plane")
     assert hpn["busbw_GBps"] == pytest.approx(direct.busbw / 1e9)
-    # one training iteration: the same hosts compute alike and TP stays on NVLink; only the
-    # DP all-reduce across hosts sees the network, less exposed on HPN's planes
+    # one training iteration: the same hosts run the same kernels and TP stays on NVLink; only
+    # the DP all-reduce across hosts sees the network, less exposed on HPN's planes, and its
+    # NCCL kernels, beside the last backward for as long as it runs, slow that compute less
     work = parse_workload("train:llama3-8b:8:1:32")
     d = design_inputs(gpus=work.gpus)
     hpn, single_plane = compare(d, pick(design_space(d), work, [
         "2tier-dualtor-rail-dualplane", "2tier-dualtor-rail"]), work)
-    assert hpn["compute_time_s"] == pytest.approx(single_plane["compute_time_s"])
+    assert hpn["compute_time_s"] <= single_plane["compute_time_s"]
+    assert hpn["compute_time_s"] == pytest.approx(single_plane["compute_time_s"], rel=0.02)
     assert hpn["exposed_comm_s"]["tp"] == pytest.approx(single_plane["exposed_comm_s"]["tp"])
     assert hpn["exposed_comm_s"]["dp"] < single_plane["exposed_comm_s"]["dp"]
     # rail-only designs cannot carry a collective across rails through the network

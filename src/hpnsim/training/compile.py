@@ -20,6 +20,16 @@ What becomes a task, and the one approximation:
   not meet), a stage runs its blocking collectives one at a time, and with rail-aligned
   placement PP and DP traffic leaves a GPU through its own NIC, never through NVSwitch. When
   DP peers share a host (not rail-aligned) a note says the figure is an isolated one.
+- **NCCL kernels beside compute** (:attr:`~hpnsim.training.program.Compute.beside`, the extra
+  a kernel would take if the DP or ZeRO collectives dispatched before it held their SMs
+  throughout) are charged for the time those collectives run: each stage keeps a clock of
+  its stream's compute, and every asynchronous DP, expert-DP or ZeRO collective holds its
+  SMs from its dispatch (or from the end of the one before it: their kernels run one at a
+  time) for its time alone on one group (:func:`~hpnsim.training.comm.time_groups`, hash
+  seed 0); a compute op pays the share of its ``beside`` that falls within that residency. An
+  approximation: the clock counts compute only, so a stream waiting for a pipeline message
+  runs the collective further than the clock says (it overcharges there), and a collective
+  slowed by other traffic runs longer than alone (it undercharges there).
 """
 
 from __future__ import annotations
@@ -38,6 +48,9 @@ from hpnsim.training.program import Collective, Compute, Pass, Program, Recv, Se
 from hpnsim.workloads.placement import place
 
 _CATEGORY = {"tp": "tp", "cp": "cp", "ep": "ep", "dp": "dp", "edp": "dp"}
+#: groups whose asynchronous collectives (gradient buckets, ZeRO gathers and reduce-scatters)
+#: are the NCCL kernels :attr:`Compute.beside` prices
+_RESIDENT = ("dp", "edp")
 _NAMES = {"allreduce": "all-reduce", "alltoall": "all-to-all", "allgather": "all-gather",
           "reducescatter": "reduce-scatter", "sendrecv": "send/recv"}
 
@@ -235,6 +248,18 @@ class _Compiler:
         self.it.comm_bytes[_CATEGORY[op.group]] += sent * len(groups)
         return seconds
 
+    def alone_time(self, op: Collective, s: int) -> float:
+        """Seconds of ``op`` on the first group of stage ``s`` alone on the fabric, under
+        hash seed 0 whatever the job's (so that a reseeded graph keeps its compute: see
+        :mod:`hpnsim.training.reseed`); cached, nothing recorded as traffic: how long its
+        NCCL kernels hold their SMs."""
+        group = self.groups[op.group][s][0]
+        key = ("alone", op.op, op.group, float(op.size), s)
+        if key not in self.timed:
+            self.timed[key] = time_groups(self.fabric, op.op, group[None, :], op.size,
+                                          replace(self._options(op), seed=0))
+        return self.timed[key][0]
+
     def _options(self, op: Collective) -> CollectiveOptions:
         """The group's options; a point-to-point shift keeps its own algorithm whatever
         algorithm the group's collectives are forced to (``tp_algo``, ``dp_algo``)."""
@@ -285,6 +310,7 @@ class _StageState:
         self.per_group: dict[int, list[list[int]]] = {}
         self.passes: list[StagePass] = []
         self.rows: dict[tuple, list] = {}
+        self.shares: dict[int, float] | None = None   # compute op -> share beside NCCL
         referenced, self.followed = set(), set()
         for op in ops:
             if isinstance(op, Compute | Collective):
@@ -352,9 +378,10 @@ class _StageState:
             self.flush()
             self.passes.append(StagePass(op.kind, op.micro_batch, op.chunk))
         elif isinstance(op, Compute):
-            part = "compute"
-            self.delay(i, part, op.seconds, op.after, op.label or "compute", op.straggler,
-                       op.contention)
+            contention = op.contention + (self.resident_share(i) * op.beside if op.beside
+                                          else 0.0)
+            self.delay(i, "compute", op.seconds, op.after, op.label or "compute",
+                       op.straggler, contention)
         elif isinstance(op, Recv):
             self.flush()
             self.recv = c.sent[op.tag]
@@ -385,6 +412,48 @@ class _StageState:
                                                category=_CATEGORY[op.group]))
         self.tasks[i] = [done]
         self.tail = done
+
+    def resident_share(self, i: int) -> float:
+        """Share of compute op ``i``'s time within the time the NCCL kernels of the stage's
+        DP and ZeRO collectives hold their SMs (see the module docstring)."""
+        if self.shares is None:
+            self.shares = self._resident_shares()
+        return self.shares.get(i, 0.0)
+
+    def _resident_shares(self) -> dict[int, float]:
+        """Every compute op's share, from the stage's stream clock: compute ops and the
+        blocking collectives inside a host advance it; each resident collective is
+        dispatched at the clock its ``after`` ops end at (or its own place in the stream),
+        its kernels run after the previous one's, for its time alone."""
+        clock, start, end, dispatched = 0.0, {}, {}, []
+        for i, op in enumerate(self.ops):
+            start[i] = clock
+            if isinstance(op, Compute):
+                clock += op.seconds
+            elif isinstance(op, Collective) and self.c.groups[op.group][self.s].shape[1] > 1:
+                if op.blocking and self.c.in_host(op.group, self.s):
+                    clock += self.c.alone_time(op, self.s)
+                elif not op.blocking and op.group in _RESIDENT:
+                    at = max((end[a] for a in op.after), default=clock)
+                    dispatched.append((at, i, self.c.alone_time(op, self.s)))
+            end[i] = clock
+        busy, free = [], 0.0                      # residency: disjoint (from, to) intervals
+        for at, _, seconds in sorted(dispatched):
+            begin = max(at, free)
+            free = begin + seconds
+            if busy and begin <= busy[-1][1]:
+                busy[-1] = (busy[-1][0], free)
+            else:
+                busy.append((begin, free))
+        froms = np.asarray([b[0] for b in busy])
+        tos = np.asarray([b[1] for b in busy])
+        shares = {}
+        for i, op in enumerate(self.ops):
+            if isinstance(op, Compute) and op.beside and op.seconds > 0:
+                a, b = start[i], start[i] + op.seconds
+                held = np.clip(np.minimum(tos, b) - np.maximum(froms, a), 0.0, None).sum()
+                shares[i] = float(min(1.0, held / op.seconds))
+        return shares
 
     def asynchronous(self, i: int, op: Collective) -> None:
         groups = self.c.groups[op.group][self.s]

@@ -96,7 +96,7 @@ class _StageBuilder:
     def add(self, op) -> int:
         if isinstance(op, Compute) and op.label != "optimizer":
             if self.beside:
-                op = replace(op, contention=op.contention + op.seconds * self.beside)
+                op = replace(op, beside=op.beside + op.seconds * self.beside)
             if self.straggler:
                 op = replace(op, straggler=op.seconds * self.straggler)
         self.ops.append(op)

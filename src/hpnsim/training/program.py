@@ -55,13 +55,17 @@ class Compute:
     """``seconds`` of kernels on the compute stream, after the ops in ``after`` too;
     ``contention``: the further seconds they take beside an overlapped communication kernel
     (:mod:`hpnsim.training.compute.contention`); ``straggler``: the further seconds the stream
-    waits for the job's slowest GPU (:mod:`hpnsim.training.straggler`); both accounted apart."""
+    waits for the job's slowest GPU (:mod:`hpnsim.training.straggler`); both accounted apart.
+    ``beside``: the further seconds they would take if the NCCL kernels of the DP or ZeRO
+    collectives dispatched before them were resident throughout; the compiler charges the
+    share of it that falls within those kernels' time (:mod:`hpnsim.training.compile`)."""
 
     seconds: float
     label: str = ""
     after: tuple[int, ...] = ()
     straggler: float = 0.0
     contention: float = 0.0
+    beside: float = 0.0
 
 
 @dataclass(frozen=True)
