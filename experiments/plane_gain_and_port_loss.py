@@ -71,15 +71,24 @@ def _busbw(fabric, routing, gpus, algo, protocol, qps, options, seed) -> float:
     return r.busbw / 1e9
 
 
+def _planes():
+    """(fabric, routing) of the dual plane and of the single plane under ECMP."""
+    return tuple((PLANES[name][0](), PLANES[name][1])
+                 for name in ("dual plane", "single plane, ECMP"))
+
+
+def _group(fabric, n: int):
+    """Appendix A's ``n`` GPUs across two segments, and NCCL 2.18.3's algorithm for them."""
+    gpus = two_segment_gpus(fabric, n)
+    return (gpus, *nccl_2_18_algorithm(fabric, "allreduce", gpus, SIZE))
+
+
 def plane_gain(seeds: int, qps_values, sizes, progress=print) -> list[dict]:
     """Dual over single-plane-ECMP gain per (GPUs, QPs, hashing variant), seed means."""
-    dual_fabric, dual_routing = PLANES["dual plane"][0](), PLANES["dual plane"][1]
-    single_fabric, single_routing = (PLANES["single plane, ECMP"][0](),
-                                     PLANES["single plane, ECMP"][1])
+    (dual_fabric, dual_routing), (single_fabric, single_routing) = _planes()
     rows = []
     for n in sizes:
-        gpus = two_segment_gpus(dual_fabric, n)
-        algo, protocol = nccl_2_18_algorithm(dual_fabric, "allreduce", gpus, SIZE)
+        gpus, algo, protocol = _group(dual_fabric, n)
         for qps in qps_values:
             dual = np.mean([_busbw(dual_fabric, dual_routing, gpus, algo, protocol, qps, {}, s)
                             for s in range(seeds)])
@@ -119,13 +128,10 @@ def gain_bound(seeds: int, sizes, progress=print) -> list[dict]:
     p90 over NICs, NICs with every connection on one port), the busiest NIC port's
     utilization on each plane, the gain, and ``two_u_minus_1``, the gain if the single
     plane's worst port took all its NIC's bytes and stayed busy throughout."""
-    dual_fabric, dual_routing = PLANES["dual plane"][0](), PLANES["dual plane"][1]
-    single_fabric, single_routing = (PLANES["single plane, ECMP"][0](),
-                                     PLANES["single plane, ECMP"][1])
+    (dual_fabric, dual_routing), (single_fabric, single_routing) = _planes()
     rows = []
     for n in sizes:
-        gpus = two_segment_gpus(dual_fabric, n)
-        algo, protocol = nccl_2_18_algorithm(dual_fabric, "allreduce", gpus, SIZE)
+        gpus, algo, protocol = _group(dual_fabric, n)
         dual = [_run(dual_fabric, dual_routing, gpus, algo, protocol, s) for s in range(seeds)]
         single = [_run(single_fabric, single_routing, gpus, algo, protocol, s)
                   for s in range(seeds)]
