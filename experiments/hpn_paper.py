@@ -210,7 +210,8 @@ def packet_case(fabric, routing: str, case: str, size: float, max_packets: float
             "stable": bool(pkt.stable), "ecn_marks": int(pkt.ecn_marks), "cnps": int(pkt.cnps),
             "pfc_pauses": int(pkt.pfc_pauses), "q_max_MB": top["q_max"] / 1e6,
             "fullest_port": _kind(top["port"]) if top["port"] else "-",
-            "events": int(pkt.events), "cpu_s": round(time.process_time() - start, 1)}
+            "events": int(pkt.events), "rail_copies": int(pkt.rail_copies),
+            "cpu_s": round(time.process_time() - start, 1)}
 
 
 def appendix_a_packet(gpu_counts, seeds: int, max_packets: float = 3e8,

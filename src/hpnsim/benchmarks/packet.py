@@ -164,7 +164,8 @@ def _collective_row(m: Measurement, r, size: float) -> Measurement:
     m.details.update(algo=f"{r.algo}/{r.protocol}", busbw_GBps=round(r.busbw / 1e9, 2),
                      steps_simulated=f"{r.steps_simulated}/{r.steps:g}",
                      extrapolated_share=round(r.extrapolated, 3), stable=bool(r.stable),
-                     ecn_marks=int(r.ecn_marks), pfc_pauses=int(r.pfc_pauses))
+                     ecn_marks=int(r.ecn_marks), pfc_pauses=int(r.pfc_pauses),
+                     rail_copies=int(r.rail_copies))
     return m
 
 

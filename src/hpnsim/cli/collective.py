@@ -96,7 +96,8 @@ def collective_scenario(fabric: str, options: dict, *, op: str = "allreduce",
 
 
 def engine_settings(engine: str, packet_params: str | None, window: bool,
-                    max_packets: float | None, watch: str | None) -> dict | None:
+                    max_packets: float | None, watch: str | None,
+                    share_rails: bool = True) -> dict | None:
     """The ``engine:`` key of ``--engine`` and the packet options (None for the flow
     engine); packet options without ``--engine packet`` are refused, each named.
 
@@ -113,6 +114,7 @@ def engine_settings(engine: str, packet_params: str | None, window: bool,
     if engine not in ENGINES:
         raise InputError("engine", f"must be {' or '.join(ENGINES)}, got {engine!r}")
     given = {"packet_params": packet_params is not None, "--no-window": not window,
+             "--no-share-rails": not share_rails,
              "max_packets": max_packets is not None, "watch": watch is not None}
     if engine == "flow":
         for name, set_ in given.items():
@@ -122,6 +124,8 @@ def engine_settings(engine: str, packet_params: str | None, window: bool,
     if max_packets is not None and not max_packets > 0:
         raise InputError("max_packets", f"must be > 0, got {max_packets:g}")
     out: dict = {"kind": "packet", "window": window}
+    if not share_rails:
+        out["share_rails"] = False
     if packet_params is not None:
         from hpnsim.scenario.engine import EngineSpec
 
@@ -234,6 +238,10 @@ def register(app: typer.Typer) -> None:
         window: bool = typer.Option(True, "--window/--no-window", help="packet: simulate "
                                     "ring steps until the per-step time is stable and "
                                     "extrapolate (default), or every step (rings only)."),
+        share_rails: bool = typer.Option(True, "--share-rails/--no-share-rails", help="packet: "
+                                         "a tree or NVLS-tree whose rails run alike (one "
+                                         "HPN segment) simulates one rail for all, NVLink "
+                                         "shared as by all (default), or every rail."),
         max_packets: float = max_packets_option("default 5e7, ~20-40 s"),
         watch: str = watch_option(),
         queue_plot: str = typer.Option(None, "--queue-plot", help="packet: save the queue at "
@@ -254,7 +262,8 @@ def register(app: typer.Typer) -> None:
 
         check_seed(seed, "--seed")
         tables = TableFiles(csv, parquet)
-        settings = engine_settings(engine, packet_params, window, max_packets, watch)
+        settings = engine_settings(engine, packet_params, window, max_packets, watch,
+                                   share_rails)
         for name, value in (("show_params", show_params), ("queue_plot", queue_plot),
                             ("queue_trace", queue_trace)):
             if value and settings is None:

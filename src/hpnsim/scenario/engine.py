@@ -50,6 +50,9 @@ class EngineSpec(BaseModel):
                                                  "optional preset: and field overrides)")
     window: bool = Field(True, description="packet: windowed steady state (false: simulate "
                                            "every ring step)")
+    share_rails: bool = Field(True, description="packet: a tree or NVLS-tree whose rails run "
+                                                "alike simulates one rail for all (false: "
+                                                "every rail)")
     max_packets: float = Field(5e7, gt=0, description="packet: refuse a run estimated "
                                                       "beyond this many packet hops")
     watch: list[str] = Field(default_factory=list, description="packet: port (link) names "
@@ -64,9 +67,10 @@ class EngineSpec(BaseModel):
 
     @model_validator(mode="after")
     def _params(self) -> EngineSpec:
-        if self.kind == "flow" and (self.params or self.watch or not self.window):
-            raise ValueError("kind: params, window and watch set the packet engine; add "
-                             "kind: packet or leave them out")
+        if self.kind == "flow" and (self.params or self.watch or not self.window
+                                    or not self.share_rails):
+            raise ValueError("kind: params, window, share_rails and watch set the packet "
+                             "engine; add kind: packet or leave them out")
         if self.params is not None:
             self.packet_params()          # a bad file fails here, before anything runs
         return self
@@ -104,4 +108,5 @@ class EngineSpec(BaseModel):
                                                  f"name such as {fabric.link_name(0)!r})")
             watch = tuple(int(names[w]) for w in self.watch)
         return PacketRun(params=self.packet_params(), window=self.window,
-                         max_packets=float(self.max_packets), watch=watch)
+                         max_packets=float(self.max_packets), watch=watch,
+                         share_rails=self.share_rails)

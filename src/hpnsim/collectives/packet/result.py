@@ -13,7 +13,7 @@ __all__ = ["PACKET_ROW_FIELDS", "PacketCollectiveResult", "packet_collective_res
 
 #: the packet columns of :meth:`PacketCollectiveResult.rows`
 PACKET_ROW_FIELDS = ("engine", "network_time", "nccl_latency", "steps", "steps_simulated",
-                     "extrapolated", "stable", "events", "ecn_marks", "cnps", "pfc_pauses",
+                     "extrapolated", "stable", "rail_copies", "events", "ecn_marks", "cnps", "pfc_pauses",
                      "paused_time", "drops", "rewinds", "resent_bytes", "timeouts",
                      "discards")
 
@@ -34,6 +34,8 @@ class PacketCollectiveResult(CollectiveResult):
     network_time, nccl_latency : seconds (above).
     steps, steps_simulated, extrapolated, stable : the ring's steps, how many were simulated,
         the share extrapolated and whether the per-step time had settled.
+    rail_copies : the rails one simulated rail stood for (1: every rail simulated;
+        :mod:`~hpnsim.collectives.packet.rails`); counters and link bytes are all rails'.
     packets_estimated, events : packet hops estimated before the run; events processed.
     ecn_marks, cnps, pfc_pauses, paused_time, drops : totals over all ports and flows.
     rewinds, resent_bytes, timeouts, discards : the RC transport's totals over all flows
@@ -55,6 +57,7 @@ class PacketCollectiveResult(CollectiveResult):
     extrapolated: float = 0.0
     stable: bool = True
     packets_estimated: float = 0.0
+    rail_copies: int = 1
     events: int = 0
     ecn_marks: int = 0
     cnps: int = 0
@@ -83,7 +86,8 @@ class PacketCollectiveResult(CollectiveResult):
             "network_time": self.network_time, "nccl_latency": self.nccl_latency,
             "steps": self.steps, "steps_simulated": self.steps_simulated,
             "extrapolated": self.extrapolated, "stable": self.stable,
-            "packets_estimated": self.packets_estimated, "events": self.events,
+            "packets_estimated": self.packets_estimated, "rail_copies": self.rail_copies,
+            "events": self.events,
             "ecn_marks": self.ecn_marks, "cnps": self.cnps, "pfc_pauses": self.pfc_pauses,
             "paused_time": self.paused_time, "drops": self.drops, "rewinds": self.rewinds,
             "resent_bytes": self.resent_bytes, "timeouts": self.timeouts,

@@ -77,6 +77,8 @@ class PacketRun:
     slots : ring chunks in flight per connection (NCCL_STEPS, 8 in NCCL 2.18.3
         ``src/include/devcomm.h``: a sender waits for the receiver to free a slot of its
         4 MiB buffer); None: unbounded, each chunk waits for its data only.
+    share_rails : a chunked tree or NVLS-tree whose rails run alike simulates one rail for
+        all (:mod:`~hpnsim.collectives.packet.rails`); False simulates every rail.
     """
 
     params: object = None
@@ -86,6 +88,7 @@ class PacketRun:
     max_watch: int = 64
     samples: int = 2000
     slots: int | None = 8
+    share_rails: bool = True
 
 
 def _ring_stages(plan, op: str) -> list:

@@ -27,7 +27,9 @@ becomes (:func:`tree_hops`), as :class:`~hpnsim.packet.pipeline.Hop`\\ s:
 Members are the stage's routed paths (QP-expanded: each chunk is cut over the QPs, as
 ``ncclIbMultiSend`` does), cut to their NIC-to-NIC legs as the ring and graph paths cut
 them (:func:`~hpnsim.collectives.packet.graph.member_legs`). Chunk size per channel:
-:func:`tree_chunk`. Protocols other than Simple (LL, LL128) run as the task graph.
+:func:`tree_chunk`. Protocols other than Simple (LL, LL128) run as the task graph. Where
+the rails run alike (one HPN segment), one rail is simulated for all
+(:mod:`~hpnsim.collectives.packet.rails`; ``PacketRun.share_rails``).
 """
 
 from __future__ import annotations
@@ -77,8 +79,9 @@ def nvlstree_streams(plan) -> int:
     128
     """
     from hpnsim.collectives.closed_form.nvlstree import NVLS_CHANNELS
+    from hpnsim.collectives.packet.rails import rail_of
 
-    rails = {int(s.name.split("/rail", 1)[1].split("/", 1)[0]) for s in _tree_stages(plan)}
+    rails = {rail_of(s.name) for s in _tree_stages(plan)}
     return NVLS_CHANNELS * len(rails)
 
 
@@ -183,10 +186,11 @@ def nvlink_packet(fabric, nvls_links, net_ports, mtu: float) -> float:
     return float(mtu) * max(1.0, float(np.floor(cap[nv].min() / cap[ports].max() + 1e-9)))
 
 
-def tree_hops(fabric, plan, mtu: float | None = None) -> list:
+def tree_hops(fabric, plan, mtu: float | None = None, rail: int | None = None) -> list:
     """The :class:`~hpnsim.packet.pipeline.Hop`\\ s of a planned tree or NVLS-tree
     all-reduce (see the module docstring), weights in wire bytes per chunk byte of a rail
-    or tree stage. With ``mtu``, the NVLS hops' packets are :func:`nvlink_packet`'s.
+    or tree stage. With ``mtu``, the NVLS hops' packets are :func:`nvlink_packet`'s; with
+    ``rail``, only that rail's stages' hops (:func:`~hpnsim.collectives.packet.rails.rail_of`).
 
     >>> from hpnsim.collectives.planning.plan import plan_collective
     >>> from hpnsim.fabrics import hpn7
@@ -197,6 +201,8 @@ def tree_hops(fabric, plan, mtu: float | None = None) -> list:
     >>> len(hops), sorted({len(h.needs) for h in hops})
     (60, [0, 1, 2])
     """
+    from hpnsim.collectives.packet.rails import rail_of
+
     efficiency = plan.nccl.protocol_efficiency(plan.protocol)
     nvls = plan.algo == "nvlstree"
     gpu_links = _nvls_links(fabric, plan) if nvls else {}
@@ -208,12 +214,13 @@ def tree_hops(fabric, plan, mtu: float | None = None) -> list:
     nvls_legs = {}                                    # GPU -> (reduction legs, multicast legs)
     for g, (up, down) in gpu_links.items():
         peers = hosts[int(switch[up])]
+        peers = peers[peers.index(g):] + peers[:peers.index(g)]      # from g on: every rail
         nvls_legs[g] = ([([gpu_links[p][0]],) for p in peers] + [([down],)],
                         [([up],)] + [([gpu_links[p][1]],) for p in peers])
     hops: list = []
     staged = []
     for i, stage in enumerate(plan.schedule.stages):
-        if stage.switch is not None:
+        if stage.switch is not None or (rail is not None and rail_of(stage.name) != rail):
             continue
         m = stage.n_members // 2
         if not (np.array_equal(stage.src[m:], stage.dst[:m])
@@ -282,14 +289,16 @@ def _stage_hops(up_src: list, up_dst: list, members: list, base: int, nvls_legs,
 
 
 def _checked(fabric, plan, run, state=None, coarse_nvlink: bool = True):
-    """Hops, chunk, stage bytes, parameters and the packet hops of the first window (or of
-    every chunk); beyond ``run.max_packets`` an InputError named ``max_packets``."""
+    """Hops to simulate, chunk, stage bytes, parameters, the rails they stand for
+    (:func:`_shared_rails`) and the packet hops of the first window (or of every chunk);
+    beyond ``run.max_packets`` an InputError named ``max_packets``."""
     from hpnsim.packet import PacketParams
     from hpnsim.packet.pipeline import pipeline_depth, pipeline_flows
 
     params = (run.params or PacketParams()).validate()
     gpus_per_host = int(getattr(fabric, "gpus_per_host", 8))
-    hops = tree_hops(fabric, plan, params.mtu_bytes if coarse_nvlink else None)
+    mtu = params.mtu_bytes if coarse_nvlink else None
+    hops = tree_hops(fabric, plan, mtu)
     if state is not None:
         legs = [leg for h in hops for leg in h.legs]
         used = np.concatenate([np.asarray(x, dtype=np.int64) for leg in legs for x in leg])
@@ -297,6 +306,7 @@ def _checked(fabric, plan, run, state=None, coarse_nvlink: bool = True):
         if dead.size:
             raise InputError("state", f"no path around the down link "
                                       f"{fabric.link_name(int(dead[0]))}: it cannot run")
+    share, hops = _shared_rails(fabric, plan, run, params, mtu, state, hops)
     chunk = tree_chunk(plan, gpus_per_host)
     stage_size = float(_tree_stages(plan)[0].size)
     n_chunks = int(np.ceil(stage_size / chunk - 1e-9))
@@ -309,7 +319,26 @@ def _checked(fabric, plan, run, state=None, coarse_nvlink: bool = True):
         raise InputError("max_packets", f"the chunked {plan.algo} allreduce would simulate "
                                         f"~{estimate:.3g} packet hops, over the limit "
                                         f"{run.max_packets:.3g}: raise --max-packets{hint}")
-    return hops, chunk, stage_size, params, estimate
+    return hops, chunk, stage_size, params, share, estimate
+
+
+def _shared_rails(fabric, plan, run, params, mtu, state, hops):
+    """``(RailShare, rail 0's hops on its joined links)`` where every rail runs as rail 0 does
+    (:func:`~hpnsim.collectives.packet.rails.rail_share`) and ``run.share_rails``;
+    ``(None, hops)`` where the user watches ports of their choosing (they may lie on any
+    rail), a stage belongs to no rail, or the rails differ."""
+    from hpnsim.collectives.packet.ports import packet_capacity
+    from hpnsim.collectives.packet.rails import rail_of, rail_share
+    from hpnsim.packet.adapter import fabric_links
+
+    rails = [rail_of(s.name) for s in _tree_stages(plan)]
+    if not run.share_rails or len(run.watch) or None in rails or len(set(rails)) < 2:
+        return None, hops
+    per_rail = [tree_hops(fabric, plan, mtu, rail=r) for r in sorted(set(rails))]
+    links = fabric_links(fabric)
+    share = rail_share(per_rail, packet_capacity(fabric, plan.nccl, params, state),
+                       fabric.link_latency, links["switch_of"], links["framed"])
+    return (None, hops) if share is None else (share, share.hops(per_rail[0]))
 
 
 #: chunks per stage the windowed mode simulates first (it doubles while not steady)
@@ -362,8 +391,8 @@ def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None, *,
     from hpnsim.packet.adapter import fabric_links
     from hpnsim.packet.pipeline import simulate_pipeline
 
-    hops, chunk, stage_size, params, estimate = _checked(fabric, plan, run, state,
-                                                         coarse_nvlink)
+    hops, chunk, stage_size, params, share, estimate = _checked(fabric, plan, run, state,
+                                                                coarse_nvlink)
     graph, compiled = _compiled(fabric, plan, state)
     flow_time = float(simulate(graph, fabric.link_capacity if state is None
                                else state.capacity).finish[compiled.final].max())
@@ -372,14 +401,15 @@ def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None, *,
     capacity = packet_capacity(fabric, plan.nccl, params, state)
     watch = _watch(fabric, [leg for h in hops for leg in h.legs], switch_of, run.watch,
                    run.max_watch)
-    pipe = simulate_pipeline(capacity, fabric.link_latency, hops, stage_size, chunk,
+    pipe = simulate_pipeline(capacity if share is None else share.capacity(capacity),
+                             fabric.link_latency, hops, stage_size, chunk,
                              NCCL_STEPS, params, window=run.window,
                              first_window=FIRST_WINDOW, max_packets=run.max_packets,
                              switch_of=switch_of, reverse=links["reverse"],
                              framed=links["framed"], watch=watch,
                              sample_interval=max(2 * flow_time / run.samples, 1e-8),
                              max_samples=4 * run.samples + 16, pct=(99.0,))
-    res = pipe.result
+    res = pipe.result if share is None else share.expand(pipe.result)
     latency = chain_latency(plan)
     time = pipe.time + latency
     link_bytes = np.asarray(res.tx_bytes, dtype=np.float64) * (pipe.n_chunks
@@ -393,4 +423,5 @@ def run_tree_packet(fabric, plan, size: float, routing: str, run, state=None, *,
         hash_collisions=collisions, n_groups=len(graph), network_time=pipe.time,
         nccl_latency=latency, steps=int(np.ceil(pipe.n_chunks - 1e-9)),
         steps_simulated=pipe.chunks_simulated, extrapolated=pipe.extrapolated,
-        stable=pipe.stable, packets_estimated=estimate)
+        stable=pipe.stable, packets_estimated=estimate,
+        rail_copies=1 if share is None else share.rails)
