@@ -47,6 +47,9 @@ def packet_table(rows: list[dict]) -> str:
     ...        "pfc_pauses": 0, "paused_time": 0.0, "drops": 0, "ports": []}}
     >>> packet_table([row]).splitlines()[1].split()[:4]
     ['1024', '4/30', '86.7', '10']
+    >>> row["packet"]["rail_copies"] = 8
+    >>> packet_table([row]).splitlines()[2][:40]
+    '# one rail simulated for all 8 (they run'
     """
     head = (f"#{'size':>12} {'steps':>9} {'extrap%':>7} {'events':>10} {'marks':>8} "
             f"{'CNPs':>7} {'pauses':>7} {'paused(us)':>10} {'drops':>5} {'rewinds':>7} "
@@ -63,6 +66,11 @@ def packet_table(rows: list[dict]) -> str:
                      f"{rewinds:>7d} {resent / 1e3:>10.1f} {timeouts:>8d} {q / 1e3:>9.1f}")
     if any(not r["packet"]["stable"] for r in rows):
         lines.append("# *: the window reached its limit before the per-step time settled")
+    copies = max((int(r["packet"].get("rail_copies", 1)) for r in rows), default=1)
+    if copies > 1:
+        lines.append(f"# one rail simulated for all {copies} (they run alike): events are "
+                     "its own, marks, pauses and queues every rail's (--no-share-rails: "
+                     "simulate each)")
     if any(r["packet"]["extrapolated"] > 0 for r in rows):
         lines.append("# queue, mark and pause figures are over the simulated steps; time and "
                      "busbw extrapolate the rest")
