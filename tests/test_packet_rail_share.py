@@ -139,3 +139,14 @@ def test_cli_refuses_no_share_rails_on_the_flow_engine():
                                    "--no-share-rails"])
     assert out.exit_code == 2
     assert "--no-share-rails" in out.output and "Traceback" not in out.output
+
+
+def test_scenario_share_rails_sets_the_packet_run_and_is_refused_on_the_flow_engine():
+    from pydantic import ValidationError
+
+    from hpnsim.scenario.engine import EngineSpec
+
+    with pytest.raises(ValidationError, match="share_rails"):
+        EngineSpec(kind="flow", share_rails=False)
+    f = hpn7(segments=1, hosts_per_segment=2, backup_hosts=0)
+    assert EngineSpec(kind="packet", share_rails=False).packet_run(f).share_rails is False
