@@ -240,8 +240,8 @@ def register(app: typer.Typer) -> None:
                                     "extrapolate (default), or every step (rings only)."),
         share_rails: bool = typer.Option(True, "--share-rails/--no-share-rails", help="packet: "
                                          "a tree or NVLS-tree whose rails run alike (one "
-                                         "HPN segment) simulates one rail for all, NVLink "
-                                         "shared as by all (default), or every rail."),
+                                         "HPN segment) simulates one rail and copies it to "
+                                         "the others (default), or every rail."),
         max_packets: float = max_packets_option("default 5e7, ~20-40 s"),
         watch: str = watch_option(),
         queue_plot: str = typer.Option(None, "--queue-plot", help="packet: save the queue at "

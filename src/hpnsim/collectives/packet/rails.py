@@ -16,13 +16,15 @@ the links that rail r renames to l, for every r: rail 1's reduction on GPU 3's N
 copy of rail 0's on GPU 2's. So the one-rail run joins those links of rail 0 into one (a
 *class*: all 8 GPU-to-NVSwitch links of a host are one, as are the 8 links back), of l's
 capacity divided by how many copies of each member l carries (1 on HPN). Its flows then
-share it as they share l in the whole run, packet for packet, as long as the rails stay
-alike, which the renaming guarantees at the start and nothing in the run breaks. Links
-rail 0 has to itself (every network link) stay as they are.
+share it as they share l in the whole run: the rails start alike and stay in lockstep. The
+whole run lets them drift apart only by the order in which it breaks ties between rails'
+packets (a deterministic order, not a physical one): measured, the one-rail run is 0.02-1.2%
+slower (docs/benchmarks.md, "One rail for all"). Links rail 0 has to itself (every network
+link) stay as they are.
 
 :meth:`RailShare.expand` lays the copies back over each other: every link of the whole run
 gets the counters and queues of its class in the one-rail run (times the copies it carries),
-a flow's are its rail-0 twin's. tests/test_packet_rails.py checks the one-rail run against
+a flow's are its rail-0 twin's. tests/test_packet_rail_share.py checks the one-rail run against
 the whole run where both run.
 """
 
@@ -137,26 +139,25 @@ class RailShare:
         return replace(res, **per_link, **per_flow)
 
 
+def _links(hops: list) -> np.ndarray:
+    """Every link the hops' legs cross, in order (hop, member, part, position)."""
+    return np.asarray([link for h in hops for leg in h.legs for part in leg for link in part],
+                      dtype=np.int64)
+
+
+def _shape(hop) -> tuple:
+    """What a renaming must keep of a hop: its waits, packet size, weights and leg layout."""
+    return (hop.needs, hop.consumers, hop.packet, tuple(np.asarray(hop.weight).tolist()),
+            tuple(tuple(len(part) for part in leg) for leg in hop.legs))
+
+
 def _pairs(a_hops: list, b_hops: list) -> tuple[np.ndarray, np.ndarray] | None:
     """(rail 0's link, rail r's link) of every leg's links, position by position, or None
     where the two rails' hops differ in shape."""
-    if len(a_hops) != len(b_hops):
+    if len(a_hops) != len(b_hops) or any(_shape(a) != _shape(b)
+                                         for a, b in zip(a_hops, b_hops, strict=True)):
         return None
-    a_links, b_links = [], []
-    for a, b in zip(a_hops, b_hops, strict=True):
-        if (a.needs != b.needs or a.consumers != b.consumers or a.packet != b.packet
-                or len(a.legs) != len(b.legs)
-                or not np.array_equal(np.asarray(a.weight), np.asarray(b.weight))):
-            return None
-        for leg_a, leg_b in zip(a.legs, b.legs, strict=True):
-            if len(leg_a) != len(leg_b):
-                return None
-            for part_a, part_b in zip(leg_a, leg_b, strict=True):
-                if len(part_a) != len(part_b):
-                    return None
-                a_links.extend(part_a)
-                b_links.extend(part_b)
-    return np.asarray(a_links, dtype=np.int64), np.asarray(b_links, dtype=np.int64)
+    return _links(a_hops), _links(b_hops)
 
 
 def _function(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray | None:
@@ -229,7 +230,7 @@ def rail_share(rail_hops: list, capacity, delay, switch_of, framed) -> RailShare
     buf = np.asarray(switch_of, dtype=np.int64)
     framed = np.asarray(framed, dtype=bool)
     n = cap.size
-    own = _pairs(rail_hops[0], rail_hops[0])[0]
+    own = _links(rail_hops[0])
     links = np.unique(np.concatenate([own, own ^ 1]))
     images = [links]
     for hops in rail_hops[1:]:
