@@ -15,20 +15,32 @@ Sources (read from local git clones, at a recorded commit):
   (1D2D block scaling, BF16 out) on an H800, timed with DeepGEMM's ``bench_kineto``
   (``kernel_benchmark/deepgemm_gemm.py``).
 
+- linkedin/Liger-Kernel (BSD-2-Clause): ``benchmark/data/all_benchmark_data.csv``, the rows
+  where Liger times Megatron-Core's own kernels on an H100 80GB HBM3 (``triton.testing.do_bench``
+  median, ``benchmark/scripts/benchmark_megatron_cross_entropy.py`` and
+  ``benchmark_megatron_swiglu.py``): the vocabulary-parallel cross-entropy unfused
+  (``vocab_parallel_cross_entropy``) and fused (``fused_vocab_parallel_cross_entropy``) over
+  BF16 logits ``[2048, 4, V]``, forward and forward + backward (the backward is their
+  difference), and ``bias_swiglu_impl``'s forward over ``[2048, 4, 2 f]``. Its backward rows are
+  not imported: the benchmark's gradient is ``sum()``'s broadcast scalar, not a training
+  step's tensor, and Megatron's fused backward comes out slower than eager PyTorch's there.
+
 - figures published in GitHub threads (``tools/kernel_threads.py``, each with its URL, author
   and date): cuBLASLt FP8 GEMMs through ``torch._scaled_mm`` on H100s, and TransformerEngine's
   FP8 cast-transpose kernel on an H100 SXM.
 
 Writes into ``--out`` (default ``src/hpnsim/data``): ``kernels_vidur_a100.csv``,
 ``kernels_vidur_h100.csv``, ``kernels_infersim_h800.csv``, ``kernels_scaled_mm_h100.csv``,
-``kernels_te_h100.csv`` (kernel tables ``--kernel-table`` reads, with a ``#`` provenance header
+``kernels_te_h100.csv``, ``kernels_liger_h100.csv`` (kernel tables ``--kernel-table`` reads, with a ``#`` provenance header
 and the source's time in ``time_ms``), and ``kernels_calibration.json`` (the fit of
 :mod:`hpnsim.training.compute.kernel_fit` on those files, with its held-out errors). Existing
 files are kept unless ``--force``; ``--refit`` keeps the clone-built tables and rewrites the
 rest.
 
     git clone https://github.com/microsoft/vidur; git clone https://github.com/alibaba/InferSim
-    python tools/import_kernels.py --vidur vidur/.git --infersim InferSim/.git --force
+    git clone https://github.com/linkedin/Liger-Kernel
+    python tools/import_kernels.py --vidur vidur/.git --infersim InferSim/.git \
+        --liger Liger-Kernel/.git --force
     python tools/import_kernels.py --refit     # no clones: thread tables and the fit
 """
 
@@ -43,7 +55,11 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+import numpy as np
+
+from hpnsim.training.compute.cross_entropy import cross_entropy_passes
 from hpnsim.training.compute.kernel_fit import (
+    _summary,
     fit_gemm,
     fit_gemm_scaled,
     fit_memory,
@@ -63,7 +79,16 @@ import kernel_threads as kt  # noqa: E402
 
 VIDUR = "microsoft/vidur"
 INFERSIM = "alibaba/InferSim"
-LICENCES = {VIDUR: "MIT", INFERSIM: "Apache-2.0"}
+LIGER = "linkedin/Liger-Kernel"
+LICENCES = {VIDUR: "MIT", INFERSIM: "Apache-2.0", LIGER: "BSD-2-Clause"}
+LIGER_PATH = "benchmark/data/all_benchmark_data.csv"
+#: Liger's providers that run Megatron-Core's cross-entropy -> hpnsim's implementation name
+LIGER_CROSS_ENTROPY = {"megatron-unfused": "unfused", "megatron-fused": "fused"}
+#: the GPU the imported Liger rows name (``gpu_name``): an H100 SXM (HBM3)
+LIGER_GPU = "NVIDIA H100 80GB HBM3"
+#: vocabularies whose loss rows the fit does not see (every other one of Liger's six, so the
+#: fit spans 4k to 128k, the training sizes, and is checked inside that range)
+LIGER_HELD_OUT = (8192, 65536)
 #: token counts kept (vidur measures 1..4096 every 8 to 32, Llama 3 to 32768): powers of two
 #: and 3 x 2^k, enough to see tile and wave steps at every scale, small enough to ship
 TOKENS = sorted({2 ** i for i in range(16)} | {3 * 2 ** i for i in range(3, 14)})
@@ -174,8 +199,10 @@ def main(argv=None) -> None:
     ap.add_argument("--vidur-commit", default="HEAD")
     ap.add_argument("--infersim", help="git dir of an alibaba/InferSim clone (omit with --refit)")
     ap.add_argument("--infersim-commit", default="HEAD")
+    ap.add_argument("--liger", help="git dir of a linkedin/Liger-Kernel clone (omit with --refit)")
+    ap.add_argument("--liger-commit", default="HEAD")
     ap.add_argument("--refit", action="store_true",
-                    help="keep the shipped vidur/InferSim tables; rewrite the thread tables and "
+                    help="keep the shipped vidur/InferSim/Liger tables; rewrite the thread tables and "
                          "the calibration fitted on all shipped tables")
     ap.add_argument("--out", default="src/hpnsim/data")
     ap.add_argument("--force", action="store_true", help="rebuild existing files")
@@ -184,11 +211,12 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if args.refit:
         previous = json.loads((out / "kernels_calibration.json").read_text(encoding="utf-8"))
-        sources = [e for e in previous["sources"] if e["repository"] in (VIDUR, INFERSIM)]
-    elif args.vidur and args.infersim:
+        sources = [e for e in previous["sources"]
+                   if e["repository"] in (VIDUR, INFERSIM, LIGER)]
+    elif args.vidur and args.infersim and args.liger:
         sources = import_clones(args, out)
     else:
-        sys.exit("error: --vidur and --infersim (git dirs of the clones), or --refit")
+        sys.exit("error: --vidur, --infersim and --liger (git dirs of the clones), or --refit")
     sources += write_thread_tables(out, args.force or args.refit)
     calibration = {"sources": sources, **calibrate(out)}
     path = out / "kernels_calibration.json"
@@ -243,7 +271,79 @@ def import_clones(args, out: Path) -> list[dict]:
     sources.append({"repository": INFERSIM, "commit": infersim_commit,
                     "licence": LICENCES[INFERSIM], "paths": [infersim_path], "gpu": "h800",
                     "file": path.name, "timed": "DeepGEMM FP8 GEMMs, BF16 out"})
+    liger_commit = resolve(args.liger, args.liger_commit)
+    rows = liger_megatron_kernels(git_show(args.liger, liger_commit, LIGER_PATH))
+    header = [f"source: https://github.com/{LIGER} commit {liger_commit}",
+              f"licence: {LICENCES[LIGER]} (Copyright 2024 LinkedIn Corporation)",
+              f"path: {LIGER_PATH} (rows of Megatron-Core's kernels, gpu_name {LIGER_GPU})",
+              "gpu: h100 (SXM, HBM3)",
+              "timed: Megatron-Core's vocab-parallel cross-entropy, unfused and fused, BF16 "
+              "logits [2048, 4, V], TP 1 (benchmark/scripts/benchmark_megatron_cross_entropy.py), "
+              "and bias_swiglu_impl's forward on [2048, 4, 2 ffn_local] BF16 "
+              "(benchmark_megatron_swiglu.py); triton.testing.do_bench, rep 100",
+              "statistic: y_value_50 (median) in ms, verbatim; a backward row is the "
+              "forward + backward median less the forward median (exact decimals); shape: the "
+              "bytes hpnsim's passes move (cross_entropy.py, memory_ops.swiglu_bytes)",
+              "rebuilt by tools/import_kernels.py"]
+    path = out / "kernels_liger_h100.csv"
+    write_table(path, header, "h100", "bf16", rows, args.force)
+    sources.append({"repository": LIGER, "commit": liger_commit, "licence": LICENCES[LIGER],
+                    "paths": [LIGER_PATH], "gpu": "h100", "file": path.name,
+                    "timed": "Megatron-Core's cross-entropy (unfused, fused) and SwiGLU "
+                             "forward"})
     return sources
+
+
+def liger_megatron_kernels(text: str) -> list[dict]:
+    """Kernel rows of Megatron-Core's own kernels in Liger's benchmark table: the unfused and
+    fused cross-entropy forward and backward (``memory:cross_entropy_<impl>`` and ``..._bwd``,
+    shape the bytes :mod:`~hpnsim.training.compute.cross_entropy` counts for its passes) and
+    SwiGLU's forward (``memory:swiglu``), on :data:`LIGER_GPU`.
+
+    >>> head = ("kernel_name,kernel_provider,kernel_operation_mode,metric_name,x_value,"
+    ...         "y_value_50,extra_benchmark_config_str,gpu_name")
+    >>> cfg = '"{""S"": 2048, ""B"": 4, ""TP"": 1}"'
+    >>> lines = [head] + [f"megatron_cross_entropy,megatron-fused,{mode},speed,4096,{ms},"
+    ...                   f"{cfg},{LIGER_GPU}" for mode, ms in (("forward", "0.3"),
+    ...                                                          ("backward", "0.5"))]
+    >>> rows = liger_megatron_kernels(chr(10).join(lines))
+    >>> [(r["op"], r["shape"], r["time_ms"]) for r in rows]   # 22 and 10 bytes a logit
+    [('memory:cross_entropy_fused', '738197504', '0.3'), ('memory:cross_entropy_fused_bwd', '335544320', '0.2')]
+    """
+    times, out = {}, []
+    for row in csv.DictReader(io.StringIO(text)):
+        if row["gpu_name"] != LIGER_GPU or row["metric_name"] != "speed":
+            continue
+        if not row["kernel_name"].startswith("megatron_"):
+            continue
+        config = json.loads(row["extra_benchmark_config_str"])
+        if config.get("TP", 1) != 1:
+            continue
+        key = (row["kernel_name"], row["kernel_provider"], row["kernel_operation_mode"],
+               int(row["x_value"]), config["S"] * config["B"])
+        times[key] = row["y_value_50"]
+    for (kernel, provider, mode, x, tokens), ms in sorted(times.items()):
+        if kernel == "megatron_cross_entropy" and provider in LIGER_CROSS_ENTROPY \
+                and mode == "forward":
+            impl = LIGER_CROSS_ENTROPY[provider]
+            logits = tokens * x
+            passes = cross_entropy_passes(impl)
+            both = times.get((kernel, provider, "backward", x, tokens))
+            model = f"{LIGER} megatron {impl} cross-entropy V={x}"
+            forward = sum(p.bytes_per_logit for p in passes if not p.backward) * logits
+            out.append(_row(f"memory:cross_entropy_{impl}", (forward,), ms, model, 1, tokens,
+                            f"{provider} forward", nbytes=forward))
+            if both is not None:
+                backward = sum(p.bytes_per_logit for p in passes if p.backward) * logits
+                out.append(_row(f"memory:cross_entropy_{impl}_bwd", (backward,),
+                                str(Decimal(both) - Decimal(ms)), model, 1, tokens,
+                                f"{provider} forward+backward less forward", nbytes=backward))
+        elif kernel == "megatron_swiglu" and provider == "megatron" and mode == "forward":
+            nbytes = int(swiglu_bytes(tokens, x, 2))
+            out.append(_row("memory:swiglu", (nbytes,), ms, f"{LIGER} megatron swiglu "
+                            f"ffn_local={x}", 1, tokens, "bias_swiglu_impl forward",
+                            nbytes=nbytes))
+    return out
 
 
 def write_thread_tables(out: Path, force: bool) -> list[dict]:
@@ -284,6 +384,7 @@ def calibrate(out: Path) -> dict:
         memory[gpu] = fit_memory(measured, get_gpu(gpu), HELD_OUT[gpu])
     memory["h100"]["kernels"]["cast_transpose"] = kt.fit_cast_transpose(
         rows("kernels_te_h100.csv"), get_gpu("h100"))
+    _megatron_kernels(memory["h100"], rows("kernels_liger_h100.csv"), get_gpu("h100"))
     scaled = [r for r in rows("kernels_scaled_mm_h100.csv")
               if r.model.startswith(kt.SCALED_MM_FIT_SOURCE)]
     gemm["h100/fp8-cublas"] = fit_gemm_scaled(scaled, get_gpu("h100"), "fp8", kt.PT_HELD_OUT,
@@ -292,6 +393,32 @@ def calibrate(out: Path) -> dict:
     groups = sorted({r.model for r in measured})
     gemm["h800/fp8-deepgemm"] = fit_gemm(measured, get_gpu("h800"), "fp8", tuple(groups[1::2]))
     return {"gemm": gemm, "memory": memory}
+
+
+def _megatron_kernels(entry: dict, liger, gpu) -> None:
+    """Fit Megatron-Core's cross-entropy kernels (Liger's rows) into the part's memory
+    ``entry``, and check its SwiGLU fit (vLLM's kernel, vidur's rows) on Megatron's SwiGLU
+    forward (``errors_megatron``; not refitted: one implementation's forward at one token
+    count cannot fix a floor, and its backward was not measured as a training step runs it).
+    A loss fit's floor is the whole measured call's, so each of its passes gets an equal
+    share of it."""
+    loss = [r for r in liger if r.op.startswith("memory:cross_entropy_")]
+    held_out = tuple(sorted({r.model for r in loss
+                             if any(r.model.endswith(f"V={v}") for v in LIGER_HELD_OUT)}))
+    for name, kernel in fit_memory(loss, gpu, held_out)["kernels"].items():
+        impl, backward = name.removeprefix("cross_entropy_").removesuffix("_bwd"), \
+            name.endswith("_bwd")
+        n = sum(p.backward == backward for p in cross_entropy_passes(impl))
+        entry["kernels"][name] = {**kernel, "floor_us": kernel["floor_us"] / n, "passes": n}
+    swiglu = entry["kernels"]["swiglu"]
+    theirs = [r for r in liger if r.op == "memory:swiglu"]
+    x = np.array([r.shape[0] for r in theirs], dtype=float)
+    predicted = swiglu["floor_us"] * 1e-6 + x / (gpu.memory_bandwidth * swiglu["efficiency"])
+    swiglu["errors_megatron"] = _summary(predicted, np.array([r.seconds for r in theirs]),
+                                         np.zeros(len(theirs), dtype=bool))
+    entry["fitted_on"] = sorted(set(entry["fitted_on"]) | {r.model for r in loss
+                                                           if r.model not in held_out})
+    entry["held_out"] = sorted(set(entry["held_out"]) | set(held_out))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ measured kernel and these columns (``tools/measure_kernels.py`` writes them)::
   :mod:`~hpnsim.training.compute.memory_ops` count them, so the GB/s is *effective*: an unfused
   kernel that moves more bytes shows a lower figure). Kernel names the layer model looks up:
   ``rmsnorm``, ``layernorm``, ``rotary``, ``dropout``, ``residual``, ``swiglu``, ``gelu``,
-  ``softmax_topk``, ``permute``, ``embedding``, ``cross_entropy``, ``cast_transpose``, each
+  ``softmax_topk``, ``permute``, ``embedding``, ``cross_entropy_unfused`` (``_fused``, ``_te``:
+  every pass of that loss, :mod:`~hpnsim.training.compute.cross_entropy`), ``cast_transpose``, each
   with a ``_bwd`` variant for its backward, and ``adam``, ``grad_accumulation``;
 - ``tflops`` for GEMM and attention rows, ``gbps`` (10^9 bytes/s) for memory rows.
 
@@ -174,7 +175,8 @@ class KernelTable:
 
 def packaged_table(name: str) -> KernelTable:
     """A kernel table shipped with hpnsim: ``"vidur_h100"``, ``"vidur_a100"`` (microsoft/vidur,
-    FP16 layer kernels), ``"infersim_h800"`` (alibaba/InferSim, DeepGEMM FP8),
+    FP16 layer kernels), ``"infersim_h800"`` (alibaba/InferSim, DeepGEMM FP8), ``"liger_h100"``
+    (Megatron-Core's cross-entropy and SwiGLU forward, as linkedin/Liger-Kernel timed them),
     ``"scaled_mm_h100"`` (cuBLASLt FP8 GEMMs through ``torch._scaled_mm``) or ``"te_h100"``
     (TransformerEngine's FP8 cast-transpose), the last two quoted from GitHub threads;
     provenance in each file's header.

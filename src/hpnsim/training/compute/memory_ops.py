@@ -6,7 +6,9 @@ below any GPU's ridge point, so their time is their HBM traffic at the bandwidth
 kernel reaches, plus the shortest duration of such a kernel: both fitted, on A100 and Hopper,
 to vidur's measured norm, rotary, activation and residual-add kernels
 (:func:`~hpnsim.training.compute.calibration.memory_calibration`), and on Hopper
-TransformerEngine's FP8 cast-transpose (and transpose) to its measured kernel; other kernels
+TransformerEngine's FP8 cast-transpose (and transpose) to its measured kernel, and the
+unfused and fused cross-entropy's passes, forward and backward apart, to Megatron-Core's
+measured loss (linkedin/Liger-Kernel's benchmark rows); other kernels
 and parts use :data:`HBM_EFFICIENCY` of the datasheet figure and no floor. Each ``*_bytes`` function
 counts the bytes one such kernel reads and writes, for one direction; the formulas assume the
 usual fused kernels (Apex/Transformer Engine norms, fused SwiGLU, fused rotary, fused Adam)
@@ -74,7 +76,7 @@ def memory_op_time(name: str, nbytes: float, gpu: GPUSpec, *, table=None) -> Mem
     hpnsim.errors.InputError: bytes: must be a positive number, got 0
     """
     nbytes = positive_number("bytes", nbytes)
-    efficiency, floor_s = hbm_efficiency(gpu, name.removesuffix("_bwd"))
+    efficiency, floor_s = hbm_efficiency(gpu, name)
     if table is not None:
         measured = table.memory_bandwidth(gpu, name, nbytes)
         if measured is not None:
@@ -85,17 +87,26 @@ def memory_op_time(name: str, nbytes: float, gpu: GPUSpec, *, table=None) -> Mem
 def hbm_efficiency(gpu: GPUSpec, kernel: str = "") -> tuple[float, float]:
     """(fraction of datasheet HBM bandwidth, shortest kernel seconds) of elementwise kernel
     ``kernel`` on ``gpu``: fitted to measured kernels on A100 and Hopper (its own fit or its
-    family's, a backward kernel its forward's), else (:data:`HBM_EFFICIENCY`, 0): kernels
-    never measured (Adam, dropout) stream at the STREAM-measured fraction.
+    family's; a backward kernel, ``<name>_bwd``, its own where it was measured, else its
+    forward's), else (:data:`HBM_EFFICIENCY`, 0): kernels never measured (Adam, dropout)
+    stream at the STREAM-measured fraction.
 
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> hbm_efficiency(get_gpu("h800"), "rmsnorm") == hbm_efficiency(get_gpu("h100"), "rmsnorm")
     True
     >>> hbm_efficiency(get_gpu("b200"), "rmsnorm"), hbm_efficiency(get_gpu("h100"), "adam")
     ((0.9, 0.0), (0.9, 0.0))
+    >>> h100 = get_gpu("h100")   # the loss's backward was measured, RMSNorm's was not
+    >>> hbm_efficiency(h100, "cross_entropy_unfused_bwd") != hbm_efficiency(h100, "cross_entropy_unfused")
+    True
+    >>> hbm_efficiency(h100, "rmsnorm_bwd") == hbm_efficiency(h100, "rmsnorm")
+    True
     """
     part = _MEASURED_PART.get(gpu.name)
-    fitted = memory_calibration(part, kernel) if part else None
+    fitted = None
+    if part:
+        fitted = memory_calibration(part, kernel) or memory_calibration(
+            part, kernel.removesuffix("_bwd"))
     if fitted is None:
         return HBM_EFFICIENCY, 0.0
     return fitted.efficiency, fitted.floor_s
