@@ -65,7 +65,9 @@ def packet_table(rows: list[dict]) -> str:
                      f"{p['pfc_pauses']:>7d} {p['paused_time'] * 1e6:>10.1f} {p['drops']:>5d} "
                      f"{rewinds:>7d} {resent / 1e3:>10.1f} {timeouts:>8d} {q / 1e3:>9.1f}")
     if any(not r["packet"]["stable"] for r in rows):
-        lines.append("# *: the window reached its limit before the per-step time settled")
+        lines.append("# *: the window reached --max-packets before the per-step time settled: "
+                     "time and busbw project a still-moving rate (raise --max-packets to "
+                     "simulate further)")
     copies = max((int(r["packet"].get("rail_copies", 1)) for r in rows), default=1)
     if copies > 1:
         lines.append(f"# one rail simulated for all {copies} (they run alike): events are "
