@@ -31,11 +31,11 @@ Sources (read from local git clones, at a recorded commit):
 
 Writes into ``--out`` (default ``src/hpnsim/data``): ``kernels_vidur_a100.csv``,
 ``kernels_vidur_h100.csv``, ``kernels_infersim_h800.csv``, ``kernels_scaled_mm_h100.csv``,
-``kernels_te_h100.csv``, ``kernels_liger_h100.csv`` (kernel tables ``--kernel-table`` reads, with a ``#`` provenance header
-and the source's time in ``time_ms``), and ``kernels_calibration.json`` (the fit of
-:mod:`hpnsim.training.compute.kernel_fit` on those files, with its held-out errors). Existing
-files are kept unless ``--force``; ``--refit`` keeps the clone-built tables and rewrites the
-rest.
+``kernels_te_h100.csv``, ``kernels_liger_h100.csv`` (kernel tables ``--kernel-table`` reads,
+with a ``#`` provenance header and the source's time in ``time_ms``), and
+``kernels_calibration.json`` (the fit of :mod:`hpnsim.training.compute.kernel_fit` on those
+files, with its held-out errors). Existing files are kept unless ``--force``; ``--refit``
+keeps the clone-built tables and rewrites the rest.
 
     git clone https://github.com/microsoft/vidur; git clone https://github.com/alibaba/InferSim
     git clone https://github.com/linkedin/Liger-Kernel
@@ -202,8 +202,8 @@ def main(argv=None) -> None:
     ap.add_argument("--liger", help="git dir of a linkedin/Liger-Kernel clone (omit with --refit)")
     ap.add_argument("--liger-commit", default="HEAD")
     ap.add_argument("--refit", action="store_true",
-                    help="keep the shipped vidur/InferSim/Liger tables; rewrite the thread tables and "
-                         "the calibration fitted on all shipped tables")
+                    help="keep the shipped vidur/InferSim/Liger tables; rewrite the thread "
+                         "tables and the calibration fitted on all shipped tables")
     ap.add_argument("--out", default="src/hpnsim/data")
     ap.add_argument("--force", action="store_true", help="rebuild existing files")
     args = ap.parse_args(argv)
@@ -307,8 +307,10 @@ def liger_megatron_kernels(text: str) -> list[dict]:
     ...                   f"{cfg},{LIGER_GPU}" for mode, ms in (("forward", "0.3"),
     ...                                                          ("backward", "0.5"))]
     >>> rows = liger_megatron_kernels(chr(10).join(lines))
-    >>> [(r["op"], r["shape"], r["time_ms"]) for r in rows]   # 22 and 10 bytes a logit
-    [('memory:cross_entropy_fused', '738197504', '0.3'), ('memory:cross_entropy_fused_bwd', '335544320', '0.2')]
+    >>> # the fused loss moves 22 bytes a logit forward and 10 backward
+    >>> [(r["op"], r["shape"], r["time_ms"]) for r in rows]  # doctest: +NORMALIZE_WHITESPACE
+    [('memory:cross_entropy_fused', '738197504', '0.3'),
+     ('memory:cross_entropy_fused_bwd', '335544320', '0.2')]
     """
     times, out = {}, []
     for row in csv.DictReader(io.StringIO(text)):

@@ -15,9 +15,10 @@ measured kernel and these columns (``tools/measure_kernels.py`` writes them)::
   :mod:`~hpnsim.training.compute.memory_ops` count them, so the GB/s is *effective*: an unfused
   kernel that moves more bytes shows a lower figure). Kernel names the layer model looks up:
   ``rmsnorm``, ``layernorm``, ``rotary``, ``dropout``, ``residual``, ``swiglu``, ``gelu``,
-  ``softmax_topk``, ``permute``, ``embedding``, ``cross_entropy_unfused`` (``_fused``, ``_te``:
-  every pass of that loss, :mod:`~hpnsim.training.compute.cross_entropy`), ``cast_transpose``, each
-  with a ``_bwd`` variant for its backward, and ``adam``, ``grad_accumulation``;
+  ``softmax_topk``, ``permute``, ``embedding``, ``cross_entropy_unfused`` (``_fused``,
+  ``_te``: every pass of that loss, :mod:`~hpnsim.training.compute.cross_entropy`),
+  ``cast_transpose``, each with a ``_bwd`` variant for its backward, and ``adam``,
+  ``grad_accumulation``;
 - ``tflops`` for GEMM and attention rows, ``gbps`` (10^9 bytes/s) for memory rows.
 
 Further columns (the measuring script adds ``kernel``, the backend it timed; the imported
