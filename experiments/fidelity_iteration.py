@@ -11,7 +11,14 @@ SuperPODs, a rail-optimized InfiniBand fat tree; hpn7's same-rail one-hop segmen
 closest template; Meta's 24k-GPU RoCE Clos for Llama 3 is taken as hpn7 segments of 128
 hosts, 8 x 400G each, 15 to a pod: 16,384 GPUs are two pods, the second of one segment);
 DGX-A100 as rail_optimized hosts
-(8 x 200G, NVLink 600 GB/s, PCIe Gen4). The A100 runs are also shown with the old constant
+(8 x 200G, NVLink 600 GB/s, PCIe Gen4). Routing (:func:`routing_for`): the H100 clusters'
+NICs are single 400G ports (ConnectX-7 on DGX-H100 and on Meta's hosts), where hpn7's NIC is
+two 200G ports; so those rows route with ``hpn_dual_plane``, each connection on its planned
+port, which carries a NIC's two channels at 400G as one port would. Under ``ecmp`` (as these
+rows ran before 2026-12-03) the NIC's bond hash could stack both channels of a ring on one
+200G port, a collision those clusters do not have: it halved DP rings through such a NIC
+(GPT3-20B on 64 GPUs: its parameter all-gather 0.28 s instead of 0.10 s, +7.8% instead of
++1.1%). The DGX-A100 pair's NICs have one 200G port each and keep ECMP. The A100 runs are also shown with the old constant
 model (``compute_efficiency=0.50``, the former A100 default, itself taken from an end-to-end
 figure of the same paper: for comparison, not as a validation).
 
@@ -83,8 +90,16 @@ def job_for(run: PublishedRun, **override) -> TrainJob:
     return TrainJob(run.model, **keywords)
 
 
+def routing_for(run: PublishedRun) -> str:
+    """The routing policy of the run's cluster (see the module docstring): H100 clusters'
+    NICs are single 400G ports, taken as hpn7's two 200G ports with every connection on its
+    planned port (``hpn_dual_plane``), so no bond hash stacks two channels on one port; the
+    DGX-A100 pair's one 200G port per NIC under ECMP."""
+    return "ecmp" if run.gpu == "a100" else "hpn_dual_plane"
+
+
 def _key(run: PublishedRun) -> str:
-    return repr(run)
+    return f"{run!r} routing={routing_for(run)}"
 
 
 def _source_hash() -> str:
@@ -98,7 +113,8 @@ def _source_hash() -> str:
 
 def _simulate(run: PublishedRun, **override) -> dict:
     start = time.process_time()
-    it = simulate_iteration(job_for(run, **override), fabric_for(run))
+    it = simulate_iteration(job_for(run, **override), fabric_for(run),
+                            routing=routing_for(run))
     return {"hpnsim": it.iteration_time, "breakdown": it.breakdown(),
             "cpu_s": time.process_time() - start}
 
@@ -293,8 +309,12 @@ def _attribution(results: list[dict]) -> list[str]:
         "its passes over the logits (Megatron's unfused cross-entropy, 52 bytes a logit, "
         "where one pass of 6 was counted; the fused forms where a recipe sets them; both "
         "at the rate Megatron-Core's loss was measured to stream on an H100, linkedin/"
-        "Liger-Kernel's rows, docs/compute.md: the Nemotron rows, 256k vocabulary and the "
-        "fused loss, moved from -2.2% and -4.3% to -0.4% and -1.9%); the "
+        "Liger-Kernel's rows, docs/compute.md: +1.8 and +2.4 points on the Nemotron-8B and "
+        "-22B rows, 256k vocabulary and the fused loss); the H100 rows routed as their "
+        "clusters' single 400G NIC ports carry traffic, no bond hash stacking a ring's two "
+        "channels on one 200G port (they ran under ECMP before: GPT3-20B +7.8% -> +1.1%, its "
+        "DP parameter all-gather 0.28 -> 0.10 s; Llama 3 405B (Meta) on 8,192 GPUs -13.2% "
+        "-> -15.7%; the module docstring of experiments/fidelity_iteration.py); the "
         "GPT-3 recipes' dropout 0.1; TransformerEngine's ring-attention copies and "
         "corrections under context parallelism; FP8 current scaling's kernels and the FP8 "
         "parameter all-gather of the Megatron-Bridge rows; and, both ways, TP communication "
@@ -391,6 +411,7 @@ def tp_allreduce_check(results: list[dict]) -> str:
         if r["run"].era != A100_ERA or r["run"].pp > 1:
             continue
         again = simulate_iteration(job_for(r["run"]), fabric_for(r["run"]),
+                                   routing=routing_for(r["run"]),
                                    nccl=calibration.nccl).iteration_time
         moved.append(f"{r['run'].label} {again / r['published'] - 1:+.1%}")
     return (f"That all-reduce checked against a measured one: on one host of 8 A100s, one "
@@ -479,7 +500,7 @@ def iteration_text(results: list[dict], rows: list[dict]) -> list[str]:
         "square, the count of Meta's own open trainer, pytorch/torchtitan's "
         "`get_dense_model_nparams_and_flops`, `6 N + 12 l h q t`, which says it follows "
         "'the convention' of not halving causal attention; a causal count would be 4% fewer "
-        "FLOPs, a 4% shorter published time: about -10% on the 8,192-GPU row). Not "
+        "FLOPs, a 4% shorter published time: about -12% on the 8,192-GPU row). Not "
         "compared yet, and why: Llama 3's 131k-token row (CP 16: "
         "causal halving changes its FLOP count by 29%); Megatron-LM SC'21 Table 1's "
         "pipelined rows (39.1B to 1T: the interleaving depth and the micro-batch are not "
