@@ -17,10 +17,11 @@ two 200G ports; so those rows route with ``hpn_dual_plane``, each connection on 
 port, which carries a NIC's two channels at 400G as one port would. Under ``ecmp`` (as these
 rows ran before 2026-12-03) the NIC's bond hash could stack both channels of a ring on one
 200G port, a collision those clusters do not have: it halved DP rings through such a NIC
-(GPT3-20B on 64 GPUs: its parameter all-gather 0.28 s instead of 0.10 s, +7.8% instead of
-+1.1%). The DGX-A100 pair's NICs have one 200G port each and keep ECMP. The A100 runs are also shown with the old constant
-model (``compute_efficiency=0.50``, the former A100 default, itself taken from an end-to-end
-figure of the same paper: for comparison, not as a validation).
+(GPT3-20B on 64 GPUs: its parameter all-gather 0.28 s instead of 0.10 s, the row +7.8%
+instead of +1.1%). The DGX-A100 pair's NICs have one 200G port each and keep ECMP. The A100
+runs are also shown with the old constant model (``compute_efficiency=0.50``, the former A100
+default, itself taken from an end-to-end figure of the same paper: for comparison, not as a
+validation).
 
 Runs over ~15 s of CPU (``slow``: the runs over 128 GPUs and three interleaved 64-128-GPU
 ones) are cached in
