@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpnsim.training.compute.cross_entropy import cross_entropy_passes
+from hpnsim.training.compute.cross_entropy import cross_entropy_passes, loss_kernel
 from hpnsim.training.compute.kernel_fit import (
     _summary,
     fit_gemm,
@@ -179,6 +179,15 @@ def _row(op, shape, ms, model, tp, tokens, timed, *, flops=None, nbytes=None) ->
             "gbps": repr(nbytes / seconds / 1e9) if nbytes else ""}
 
 
+def clone_table(out: Path, file: str, header: list[str], gpu: str, dtype: str, rows: list[dict],
+                force: bool, **source) -> dict:
+    """Write a table built from a clone (:func:`write_table`) and return its source entry:
+    ``source`` (repository, commit, licence, paths, timed) with its GPU and file name."""
+    write_table(out / file, header, gpu, dtype, rows, force)
+    timed = source.pop("timed")
+    return {**source, "gpu": gpu, "file": file, "timed": timed}
+
+
 def write_table(path: Path, header: list[str], gpu: str, dtype: str, rows: list[dict],
                 force: bool) -> None:
     if path.exists() and not force:
@@ -251,11 +260,10 @@ def import_clones(args, out: Path) -> list[dict]:
                   f"rows: first row per (tokens, TP) for tokens in {TOKENS}; norms and adds at "
                   "TP 1 only (their shape does not depend on TP)",
                   "rebuilt by tools/import_kernels.py"]
-        path = out / f"kernels_vidur_{gpu}.csv"
-        write_table(path, header, gpu, "fp16", rows, args.force)
-        sources.append({"repository": VIDUR, "commit": vidur_commit, "licence": LICENCES[VIDUR],
-                        "paths": paths, "gpu": gpu, "file": path.name,
-                        "timed": "FP16 layer kernels (GEMMs, norms, rotary, activation, add)"})
+        sources.append(clone_table(
+            out, f"kernels_vidur_{gpu}.csv", header, gpu, "fp16", rows, args.force,
+            repository=VIDUR, commit=vidur_commit, licence=LICENCES[VIDUR], paths=paths,
+            timed="FP16 layer kernels (GEMMs, norms, rotary, activation, add)"))
     infersim_path = "bench_data/gemm/h800/data.csv"
     rows = infersim_gemms(git_show(args.infersim, infersim_commit, infersim_path))
     header = [f"source: https://github.com/{INFERSIM} commit {infersim_commit}",
@@ -266,11 +274,10 @@ def import_clones(args, out: Path) -> list[dict]:
               "deep_gemm.testing.bench_kineto (kernel_benchmark/deepgemm_gemm.py)",
               "statistic: latency_us as published, here in ms (column time_ms, exact decimal)",
               "rebuilt by tools/import_kernels.py"]
-    path = out / "kernels_infersim_h800.csv"
-    write_table(path, header, "h800", "fp8", rows, args.force)
-    sources.append({"repository": INFERSIM, "commit": infersim_commit,
-                    "licence": LICENCES[INFERSIM], "paths": [infersim_path], "gpu": "h800",
-                    "file": path.name, "timed": "DeepGEMM FP8 GEMMs, BF16 out"})
+    sources.append(clone_table(
+        out, "kernels_infersim_h800.csv", header, "h800", "fp8", rows, args.force,
+        repository=INFERSIM, commit=infersim_commit, licence=LICENCES[INFERSIM],
+        paths=[infersim_path], timed="DeepGEMM FP8 GEMMs, BF16 out"))
     liger_commit = resolve(args.liger, args.liger_commit)
     rows = liger_megatron_kernels(git_show(args.liger, liger_commit, LIGER_PATH))
     header = [f"source: https://github.com/{LIGER} commit {liger_commit}",
@@ -285,12 +292,10 @@ def import_clones(args, out: Path) -> list[dict]:
               "forward + backward median less the forward median (exact decimals); shape: the "
               "bytes hpnsim's passes move (cross_entropy.py, memory_ops.swiglu_bytes)",
               "rebuilt by tools/import_kernels.py"]
-    path = out / "kernels_liger_h100.csv"
-    write_table(path, header, "h100", "bf16", rows, args.force)
-    sources.append({"repository": LIGER, "commit": liger_commit, "licence": LICENCES[LIGER],
-                    "paths": [LIGER_PATH], "gpu": "h100", "file": path.name,
-                    "timed": "Megatron-Core's cross-entropy (unfused, fused) and SwiGLU "
-                             "forward"})
+    sources.append(clone_table(
+        out, "kernels_liger_h100.csv", header, "h100", "bf16", rows, args.force,
+        repository=LIGER, commit=liger_commit, licence=LICENCES[LIGER], paths=[LIGER_PATH],
+        timed="Megatron-Core's cross-entropy (unfused, fused) and SwiGLU forward"))
     return sources
 
 
@@ -333,11 +338,11 @@ def liger_megatron_kernels(text: str) -> list[dict]:
             both = times.get((kernel, provider, "backward", x, tokens))
             model = f"{LIGER} megatron {impl} cross-entropy V={x}"
             forward = sum(p.bytes_per_logit for p in passes if not p.backward) * logits
-            out.append(_row(f"memory:cross_entropy_{impl}", (forward,), ms, model, 1, tokens,
+            out.append(_row(f"memory:{loss_kernel(impl)}", (forward,), ms, model, 1, tokens,
                             f"{provider} forward", nbytes=forward))
             if both is not None:
                 backward = sum(p.bytes_per_logit for p in passes if p.backward) * logits
-                out.append(_row(f"memory:cross_entropy_{impl}_bwd", (backward,),
+                out.append(_row(f"memory:{loss_kernel(impl, backward=True)}", (backward,),
                                 str(Decimal(both) - Decimal(ms)), model, 1, tokens,
                                 f"{provider} forward+backward less forward", nbytes=backward))
         elif kernel == "megatron_swiglu" and provider == "megatron" and mode == "forward":
@@ -407,11 +412,13 @@ def _megatron_kernels(entry: dict, liger, gpu) -> None:
     loss = [r for r in liger if r.op.startswith("memory:cross_entropy_")]
     held_out = tuple(sorted({r.model for r in loss
                              if any(r.model.endswith(f"V={v}") for v in LIGER_HELD_OUT)}))
-    for name, kernel in fit_memory(loss, gpu, held_out)["kernels"].items():
-        impl, backward = name.removeprefix("cross_entropy_").removesuffix("_bwd"), \
-            name.endswith("_bwd")
-        n = sum(p.backward == backward for p in cross_entropy_passes(impl))
-        entry["kernels"][name] = {**kernel, "floor_us": kernel["floor_us"] / n, "passes": n}
+    fitted = fit_memory(loss, gpu, held_out)["kernels"]
+    for impl in sorted(LIGER_CROSS_ENTROPY.values()):
+        for backward in (False, True):
+            name = loss_kernel(impl, backward)
+            n = sum(p.backward == backward for p in cross_entropy_passes(impl))
+            entry["kernels"][name] = {**fitted[name], "floor_us": fitted[name]["floor_us"] / n,
+                                      "passes": n}
     swiglu = entry["kernels"]["swiglu"]
     theirs = [r for r in liger if r.op == "memory:swiglu"]
     x = np.array([r.shape[0] for r in theirs], dtype=float)

@@ -120,6 +120,17 @@ def cross_entropy_kernel(name) -> str:
     return key
 
 
+def loss_kernel(name, backward: bool = False) -> str:
+    """The kernel name implementation ``name``'s passes are timed by (its fitted HBM rate,
+    :func:`~hpnsim.training.compute.memory_ops.hbm_efficiency`, and its kernel-table rows,
+    ``memory:<kernel>``), forward or backward.
+
+    >>> loss_kernel("fused"), loss_kernel(" Unfused ", backward=True)
+    ('cross_entropy_fused', 'cross_entropy_unfused_bwd')
+    """
+    return f"cross_entropy_{cross_entropy_kernel(name)}" + ("_bwd" if backward else "")
+
+
 def cross_entropy_passes(name) -> tuple[LossPass, ...]:
     """The passes over the logits of implementation ``name``, forward ones first."""
     return CROSS_ENTROPY_KERNELS[cross_entropy_kernel(name)]

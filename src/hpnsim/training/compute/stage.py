@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from hpnsim.errors import InputError
 from hpnsim.training.compute import memory_ops as mem
-from hpnsim.training.compute.cross_entropy import cross_entropy_kernel, cross_entropy_passes
+from hpnsim.training.compute.cross_entropy import cross_entropy_passes, loss_kernel
 from hpnsim.training.compute.current_scaling import checked_recipe, quantize_kernels
 from hpnsim.training.compute.layer import _ACT_BYTES, _Builder, _tokens, layer_ops
 from hpnsim.training.compute.ops import Op, OpList
@@ -145,10 +145,11 @@ def head_ops(model: ModelSpec, gpu: GPUSpec, *, micro_batch: int = 1,
     build.gemm("output_head", tokens, vocab, h)
     logits = float(tokens * vocab)
     passes = cross_entropy_passes(cross_entropy)
-    kernel = f"cross_entropy_{cross_entropy_kernel(cross_entropy)}"
     build.memory_passes(
-        [(p.name, p.bytes_per_logit * logits, kernel) for p in passes if not p.backward],
-        [(p.name, p.bytes_per_logit * logits, f"{kernel}_bwd") for p in passes if p.backward])
+        [(p.name, p.bytes_per_logit * logits, loss_kernel(cross_entropy))
+         for p in passes if not p.backward],
+        [(p.name, p.bytes_per_logit * logits, loss_kernel(cross_entropy, backward=True))
+         for p in passes if p.backward])
     return build.result()
 
 
