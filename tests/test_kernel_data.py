@@ -198,6 +198,11 @@ def test_held_out_megatron_loss_within_the_stated_error():
         assert t == pytest.approx(entry["passes"] * entry["floor_us"] * 1e-6
                                   + per_logit * logits / (3.35e12 * entry["efficiency"]))
         assert abs(t / measured - 1) <= entry["errors"]["held_out"]["max_abs"] + 1e-9
+        # independent of the fit's own statement: docs/compute.md states these held-out rows
+        # within 2.1% (forward) and 0.8% (backward); the bytes at HBM_EFFICIENCY, the model
+        # before this fit, are 15% (forward) and 9% fast on them
+        assert abs(t / measured - 1) < 0.025
+        assert per_logit * logits / (3.35e12 * 0.90) < 0.92 * measured
 
 
 def test_the_loss_without_a_measurement_streams_at_the_stream_fraction():
