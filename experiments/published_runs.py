@@ -88,8 +88,8 @@ NEMOTRON4_340B = ModelSpec("nemotron4-340b", layers=96, hidden=18432, heads=96, 
 NEMO_ASSUMED = ("distributed optimizer (zero 1), overlap_grad_reduce and overlap_param_gather, "
                 "sequence parallelism and TP communication overlap when TP > 1 (NeMo recipes' "
                 "performance mode); gradients reduced in BF16; dropout, the loss's fusion and "
-                "selective recomputation as NeMo-Framework-Launcher's configs at its 24.07 tag "
-                "set them, FlashAttention-2 as its NVTE_FUSED_ATTN=0 leaves TransformerEngine "
+                "selective recomputation and the TP overlap's userbuffer configuration as "
+                "NeMo-Framework-Launcher's configs at its 24.07 tag set them, FlashAttention-2 as its NVTE_FUSED_ATTN=0 leaves TransformerEngine "
                 "(the perf table does not restate them)")
 
 # What NeMo-Framework-Launcher's training configs set at tag 24.07 (8325688d, 2024-08-01;
@@ -103,6 +103,13 @@ NEMO_ASSUMED = ("distributed optimizer (zero 1), overlap_grad_reduce and overlap
 # in v1.11, 2024-10-08) runs FlashAttention-2 on the H100s: attention "flash2". (It also sets
 # NCCL_NVLS_ENABLE: 0; none of these rows all-reduces through NCCL beyond the amax's few KiB.)
 _LAUNCHER_GPT3 = {"dropout": True}
+# The userbuffer configuration each model's training config names (``defaults:
+# tp_overlap@model.ub_tp_comm_overlap_cfg``; hpnsim.training.userbuffers holds the files'
+# figures): gpt3/20b ub_cfg_h100_h6144_tp2_mbs2_seqlen2048, gpt3/175b
+# ub_cfg_h100_h12288_tp4_mbs1_seqlen2048 (for its MBS-2 row too: the one the config names),
+# llama/llama2_70b ub_cfg_h100_h8192_tp4_mbs1_seqlen4096, llama/llama3_70b
+# ub_cfg_h100_h8192_tp4_mbs1_seqlen8192; nemotron/* name none (TransformerEngine's defaults).
+_UB_GPT3_175B = "ub_cfg_h100_h12288_tp4_mbs1_seqlen2048"
 _LAUNCHER_FUSED_LOSS = {"cross_entropy": "fused"}
 
 
@@ -214,14 +221,16 @@ def _nemo(label, model, gpus, gbs, mbs, seq, tp, pp, cp, vp, tokens, **extra) ->
 #: version NeMo 24.07 ships, assumed).
 NEMO_RUNS: tuple[PublishedRun, ...] = (
     _nemo("GPT3-5B", GPT3_5B, 64, 2048, 4, 2048, 1, 1, 1, 1, 23406.0, options=_LAUNCHER_GPT3),
-    _nemo("GPT3-20B", GPT3_20B, 64, 256, 2, 2048, 2, 1, 1, 1, 5851.0, options=_LAUNCHER_GPT3),
+    _nemo("GPT3-20B", GPT3_20B, 64, 256, 2, 2048, 2, 1, 1, 1, 5851.0,
+          options={**_LAUNCHER_GPT3, "userbuffers": "ub_cfg_h100_h6144_tp2_mbs2_seqlen2048"}),
     _nemo("GPT3-175B", "gpt3-175b", 128, 256, 1, 2048, 4, 8, 1, 6, 716.0, slow=True,
-          options=_LAUNCHER_GPT3),
+          options={**_LAUNCHER_GPT3, "userbuffers": _UB_GPT3_175B}),
     _nemo("GPT3-175B", "gpt3-175b", 512, 2048, 2, 2048, 4, 8, 1, 6, 825.0, slow=True,
-          options=_LAUNCHER_GPT3),
+          options={**_LAUNCHER_GPT3, "userbuffers": _UB_GPT3_175B}),
     _nemo("Llama 2 7B", "llama-7b", 8, 128, 1, 4096, 1, 1, 1, 1, 16934.0),
     _nemo("Llama 2 13B", "llama-13b", 16, 128, 1, 4096, 1, 4, 1, 10, 8715.0),
-    _nemo("Llama 2 70B", LLAMA2_70B, 64, 128, 1, 4096, 4, 4, 1, 20, 1728.0),
+    _nemo("Llama 2 70B", LLAMA2_70B, 64, 128, 1, 4096, 4, 4, 1, 20, 1728.0,
+          options={"userbuffers": "ub_cfg_h100_h8192_tp4_mbs1_seqlen4096"}),
     _nemo("Nemotron-8B", NEMOTRON3_8B, 64, 256, 4, 4096, 2, 1, 1, 1, 12507.0,
           options=_LAUNCHER_FUSED_LOSS),
     _nemo("Nemotron-22B", NEMOTRON3_22B, 64, 256, 2, 4096, 2, 4, 1, 10, 4312.0,
@@ -231,7 +240,8 @@ NEMO_RUNS: tuple[PublishedRun, ...] = (
     _nemo("Llama 3 8B", "llama3-8b", 8, 128, 1, 8192, 1, 1, 2, 1, 12273.0,
           options=_LAUNCHER_FUSED_LOSS),
     _nemo("Llama 3 70B", "llama3-70b", 64, 128, 1, 8192, 4, 4, 2, 5, 1524.0, slow=True,
-          options=_LAUNCHER_FUSED_LOSS),
+          options={**_LAUNCHER_FUSED_LOSS,
+                   "userbuffers": "ub_cfg_h100_h8192_tp4_mbs1_seqlen8192"}),
 )
 
 BRIDGE_ASSUMED = ("Megatron-Core 0.15 (NeMo 25.11); Megatron-Bridge's H100 perf recipes "
@@ -244,7 +254,8 @@ BRIDGE_ASSUMED = ("Megatron-Core 0.15 (NeMo 25.11); Megatron-Bridge's H100 perf 
                   "Bridge v0.2.0 pins TE release_v2.9, its fp8_cs precision sets fp8_recipe "
                   "'tensorwise'), TE's norm giving the amax (the 8B run's cuDNN norm, "
                   "NVTE_NORM_FWD_USE_CUDNN, is not modelled); FP8 parameter all-gathers "
-                  "(fp8_param_gather, set by the same precision config)")
+                  "(fp8_param_gather, set by the same precision config); the userbuffer "
+                  "configuration each H100 FP8 recipe names (llama3{,1}_llm_pretrain.py)")
 
 
 def _bridge(label, model, gpus, gbs, seq, tp, pp, cp, vp, tokens, zero=1, **extra):
@@ -266,9 +277,11 @@ def _bridge(label, model, gpus, gbs, seq, tp, pp, cp, vp, tokens, zero=1, **extr
 #: Megatron-Bridge, NeMo 25.11 container, DGX-H100, FP8 current scaling (MBS 1 in all three).
 BRIDGE_RUNS: tuple[PublishedRun, ...] = (
     _bridge("Llama 3 8B (FSDP)", "llama3-8b", 8, 128, 8192, 1, 1, 1, 1, 14451.0, zero=3),
-    _bridge("Llama 3 70B", "llama3-70b", 64, 128, 8192, 4, 8, 1, 5, 1602.0, slow=True),
+    _bridge("Llama 3 70B", "llama3-70b", 64, 128, 8192, 4, 8, 1, 5, 1602.0, slow=True,
+            options={"userbuffers": "userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"}),
     _bridge("Llama 3.1 405B", "llama3-405b", 1024, 512, 8192, 8, 8, 2, 8, 292.0, slow=True,
-            options={"account_for_embedding": True, "account_for_loss": True}),
+            options={"account_for_embedding": True, "account_for_loss": True,
+                     "userbuffers": "userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192"}),
 )
 
 _MEGATRON_V2 = {"recompute": True, "overlap_grad_reduce": False, "dropout": True}

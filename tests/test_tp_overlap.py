@@ -57,7 +57,8 @@ def _ring(size):
 
 
 def test_overlapped_tp_collectives_hide_min_of_comm_and_gemm_per_chunk():
-    from hpnsim.training.tp_overlap import RS_SPLITS, gemm_shares
+    from hpnsim.training.tp_overlap import gemm_shares
+    from hpnsim.training.userbuffers import PIPELINE_SPLITS as RS_SPLITS
     from hpnsim.workloads import models
 
     spec = models.ModelSpec("one-layer", layers=1, hidden=4096, heads=32, kv_heads=8,

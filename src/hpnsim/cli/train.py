@@ -91,6 +91,11 @@ def register(app: typer.Typer) -> None:
             False, "--tp-comm-overlap", help="Overlap sequence parallelism's all-gathers and "
                                              "reduce-scatters with their GEMMs (Megatron-Core "
                                              "tp_comm_overlap over TE userbuffers)."),
+        userbuffers: str = typer.Option(
+            None, "--userbuffers", help="With --tp-comm-overlap: the per-GEMM userbuffer "
+                                        "configuration a recipe names (SMs each overlap "
+                                        "takes), e.g. ub_cfg_h100_h8192_tp4_mbs1_seqlen8192; "
+                                        "default TransformerEngine's own (te_default)."),
         recompute: bool = typer.Option(False, "--recompute", help="Full activation recompute."),
         selective_recompute: bool = typer.Option(
             False, "--selective-recompute", help="Recompute core attention only (Megatron's "
@@ -251,6 +256,7 @@ def register(app: typer.Typer) -> None:
                    "account_for_embedding": account_for_embedding or None,
                    "account_for_loss": account_for_loss or None,
                    "tp_comm_overlap": tp_comm_overlap or None,
+                   "userbuffers": userbuffers,
                    "overlap_grad_reduce": None if overlap_grad_reduce else False,
                    "selective_recompute": selective_recompute or None,
                    "overlap_param_gather": overlap_param_gather or None,

@@ -87,6 +87,7 @@ JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--cp
               "last_stage_layers": "--last-stage-layers",
               "account_for_embedding": "--account-for-embedding",
               "account_for_loss": "--account-for-loss", "tp_comm_overlap": "--tp-comm-overlap",
+              "userbuffers": "--userbuffers",
               "overlap_grad_reduce": "--overlap-grad-reduce",
               "selective_recompute": "--selective-recompute",
               "overlap_param_gather": "--overlap-param-gather",
@@ -98,7 +99,7 @@ JOB_FLAGS = {"tp": "--tp", "pp": "--pp", "dp": "--dp", "ep": "--ep", "cp": "--cp
 PARALLELISM = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "global_batch",
                 "seq_len", "schedule", "sequence_parallel", "stage_layers",
                 "first_stage_layers", "last_stage_layers", "account_for_embedding",
-                "account_for_loss", "tp_comm_overlap", "rank_order")
+                "account_for_loss", "tp_comm_overlap", "userbuffers", "rank_order")
 
 
 def int_list(text: str | None, flag: str) -> list[int] | None:

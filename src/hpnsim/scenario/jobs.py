@@ -35,6 +35,7 @@ from hpnsim.training.job_options import (
     check_cross_entropy,
     parse_version,
 )
+from hpnsim.training.userbuffers import USERBUFFERS
 from hpnsim.workloads.layout import RANK_ORDERS
 
 __all__ = ["JobSpec", "check_jobs"]
@@ -116,6 +117,11 @@ class JobSpec(BaseModel):
         1, **_renamed("virtual_stages", "virtual pipeline stages per rank (interleaved)"))
     sequence_parallel: bool = False
     tp_comm_overlap: bool = False
+    userbuffers: Literal[tuple(USERBUFFERS)] | None = Field(
+        None, exclude=True,   # not echoed: the job's own JSON names it when not te_default
+        description="with tp_comm_overlap: the per-GEMM userbuffer configuration a recipe "
+                    "names (the SMs each overlap takes; hpnsim.training.userbuffers); "
+                    "default TransformerEngine's own, te_default")
     recompute: bool = False
     selective_recompute: bool = False
     fsdp_prefetch: bool = Field(

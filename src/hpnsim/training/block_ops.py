@@ -24,12 +24,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from hpnsim.training.compute.contention import NCCL_P2P_SMS, NCCL_RING_SMS, USERBUFFER_SMS
+from hpnsim.training.compute.contention import NCCL_P2P_SMS, NCCL_RING_SMS
 from hpnsim.training.context import Ring
 from hpnsim.training.cost import Block
 from hpnsim.training.job import TrainJob
 from hpnsim.training.program import Collective, Compute
-from hpnsim.training.tp_overlap import RS_SPLITS, Bulk, Pipelined
+from hpnsim.training.tp_overlap import Bulk, Pipelined
+from hpnsim.training.userbuffers import Method
 
 __all__ = ["BlockOps", "block_ops"]
 
@@ -185,32 +186,42 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
     rs = Collective("reducescatter", "tp", size)
     core = attn * (1 - qkv - proj)
 
-    def beside(phases, **which) -> float:   # the GEMMs' slowdown beside userbuffer kernels
-        return job.overlap_slowdown(block.name, USERBUFFER_SMS, phases, **which)
+    ub = job.userbuffers
+
+    def beside(gemm: str, phases, **which) -> float:   # slower beside its userbuffer kernel
+        sms = ub.sms(gemm)
+        return job.overlap_slowdown(block.name, sms, phases, **which) if sms else 1.0
+
+    def reduce_scatter(gemm: str, seconds: float, label: str, name: str) -> Pipelined:
+        """A forward row-parallel GEMM and its reduce-scatter, by the configured method."""
+        slowdown = beside(gemm, ("forward",), names=(name,))
+        if ub.overlap(gemm).method is Method.RING_EXCHANGE:
+            return Pipelined("sendrecv", size, seconds, label, k, False, slowdown)
+        return Pipelined("reducescatter", size, seconds, label, ub.overlap(gemm).num_splits,
+                         False, slowdown)
 
     fwd = [Pipelined("allgather", size, attn * qkv, "attention qkv", k, True),
            Compute(core, "attention core"),
-           Pipelined("reducescatter", size, attn * proj, "attention proj", RS_SPLITS, False,
-                     beside(("forward",), names=("o_proj",)))]
+           reduce_scatter("proj_fprop", attn * proj, "attention proj", "o_proj")]
     # the norm's output gathered again for QKV's and FC1's weight gradients (TE's
     # ub_bulk_dgrad), beside their input-gradient GEMMs
     ig_attn = [Pipelined("allgather", size, attn_ig * proj, "attention proj ig", k, True),
                Compute(attn_ig * (1 - proj - qkv), "attention core ig"),
                Bulk(size, attn_ig * qkv, "attention qkv ig",
-                    beside(("input_grad",), names=("qkv",)), op="allgather")]
+                    beside("qkv_dgrad", ("input_grad",), names=("qkv",)), op="allgather")]
     if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
         fwd += [*ep, ag, Compute(mlp, "mlp"), *ep, rs]
         ig_mlp = [*ep, ag, Compute(mlp_ig, "mlp ig"), *ep, rs]
         bwd = [*ig_mlp, Compute(block.mlp_wg, "mlp wg")]
     else:
         fwd += [Pipelined("allgather", size, mlp * fc1, "mlp fc1", k, True),
-                Pipelined("reducescatter", size, mlp * fc2, "mlp fc2", RS_SPLITS, False,
-                          beside(("forward",), names=("fc2",)))]
+                reduce_scatter("fc2_fprop", mlp * fc2, "mlp fc2", "fc2")]
         ig_mlp = [Pipelined("allgather", size, mlp_ig * fc2, "mlp fc2 ig", k, True),
-                  Bulk(size, mlp_ig * fc1, "mlp fc1 ig", beside(("input_grad",), names=("fc1",)),
-                       op="allgather"), rs]
+                  Bulk(size, mlp_ig * fc1, "mlp fc1 ig",
+                       beside("fc1_dgrad", ("input_grad",), names=("fc1",)), op="allgather"),
+                  rs]
         bwd = [*ig_mlp[:2], Bulk(size, block.mlp_wg, "mlp wg",
-                                 beside(("weight_grad",), part="mlp"))]
+                                 beside("fc1_wgrad", ("weight_grad",), part="mlp"))]
     bwd += [*ig_attn, Bulk(size, block.attention_wg, "attention wg",
-                           beside(("weight_grad",), part="attention"))]
+                           beside("qkv_wgrad", ("weight_grad",), part="attention"))]
     return fwd, bwd, [*ig_mlp, *ig_attn, rs]

@@ -47,6 +47,7 @@ from hpnsim.training.job_options import (
 )
 from hpnsim.training.stages import layer_ranges, split_layers
 from hpnsim.training.straggler import straggler_variation
+from hpnsim.training.userbuffers import DEFAULT_USERBUFFERS, UserbufferConfig, get_userbuffers
 from hpnsim.workloads import models
 from hpnsim.workloads.gpus import GPUSpec, get_gpu
 from hpnsim.workloads.layout import Layout
@@ -126,6 +127,10 @@ class TrainJob(StageCosts):
         Megatron-Core's ``tp_comm_overlap`` (default off; needs ``sequence_parallel``): SP's
         all-gathers and reduce-scatters pipelined with the GEMMs they feed, TransformerEngine
         userbuffers' defaults (:mod:`hpnsim.training.tp_overlap`).
+    userbuffers : str
+        With ``tp_comm_overlap``: the per-GEMM userbuffer configuration a recipe names (how
+        each GEMM overlaps its collective and the SMs its communication kernel takes,
+        :mod:`hpnsim.training.userbuffers`); default TransformerEngine's own.
     recompute : bool
         Full activation recomputation (backward re-runs the forward, TP included).
     overlap_param_gather : bool
@@ -238,6 +243,7 @@ class TrainJob(StageCosts):
     grad_bytes: int
     recompute: bool
     tp_comm_overlap: bool
+    userbuffers: UserbufferConfig
     overlap_grad_reduce: bool
     selective_recompute: bool
     overlap_param_gather: bool
@@ -273,7 +279,7 @@ class TrainJob(StageCosts):
                  gpu_variation: float | None = None, fp8_gemm: str | None = None,
                  cross_entropy: str | None = None, dropout: bool = False,
                  fp8_recipe: str | None = None, fp8_param_gather: bool = False,
-                 rank_order: str | None = None):
+                 rank_order: str | None = None, userbuffers: str | None = None):
         spec = models.get(model)
         if spec.kind != "transformer":
             raise InputError("model", f"{spec.name} is a {spec.kind}; the iteration simulator "
@@ -325,6 +331,10 @@ class TrainJob(StageCosts):
                                                               fp8_param_gather))
         set_(self, "megatron_core", version)
         set_(self, "tp_comm_overlap", bool(tp_comm_overlap))
+        if userbuffers is not None and not tp_comm_overlap:
+            raise InputError("userbuffers", "configures tp_comm_overlap's userbuffers: give "
+                                            "tp_comm_overlap too")
+        set_(self, "userbuffers", get_userbuffers(userbuffers))
         set_(self, "overlap_grad_reduce", bool(overlap_grad_reduce))
         set_(self, "selective_recompute", bool(selective_recompute))
         set_(self, "overlap_param_gather", bool(overlap_param_gather))
@@ -454,6 +464,8 @@ class TrainJob(StageCosts):
             "bucket_params": self.bucket_params, "grad_bytes": self.grad_bytes,
             "sequence_parallel": self.sequence_parallel, "recompute": self.recompute,
             **({"tp_comm_overlap": True} if self.tp_comm_overlap else {}),
+            **({"userbuffers": self.userbuffers.name}
+               if self.userbuffers.name != DEFAULT_USERBUFFERS else {}),
             **({} if self.overlap_grad_reduce else {"overlap_grad_reduce": False}),
             **({"selective_recompute": True} if self.selective_recompute else {}),
             **({"overlap_param_gather": True} if self.overlap_param_gather else {}),

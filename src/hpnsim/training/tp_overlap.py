@@ -30,10 +30,13 @@ takes ``g + (k - 1) max(c, g)``, exposing ``(k - 1) max(0, c - g)`` of its ``(k 
 communication; a pipelined reduce-scatter with ``c`` per chunk takes ``g + (k - 1) max(c, g)
 + c``, hiding ``min(c, g)`` per chunk but the last. A bulk pair hides ``min(comm, gemm)``.
 
-The pipeline and bulk methods run their GEMMs on the SMs their communication kernels leave
-(``num_sm = 16``, ``set_sm_margin``): those GEMMs are slower by the factor
-:mod:`hpnsim.training.compute.contention` derives (``slowdown``); ``ring_exchange`` copies with
-the copy engines and leaves the all-gather's GEMM every SM.
+Which method each GEMM uses and how many SMs its communication kernel takes is the job's
+userbuffer configuration (:mod:`hpnsim.training.userbuffers`: TransformerEngine's defaults
+above, or the per-GEMM figures a recipe names; a recipe may reduce-scatter a forward
+row-parallel GEMM by ring exchange too, the GEMM in ``tp`` slices passing ``tp - 1`` partial
+sums of one shard on, its own shard's last). A GEMM beside a kernel holding SMs is slower by
+the factor :mod:`hpnsim.training.compute.contention` derives (``slowdown``); a ring exchange
+copies with the copy engines and leaves its GEMM every SM.
 
 What is simplified: each ring shift is timed as a ``sendrecv`` of one shard over the TP group
 (rank ``i`` to ``i + 1``), as NCCL would run it, where userbuffers copy with the copy engines
@@ -49,9 +52,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpnsim.training.program import Collective, Compute
-
-#: TransformerEngine's default split of a pipelined reduce-scatter (``"pipeline"`` method)
-RS_SPLITS = 4
 
 
 @dataclass(frozen=True)
@@ -113,18 +113,25 @@ def expand(builder, item, after: tuple[int, ...]) -> None:
         builder.add(Compute(0.0, "tp wait", after=(rs,)))
         return
     k = item.splits
+    extra = item.seconds / k * (item.slowdown - 1.0)     # per slice, beside the SMs taken
     previous = -1
     if item.comm_first:   # ring exchange: the own shard first, then k - 1 shifts of one shard
-        builder.add(Compute(item.seconds / k, item.label, after=after))
+        builder.add(Compute(item.seconds / k, item.label, after=after, contention=extra))
         for i in range(1, k):
             waits = entry if i == 1 else (previous,)
             previous = builder.add(Collective("sendrecv", "tp", item.size / k, blocking=False,
                                               after=waits))
-            builder.add(Compute(item.seconds / k, item.label, after=(previous,)))
+            builder.add(Compute(item.seconds / k, item.label, after=(previous,),
+                                contention=extra))
         return
-    for i in range(k):        # pipelined reduce-scatter: each GEMM slice's chunk after it
+    # pipelined reduce-scatter: each GEMM slice's chunk after it; a ring-exchange one
+    # (``sendrecv``) passes k - 1 slices' partial sums on and keeps its own shard's, last
+    shipped = k - 1 if item.op == "sendrecv" else k
+    for i in range(k):
         gemm = builder.add(Compute(item.seconds / k, item.label, after=after if i == 0 else (),
-                                   contention=item.seconds / k * (item.slowdown - 1.0)))
+                                   contention=extra))
+        if i >= shipped:
+            break
         waits = (gemm,) if previous < 0 else (gemm, previous)
         previous = builder.add(Collective(item.op, "tp", item.size / k, blocking=False,
                                           after=waits))

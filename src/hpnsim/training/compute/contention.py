@@ -6,11 +6,9 @@ rest: a GEMM whose tiles filled ``n`` SMs in ``w`` waves now runs them on ``n - 
 ``ceil(tiles / (n - c))`` waves. How many SMs each overlap takes:
 
 - TransformerEngine userbuffers (``tp_comm_overlap``): the ``pipeline`` and ``bulk`` methods
-  launch their GEMMs with ``sm_count - num_sm`` SMs, ``num_sm = 16`` by default
-  (``transformer_engine/pytorch/module/base.py``, ``get_default_config``; ``_math_sms =
-  sm_count - num_comm_sm`` in ``common/comm_gemm_overlap/comm_gemm_overlap.cpp``, read at
-  NVIDIA/TransformerEngine ``d0067d0da6``); ``ring_exchange`` moves data with the copy
-  engines (``use_ce``) and leaves every SM to the GEMM (:data:`USERBUFFER_SMS`);
+  take ``num_sm`` SMs from their GEMMs, 16 by default and what a recipe configures per GEMM
+  otherwise; ``ring_exchange`` moves data with the copy engines (``use_ce``) and leaves every
+  SM to the GEMM (:mod:`hpnsim.training.userbuffers`);
 - NCCL: one thread block per channel. A ring over several hosts has one ring per NIC of the
   host, duplicated (``ncclTopoPreset``, ``src/graph/connect.cc``: "Duplicate channels
   rings/trees"): 16 blocks with 8 GPUs and 8 NICs per host (:data:`NCCL_RING_SMS`, the DP
@@ -48,8 +46,6 @@ from hpnsim.training.compute.gemm import gemm_time
 from hpnsim.training.compute.ops import Op
 from hpnsim.workloads.gpus import GPUSpec
 
-#: SMs TransformerEngine's pipeline and bulk userbuffer overlaps take from their GEMMs.
-USERBUFFER_SMS = 16
 #: Thread blocks of an NCCL ring collective across hosts of 8 GPUs and 8 NICs.
 NCCL_RING_SMS = 16
 #: Thread blocks of an NCCL send/recv to two ring neighbours.
