@@ -100,3 +100,21 @@ def test_bad_userbuffers_are_refused_naming_the_option():
         get_userbuffers("x")
     with pytest.raises(InputError, match="userbuffers: .*give tp_comm_overlap too"):
         TrainJob("llama3-8b", tp=2, sequence_parallel=True, userbuffers=TE_DEFAULT.name)
+
+
+def test_cli_names_the_configuration_and_refuses_an_unknown_one():
+    import json
+
+    from typer.testing import CliRunner
+
+    from hpnsim.cli.main import app
+
+    base = ["train", "--model", "llama3-8b", "--gpu", "h100", "--tp", "2", "--dp", "1",
+            "--global-batch", "1", "--sequence-parallel", "--tp-comm-overlap"]
+    ok = CliRunner().invoke(app, base + ["--userbuffers", "ub_cfg_h100_h8192_tp4_mbs1_seqlen8192",
+                                         "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["job"]["userbuffers"] == "ub_cfg_h100_h8192_tp4_mbs1_seqlen8192"
+    bad = CliRunner().invoke(app, base + ["--userbuffers", "mine"])
+    assert bad.exit_code == 2
+    assert "--userbuffers" in bad.output and "te_default" in bad.output
