@@ -125,8 +125,9 @@ class TrainJob(StageCosts):
         reduce over DP x CP. Needs ``seq_len`` divisible by ``2 * cp``; not with ``ep > 1``.
     tp_comm_overlap : bool
         Megatron-Core's ``tp_comm_overlap`` (default off; needs ``sequence_parallel``): SP's
-        all-gathers and reduce-scatters pipelined with the GEMMs they feed, TransformerEngine
-        userbuffers' defaults (:mod:`hpnsim.training.tp_overlap`).
+        all-gathers and reduce-scatters pipelined with the GEMMs they feed over
+        TransformerEngine userbuffers (:mod:`hpnsim.training.tp_overlap`), configured as
+        ``userbuffers`` says.
     userbuffers : str
         With ``tp_comm_overlap``: the per-GEMM userbuffer configuration a recipe names (how
         each GEMM overlaps its collective and the SMs its communication kernel takes,
