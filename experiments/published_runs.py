@@ -89,8 +89,9 @@ NEMO_ASSUMED = ("distributed optimizer (zero 1), overlap_grad_reduce and overlap
                 "sequence parallelism and TP communication overlap when TP > 1 (NeMo recipes' "
                 "performance mode); gradients reduced in BF16; dropout, the loss's fusion and "
                 "selective recomputation and the TP overlap's userbuffer configuration as "
-                "NeMo-Framework-Launcher's configs at its 24.07 tag set them, FlashAttention-2 as its NVTE_FUSED_ATTN=0 leaves TransformerEngine "
-                "(the perf table does not restate them)")
+                "NeMo-Framework-Launcher's configs at its 24.07 tag set them, "
+                "FlashAttention-2 as its NVTE_FUSED_ATTN=0 leaves TransformerEngine (the perf "
+                "table does not restate them)")
 
 # What NeMo-Framework-Launcher's training configs set at tag 24.07 (8325688d, 2024-08-01;
 # launcher_scripts/conf/training/{gpt3/5b,gpt3/20b,gpt3/175b,llama/llama2_*,llama/llama3_*,
