@@ -379,9 +379,11 @@ def _attribution(results: list[dict]) -> list[str]:
         + table1_micro_batch(results) + " "
         "The next measurements that would separate what is left: the SM clock (nvidia-smi "
         "or DCGM) through a sustained FP8 training step, and TransformerEngine's FP8 GEMMs "
-        "(split accumulation in the backward) at 4096-8192-token shapes and its current "
+        "(split accumulation in the backward) at 2048-8192-token shapes and its current "
         "cast-transpose on an H100 (`tools/measure_kernels.py`, or a profiler trace of "
-        "the run through `hpnsim kernels`)."]
+        "the run through `hpnsim kernels`); and a GEMM beside a kernel holding the SMs a "
+        "recipe's bulk overlaps take, with and without the SM margin, and a sustained GEMM "
+        "stream's clock (`tools/measure_overlap.py`, prepared, not yet run on a GPU)."]
 
 
 def fsdp_contention(results: list[dict]) -> str:
