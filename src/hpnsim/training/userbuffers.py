@@ -23,7 +23,8 @@ collective without the margin: that its kernel holds the SMs only while it runs 
 is then an upper bound), and that a GEMM launched for every SM whose tiles are dealt out in
 advance waits with some tiles for the SMs the kernel holds (a tail that can double it, the
 forum measurement :mod:`hpnsim.training.compute.contention` cites: the charge is then a lower
-bound). Which of the two a step shows needs a GEMM timed beside a bulk userbuffer kernel.
+bound). Which of the two a step shows needs a GEMM timed beside a kernel holding SMs
+(``tools/measure_overlap.py``).
 
 Where the configurations come from (every figure transcribed from the source named):
 
