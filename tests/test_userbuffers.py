@@ -11,7 +11,7 @@ from hpnsim.training.block_ops import block_ops
 from hpnsim.training.compute.contention import contended_seconds
 from hpnsim.training.job import TrainJob
 from hpnsim.training.program import Collective, Compute
-from hpnsim.training.tp_overlap import Pipelined, expand, gemm_shares
+from hpnsim.training.tp_overlap import Bulk, Pipelined, expand, gemm_shares
 from hpnsim.training.userbuffers import GEMMS, TE_DEFAULT, Method, get_userbuffers
 
 DATA = Path(__file__).parent / "data" / "userbuffers"
@@ -118,3 +118,30 @@ def test_cli_names_the_configuration_and_refuses_an_unknown_one():
     bad = CliRunner().invoke(app, base + ["--userbuffers", "mine"])
     assert bad.exit_code == 2
     assert "--userbuffers" in bad.output and "te_default" in bad.output
+
+
+def test_bulk_overlaps_take_the_sms_the_launchers_file_names_for_their_gemm():
+    """TransformerEngine names a bulk overlap by the GEMM it runs beside: ``qkv_dgrad`` /
+    ``fc1_dgrad`` the re-gather beside QKV's / FC1's input gradient, ``qkv_wgrad`` /
+    ``fc1_wgrad`` the input gradient's reduce-scatter beside the attention's / MLP's weight
+    gradient. In this file the four differ (8, 16, 2, 4 SMs), so any swap shows."""
+    name = "ub_cfg_h100_h8192_tp4_mbs1_seqlen4096"
+    source = yaml.safe_load((DATA / f"{name}.yaml").read_text())
+    job = TrainJob("llama3-70b", tp=4, seq_len=4096, sequence_parallel=True,
+                   tp_comm_overlap=True, gpu="h100", userbuffers=name)
+    layer = job.stage_cost(0).blocks[1]
+    ops = block_ops(job, layer, gemm_shares(job.model, job.seq_len))
+    bulk = {op.label: op.slowdown for op in ops.backward if isinstance(op, Bulk)}
+    expected = {
+        "attention qkv ig": job.overlap_slowdown(layer.name, source["qkv_dgrad"]["num_sm"],
+                                                 ("input_grad",), names=("qkv",)),
+        "mlp fc1 ig": job.overlap_slowdown(layer.name, source["fc1_dgrad"]["num_sm"],
+                                           ("input_grad",), names=("fc1",)),
+        "attention wg": job.overlap_slowdown(layer.name, source["qkv_wgrad"]["num_sm"],
+                                             ("weight_grad",), part="attention"),
+        "mlp wg": job.overlap_slowdown(layer.name, source["fc1_wgrad"]["num_sm"],
+                                       ("weight_grad",), part="mlp")}
+    assert len({source[g]["num_sm"] for g in ("qkv_dgrad", "qkv_wgrad", "fc1_dgrad",
+                                               "fc1_wgrad")}) == 4
+    assert bulk == pytest.approx(expected, rel=1e-12)
+    assert all(v > 1.0 for v in bulk.values())

@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measure_kernels import provenance, smi_sample  # noqa: E402  (the sibling tool, stdlib only)
 
 #: (label, M, N, K): forward and weight-gradient GEMMs of the rows furthest from their
 #: published times (docs/fidelity.md): Llama 3.1 405B at TP 8, GPT-3 175B at TP 4 with
@@ -63,8 +64,8 @@ HOLDER_SMS = (1, 2, 4, 8, 16, 20, 24)
 #: how long the holder spins, in units of the GEMM's time alone
 HOLD = (2.0, 0.5)
 CASES = ("alone", "holder", "margin", "margin+holder")
-COLUMNS = ["device_name", "driver", "torch", "cuda", "date", "case", "label", "shape", "dtype",
-           "sms", "hold", "gemm_us", "alone_us", "slowdown", "sm_clock_mhz", "power_w"]
+COLUMNS = ["gpu", "device_name", "driver", "torch", "cuda", "date", "case", "label", "shape",
+           "dtype", "sms", "hold", "gemm_us", "alone_us", "slowdown", "sm_clock", "power"]
 #: shared memory a holder block asks for: more than what an H100 SM has left beside it for
 #: any GEMM block (228 KB per SM)
 HOLDER_SMEM = 200 * 1024
@@ -100,16 +101,6 @@ def plan() -> list[dict]:
                 rows.append({**base, "case": "margin", "sms": sms, "hold": 0.0})
                 rows.append({**base, "case": "margin+holder", "sms": sms, "hold": HOLD[0]})
     return rows
-
-
-def smi() -> dict:
-    query = "clocks.sm,power.draw,temperature.gpu"
-    try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits",
-                              "-i", "0"], capture_output=True, text=True, timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    return dict(zip(query.split(","), (v.strip() for v in out.split(",")), strict=False))
 
 
 class Gpu:
@@ -229,14 +220,14 @@ def measure(gpu: Gpu, rows: list, meta: dict, repeats: int, deadline: float,
         except RuntimeError as why:           # e.g. no carve-out in this PyTorch
             skipped.append(f"{item['case']} {item['label']} {item['dtype']}: {why}")
             continue
-        sample = smi()
+        sample = smi_sample()
         rows.append({**meta, "case": item["case"], "label": item["label"],
                      "shape": "x".join(map(str, item["shape"])), "dtype": item["dtype"],
                      "sms": item["sms"], "hold": item["hold"],
                      "gemm_us": f"{seconds * 1e6:.2f}", "alone_us": f"{base * 1e6:.2f}",
                      "slowdown": f"{seconds / base:.4f}",
-                     "sm_clock_mhz": sample.get("clocks.sm", ""),
-                     "power_w": sample.get("power.draw", "")})
+                     "sm_clock": sample.get("clocks.sm", ""),
+                     "power": sample.get("power.draw", "")})
         if write is not None:
             write(rows[-1])
     return skipped
@@ -263,7 +254,7 @@ def sustained(gpu: Gpu, seconds: float) -> list[dict]:
                 end_ev.synchronize()
         elapsed = start_ev.elapsed_time(end_ev) / 1e3
         out.append({"t_s": round(seconds - (end - time.monotonic()), 1),
-                    "tflops": round(count * flops / elapsed / 1e12, 2), **smi()})
+                    "tflops": round(count * flops / elapsed / 1e12, 2), **smi_sample()})
     return out
 
 
@@ -303,15 +294,7 @@ def main(argv=None) -> int:
         return 2
     started = time.monotonic()
     gpu = Gpu(torch, cupy)
-    try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
-                                 "--format=csv,noheader", "-i", "0"], capture_output=True,
-                                text=True, timeout=20).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        driver = ""
-    meta = {"device_name": gpu.name, "driver": driver, "torch": torch.__version__,
-            "cuda": torch.version.cuda or "",
-            "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    meta = provenance(torch)
     rows: list = []
     with out.open("w", newline="") as f:          # each row as it is measured
         writer = csv.DictWriter(f, fieldnames=COLUMNS)

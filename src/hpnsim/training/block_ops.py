@@ -195,10 +195,11 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
     def reduce_scatter(gemm: str, seconds: float, label: str, name: str) -> Pipelined:
         """A forward row-parallel GEMM and its reduce-scatter, by the configured method."""
         slowdown = beside(gemm, ("forward",), names=(name,))
-        if ub.overlap(gemm).method is Method.RING_EXCHANGE:
-            return Pipelined("sendrecv", size, seconds, label, k, False, slowdown)
-        return Pipelined("reducescatter", size, seconds, label, ub.overlap(gemm).num_splits,
-                         False, slowdown)
+        overlap = ub.overlap(gemm)
+        if overlap.method is Method.RING_EXCHANGE:
+            return Pipelined("sendrecv", size, seconds, label, k, False, slowdown, own_last=True)
+        return Pipelined("reducescatter", size, seconds, label, overlap.num_splits, False,
+                         slowdown)
 
     fwd = [Pipelined("allgather", size, attn * qkv, "attention qkv", k, True),
            Compute(core, "attention core"),

@@ -59,7 +59,9 @@ class Pipelined:
     """A TP collective of ``size`` bytes and a GEMM of ``seconds``, both cut in ``splits``;
     ``comm_first``: all-gather chunk ``i`` feeds GEMM slice ``i``; else GEMM slice ``i``
     feeds reduce-scatter chunk ``i``. ``slowdown``: the GEMM's time beside the
-    communication kernel over its time alone."""
+    communication kernel over its time alone. ``own_last``: the last slice is the GPU's own
+    shard and sends nothing (a ring-exchange reduce-scatter passes ``splits - 1`` partial
+    sums on)."""
 
     op: str
     size: float
@@ -68,6 +70,7 @@ class Pipelined:
     splits: int
     comm_first: bool
     slowdown: float = 1.0
+    own_last: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,9 +127,8 @@ def expand(builder, item, after: tuple[int, ...]) -> None:
             builder.add(Compute(item.seconds / k, item.label, after=(previous,),
                                 contention=extra))
         return
-    # pipelined reduce-scatter: each GEMM slice's chunk after it; a ring-exchange one
-    # (``sendrecv``) passes k - 1 slices' partial sums on and keeps its own shard's, last
-    shipped = k - 1 if item.op == "sendrecv" else k
+    # pipelined reduce-scatter: each GEMM slice's chunk after it (but the own shard's, last)
+    shipped = k - 1 if item.own_last else k
     for i in range(k):
         gemm = builder.add(Compute(item.seconds / k, item.label, after=after if i == 0 else (),
                                    contention=extra))
