@@ -39,15 +39,24 @@ def test_a_short_collective_charges_its_share(host):
     ops = [Pass("B", 0, 0), Compute(1e-3), Collective("allreduce", "dp", SIZE, blocking=False,
                                                       after=(1,)),
            Compute(span, after=(1,), beside=BESIDE)]
-    assert _contention(host, ops)[-1] == pytest.approx(BESIDE * t / span, rel=1e-9)
+    assert _contention(host, ops)[-1] == pytest.approx(_slowed_extra(span, BESIDE, t), rel=1e-9)
+
+
+def _slowed_extra(seconds, beside, held):
+    """By hand: compute of ``seconds`` runs at ``1 / r`` of its pace (r = 1 + beside /
+    seconds) for the ``held`` seconds the collective holds the SMs, from its start: all of
+    ``beside`` if it ends within them, else what the held time did not get done."""
+    r = 1 + beside / seconds
+    return beside if seconds * r <= held else held * (1 - 1 / r)
 
 
 def test_a_long_collective_charges_everything(host):
     t = _alone(host)
     ops = [Pass("B", 0, 0), Compute(1e-3), Collective("allreduce", "dp", SIZE, blocking=False,
                                                       after=(1,)),
-           Compute(t / 2, after=(1,), beside=BESIDE)]
-    assert _contention(host, ops)[-1] == pytest.approx(BESIDE, rel=1e-9)
+           Compute(t / 4, after=(1,), beside=t / 8)]   # 1.5x slower: 3/8 t, within t
+    assert _contention(host, ops)[-1] == pytest.approx(t / 8, rel=1e-9)
+    assert _slowed_extra(t / 4, t / 8, t) == t / 8
 
 
 def test_chained_collectives_hold_the_sms_one_after_another(host):
@@ -57,7 +66,8 @@ def test_chained_collectives_hold_the_sms_one_after_another(host):
            Collective("allreduce", "dp", SIZE, blocking=False, after=(1,)),
            Collective("allreduce", "dp", SIZE, blocking=False, after=(1,), follows=2),
            Compute(span, after=(1,), beside=BESIDE)]
-    assert _contention(host, ops)[-1] == pytest.approx(BESIDE * 2 * t / span, rel=1e-9)
+    assert _contention(host, ops)[-1] == pytest.approx(_slowed_extra(span, BESIDE, 2 * t),
+                                                       rel=1e-9)
 
 
 def test_compute_after_the_collective_ended_pays_nothing(host):

@@ -8,7 +8,7 @@ import yaml
 
 from hpnsim.errors import InputError
 from hpnsim.training.block_ops import block_ops
-from hpnsim.training.compute.contention import contended_seconds
+from hpnsim.training.compute.contention import Launch, contended_seconds
 from hpnsim.training.job import TrainJob
 from hpnsim.training.program import Collective, Compute
 from hpnsim.training.tp_overlap import Bulk, Pipelined, expand, gemm_shares
@@ -132,15 +132,26 @@ def test_bulk_overlaps_take_the_sms_the_launchers_file_names_for_their_gemm():
     layer = job.stage_cost(0).blocks[1]
     ops = block_ops(job, layer, gemm_shares(job.model, job.seq_len))
     bulk = {op.label: op.slowdown for op in ops.backward if isinstance(op, Bulk)}
+    launches = {op.label: op.launch for op in ops.backward if isinstance(op, Bulk)}
+
+    def launch(gemm):      # TransformerEngine's _math_sms: every SM unless set_sm_margin
+        return Launch.MARGIN if source[gemm]["set_sm_margin"] else Launch.FULL
+
     expected = {
         "attention qkv ig": job.overlap_slowdown(layer.name, source["qkv_dgrad"]["num_sm"],
-                                                 ("input_grad",), names=("qkv",)),
+                                                 ("input_grad",), names=("qkv",),
+                                                 launch=launch("qkv_dgrad")),
         "mlp fc1 ig": job.overlap_slowdown(layer.name, source["fc1_dgrad"]["num_sm"],
-                                           ("input_grad",), names=("fc1",)),
+                                           ("input_grad",), names=("fc1",),
+                                           launch=launch("fc1_dgrad")),
         "attention wg": job.overlap_slowdown(layer.name, source["qkv_wgrad"]["num_sm"],
-                                             ("weight_grad",), part="attention"),
+                                             ("weight_grad",), part="attention",
+                                             launch=launch("qkv_wgrad")),
         "mlp wg": job.overlap_slowdown(layer.name, source["fc1_wgrad"]["num_sm"],
-                                       ("weight_grad",), part="mlp")}
+                                       ("weight_grad",), part="mlp",
+                                       launch=launch("fc1_wgrad"))}
+    assert launches == {"attention qkv ig": launch("qkv_dgrad"), "mlp fc1 ig": launch("fc1_dgrad"),
+                        "attention wg": launch("qkv_wgrad"), "mlp wg": launch("fc1_wgrad")}
     assert len({source[g]["num_sm"] for g in ("qkv_dgrad", "qkv_wgrad", "fc1_dgrad",
                                                "fc1_wgrad")}) == 4
     assert bulk == pytest.approx(expected, rel=1e-12)

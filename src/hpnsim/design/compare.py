@@ -148,5 +148,6 @@ def _iteration(fabric, work: Workload, routing: str) -> dict[str, Any]:
     job = TrainJob(work.model, tp=work.tp, pp=work.pp, dp=work.dp)
     r = simulate_iteration(job, fabric, routing=routing)
     return {"iteration_time_s": r.iteration_time, "compute_time_s": r.compute_time,
+            "contention_s": r.compute_by_class["contention"],
             "exposed_comm_s": dict(r.exposed_comm), "tokens_per_second": r.tokens_per_second,
             "mfu": r.mfu}

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import NamedTuple
 
-from hpnsim.training.compute.contention import NCCL_P2P_SMS, NCCL_RING_SMS
+from hpnsim.training.compute.contention import NCCL_P2P_SMS, NCCL_RING_SMS, Launch
 from hpnsim.training.context import Ring
 from hpnsim.training.cost import Block
 from hpnsim.training.job import TrainJob
@@ -119,8 +119,10 @@ def _regathered(job: TrainJob, block: Block, label: str, seconds: float, part: s
     NCCL's cross-host ring; its channel count inside one NVLink host is not derived here)."""
     if not regather:
         return Compute(seconds, label)
-    slowdown = job.overlap_slowdown(block.name, NCCL_RING_SMS, ("input_grad",), part=part)
-    return Bulk(job.activation_bytes, seconds, label, slowdown, op="allgather")
+    slowdown = job.overlap_slowdown(block.name, NCCL_RING_SMS, ("input_grad",), part=part,
+                                    launch=Launch.FULL)
+    return Bulk(job.activation_bytes, seconds, label, slowdown, op="allgather",
+                launch=Launch.FULL)
 
 
 def _recompute_core(ops: list, attn: float, shares) -> list:
@@ -147,9 +149,10 @@ def _ring(job: TrainJob, ops: list, block: Block, shares) -> list:
     core, core_ig = attn * (1 - qkv - proj), attn_ig * (1 - qkv - proj)
     kv, steps = job.kv_bytes, job.cp
     # attention steps with an exchange in flight run beside NCCL's send/recv kernels
-    fwd_slow = job.overlap_slowdown(block.name, NCCL_P2P_SMS, ("forward",), names=("attention",))
+    fwd_slow = job.overlap_slowdown(block.name, NCCL_P2P_SMS, ("forward",), names=("attention",),
+                                    launch=Launch.FULL)
     bwd_slow = job.overlap_slowdown(block.name, NCCL_P2P_SMS, ("input_grad",),
-                                    names=("attention",))
+                                    names=("attention",), launch=Launch.FULL)
     forward = Ring(kv, core, "attention core", steps, fwd_slow)
     backward = Ring(2 * kv, core_ig, "attention core ig", steps, bwd_slow)
     replace_by = {
@@ -188,9 +191,20 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
 
     ub = job.userbuffers
 
+    def launch(gemm: str) -> Launch:   # TE's _math_sms: every SM unless set_sm_margin
+        return Launch.MARGIN if ub.overlap(gemm).set_sm_margin else Launch.FULL
+
     def beside(gemm: str, phases, **which) -> float:   # slower beside its userbuffer kernel
         sms = ub.sms(gemm)
-        return job.overlap_slowdown(block.name, sms, phases, **which) if sms else 1.0
+        return (job.overlap_slowdown(block.name, sms, phases, launch=launch(gemm), **which)
+                if sms else 1.0)
+
+    def bulk(gemm: str, seconds: float, label: str, phases, **which) -> Bulk:
+        """A GEMM beside the bulk overlap configured for it (an all-gather or, for a weight
+        gradient, the reduce-scatter of the input gradient before it)."""
+        return Bulk(size, seconds, label, beside(gemm, phases, **which),
+                    op="allgather" if gemm.endswith("dgrad") else "reducescatter",
+                    launch=launch(gemm))
 
     def reduce_scatter(gemm: str, seconds: float, label: str, name: str) -> Pipelined:
         """A forward row-parallel GEMM and its reduce-scatter, by the configured method."""
@@ -208,8 +222,8 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
     # ub_bulk_dgrad), beside their input-gradient GEMMs
     ig_attn = [Pipelined("allgather", size, attn_ig * proj, "attention proj ig", k, True),
                Compute(attn_ig * (1 - proj - qkv), "attention core ig"),
-               Bulk(size, attn_ig * qkv, "attention qkv ig",
-                    beside("qkv_dgrad", ("input_grad",), names=("qkv",)), op="allgather")]
+               bulk("qkv_dgrad", attn_ig * qkv, "attention qkv ig", ("input_grad",),
+                    names=("qkv",))]
     if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
         fwd += [*ep, ag, Compute(mlp, "mlp"), *ep, rs]
         ig_mlp = [*ep, ag, Compute(mlp_ig, "mlp ig"), *ep, rs]
@@ -218,11 +232,11 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
         fwd += [Pipelined("allgather", size, mlp * fc1, "mlp fc1", k, True),
                 reduce_scatter("fc2_fprop", mlp * fc2, "mlp fc2", "fc2")]
         ig_mlp = [Pipelined("allgather", size, mlp_ig * fc2, "mlp fc2 ig", k, True),
-                  Bulk(size, mlp_ig * fc1, "mlp fc1 ig",
-                       beside("fc1_dgrad", ("input_grad",), names=("fc1",)), op="allgather"),
+                  bulk("fc1_dgrad", mlp_ig * fc1, "mlp fc1 ig", ("input_grad",),
+                       names=("fc1",)),
                   rs]
-        bwd = [*ig_mlp[:2], Bulk(size, block.mlp_wg, "mlp wg",
-                                 beside("fc1_wgrad", ("weight_grad",), part="mlp"))]
-    bwd += [*ig_attn, Bulk(size, block.attention_wg, "attention wg",
-                           beside("qkv_wgrad", ("weight_grad",), part="attention"))]
+        bwd = [*ig_mlp[:2], bulk("fc1_wgrad", block.mlp_wg, "mlp wg", ("weight_grad",),
+                                 part="mlp")]
+    bwd += [*ig_attn, bulk("qkv_wgrad", block.attention_wg, "attention wg", ("weight_grad",),
+                           part="attention")]
     return fwd, bwd, [*ig_mlp, *ig_attn, rs]

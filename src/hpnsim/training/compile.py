@@ -26,10 +26,13 @@ What becomes a task, and the one approximation:
   its stream's compute, and every asynchronous DP, expert-DP or ZeRO collective holds its
   SMs from its dispatch (or from the end of the one before it: their kernels run one at a
   time) for its time alone on one group (:func:`~hpnsim.training.comm.time_groups`, hash
-  seed 0); a compute op pays the share of its ``beside`` that falls within that residency. An
-  approximation: the clock counts compute only, so a stream waiting for a pipeline message
-  runs the collective further than the clock says (it overcharges there), and a collective
-  slowed by other traffic runs longer than alone (it undercharges there).
+  seed 0); a compute op runs at its slowed pace within that residency and pays what that
+  adds (the clock is wall time: a GEMM twice as slow beside the kernels spans half the
+  work). A TP collective overlapped in bulk charges the compute beside it the same way for
+  its own time alone (:attr:`~hpnsim.training.program.Compute.held`). Approximations: the
+  clock counts compute only, so a stream waiting for a pipeline message runs the collective
+  further than the clock says (it overcharges there); a collective slowed by other traffic
+  runs longer than alone (it undercharges there).
 """
 
 from __future__ import annotations
@@ -378,8 +381,9 @@ class _StageState:
             self.flush()
             self.passes.append(StagePass(op.kind, op.micro_batch, op.chunk))
         elif isinstance(op, Compute):
-            contention = op.contention + (self.resident_share(i) * op.beside if op.beside
-                                          else 0.0)
+            contention = (op.contention
+                          + (self.resident_share(i) * op.beside if op.beside else 0.0)
+                          + (self.held_share(op) * op.held if op.held else 0.0))
             self.delay(i, "compute", op.seconds, op.after, op.label or "compute",
                        op.straggler, contention)
         elif isinstance(op, Recv):
@@ -413,6 +417,15 @@ class _StageState:
         self.tasks[i] = [done]
         self.tail = done
 
+    def held_share(self, op: Compute) -> float:
+        """Share of compute ``op``'s time within the time alone of the collective beside it
+        (``op.held_by``), which starts with it: how long that collective's kernels hold the
+        SMs its GEMMs were launched for (:class:`~hpnsim.training.compute.contention.Launch`)."""
+        beside = self.ops[op.held_by]
+        if op.seconds <= 0 or self.c.groups[beside.group][self.s].shape[1] < 2:
+            return 0.0
+        return min(1.0, self.c.alone_time(beside, self.s) / op.seconds)
+
     def resident_share(self, i: int) -> float:
         """Share of compute op ``i``'s time within the time the NCCL kernels of the stage's
         DP and ZeRO collectives hold their SMs (see the module docstring)."""
@@ -424,35 +437,40 @@ class _StageState:
         """Every compute op's share, from the stage's stream clock: compute ops and the
         blocking collectives inside a host advance it; each resident collective is
         dispatched at the clock its ``after`` ops end at (or its own place in the stream),
-        its kernels run after the previous one's, for its time alone."""
-        clock, start, end, dispatched = 0.0, {}, {}, []
+        its kernels run after the previous one's, for its time alone. A compute op beside
+        them advances at ``1 / (1 + beside / seconds)`` of its pace while they hold their
+        SMs, so the clock is the stream's wall time. Two walks: the first places the
+        residencies (a collective may be dispatched at a clock the walk has passed), the
+        second charges every compute op by all of them."""
+        busy: list = []
+        ends: dict[int, float] = {}               # resident collective -> its end
+        self._walk(busy, ends, place=True)
+        return self._walk(busy, ends, place=False)
+
+    def _walk(self, busy: list, ends: dict, place: bool) -> dict[int, float]:
+        clock, free, end, shares = 0.0, 0.0, {}, {}
         for i, op in enumerate(self.ops):
-            start[i] = clock
             if isinstance(op, Compute):
-                clock += op.seconds
+                # a stream waiting for a resident collective (a gather it needs) resumes
+                # when it ends
+                clock = max([clock, *(ends[a] for a in op.after if a in ends)])
+                wall = op.seconds
+                if op.beside and op.seconds > 0:
+                    wall = _through(clock, op.seconds, 1.0 + op.beside / op.seconds, busy)
+                    shares[i] = (wall - op.seconds) / op.beside
+                clock += wall
             elif isinstance(op, Collective) and self.c.groups[op.group][self.s].shape[1] > 1:
                 if op.blocking and self.c.in_host(op.group, self.s):
                     clock += self.c.alone_time(op, self.s)
-                elif not op.blocking and op.group in _RESIDENT:
-                    at = max((end[a] for a in op.after), default=clock)
-                    dispatched.append((at, i, self.c.alone_time(op, self.s)))
+                elif place and not op.blocking and op.group in _RESIDENT:
+                    begin = max(max((end[a] for a in op.after), default=clock), free)
+                    free = begin + self.c.alone_time(op, self.s)
+                    ends[i] = free
+                    if busy and begin <= busy[-1][1]:
+                        busy[-1] = (busy[-1][0], max(busy[-1][1], free))
+                    else:
+                        busy.append((begin, free))
             end[i] = clock
-        busy, free = [], 0.0                      # residency: disjoint (from, to) intervals
-        for at, _, seconds in sorted(dispatched):
-            begin = max(at, free)
-            free = begin + seconds
-            if busy and begin <= busy[-1][1]:
-                busy[-1] = (busy[-1][0], free)
-            else:
-                busy.append((begin, free))
-        froms = np.asarray([b[0] for b in busy])
-        tos = np.asarray([b[1] for b in busy])
-        shares = {}
-        for i, op in enumerate(self.ops):
-            if isinstance(op, Compute) and op.beside and op.seconds > 0:
-                a, b = start[i], start[i] + op.seconds
-                held = np.clip(np.minimum(tos, b) - np.maximum(froms, a), 0.0, None).sum()
-                shares[i] = float(min(1.0, held / op.seconds))
         return shares
 
     def asynchronous(self, i: int, op: Collective) -> None:
@@ -498,3 +516,28 @@ class _StageState:
         rows = list(self.rows.values())
         rows.sort(key=lambda row: row[0] == "allgather")
         self.c.it.rows.append([tuple(row) for row in rows])
+
+
+def _through(start: float, seconds: float, slowdown: float, busy: list) -> float:
+    """Wall time of ``seconds`` of compute from ``start``, ``slowdown`` times slower inside
+    the ``busy`` intervals (sorted, disjoint ``(from, to)``).
+
+    >>> _through(0.0, 2.0, 2.0, [(1.0, 3.0)])     # 1 s alone, then 1 s at half pace: 2 s
+    3.0
+    >>> _through(0.0, 1.0, 2.0, []), _through(5.0, 1.0, 2.0, [(1.0, 3.0)])
+    (1.0, 1.0)
+    """
+    t, left = start, seconds
+    for lo, hi in busy:
+        if hi <= t:
+            continue
+        if lo > t:
+            if left <= lo - t:
+                break
+            left -= lo - t
+            t = lo
+        if left * slowdown <= hi - t:
+            return t + left * slowdown - start
+        left -= (hi - t) / slowdown
+        t = hi
+    return t + left - start

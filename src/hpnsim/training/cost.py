@@ -40,7 +40,7 @@ from hpnsim.errors import InputError
 from hpnsim.training.compute import KernelTable, OpList, head_ops, layer_ops, step_ops
 from hpnsim.training.compute import embedding_ops as _embedding_ops
 from hpnsim.training.compute.amax_reduction import amax_group, amax_reduction_ops
-from hpnsim.training.compute.contention import slowdown
+from hpnsim.training.compute.contention import Launch, slowdown
 from hpnsim.training.compute.current_scaling import fp8_recipe_for
 from hpnsim.training.compute.gemm_library import GemmLibrary, gemm_library
 from hpnsim.training.compute.overhead import pass_gaps
@@ -261,15 +261,16 @@ class OperationModel:
                          dropout=job.dropout, fp8_recipe=self.fp8_recipe, **shard)
 
     def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
-                 names: tuple[str, ...] = (), part: str = "") -> float:
+                 names: tuple[str, ...] = (), part: str = "",
+                 launch: Launch = Launch.MARGIN) -> float:
         """How much longer block ``name``'s kernels of ``phases`` take beside a
-        communication kernel holding ``sms`` SMs (:mod:`hpnsim.training.compute.contention`);
-        only the kernels called ``names`` (when given) of the ``part`` (``attention`` or
-        ``mlp``, when given)."""
+        communication kernel holding ``sms`` SMs, the GEMMs launched as ``launch`` says
+        (:mod:`hpnsim.training.compute.contention`); only the kernels called ``names`` (when
+        given) of the ``part`` (``attention`` or ``mlp``, when given)."""
         kernels = [op for op in self.block_kernels(job, name).ops if op.phase in phases
                    and (not names or op.name in names)
                    and (not part or _in_attention(op.name) == (part == "attention"))]
-        return slowdown(kernels, job.gpu, sms, self.table, self.fp8_gemm)
+        return slowdown(kernels, job.gpu, sms, self.table, self.fp8_gemm, launch)
 
     def blocks(self, job, layers, first: bool, last: bool) -> list[Block]:
         """The stage's blocks in *forward* order."""
@@ -386,7 +387,8 @@ class ConstantEfficiency:
         return params * CONSTANT_OPTIMIZER_BYTES / job.gpu.memory_bandwidth
 
     def slowdown(self, job, name: str, sms: int, phases: tuple[str, ...],
-                 names: tuple[str, ...] = (), part: str = "") -> float:
+                 names: tuple[str, ...] = (), part: str = "",
+                 launch: Launch = Launch.MARGIN) -> float:
         """1: the constant fraction of peak came from end-to-end runs, which already paid
         for their kernels running beside communication (and for their stragglers: the
         constant model's default ``gpu_variation`` is 0)."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hpnsim.training.block_ops import block_ops
-from hpnsim.training.compute.contention import NCCL_RING_SMS
+from hpnsim.training.compute.contention import NCCL_RING_SMS, Launch
 from hpnsim.training.context import Ring, expand_ring
 from hpnsim.training.cost import Block
 from hpnsim.training.fp8_params import bucket_gather_bytes, unit_gather_bytes
@@ -114,7 +114,8 @@ class _StageBuilder:
         job = self.job
         phases = {"F": ("forward",), "W": ("weight_grad",)}.get(
             kind, ("input_grad",) if self.split else ("input_grad", "weight_grad"))
-        self.beside = (job.overlap_slowdown(block.name, NCCL_RING_SMS, phases) - 1.0
+        self.beside = (job.overlap_slowdown(block.name, NCCL_RING_SMS, phases,
+                                            launch=Launch.FULL) - 1.0
                        if beside else 0.0)
         self._block_ops(block, kind, after)
         self.beside = 0.0

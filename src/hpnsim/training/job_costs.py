@@ -24,6 +24,7 @@ and with uniform routing a ``1/ep`` share of it goes to the GPU itself, so each 
 from __future__ import annotations
 
 from hpnsim.errors import InputError
+from hpnsim.training.compute.contention import Launch
 from hpnsim.training.cost import BLOCK_SUMS, OP_CLASSES, Block, StageCost
 from hpnsim.training.fp8_params import block_fp8
 
@@ -161,22 +162,28 @@ class StageCosts:
         return out
 
     def overlap_slowdown(self, block: str, sms: int, phases: tuple[str, ...],
-                         names: tuple[str, ...] = (), part: str = "") -> float:
+                         names: tuple[str, ...] = (), part: str = "",
+                         launch: Launch = Launch.MARGIN) -> float:
         """Factor by which block ``block``'s kernels of ``phases`` (only those called
         ``names``, of ``part``, when given) are longer beside a communication kernel holding
-        ``sms`` SMs (:mod:`hpnsim.training.compute.contention`); cached per question.
+        ``sms`` SMs, the GEMMs launched as ``launch`` says
+        (:mod:`hpnsim.training.compute.contention`); cached per question.
 
         >>> from hpnsim.training.job import TrainJob
         >>> job = TrainJob("llama3-70b", tp=8, seq_len=8192, sequence_parallel=True)
         >>> round(job.overlap_slowdown("layer0", 16, ("forward",), names=("o_proj",)), 3)
         1.124
+        >>> from hpnsim.training.compute.contention import Launch
+        >>> round(job.overlap_slowdown("layer0", 16, ("forward",), names=("o_proj",),
+        ...                            launch=Launch.FULL), 3)    # H100: persistent GEMMs
+        1.968
         """
         key = ("slowdown", block if block in ("embedding", "head")
                else self.model.is_moe_layer(int(block.removeprefix("layer"))), sms, phases,
-               names, part)
+               names, part, launch)
         if key not in self._costs:
             self._costs[key] = self.compute_model.slowdown(self, block, sms, phases, names,
-                                                           part)
+                                                           part, launch)
         return self._costs[key]
 
     def buckets(self, chunk: int, expert: bool = False) -> list[tuple[float, int]]:

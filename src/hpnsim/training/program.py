@@ -58,7 +58,10 @@ class Compute:
     waits for the job's slowest GPU (:mod:`hpnsim.training.straggler`); both accounted apart.
     ``beside``: the further seconds they would take if the NCCL kernels of the DP or ZeRO
     collectives dispatched before them were resident throughout; the compiler charges the
-    share of it that falls within those kernels' time (:mod:`hpnsim.training.compile`)."""
+    share of it that falls within those kernels' time (:mod:`hpnsim.training.compile`).
+    ``held``: the further seconds they would take if the kernels of collective ``held_by``
+    (an earlier op of the stage, dispatched with them) held their SMs throughout; the
+    compiler charges the share of it that falls within that collective's time alone."""
 
     seconds: float
     label: str = ""
@@ -66,6 +69,8 @@ class Compute:
     straggler: float = 0.0
     contention: float = 0.0
     beside: float = 0.0
+    held: float = 0.0
+    held_by: int = -1
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hpnsim.training.compute.contention import Launch
 from hpnsim.training.program import Collective, Compute
 
 
@@ -77,13 +78,16 @@ class Pipelined:
 class Bulk:
     """A TP collective ``op`` (a reduce-scatter by default) of ``size`` bytes beside an
     independent compute of ``seconds`` (``slowdown`` times longer beside it); what follows
-    waits for both."""
+    waits for both. ``launch``: how the compute's GEMMs were launched beside the
+    collective's kernel (:class:`~hpnsim.training.compute.contention.Launch`): with a margin
+    they are slower throughout, for every SM only while the collective holds its SMs."""
 
     size: float
     seconds: float
     label: str
     slowdown: float = 1.0
     op: str = "reducescatter"
+    launch: Launch = Launch.MARGIN
 
 
 def gemm_shares(spec, seq_len: int) -> tuple[float, float, float, float]:
@@ -111,8 +115,11 @@ def expand(builder, item, after: tuple[int, ...]) -> None:
     if isinstance(item, Bulk):
         rs = builder.add(Collective(item.op, "tp", item.size, blocking=False,
                                     after=entry))
-        builder.add(Compute(item.seconds, item.label, after=after,
-                            contention=item.seconds * (item.slowdown - 1.0)))
+        extra = item.seconds * (item.slowdown - 1.0)
+        if item.launch is Launch.FULL:
+            builder.add(Compute(item.seconds, item.label, after=after, held=extra, held_by=rs))
+        else:
+            builder.add(Compute(item.seconds, item.label, after=after, contention=extra))
         builder.add(Compute(0.0, "tp wait", after=(rs,)))
         return
     k = item.splits
