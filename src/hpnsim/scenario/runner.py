@@ -25,7 +25,7 @@ Examples
 ...               "jobs": [{"model": "llama3-8b", "tp": 8, "dp": 2, "global_batch": 8}]})
 >>> job = result.job("job0")
 >>> job.gpus[:3], len(job.gpus), round(job.iteration_time, 3)
-([0, 1, 2], 16, 0.773)
+([0, 1, 2], 16, 0.781)
 """
 
 from __future__ import annotations
