@@ -191,20 +191,15 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
 
     ub = job.userbuffers
 
-    def launch(gemm: str) -> Launch:   # TE's _math_sms: every SM unless set_sm_margin
-        return Launch.MARGIN if ub.overlap(gemm).set_sm_margin else Launch.FULL
-
     def beside(gemm: str, phases, **which) -> float:   # slower beside its userbuffer kernel
         sms = ub.sms(gemm)
-        return (job.overlap_slowdown(block.name, sms, phases, launch=launch(gemm), **which)
-                if sms else 1.0)
+        return (job.overlap_slowdown(block.name, sms, phases, launch=ub.overlap(gemm).launch,
+                                     **which) if sms else 1.0)
 
-    def bulk(gemm: str, seconds: float, label: str, phases, **which) -> Bulk:
-        """A GEMM beside the bulk overlap configured for it (an all-gather or, for a weight
-        gradient, the reduce-scatter of the input gradient before it)."""
-        return Bulk(size, seconds, label, beside(gemm, phases, **which),
-                    op="allgather" if gemm.endswith("dgrad") else "reducescatter",
-                    launch=launch(gemm))
+    def bulk(gemm: str, op: str, seconds: float, label: str, phases, **which) -> Bulk:
+        """A GEMM beside the bulk collective ``op`` configured for it."""
+        return Bulk(size, seconds, label, beside(gemm, phases, **which), op=op,
+                    launch=ub.overlap(gemm).launch)
 
     def reduce_scatter(gemm: str, seconds: float, label: str, name: str) -> Pipelined:
         """A forward row-parallel GEMM and its reduce-scatter, by the configured method."""
@@ -222,8 +217,8 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
     # ub_bulk_dgrad), beside their input-gradient GEMMs
     ig_attn = [Pipelined("allgather", size, attn_ig * proj, "attention proj ig", k, True),
                Compute(attn_ig * (1 - proj - qkv), "attention core ig"),
-               bulk("qkv_dgrad", attn_ig * qkv, "attention qkv ig", ("input_grad",),
-                    names=("qkv",))]
+               bulk("qkv_dgrad", "allgather", attn_ig * qkv, "attention qkv ig",
+                    ("input_grad",), names=("qkv",))]
     if ep:   # MoE: the expert dispatch sits between the GEMMs and the TP collectives
         fwd += [*ep, ag, Compute(mlp, "mlp"), *ep, rs]
         ig_mlp = [*ep, ag, Compute(mlp_ig, "mlp ig"), *ep, rs]
@@ -232,11 +227,11 @@ def _overlapped(job: TrainJob, block: Block, ep: tuple, shares) -> tuple[list, l
         fwd += [Pipelined("allgather", size, mlp * fc1, "mlp fc1", k, True),
                 reduce_scatter("fc2_fprop", mlp * fc2, "mlp fc2", "fc2")]
         ig_mlp = [Pipelined("allgather", size, mlp_ig * fc2, "mlp fc2 ig", k, True),
-                  bulk("fc1_dgrad", mlp_ig * fc1, "mlp fc1 ig", ("input_grad",),
+                  bulk("fc1_dgrad", "allgather", mlp_ig * fc1, "mlp fc1 ig", ("input_grad",),
                        names=("fc1",)),
                   rs]
-        bwd = [*ig_mlp[:2], bulk("fc1_wgrad", block.mlp_wg, "mlp wg", ("weight_grad",),
-                                 part="mlp")]
-    bwd += [*ig_attn, bulk("qkv_wgrad", block.attention_wg, "attention wg", ("weight_grad",),
-                           part="attention")]
+        bwd = [*ig_mlp[:2], bulk("fc1_wgrad", "reducescatter", block.mlp_wg, "mlp wg",
+                                 ("weight_grad",), part="mlp")]
+    bwd += [*ig_attn, bulk("qkv_wgrad", "reducescatter", block.attention_wg, "attention wg",
+                           ("weight_grad",), part="attention")]
     return fwd, bwd, [*ig_mlp, *ig_attn, rs]

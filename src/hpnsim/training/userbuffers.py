@@ -59,6 +59,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from hpnsim.errors import InputError
+from hpnsim.training.compute.contention import Launch
 
 __all__ = ["DEFAULT_USERBUFFERS", "GEMMS", "Method", "Overlap", "PIPELINE_SPLITS", "TE_DEFAULT",
            "USERBUFFERS", "UserbufferConfig", "get_userbuffers"]
@@ -99,6 +100,16 @@ class Overlap:
         if self.method is Method.RING_EXCHANGE and not self.set_sm_margin:
             return 0
         return self.num_sm
+
+    @property
+    def launch(self) -> Launch:
+        """How the GEMM is launched beside the kernel: on the SMs it leaves with
+        ``set_sm_margin``, for every SM otherwise (TransformerEngine's ``_math_sms``).
+
+        >>> Overlap(Method.BULK, 4).launch.value, Overlap(Method.BULK, 4, True).launch.value
+        ('full', 'margin')
+        """
+        return Launch.MARGIN if self.set_sm_margin else Launch.FULL
 
 
 @dataclass(frozen=True)
@@ -156,26 +167,26 @@ TE_DEFAULT = _config("te_default", "TransformerEngine initialize_ub get_default_
                      bulk=(16, 16, 16, 16), margin=True)
 DEFAULT_USERBUFFERS = TE_DEFAULT.name
 
+def _launcher(name: str, proj: int, fc2: int, bulk: tuple[int, int, int, int]):
+    """A NeMo-Framework-Launcher file: pipelined reduce-scatters of ``proj`` and ``fc2`` SMs."""
+    return _config(name, _LAUNCHER.format(name), proj_fprop=_pipeline(proj),
+                   fc2_fprop=_pipeline(fc2), bulk=bulk)
+
+
+def _bridge(name: str, bulk: tuple[int, int, int, int]):
+    """A Megatron-Bridge configuration: ring-exchange reduce-scatters with the margin."""
+    return _config(name, _BRIDGE.format(name), proj_fprop=_RING_MARGIN,
+                   fc2_fprop=_RING_MARGIN, bulk=bulk)
+
+
 _CONFIGS = (
     TE_DEFAULT,
-    _config("ub_cfg_h100_h6144_tp2_mbs2_seqlen2048",
-            _LAUNCHER.format("ub_cfg_h100_h6144_tp2_mbs2_seqlen2048"),
-            proj_fprop=_pipeline(16), fc2_fprop=_pipeline(24), bulk=(8, 16, 4, 16)),
-    _config("ub_cfg_h100_h8192_tp4_mbs1_seqlen4096",
-            _LAUNCHER.format("ub_cfg_h100_h8192_tp4_mbs1_seqlen4096"),
-            proj_fprop=_pipeline(24), fc2_fprop=_pipeline(16), bulk=(8, 16, 2, 4)),
-    _config("ub_cfg_h100_h8192_tp4_mbs1_seqlen8192",
-            _LAUNCHER.format("ub_cfg_h100_h8192_tp4_mbs1_seqlen8192"),
-            proj_fprop=_pipeline(24), fc2_fprop=_pipeline(16), bulk=(4, 24, 2, 4)),
-    _config("ub_cfg_h100_h12288_tp4_mbs1_seqlen2048",
-            _LAUNCHER.format("ub_cfg_h100_h12288_tp4_mbs1_seqlen2048"),
-            proj_fprop=_pipeline(24), fc2_fprop=_pipeline(20), bulk=(4, 8, 2, 4)),
-    _config("userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192",
-            _BRIDGE.format("userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192"),
-            proj_fprop=_RING_MARGIN, fc2_fprop=_RING_MARGIN, bulk=(4, 24, 2, 4)),
-    _config("userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192",
-            _BRIDGE.format("userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192"),
-            proj_fprop=_RING_MARGIN, fc2_fprop=_RING_MARGIN, bulk=(2, 24, 2, 2)),
+    _launcher("ub_cfg_h100_h6144_tp2_mbs2_seqlen2048", 16, 24, (8, 16, 4, 16)),
+    _launcher("ub_cfg_h100_h8192_tp4_mbs1_seqlen4096", 24, 16, (8, 16, 2, 4)),
+    _launcher("ub_cfg_h100_h8192_tp4_mbs1_seqlen8192", 24, 16, (4, 24, 2, 4)),
+    _launcher("ub_cfg_h100_h12288_tp4_mbs1_seqlen2048", 24, 20, (4, 8, 2, 4)),
+    _bridge("userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192", (4, 24, 2, 4)),
+    _bridge("userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192", (2, 24, 2, 2)),
 )
 
 #: Every configuration by name.
