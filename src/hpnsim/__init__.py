@@ -36,7 +36,7 @@ name below loads its subpackage on first use; ``dir(hpnsim)`` lists them all).
 
 >>> job = hs.TrainJob("llama3-8b", tp=8, dp=2, global_batch=4)
 >>> it = hs.simulate_iteration(job, f); round(it.iteration_time * 1e3, 1), round(it.mfu, 2)
-(408.1, 0.29)
+(408.3, 0.29)
 
 **Engine** -- ``TaskGraph`` (transfers on links, delays, dependencies) and
 ``simulate(graph, capacities)`` (max-min fair sharing, event by event):

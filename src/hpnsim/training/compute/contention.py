@@ -98,14 +98,16 @@ def without_sms(gpu: GPUSpec, sms: int) -> GPUSpec:
 def persistent_tail(blocks: int, sm_count: int, held: int) -> float:
     """How much longer a persistent GEMM of ``blocks`` work units (tiles, or tile slices
     under split-K) launched for all ``sm_count`` SMs takes while another kernel holds ``held``
-    of them: ``min(blocks, sm_count)`` blocks, block ``b`` dealt units ``b``, ``b + grid``, ...;
-    the blocks beyond the ``sm_count - held`` that fit start when the first SM frees (a
-    block with one unit fewer finishing) and then run their whole share.
+    of them (at most half): ``min(blocks, sm_count)`` blocks, block ``b`` dealt units ``b``,
+    ``b + grid``, ...; the blocks beyond the ``sm_count - held`` that fit start, in block
+    order, as the SMs of the others free, and then run their whole share.
 
     >>> persistent_tail(132, 132, 24)      # one wave of 132: 24 blocks wait for it (the forum)
     2.0
     >>> persistent_tail(1320, 132, 16), persistent_tail(100, 132, 16), persistent_tail(200, 132, 16)
     (2.0, 1.0, 1.0)
+    >>> persistent_tail(252, 132, 16)      # blocks 116-119 wait with two units each
+    2.0
     """
     grid = min(blocks, sm_count)
     free = sm_count - held
@@ -113,10 +115,12 @@ def persistent_tail(blocks: int, sm_count: int, held: int) -> float:
         return 1.0                                # every block fits beside the other kernel
     share, extra = divmod(blocks, grid)           # blocks below ``extra`` get one unit more
     alone = share + (1 if extra else 0)
-    late = grid - free                            # the highest-numbered blocks: ``share`` each
-    freed_early = max(0, free - extra)            # SMs whose blocks finish at ``share`` units
-    starts = share if freed_early >= late else alone
-    return (starts + share) / alone
+    early = free - min(extra, free)               # SMs whose blocks finish at ``share`` units
+    end = alone
+    for rank, b in enumerate(range(free, grid)):  # the waiting blocks, in order
+        start = share if rank < early else alone
+        end = max(end, start + share + (1 if b < extra else 0))
+    return end / alone
 
 
 def contended_seconds(op: Op, gpu: GPUSpec, sms: int, table=None, library=None,
