@@ -330,8 +330,11 @@ LLAMA3_ASSUMED = ("FLOPs per token as hpnsim counts them (ModelSpec.training_flo
                   "not state its formula, causal halving would be 4% fewer at 8k tokens); "
                   "micro-batch 1; ZeRO-1-like sharding (the paper's FSDP keeps weights "
                   "unsharded between forward and backward); sequence parallelism, no TP "
-                  "communication overlap; fused FlashAttention (Meta's stack, not "
-                  "TransformerEngine's; the paper does not name the kernel); no dropout; the "
+                  "communication overlap; FlashAttention-2 (the paper does not name the kernel; "
+                  "FlashAttention-3 was released on 2024-07-11, after the 405B's pre-training, "
+                  "which Meta's post of 2024-04-18 called 'still training'; PyTorch's "
+                  "scaled_dot_product_attention, which Meta's open trainer pytorch/torchtitan "
+                  "calls, runs FlashAttention-2 from PyTorch 2.2, 2024-01-30); no dropout; the "
                   "loss as Megatron's unfused default (not stated); Meta's RoCE Clos (400G "
                   "per GPU) as hpn7 segments of 128 hosts. Stated in sec. 3.3.2 and followed: "
                   "ranks in the order [TP, CP, PP, DP] (rank_order tp-cp-pp-dp: a pipeline's "
@@ -356,7 +359,7 @@ def _llama3(gpus: int, tflops: float) -> PublishedRun:
                         options={"zero": 1, "sequence_parallel": True,
                                  "stage_layers": (0,) + (1,) * (chunks - 2) + (0,),
                                  "rank_order": "tp-cp-pp-dp", "grad_bytes": 4,
-                                 "attention": "flash"})
+                                 "attention": "flash2"})
 
 
 #: Llama 3 405B pre-training at 8k tokens (Dubey et al. 2024, Table 4: TP 8, CP 1, PP 16,

@@ -57,6 +57,24 @@ def test_thread_figures_read_back_exactly():
         == pytest.approx(4 * 4096 * 4096 / 51.95e-6 / 1e9)
 
 
+def test_meta_bf16_reference_rows_read_back_the_printed_seconds(tmp_path):
+    rows = _shipped("kernels_f8e_bf16_h100.csv")
+    # the threads print (M, K, N) and seconds: #38 "ffn.w13 (16384, 8192, 7168) 3.57E-03",
+    # #100 the torch.bfloat16 ref_time_s 0.003445; A [M, K] @ B [K, N] is shape MxNxK
+    w13_38 = rows["meta-pytorch/float8_experimental#38 16384x7168x8192"]
+    w13_100 = rows["meta-pytorch/float8_experimental#100 16384x7168x8192"]
+    assert (w13_38["time_ms"], w13_100["time_ms"]) == ("3.57", "3.445")
+    assert w13_38["dtype"] == "bf16" and len(rows) == 8
+    # the kernel-table reader sees 2 M N K / time, and the writer rebuilds the shipped file
+    table = packaged_table("f8e_bf16_h100")
+    got = sorted(r.value for r in table.select("h100", "gemm", "bf16")
+                 if r.shape == (16384, 7168, 8192))
+    assert got == pytest.approx([2 * 16384 * 7168 * 8192 / t / 1e12 for t in (3.57e-3, 3.445e-3)])
+    ik.write_thread_tables(tmp_path, force=True)
+    assert (tmp_path / "kernels_f8e_bf16_h100.csv").read_text() == \
+        (DATA / "kernels_f8e_bf16_h100.csv").read_text()
+
+
 def test_shipped_fp8_calibrations_are_the_fit_of_the_shipped_tables():
     data = calibration_data()
     measured = [r for r in read_measurements((DATA / "kernels_scaled_mm_h100.csv").read_text())

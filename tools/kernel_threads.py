@@ -11,6 +11,9 @@ source.
   meta-pytorch/float8_experimental#38 and #100 (``benchmarks/bench_matmul.py``: all-zero E4M3
   operands, ``torch.utils.benchmark`` mean; zero operands draw less power than real data, so
   these kernels ran at least as fast as a training GEMM would).
+- the BF16 ``torch.mm`` float8_experimental #38 and #100 time as their FP8 benchmark's
+  reference, on the same H100s in the same runs (random operands): a second measured BF16
+  setup, shipped as its own table and not fitted (:func:`bf16_reference_rows`).
 - TransformerEngine's FP8 cast-transpose kernel on an H100 SXM (FP16 in, FP8 out, both
   layouts): NVIDIA/TransformerEngine#101, the merged ("heuristic vector size") column.
 """
@@ -64,13 +67,23 @@ F8E_38 = {(16384, 8192, 1280): "2.43E-04", (16384, 1024, 8192): "2.51E-04",
           (16384, 8192, 7168): "1.39E-03", (16384, 3584, 8192): "7.45E-04"}
 F8E_100 = {(16384, 8192, 1280): "0.000244", (16384, 1024, 8192): "0.000257",
            (16384, 8192, 7168): "0.001470", (16384, 3584, 8192): "0.000700"}
-#: the same runs' BF16 nn.Linear times (random operands), for the docs' comparison only
+#: the same runs' BF16 reference matmuls (random operands): the thread's bf16_time_s (#38) and
+#: its torch.bfloat16 ref_time_s (#100), (M, K, N) -> seconds as printed; not fitted, shipped
+#: as their own table (:func:`bf16_reference_rows`) for the docs' comparison
 F8E_BF16 = {"meta-pytorch/float8_experimental#38": {
     (16384, 8192, 1280): "6.04E-04", (16384, 1024, 8192): "5.00E-04",
     (16384, 8192, 7168): "3.57E-03", (16384, 3584, 8192): "1.59E-03"},
     "meta-pytorch/float8_experimental#100": {
     (16384, 8192, 1280): "0.000622", (16384, 1024, 8192): "0.000499",
     (16384, 8192, 7168): "0.003445", (16384, 3584, 8192): "0.001628"}}
+#: what the BF16 reference rows timed, and each thread's column
+BF16_REFERENCE = ("the BF16 reference matmul the FP8 benchmark times beside torch._scaled_mm "
+                  "on the same GPU in the same run (benchmarks/bench_matmul.py; in its later "
+                  "form an nn.Linear without bias, randomly initialised, on a torch.randn "
+                  "input: random operands); torch.utils.benchmark blocked_autorange mean")
+BF16_REFERENCE_FIGURE = {"meta-pytorch/float8_experimental#38": "bf16_time_s per (M, K, N)",
+                         "meta-pytorch/float8_experimental#100":
+                             "ref_time_s of the torch.bfloat16 rows per (M, K, N)"}
 #: NVIDIA/TransformerEngine#101: square dims -> us (heuristic vector size, merged)
 TE_101 = {512: "3.80", 768: "3.79", 1024: "3.94", 1536: "5.13", 2048: "6.93", 3072: "24.51",
           4096: "51.95"}
@@ -96,6 +109,22 @@ def scaled_mm_rows() -> list[dict]:
                           ("meta-pytorch/float8_experimental#100", F8E_100)):
         for (m, k, n), seconds in table.items():
             out.append(_gemm(thread, (m, n, k), _ms(seconds), None))
+    return out
+
+
+def bf16_reference_rows() -> list[dict]:
+    """Kernel-table rows of the BF16 matmuls float8_experimental #38 and #100 timed beside their
+    FP8 ones, on the same H100s in the same runs (:data:`F8E_BF16`).
+
+    >>> r = bf16_reference_rows()[2]
+    >>> r["shape"], r["time_ms"], r["model"]
+    ('16384x7168x8192', '3.57', 'meta-pytorch/float8_experimental#38 16384x7168x8192')
+    """
+    out = []
+    for thread, table in F8E_BF16.items():
+        for (m, k, n), seconds in table.items():
+            row = _gemm(thread, (m, n, k), _ms(seconds), None)
+            out.append({**row, "timed": "bf16 reference matmul of the FP8 benchmark"})
     return out
 
 

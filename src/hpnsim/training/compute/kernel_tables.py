@@ -178,9 +178,10 @@ def packaged_table(name: str) -> KernelTable:
     """A kernel table shipped with hpnsim: ``"vidur_h100"``, ``"vidur_a100"`` (microsoft/vidur,
     FP16 layer kernels), ``"infersim_h800"`` (alibaba/InferSim, DeepGEMM FP8), ``"liger_h100"``
     (Megatron-Core's cross-entropy and SwiGLU forward, as linkedin/Liger-Kernel timed them),
-    ``"scaled_mm_h100"`` (cuBLASLt FP8 GEMMs through ``torch._scaled_mm``) or ``"te_h100"``
-    (TransformerEngine's FP8 cast-transpose), the last two quoted from GitHub threads;
-    provenance in each file's header.
+    ``"scaled_mm_h100"`` (cuBLASLt FP8 GEMMs through ``torch._scaled_mm``), ``"te_h100"``
+    (TransformerEngine's FP8 cast-transpose) or ``"f8e_bf16_h100"`` (the BF16 matmuls
+    meta-pytorch/float8_experimental timed beside its FP8 ones, on Meta's H100s in 2023), the
+    last three quoted from GitHub threads; provenance in each file's header.
 
     >>> t = packaged_table("vidur_h100")
     >>> round(t.select("h100", "gemm", "fp16")[0].value, 1) > 0
