@@ -93,8 +93,6 @@ def job_for(run: PublishedRun, **override) -> TrainJob:
                 **override}
     if "compute_efficiency" in override:
         keywords.pop("dtype")
-    if isinstance(keywords.get("kernel_table"), str):     # a table shipped with hpnsim
-        keywords["kernel_table"] = packaged_table(keywords["kernel_table"])
     return TrainJob(run.model, **keywords)
 
 

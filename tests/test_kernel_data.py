@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hpnsim.cli.main import app
+from hpnsim.training import TrainJob
 from hpnsim.training.compute import gemm_time, memory_op_time
 from hpnsim.training.compute.calibration import calibration_data, gemm_calibration
 from hpnsim.training.compute.kernel_fit import fit_gemm, fit_memory, read_measurements
@@ -243,3 +244,17 @@ def test_kernel_table_of_another_gpu_is_refused_before_any_work():
     assert out.exit_code == 2
     assert out.output.strip() == (f"error: --kernel-table: {DATA / 'kernels_vidur_a100.csv'} "
                                   f"has rows for a100, none for the job's GPU h100")
+
+
+def test_kernel_table_by_shipped_name_is_the_shipped_file():
+    by_name = TrainJob("llama3-8b", tp=8, dp=1, gpu="h100", kernel_table="f8e_bf16_h100")
+    by_path = TrainJob("llama3-8b", tp=8, dp=1, gpu="h100",
+                       kernel_table=DATA / "kernels_f8e_bf16_h100.csv")
+    assert by_name.kernel_table.rows == by_path.kernel_table.rows
+    assert len(by_name.kernel_table.rows) == 8
+    # a name that is neither a file nor a shipped table: one line, the shipped names listed
+    out = CliRunner().invoke(app, ["train", "--model", "llama3-8b", "--tp", "8", "--dp", "1",
+                                   "--gpu", "h100", "--kernel-table", "vidur_h200"])
+    assert out.exit_code == 2 and len(out.output.strip().splitlines()) == 1
+    assert out.output.startswith("error: --kernel-table: cannot read vidur_h200")
+    assert "shipped with hpnsim: f8e_bf16_h100, infersim_h800" in out.output

@@ -55,8 +55,10 @@ GPU_OPTION = typer.Option(None, "--gpu", help=f"GPU model: {', '.join(GPUS)} (de
 DTYPE_OPTION = typer.Option("bf16", "--dtype", help="GEMM dtype of the linear layers: bf16, "
                                                     "fp16, fp8 (Hopper, Blackwell).")
 KERNEL_TABLE_OPTION = typer.Option(None, "--kernel-table",
-                                   help="Measured kernel CSV (tools/measure_kernels.py) "
-                                        "overriding the compute model on that GPU.")
+                                   help="Measured kernel CSV (tools/measure_kernels.py, "
+                                        "hpnsim kernels) overriding the compute model on "
+                                        "that GPU, or a table shipped with hpnsim by name "
+                                        "(e.g. f8e_bf16_h100; docs/compute.md lists them).")
 COMPUTE_EFFICIENCY_OPTION = typer.Option(
     None, "--compute-efficiency",
     help="Override the per-operation compute model: every kernel at this fraction of peak "

@@ -51,7 +51,8 @@ def check_sizes(parallel: dict, grad_bytes, zero) -> None:
 def compute_settings(gpu: GPUSpec, dtype, efficiency, table
                      ) -> tuple[GPUSpec, str, float | None, KernelTable | None]:
     """The checked ``(gpu, dtype, compute_efficiency, kernel_table)`` of a job: the dtype
-    the GPU has, an efficiency in (0, 1] or a kernel table (read from its CSV), not both.
+    the GPU has, an efficiency in (0, 1] or a kernel table (read from its CSV, or a table
+    shipped with hpnsim by name), not both.
 
     >>> from hpnsim.workloads.gpus import get_gpu
     >>> compute_settings(get_gpu("a100"), "FP8", None, None)
@@ -76,7 +77,7 @@ def compute_settings(gpu: GPUSpec, dtype, efficiency, table
         gpu = replace(gpu, mfu=efficiency)
     if isinstance(table, (str, Path)):
         try:
-            table = KernelTable.read_csv(table)
+            table = KernelTable.load(table)
         except InputError as error:   # named by what the user typed, with its line
             where = "" if error.field == "kernel-table" else f"{error.field}: "
             raise InputError("kernel_table", where + error.message) from None

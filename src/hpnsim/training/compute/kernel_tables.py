@@ -109,6 +109,29 @@ class KernelTable:
         return cls.from_text(read_user_text(path, "kernel-table", "CSV file"), str(path))
 
     @classmethod
+    def load(cls, where: str | Path) -> KernelTable:
+        """A CSV file, or where no such file exists a table shipped with hpnsim by its name
+        (:func:`packaged_table`).
+
+        >>> KernelTable.load("f8e_bf16_h100").source
+        'hpnsim/data/kernels_f8e_bf16_h100.csv'
+        >>> KernelTable.load("no_such_table")
+        Traceback (most recent call last):
+        ...
+        hpnsim.errors.InputError: kernel-table: cannot read no_such_table: No such file or directory (nor is it a table shipped with hpnsim: f8e_bf16_h100, infersim_h800, liger_h100, scaled_mm_h100, te_h100, vidur_a100, vidur_h100)
+        """
+        if Path(where).exists() or str(where) not in packaged_names():
+            try:
+                return cls.read_csv(where)
+            except InputError as error:
+                if Path(where).exists():
+                    raise
+                raise InputError(error.field, f"{error.message} (nor is it a table shipped "
+                                              f"with hpnsim: {', '.join(packaged_names())})"
+                                 ) from None
+        return packaged_table(str(where))
+
+    @classmethod
     def from_text(cls, text: str, source: str = "kernel-table") -> KernelTable:
         """Parse kernel-table CSV text.
 
@@ -172,6 +195,19 @@ class KernelTable:
             return None
         return interpolate([r.shape for r in rows], [r.value * 1e9 for r in rows],
                            (nbytes,), sweep_axis=0)
+
+
+def packaged_names() -> tuple[str, ...]:
+    """Names of the kernel tables shipped with hpnsim (``hpnsim/data/kernels_<name>.csv``).
+
+    >>> "vidur_h100" in packaged_names()
+    True
+    """
+    from importlib import resources
+
+    files = resources.files("hpnsim").joinpath("data").iterdir()
+    return tuple(sorted(f.name[len("kernels_"):-len(".csv")] for f in files
+                        if f.name.startswith("kernels_") and f.name.endswith(".csv")))
 
 
 def packaged_table(name: str) -> KernelTable:
