@@ -111,7 +111,8 @@ class JobSpec(BaseModel):
                     "fraction of the tensor peak (the old key mfu is accepted, deprecated)")
     kernel_table: str | None = Field(
         None, description="measured kernel CSV (the compute model's format) overriding the "
-                          "model's efficiencies on the job's GPU")
+                          "model's efficiencies on the job's GPU, or the name of a table "
+                          "shipped with hpnsim (e.g. f8e_bf16_h100)")
     schedule: Literal["", "1f1b", "interleaved", "gpipe", "zb-h1"] = ""
     virtual_stages: Positive = Field(
         1, **_renamed("virtual_stages", "virtual pipeline stages per rank (interleaved)"))
