@@ -252,20 +252,23 @@ def _bf16_text(r: dict) -> str:
 def operator_kernels_text(results: list[dict]) -> str:
     """Meta's rows under the two measured BF16 GEMM setups: vidur's (the default) and the
     timings Meta published from its own H100s (:func:`operator_kernel_runs`)."""
-    table = packaged_table(OPERATOR_BF16_TABLE)
     h100 = get_gpu("h100")
-    ratios = sorted(gemm_time(*row.shape, "bf16", h100).seconds
-                    / (2.0 * math.prod(row.shape) / (row.value * 1e12))
-                    for row in table.select("h100", "gemm", "bf16"))
-    values = sorted(row.value for row in table.select("h100", "gemm", "bf16"))
-    long = [(gemm_time(*row.shape, "bf16", h100).seconds, seconds)
+
+    def measured_s(row) -> float:      # a GEMM row's TFLOP/s back to its time
+        return 2.0 * math.prod(row.shape) / (row.value * 1e12)
+
+    def model_over_measured(row) -> float:
+        return gemm_time(*row.shape, "bf16", h100).seconds / measured_s(row)
+
+    meta = packaged_table(OPERATOR_BF16_TABLE).select("h100", "gemm", "bf16")
+    ratios = sorted(model_over_measured(row) for row in meta)
+    values = sorted(row.value for row in meta)
+    long = [model_over_measured(row)
             for row in packaged_table("vidur_h100").select("h100", "gemm", "fp16")
-            if len(row.shape) == 3
-            and (seconds := 2.0 * math.prod(row.shape) / (row.value * 1e12)) > LONG_GEMM_S]
-    long_error = statistics.median(model / measured - 1 for model, measured in long)
+            if len(row.shape) == 3 and measured_s(row) > LONG_GEMM_S]
+    long_error = statistics.median(r - 1 for r in long)
     # the same run's FP8 GEMM at the same shape: a row's provenance ends with its thread's date
-    bf16 = {(row.shape, row.provenance[-1]): row.value
-            for row in table.select("h100", "gemm", "bf16")}
+    bf16 = {(row.shape, row.provenance[-1]): row.value for row in meta}
     speedups = sorted(row.value / bf16[key]
                       for row in packaged_table("scaled_mm_h100").select("h100", "gemm", "fp8")
                       if (key := (row.shape, row.provenance[-1])) in bf16)

@@ -357,38 +357,27 @@ def write_thread_tables(out: Path, force: bool) -> list[dict]:
     """Write the tables of figures transcribed from GitHub threads (:mod:`kernel_threads`);
     their source entries (URL, author, date; no licence: quoted measurements)."""
     sources = []
-    for name, rows, dtype, threads, reference in (
+    scaled_mm = ("pytorch/pytorch#143465", "meta-pytorch/float8_experimental#38",
+                 "meta-pytorch/float8_experimental#100")
+    for name, rows, dtype, threads in (
             ("kernels_scaled_mm_h100.csv", kt.scaled_mm_rows(), "fp8",
-             ("pytorch/pytorch#143465", "meta-pytorch/float8_experimental#38",
-              "meta-pytorch/float8_experimental#100"), False),
+             {t: kt.THREADS[t] for t in scaled_mm}),
             ("kernels_te_h100.csv", kt.cast_transpose_rows(), "fp16",
-             ("NVIDIA/TransformerEngine#101",), False),
+             {"NVIDIA/TransformerEngine#101": kt.THREADS["NVIDIA/TransformerEngine#101"]}),
             ("kernels_f8e_bf16_h100.csv", kt.bf16_reference_rows(), "bf16",
-             ("meta-pytorch/float8_experimental#38", "meta-pytorch/float8_experimental#100"),
-             True)):
-        header = [f"source: {kt.THREADS[t]['url']} ({kt.THREADS[t]['author']}, "
-                  f"{kt.THREADS[t]['date']}): {_timed(t, reference)}; figure: "
-                  f"{_figure(t, reference)}" for t in threads]
+             kt.BF16_REFERENCE_THREADS)):
+        header = [f"source: {d['url']} ({d['author']}, {d['date']}): {d['timed']}; figure: "
+                  f"{d['figure']}" for d in threads.values()]
         header += ["licence: none (figures quoted from public GitHub threads, with their URL)",
                    "gpu: h100 as each thread names it; model column: thread and shape",
                    "time_ms: the thread's figure in ms (derived from TFLOP/s where the thread "
                    "prints TFLOP/s: pytorch/pytorch#143465); shape MxNxK or bytes",
                    "rebuilt by tools/import_kernels.py from tools/kernel_threads.py"]
         write_table(out / name, header, "h100", dtype, rows, force)
-        sources += [{"repository": t.split("#")[0], "thread": kt.THREADS[t]["url"],
-                     "author": kt.THREADS[t]["author"], "date": kt.THREADS[t]["date"],
-                     "licence": "none (quoted measurement)", "gpu": "h100", "file": name,
-                     "timed": _timed(t, reference)} for t in threads]
+        sources += [{"repository": t.split("#")[0], "thread": d["url"], "author": d["author"],
+                     "date": d["date"], "licence": "none (quoted measurement)", "gpu": "h100",
+                     "file": name, "timed": d["timed"]} for t, d in threads.items()]
     return sources
-
-
-def _timed(thread: str, reference: bool) -> str:
-    # a thread's BF16 reference matmuls were timed otherwise than its FP8 kernels
-    return kt.BF16_REFERENCE if reference else kt.THREADS[thread]["timed"]
-
-
-def _figure(thread: str, reference: bool) -> str:
-    return kt.BF16_REFERENCE_FIGURE[thread] if reference else kt.THREADS[thread]["figure"]
 
 
 def calibrate(out: Path) -> dict:

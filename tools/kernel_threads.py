@@ -11,8 +11,8 @@ source.
   meta-pytorch/float8_experimental#38 and #100 (``benchmarks/bench_matmul.py``: all-zero E4M3
   operands, ``torch.utils.benchmark`` mean; zero operands draw less power than real data, so
   these kernels ran at least as fast as a training GEMM would).
-- the BF16 ``torch.mm`` float8_experimental #38 and #100 time as their FP8 benchmark's
-  reference, on the same H100s in the same runs (random operands): a second measured BF16
+- the BF16 reference matmuls float8_experimental #38 and #100 time beside their FP8 ones, on
+  the same H100s in the same runs (random operands): a second measured BF16
   setup, shipped as its own table and not fitted (:func:`bf16_reference_rows`).
 - TransformerEngine's FP8 cast-transpose kernel on an H100 SXM (FP16 in, FP8 out, both
   layouts): NVIDIA/TransformerEngine#101, the merged ("heuristic vector size") column.
@@ -76,14 +76,17 @@ F8E_BF16 = {"meta-pytorch/float8_experimental#38": {
     "meta-pytorch/float8_experimental#100": {
     (16384, 8192, 1280): "0.000622", (16384, 1024, 8192): "0.000499",
     (16384, 8192, 7168): "0.003445", (16384, 3584, 8192): "0.001628"}}
-#: what the BF16 reference rows timed, and each thread's column
-BF16_REFERENCE = ("the BF16 reference matmul the FP8 benchmark times beside torch._scaled_mm "
-                  "on the same GPU in the same run (benchmarks/bench_matmul.py; in its later "
-                  "form an nn.Linear without bias, randomly initialised, on a torch.randn "
-                  "input: random operands); torch.utils.benchmark blocked_autorange mean")
-BF16_REFERENCE_FIGURE = {"meta-pytorch/float8_experimental#38": "bf16_time_s per (M, K, N)",
-                         "meta-pytorch/float8_experimental#100":
-                             "ref_time_s of the torch.bfloat16 rows per (M, K, N)"}
+#: the threads of :data:`F8E_BF16` as their BF16 reference rows were timed (what and which
+#: column), in the shape of :data:`THREADS`
+_BF16_REFERENCE = ("the BF16 reference matmul the FP8 benchmark times beside torch._scaled_mm "
+                   "on the same GPU in the same run (benchmarks/bench_matmul.py; in its later "
+                   "form an nn.Linear without bias, randomly initialised, on a torch.randn "
+                   "input: random operands); torch.utils.benchmark blocked_autorange mean")
+BF16_REFERENCE_THREADS = {
+    thread: {**THREADS[thread], "timed": _BF16_REFERENCE, "figure": figure}
+    for thread, figure in (("meta-pytorch/float8_experimental#38", "bf16_time_s per (M, K, N)"),
+                           ("meta-pytorch/float8_experimental#100",
+                            "ref_time_s of the torch.bfloat16 rows per (M, K, N)"))}
 #: NVIDIA/TransformerEngine#101: square dims -> us (heuristic vector size, merged)
 TE_101 = {512: "3.80", 768: "3.79", 1024: "3.94", 1536: "5.13", 2048: "6.93", 3072: "24.51",
           4096: "51.95"}

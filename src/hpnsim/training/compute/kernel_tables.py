@@ -120,16 +120,16 @@ class KernelTable:
         ...
         hpnsim.errors.InputError: kernel-table: cannot read no_such_table: No such file or directory (nor is it a table shipped with hpnsim: f8e_bf16_h100, infersim_h800, liger_h100, scaled_mm_h100, te_h100, vidur_a100, vidur_h100)
         """
-        if Path(where).exists() or str(where) not in packaged_names():
-            try:
-                return cls.read_csv(where)
-            except InputError as error:
-                if Path(where).exists():
-                    raise
-                raise InputError(error.field, f"{error.message} (nor is it a table shipped "
-                                              f"with hpnsim: {', '.join(packaged_names())})"
-                                 ) from None
-        return packaged_table(str(where))
+        if Path(where).exists():
+            return cls.read_csv(where)
+        names = packaged_names()
+        if str(where) in names:
+            return packaged_table(str(where))
+        try:
+            return cls.read_csv(where)   # raises, saying why the file cannot be read
+        except InputError as error:
+            raise InputError(error.field, f"{error.message} (nor is it a table shipped with "
+                                          f"hpnsim: {', '.join(names)})") from None
 
     @classmethod
     def from_text(cls, text: str, source: str = "kernel-table") -> KernelTable:
