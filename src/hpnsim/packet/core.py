@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hpnsim.packet import dcqcn, heap, link, pool, transport
+from hpnsim.packet import dcqcn, heap, link, lookahead, pool, transport
 from hpnsim.packet.kinds import CONTROL, N_PRIO, Cfg, Event, Ff, Fi, Lf, Lk, Ms, Pkt, Qp
 from hpnsim.packet.stats import charge
 
@@ -111,6 +111,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
         t, ident, kind = heap.pop(ht, hk, ms)
         now = t
         ms[EVENTS] += 1
+        lookahead.next_event_rows(hk, ms, pk, lk, pq, qi, qf)
         kick = -1                                    # the link that may start a packet
         if kind == Event.TX_DONE:
             link.tx_done(ident, now, pk, pt, lk, lf, ht, hk, ms)
@@ -186,6 +187,7 @@ def run(lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, succ, watch, watch_flows
         if kick >= 0:
             link.start_next(kick, now, pk, lk, lf, pq, pf, fi, ff, qf, qi, sw, path_links, ht,
                             hk, ms, hist, cfg, rng)
+        lookahead.next_hop_rows(hk, ms, pk, lk, lf, pq, pf, fi, ff, qi, path_links)
     return DONE, now
 
 
